@@ -1,0 +1,49 @@
+# loadbench: `make` builds, `make run` measures, `make test` tests. See README.md.
+
+BUILD    ?= build
+SIZE     ?= 2GiB
+PRESET   ?= llama
+REPS     ?= 5
+DATA     ?= data
+JOBS     ?= $(shell nproc)
+RESULTS  ?= results/quick-$(shell date +%Y%m%d-%H%M%S)
+DATAFILE := $(DATA)/$(PRESET)-$(SIZE).wlf
+BIN      := $(BUILD)/loadbench
+
+.PHONY: all build run test test-asan setup clean
+
+all: build
+
+# setup.sh installs only what is missing; the stamp keeps make from asking dpkg every time.
+$(BUILD)/.setup-done: scripts/setup.sh
+	@bash scripts/setup.sh
+	@mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/CMakeCache.txt: $(BUILD)/.setup-done CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+setup:
+	bash scripts/setup.sh
+
+run: build
+	@mkdir -p $(DATA)
+	$(BIN) gen --preset $(PRESET) --size $(SIZE) --format wlf --out $(DATAFILE)
+	$(BIN) run --file $(DATAFILE) --strategies fread,mmap,mmap_seq --cache both \
+	  --reps $(REPS) --experiment quick --out $(RESULTS)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2
+	$(MAKE) --no-print-directory test-asan
+
+# The tests again under AddressSanitizer and UndefinedBehaviorSanitizer: every parser of
+# untrusted files must survive them.
+test-asan: $(BUILD)/.setup-done
+	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

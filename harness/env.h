@@ -1,0 +1,16 @@
+// env.json: what a result depends on besides the code, recorded once per results folder.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace loadbench {
+
+// Describes this machine for results about `file_path`: host, CPU model and cores, memory,
+// kernel, the block device and filesystem holding the file (model, rotational, scheduler,
+// read-ahead), transparent huge pages, page size, compiler, loadbench version and commit,
+// whether we are root. Anything that cannot be read is null, never guessed.
+nlohmann::ordered_json CollectEnv(const std::string& file_path);
+
+}  // namespace loadbench

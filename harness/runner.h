@@ -1,0 +1,41 @@
+// The runner: prepares and checks the cache state, runs every load in a fresh worker process,
+// measures it from outside, and appends each run to runs.jsonl as it ends.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/loader.h"
+#include "loaders/status.h"
+
+namespace loadbench {
+
+struct RunOptions {
+  std::string file;
+  std::vector<StrategySpec> strategies;
+  std::vector<std::string> caches;  // "cold", "warm"
+  int reps = 5;
+  std::string out_dir;
+  std::string experiment = "run";
+  double timeout_s = 0;  // per run; 0 = none
+  std::string command_line;
+};
+
+// Runs the plan and prints progress (stderr) and the summary table (stdout). Returns the exit
+// code per the CLI contract: 0 every run ok (unsupported runs aside), 1 some run failed or was
+// invalid, 2 bad input (nothing written), 130 interrupted (finished runs kept).
+int RunBenchmark(const RunOptions& opts);
+
+// Fraction bounds of the cache-state checks (DESIGN.md): a cold run must start at most 1%
+// resident, a warm one at least 99%.
+inline constexpr double kColdMaxResident = 0.01;
+inline constexpr double kWarmMinResident = 0.99;
+
+// The summary table of a set of run records (as in runs.jsonl): per strategy and cache state,
+// the ok runs' median/min/max wall time, GB/s, median peak RSS and faults, and how many runs
+// were not ok.
+std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs);
+
+}  // namespace loadbench

@@ -1,0 +1,80 @@
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "harness/runner.h"
+
+namespace loadbench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Num(const nlohmann::ordered_json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
+  struct Group {
+    std::vector<double> wall, rss, major, minor;
+    double bytes = 0;
+    int not_ok = 0;
+    std::map<std::string, int> statuses;
+  };
+  // Keyed by cache state first, so cold rows come together, then warm; strategies in first-run
+  // order within each.
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  for (const auto& r : runs) {
+    const std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
+    const auto key = std::make_pair(r.value("cache", "?"), strategy);
+    if (!groups.count(key)) order.push_back(key);
+    Group& g = groups[key];
+    const std::string status = r.value("status", "?");
+    if (status != "ok") {
+      ++g.not_ok;
+      ++g.statuses[status];
+      continue;
+    }
+    g.wall.push_back(Num(r, "wall_s"));
+    g.rss.push_back(Num(r, "peak_rss_bytes"));
+    g.major.push_back(Num(r, "major_faults"));
+    g.minor.push_back(Num(r, "minor_faults"));
+    g.bytes = Num(r, "file_bytes");
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return (a.first == "cold") > (b.first == "cold"); });
+
+  std::string out = fmt::format("{:<5} {:<22} {:>5} {:>9} {:>9} {:>9} {:>7} {:>10} {:>9} {:>10}\n",
+                                "cache", "strategy", "ok", "median_s", "min_s", "max_s", "GB/s",
+                                "peak_RSS", "major_flt", "minor_flt");
+  for (const auto& key : order) {
+    const Group& g = groups.at(key);
+    const int total = static_cast<int>(g.wall.size()) + g.not_ok;
+    std::string ok = fmt::format("{}/{}", g.wall.size(), total);
+    if (g.wall.empty()) {
+      std::string why;
+      for (const auto& [status, n] : g.statuses) why += fmt::format(" {} {}", n, status);
+      out += fmt::format("{:<5} {:<22} {:>5}  no ok runs:{}\n", key.first, key.second, ok, why);
+      continue;
+    }
+    const double med = Median(g.wall);
+    out += fmt::format("{:<5} {:<22} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>7.0f} MB {:>9.0f} {:>10.0f}\n",
+                       key.first, key.second, ok, med,
+                       *std::min_element(g.wall.begin(), g.wall.end()),
+                       *std::max_element(g.wall.begin(), g.wall.end()),
+                       med > 0 ? g.bytes / med / 1e9 : 0.0, Median(g.rss) / 1e6, Median(g.major),
+                       Median(g.minor));
+  }
+  return out;
+}
+
+}  // namespace loadbench

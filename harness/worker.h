@@ -1,0 +1,26 @@
+// The worker: one load of one file by one strategy, in a process of its own (the runner forks
+// and execs `loadbench worker`), so that its peak RSS, faults and I/O are its own.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace loadbench {
+
+struct WorkerRequest {
+  std::string file;
+  std::string strategy;  // with options: "fread:buffer=4MiB"
+};
+
+// Runs the load and returns the worker's part of the run record: status, error, checksum,
+// checksum_ok, open_s, ready_s, wall_s, peak_rss_bytes, read_bytes, tensor_count,
+// tensor_bytes, format. Timing starts before the file is opened and ends when the checksum
+// consumer has read every byte.
+nlohmann::ordered_json RunWorker(const WorkerRequest& req);
+
+// The `worker` subcommand: runs RunWorker and writes its record as one JSON line to `result_fd`.
+// Exit 0 when the record was written (whatever the run's status), 1 when it could not be.
+int WorkerMain(const WorkerRequest& req, int result_fd);
+
+}  // namespace loadbench

@@ -1,0 +1,90 @@
+#include "loaders/file_io.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+namespace loadbench {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
+  if (this != &o) reset(o.release());
+  return *this;
+}
+
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);  // close is not retried on EINTR: Linux always releases the fd
+  fd_ = fd;
+}
+
+Mapping& Mapping::operator=(Mapping&& o) noexcept {
+  if (this != &o) {
+    reset();
+    addr_ = o.addr_;
+    len_ = o.len_;
+    o.addr_ = nullptr;
+    o.len_ = 0;
+  }
+  return *this;
+}
+
+void Mapping::reset() {
+  if (addr_ != nullptr) ::munmap(addr_, len_);
+  addr_ = nullptr;
+  len_ = 0;
+}
+
+Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  UniqueFd owned(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
+  if (S_ISDIR(st.st_mode)) return Status::BadInput(fmt::format("{}: is a directory", path));
+  if (!S_ISREG(st.st_mode)) return Status::BadInput(fmt::format("{}: not a regular file", path));
+  *out = std::move(owned);
+  return Status::Ok();
+}
+
+Status FileSize(int fd, const std::string& path, uint64_t* out) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
+  *out = static_cast<uint64_t>(st.st_size);
+  return Status::Ok();
+}
+
+Status PreadExact(int fd, const std::string& path, void* buf, size_t len, uint64_t offset) {
+  auto* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::pread(fd, p + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(fmt::format("{}: read at offset {}", path, offset + done), errno);
+    }
+    if (n == 0) {
+      return Status::BadInput(
+          fmt::format("{}: truncated: needed {} bytes at offset {}, file ends at {}", path, len,
+                      offset, offset + done));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out) {
+  if (len == 0) return Status::BadInput(fmt::format("{}: cannot map an empty file", path));
+  void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | extra_flags, fd, 0);
+  if (addr == MAP_FAILED) return Status::FromErrno(fmt::format("{}: mmap", path), errno);
+  *out = Mapping(addr, len);
+  return Status::Ok();
+}
+
+}  // namespace loadbench

@@ -1,0 +1,74 @@
+// Owning wrappers for file descriptors and mappings, and the read loops every loader shares.
+// Each retries EINTR and short reads, and reports errors as Status naming the file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "loaders/status.h"
+
+namespace loadbench {
+
+// Owns one file descriptor; closes it on destruction. Move-only.
+class UniqueFd final {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  void reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Owns one mmap'd region; unmaps on destruction. Move-only.
+class Mapping final {
+ public:
+  Mapping() = default;
+  Mapping(void* addr, size_t len) : addr_(addr), len_(len) {}
+  Mapping(Mapping&& o) noexcept : addr_(o.addr_), len_(o.len_) { o.addr_ = nullptr, o.len_ = 0; }
+  Mapping& operator=(Mapping&& o) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { reset(); }
+
+  const std::byte* data() const { return static_cast<const std::byte*>(addr_); }
+  std::byte* mutable_data() { return static_cast<std::byte*>(addr_); }
+  size_t size() const { return len_; }
+  void reset();
+
+ private:
+  void* addr_ = nullptr;
+  size_t len_ = 0;
+};
+
+// Opens `path` read-only (plus `extra_flags`, e.g. O_DIRECT) and checks that it is a regular
+// file. Errors name the path: missing, a directory, not a regular file, not readable.
+Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
+
+// Size in bytes of the open file.
+Status FileSize(int fd, const std::string& path, uint64_t* out);
+
+// Reads exactly `len` bytes at `offset`, retrying EINTR and short reads. Reading past the end
+// of the file is kBadInput ("truncated").
+Status PreadExact(int fd, const std::string& path, void* buf, size_t len, uint64_t offset);
+
+// Maps `len` bytes of `fd` read-only, MAP_PRIVATE, plus `extra_flags` (e.g. MAP_POPULATE).
+Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out);
+
+}  // namespace loadbench

@@ -1,0 +1,20 @@
+// Format detection: reads the first bytes of a file and hands it to the reader of its format.
+#pragma once
+
+#include <string>
+
+#include "loaders/format/tensor_table.h"
+#include "loaders/status.h"
+
+namespace loadbench {
+
+// Reads and validates the header of the weight file open read-only on `fd`, detecting its
+// format from the content (never from the name). Uses pread only: no byte of the file is mapped
+// or touched outside the header before every field has been validated. On failure returns
+// kBadInput with a one-line message that starts with `path` and says what is wrong and where.
+Status ReadTensorTable(int fd, const std::string& path, TensorTable* out);
+
+// Opens `path` read-only and calls ReadTensorTable.
+Status ReadTensorTableFromPath(const std::string& path, TensorTable* out);
+
+}  // namespace loadbench

@@ -1,0 +1,296 @@
+// WLF reading, validation and writing. Validation follows one rule: no field is used before it
+// has been checked, every bounds check is overflow-safe (`off <= size && len <= size - off`),
+// and every value read from a dynamic offset is copied out with memcpy.
+#include "loaders/format/wlf.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "loaders/file_io.h"
+
+namespace loadbench {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "WLF fields are read and written as host integers; this build needs little-endian");
+
+struct DTypeRow {
+  const char* name;
+  uint64_t size;
+};
+constexpr DTypeRow kDTypes[kWlfDTypeCount] = {
+    {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f64", 8}, {"i8", 1},      {"u8", 1},
+    {"i16", 2}, {"u16", 2}, {"i32", 4},  {"u32", 4}, {"i64", 8},     {"u64", 8},
+    {"bool", 1}, {"f8_e4m3", 1}, {"f8_e5m2", 1},
+};
+
+// True when [off, off + len) lies inside [0, size).
+bool InBounds(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Largest header region we read into memory: the table and aux area of a file with millions of
+// tensors fits; a corrupted tensor_count cannot make us allocate the whole disk.
+constexpr uint64_t kMaxMetaBytes = 1ull << 30;
+constexpr uint64_t kMaxShapeRank = 16;
+constexpr uint64_t kMaxNameBytes = 4096;
+
+}  // namespace
+
+bool WlfDTypeInfo(uint32_t code, std::string* name, uint64_t* elem_size) {
+  if (code >= kWlfDTypeCount) return false;
+  if (name) *name = kDTypes[code].name;
+  if (elem_size) *elem_size = kDTypes[code].size;
+  return true;
+}
+
+bool WlfDTypeFromName(const std::string& name, WlfDType* out) {
+  for (uint32_t i = 0; i < kWlfDTypeCount; ++i) {
+    if (name == kDTypes[i].name) {
+      *out = static_cast<WlfDType>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+  auto bad = [&](const std::string& what) {
+    return Status::BadInput(fmt::format("{}: invalid WLF file: {}", path, what));
+  };
+  if (real_size < sizeof(WlfHeader)) {
+    return bad(fmt::format("{} bytes is shorter than the 64-byte header", real_size));
+  }
+  WlfHeader h;
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, &h, sizeof h, 0));
+  if (h.magic == kWlfMagicSwapped) {
+    return Status::BadInput(fmt::format(
+        "{}: big-endian WLF file (byte-swapped magic 0x{:08x}); this build reads "
+        "little-endian WLF only",
+        path, h.magic));
+  }
+  if (h.magic != kWlfMagic) return bad(fmt::format("wrong magic 0x{:08x}", h.magic));
+  if (h.version != kWlfVersion) {
+    return bad(fmt::format("unsupported version {} (this build reads version {})", h.version,
+                           kWlfVersion));
+  }
+  if (h.file_size != real_size) {
+    return bad(fmt::format("{}: header says {} bytes, file has {}",
+                           h.file_size > real_size ? "truncated" : "trailing bytes",
+                           h.file_size, real_size));
+  }
+  if (real_size < sizeof(WlfHeader) + sizeof(WlfTail)) return bad("too short for header and tail");
+
+  // The tail sentinel: written last, so a file cut short or never finished is caught here,
+  // before any strategy maps the end of the file.
+  WlfTail tail;
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, &tail, sizeof tail, real_size - sizeof tail));
+  if (tail.magic != kWlfTailMagic || tail.file_size != h.file_size) {
+    return bad(fmt::format("tail sentinel missing or wrong at offset {} (incomplete write?)",
+                           real_size - sizeof tail));
+  }
+  const uint64_t tail_off = real_size - sizeof tail;
+
+  if (h.meta_offset != sizeof(WlfHeader)) {
+    return bad(fmt::format("meta_offset {} is not 64", h.meta_offset));
+  }
+  if (h.data_offset % kWlfDataAlign != 0) {
+    return bad(fmt::format("data_offset {} is not a multiple of {}", h.data_offset, kWlfDataAlign));
+  }
+  if (!InBounds(0, h.data_offset, tail_off)) {
+    return bad(fmt::format("data_offset {} is past the end of the data ({})", h.data_offset,
+                           tail_off));
+  }
+  const uint64_t meta_len = h.data_offset - h.meta_offset;
+  if (meta_len > kMaxMetaBytes) {
+    return bad(fmt::format("metadata area of {} bytes exceeds the {} byte limit", meta_len,
+                           kMaxMetaBytes));
+  }
+  if (h.tensor_count > meta_len / sizeof(WlfTensorEntry)) {
+    return bad(fmt::format("tensor_count {} does not fit in the {} byte metadata area",
+                           h.tensor_count, meta_len));
+  }
+
+  // Everything between the header and the data area, read once; all later reads of names,
+  // shapes and entries are memcpy's out of this buffer at checked offsets.
+  std::vector<std::byte> meta(meta_len);
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, meta.data(), meta.size(), h.meta_offset));
+  auto meta_at = [&](uint64_t file_off, uint64_t len, uint64_t* rel) {
+    if (file_off < h.meta_offset) return false;
+    *rel = file_off - h.meta_offset;
+    return InBounds(*rel, len, meta_len);
+  };
+
+  TensorTable t;
+  t.format = "wlf";
+  t.file_size = real_size;
+  t.data_offset = h.data_offset;
+  t.tensors.reserve(h.tensor_count);
+  uint64_t prev_end = h.data_offset;
+  uint64_t total = 0;
+  for (uint64_t i = 0; i < h.tensor_count; ++i) {
+    WlfTensorEntry e;
+    std::memcpy(&e, meta.data() + i * sizeof e, sizeof e);
+    auto bad_tensor = [&](const std::string& what) {
+      return bad(fmt::format("tensor {}: {}", i, what));
+    };
+
+    uint64_t rel;
+    if (!meta_at(e.name_offset, 1, &rel)) {
+      return bad_tensor(fmt::format("name_offset {} outside the metadata area", e.name_offset));
+    }
+    const auto* name_begin = reinterpret_cast<const char*>(meta.data() + rel);
+    const uint64_t name_room = std::min<uint64_t>(meta_len - rel, kMaxNameBytes + 1);
+    const void* nul = std::memchr(name_begin, '\0', name_room);
+    if (nul == nullptr) return bad_tensor("name is not NUL-terminated within 4096 bytes");
+    TensorInfo info;
+    info.name.assign(name_begin, static_cast<const char*>(nul));
+
+    uint64_t elem_size;
+    if (!WlfDTypeInfo(e.dtype, &info.dtype, &elem_size)) {
+      return bad_tensor(fmt::format("'{}': unknown dtype code {}", info.name, e.dtype));
+    }
+    if (e.shape_count > kMaxShapeRank) {
+      return bad_tensor(fmt::format("'{}': shape_count {} exceeds {}", info.name, e.shape_count,
+                                    kMaxShapeRank));
+    }
+    if (!meta_at(e.shape_offset, e.shape_count * sizeof(uint64_t), &rel)) {
+      return bad_tensor(fmt::format("'{}': shape_offset {} outside the metadata area", info.name,
+                                    e.shape_offset));
+    }
+    uint64_t elements = 1;
+    info.shape.resize(e.shape_count);
+    for (uint64_t d = 0; d < e.shape_count; ++d) {
+      std::memcpy(&info.shape[d], meta.data() + rel + d * sizeof(uint64_t), sizeof(uint64_t));
+      if (info.shape[d] != 0 && elements > std::numeric_limits<uint64_t>::max() / info.shape[d]) {
+        return bad_tensor(fmt::format("'{}': shape product overflows", info.name));
+      }
+      elements *= info.shape[d];
+    }
+    if (elements > std::numeric_limits<uint64_t>::max() / elem_size ||
+        elements * elem_size != e.data_size) {
+      return bad_tensor(fmt::format("'{}': data_size {} does not match shape and dtype {}",
+                                    info.name, e.data_size, info.dtype));
+    }
+    if (e.data_offset < h.data_offset || !InBounds(e.data_offset, e.data_size, tail_off)) {
+      return bad_tensor(fmt::format("'{}': data [{}, +{}) outside the data area [{}, {})",
+                                    info.name, e.data_offset, e.data_size, h.data_offset,
+                                    tail_off));
+    }
+    if (e.data_offset % kWlfMinTensorAlign != 0) {
+      return bad_tensor(fmt::format("'{}': data_offset {} is not {}-byte aligned", info.name,
+                                    e.data_offset, kWlfMinTensorAlign));
+    }
+    // Tensors are stored in table order, so "not overlapping" is "each starts after the last".
+    if (e.data_offset < prev_end) {
+      return bad_tensor(fmt::format("'{}': data at {} overlaps the previous tensor (ends at {})",
+                                    info.name, e.data_offset, prev_end));
+    }
+    prev_end = e.data_offset + e.data_size;
+    info.offset = e.data_offset;
+    info.size = e.data_size;
+    total += e.data_size;
+    t.tensors.push_back(std::move(info));
+  }
+  t.tensor_bytes = total;
+  if (h.flags & kWlfFlagChecksum) t.expected_checksum = h.reserved[0];
+
+  t.header["magic"] = fmt::format("0x{:08x}", h.magic);
+  t.header["version"] = h.version;
+  t.header["tensor_count"] = h.tensor_count;
+  t.header["meta_offset"] = h.meta_offset;
+  t.header["data_offset"] = h.data_offset;
+  t.header["file_size"] = h.file_size;
+  t.header["flags"] = h.flags;
+  t.header["checksum"] = (h.flags & kWlfFlagChecksum)
+                             ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[0]))
+                             : nlohmann::ordered_json();
+  t.header["gen_spec_id"] = (h.flags & kWlfFlagGenSpec)
+                                ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[1]))
+                                : nlohmann::ordered_json();
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLayout* out) {
+  if (!IsPowerOfTwo(align) || align < kWlfMinTensorAlign) {
+    return Status::BadInput(
+        fmt::format("alignment {} must be a power of two of at least {}", align,
+                    kWlfMinTensorAlign));
+  }
+  constexpr uint64_t kLimit = 1ull << 62;  // no real file comes near; keeps sums from wrapping
+  uint64_t aux = 0;
+  for (const auto& t : tensors) aux += t.name.size() + 1 + t.shape.size() * sizeof(uint64_t) + 8;
+  WlfLayout l;
+  l.align = align;
+  l.data_offset = AlignUp(sizeof(WlfHeader) + tensors.size() * sizeof(WlfTensorEntry) + aux,
+                          std::max(align, kWlfDataAlign));
+  uint64_t pos = l.data_offset;
+  for (const auto& t : tensors) {
+    std::string dname;
+    uint64_t size;
+    if (!WlfDTypeInfo(static_cast<uint32_t>(t.dtype), &dname, &size)) {
+      return Status::BadInput(fmt::format("tensor '{}': unknown dtype", t.name));
+    }
+    for (uint64_t d : t.shape) {
+      if (d != 0 && size > kLimit / d) {
+        return Status::BadInput(fmt::format("tensor '{}': size overflows", t.name));
+      }
+      size *= d;
+    }
+    pos = AlignUp(pos, align);
+    if (pos > kLimit - size) return Status::BadInput("file size overflows");
+    l.tensor_offsets.push_back(pos);
+    l.tensor_sizes.push_back(size);
+    pos += size;
+  }
+  l.data_end = AlignUp(pos, 8);
+  l.file_size = l.data_end + sizeof(WlfTail);
+  *out = std::move(l);
+  return Status::Ok();
+}
+
+std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
+                                     const WlfLayout& layout, uint64_t flags, uint64_t checksum,
+                                     uint64_t gen_spec_id) {
+  std::vector<std::byte> buf(layout.data_offset);
+  WlfHeader h{};
+  h.magic = kWlfMagic;
+  h.version = kWlfVersion;
+  h.tensor_count = tensors.size();
+  h.meta_offset = sizeof(WlfHeader);
+  h.data_offset = layout.data_offset;
+  h.file_size = layout.file_size;
+  h.flags = flags;
+  h.reserved[0] = (flags & kWlfFlagChecksum) ? checksum : 0;
+  h.reserved[1] = (flags & kWlfFlagGenSpec) ? gen_spec_id : 0;
+  std::memcpy(buf.data(), &h, sizeof h);
+
+  uint64_t aux = sizeof(WlfHeader) + tensors.size() * sizeof(WlfTensorEntry);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& t = tensors[i];
+    WlfTensorEntry e{};
+    e.name_offset = aux;
+    std::memcpy(buf.data() + aux, t.name.data(), t.name.size());  // NUL from the zeroed buffer
+    aux += t.name.size() + 1;
+    aux = AlignUp(aux, 8);
+    e.shape_offset = aux;
+    e.shape_count = t.shape.size();
+    std::memcpy(buf.data() + aux, t.shape.data(), t.shape.size() * sizeof(uint64_t));
+    aux += t.shape.size() * sizeof(uint64_t);
+    e.dtype = static_cast<uint32_t>(t.dtype);
+    e.data_offset = layout.tensor_offsets[i];
+    e.data_size = layout.tensor_sizes[i];
+    std::memcpy(buf.data() + sizeof(WlfHeader) + i * sizeof e, &e, sizeof e);
+  }
+  return buf;
+}
+
+WlfTail EncodeWlfTail(const WlfLayout& layout) { return WlfTail{kWlfTailMagic, layout.file_size}; }
+
+}  // namespace loadbench

@@ -1,0 +1,109 @@
+// WLF, the mappable weight format: the file's bytes are the in-memory layout, so a load only
+// claims them. Every integer is little-endian and fixed-width; every reference is a file offset.
+//
+//   [0, 64)                  header (WlfHeader)
+//   [meta_offset, +48*n)     tensor table (WlfTensorEntry), meta_offset == 64
+//   [.., data_offset)        aux area: tensor names (NUL-terminated) and shapes (u64 arrays)
+//   [data_offset, ..)        data area, data_offset % 4096 == 0; every tensor aligned to the
+//                            file's alignment (>= 64, a power of two); padding is zero bytes
+//   [file_size - 16, ..)     tail sentinel (WlfTail)
+//
+// flags bit 0 (kWlfFlagChecksum): reserved[0] holds the xxh3-64 of all tensor bytes in table
+// order. flags bit 1 (kWlfFlagGenSpec): reserved[1] holds the xxh3-64 of the generator's spec
+// string, so a generator can recognise a file it already wrote. Readers ignore unknown flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loaders/format/tensor_table.h"
+#include "loaders/status.h"
+
+namespace loadbench {
+
+inline constexpr uint32_t kWlfMagic = 0x57454947;         // "GIEW" on disk, reads as "WEIG"
+inline constexpr uint32_t kWlfMagicSwapped = 0x47494557;  // the magic of a big-endian file
+inline constexpr uint32_t kWlfVersion = 1;
+inline constexpr uint64_t kWlfTailMagic = 0x4C494154464C5757;  // "WWLFTAIL"
+inline constexpr uint64_t kWlfFlagChecksum = 1u << 0;
+inline constexpr uint64_t kWlfFlagGenSpec = 1u << 1;
+inline constexpr uint64_t kWlfDataAlign = 4096;  // the data area starts on this boundary
+inline constexpr uint64_t kWlfMinTensorAlign = 64;
+
+struct WlfHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t tensor_count;
+  uint64_t meta_offset;
+  uint64_t data_offset;
+  uint64_t file_size;
+  uint64_t flags;
+  uint64_t reserved[2];  // [0] checksum, [1] generator spec id; see the flags above
+};
+static_assert(sizeof(WlfHeader) == 64, "WLF header is 64 bytes");
+
+struct WlfTensorEntry {
+  uint64_t name_offset;
+  uint32_t dtype;
+  uint32_t pad;
+  uint64_t shape_offset;
+  uint64_t shape_count;
+  uint64_t data_offset;
+  uint64_t data_size;
+};
+static_assert(sizeof(WlfTensorEntry) == 48, "WLF tensor entry is 48 bytes");
+
+struct WlfTail {
+  uint64_t magic;      // kWlfTailMagic
+  uint64_t file_size;  // equals the header's file_size
+};
+static_assert(sizeof(WlfTail) == 16, "WLF tail is 16 bytes");
+
+// WLF dtype codes. Stable: they are stored in files.
+enum class WlfDType : uint32_t {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
+  kI8 = 4, kU8 = 5, kI16 = 6, kU16 = 7, kI32 = 8, kU32 = 9, kI64 = 10, kU64 = 11,
+  kBool = 12, kF8E4M3 = 13, kF8E5M2 = 14,
+};
+inline constexpr uint32_t kWlfDTypeCount = 15;
+
+// Name ("bf16") and element size of a dtype code; false for an unknown code.
+bool WlfDTypeInfo(uint32_t code, std::string* name, uint64_t* elem_size);
+// Code for a name; false when the name is unknown.
+bool WlfDTypeFromName(const std::string& name, WlfDType* out);
+
+// Parses and validates a WLF file open on `fd`. Every field is checked with overflow-safe
+// bounds before it is used; see the file comment for the layout.
+Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out);
+
+// ---- Writing ----
+
+struct WlfTensorSpec {
+  std::string name;
+  WlfDType dtype;
+  std::vector<uint64_t> shape;
+};
+
+// Where everything goes in a file of the given tensors. Offsets are absolute.
+struct WlfLayout {
+  uint64_t align = 4096;
+  uint64_t data_offset = 0;
+  uint64_t data_end = 0;   // end of the last tensor, rounded up to 8 bytes; the tail starts here
+  uint64_t file_size = 0;
+  std::vector<uint64_t> tensor_offsets;
+  std::vector<uint64_t> tensor_sizes;
+};
+
+// Plans the layout of `tensors` (in this order) with each tensor aligned to `align`.
+// kBadInput when align is not a power of two >= 64 or a size overflows.
+Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLayout* out);
+
+// The bytes [0, data_offset): header, tensor table, aux area, zero padding.
+std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
+                                     const WlfLayout& layout, uint64_t flags, uint64_t checksum,
+                                     uint64_t gen_spec_id);
+// The 16 bytes at data_end.
+WlfTail EncodeWlfTail(const WlfLayout& layout);
+
+}  // namespace loadbench

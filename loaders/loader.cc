@@ -1,0 +1,135 @@
+#include "loaders/loader.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "loaders/units.h"
+
+namespace loadbench {
+namespace {
+
+std::vector<StrategyInfo>& Registry() {
+  static std::vector<StrategyInfo> registry;
+  return registry;
+}
+
+Status ParseOptionValue(const std::string& strategy, const OptionSpec& spec,
+                        const std::string& text, int64_t* out) {
+  const std::string what = fmt::format("strategy {}: option {}", strategy, spec.name);
+  if (spec.kind == OptionSpec::Kind::kBytes) {
+    uint64_t v = 0;
+    LB_RETURN_IF_ERROR(ParseBytes(text, what, &v));
+    if (v == 0 || v > (1ull << 40)) {
+      return Status::BadInput(fmt::format("{}: {} is out of range (1 B to 1 TiB)", what, text));
+    }
+    *out = static_cast<int64_t>(v);
+    return Status::Ok();
+  }
+  size_t used = 0;
+  try {
+    *out = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    return Status::BadInput(fmt::format("{}: '{}' is not an integer", what, text));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Params::Resolve(const std::string& strategy, const std::vector<OptionSpec>& specs,
+                       const std::map<std::string, std::string>& given, Params* out) {
+  Params p;
+  for (const auto& [key, value] : given) {
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key; });
+    if (it == specs.end()) {
+      std::string known;
+      for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
+      return Status::BadInput(fmt::format("strategy {}: unknown option '{}' (options: {})",
+                                          strategy, key, known.empty() ? "none" : known));
+    }
+  }
+  for (const auto& spec : specs) {
+    auto it = given.find(spec.name);
+    int64_t v = 0;
+    LB_RETURN_IF_ERROR(ParseOptionValue(
+        strategy, spec, it == given.end() ? spec.default_value : it->second, &v));
+    p.values_[spec.name] = v;
+  }
+  *out = std::move(p);
+  return Status::Ok();
+}
+
+int64_t Params::Int(const std::string& name) const { return values_.at(name); }
+
+nlohmann::json Params::ToJson() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : values_) j[k] = v;
+  return j;
+}
+
+bool RegisterStrategy(StrategyInfo info) {
+  Registry().push_back(std::move(info));
+  return true;
+}
+
+std::vector<const StrategyInfo*> Strategies() {
+  std::vector<const StrategyInfo*> out;
+  for (const auto& s : Registry()) out.push_back(&s);
+  std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  return out;
+}
+
+const StrategyInfo* FindStrategy(const std::string& name) {
+  for (const auto& s : Registry()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out) {
+  std::vector<StrategySpec> specs;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                      : comma - start);
+    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    StrategySpec spec;
+    spec.text = item;
+    size_t colon = item.find(':');
+    spec.name = item.substr(0, colon);
+    if (spec.name.empty()) {
+      return Status::BadInput(fmt::format("--strategies: empty strategy name in '{}'", text));
+    }
+    const StrategyInfo* info = FindStrategy(spec.name);
+    if (info == nullptr) {
+      std::string known;
+      for (const auto* s : Strategies()) known += (known.empty() ? "" : ", ") + s->name;
+      return Status::BadInput(fmt::format("--strategies: unknown strategy '{}' (known: {})",
+                                          spec.name, known));
+    }
+    while (colon != std::string::npos) {
+      size_t next = item.find(':', colon + 1);
+      std::string kv = item.substr(colon + 1, next == std::string::npos ? std::string::npos
+                                                                         : next - colon - 1);
+      size_t eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+        return Status::BadInput(fmt::format(
+            "--strategies: '{}': option '{}' is not key=value", item, kv));
+      }
+      spec.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+      colon = next;
+    }
+    Params ignored;
+    LB_RETURN_IF_ERROR(Params::Resolve(spec.name, info->options, spec.options, &ignored));
+    specs.push_back(std::move(spec));
+  }
+  *out = std::move(specs);
+  return Status::Ok();
+}
+
+}  // namespace loadbench

@@ -1,0 +1,28 @@
+// The shared part of the mmap family: map the whole file read-only and MAP_PRIVATE, apply one
+// madvise advice (or none) to the data area, and hand out views into the mapping.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loaders/file_io.h"
+#include "loaders/loader.h"
+
+namespace loadbench {
+
+class MmapLoader final : public Loader {
+ public:
+  // `advice` is an MADV_* value applied to the data area, or -1 for none; `advice_name` names
+  // it in error messages.
+  MmapLoader(int advice, const char* advice_name) : advice_(advice), advice_name_(advice_name) {}
+
+  Status Load(const std::string& path, const TensorTable& table,
+              std::vector<TensorBytes>* views) override;
+
+ private:
+  int advice_;
+  const char* advice_name_;
+  Mapping mapping_;
+};
+
+}  // namespace loadbench
