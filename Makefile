@@ -34,8 +34,10 @@ run: build
 	$(BIN) run --file $(DATAFILE) --strategies fread,mmap,mmap_seq --cache both \
 	  --reps $(REPS) --experiment quick --out $(RESULTS)
 
+# Tests run one at a time: some drop the page cache, which would disturb a warm-cache test
+# running beside them.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j 2
+	cd $(BUILD) && ctest --output-on-failure
 	$(MAKE) --no-print-directory test-asan
 
 # The tests again under AddressSanitizer and UndefinedBehaviorSanitizer: every parser of
@@ -43,7 +45,7 @@ test: build
 test-asan: $(BUILD)/.setup-done
 	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2
+	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan

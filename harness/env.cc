@@ -1,3 +1,4 @@
+#include "loadbench_commit.h"
 #include "harness/env.h"
 
 #include <sched.h>

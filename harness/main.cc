@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "loadbench_commit.h"
 #include "harness/gen/generator.h"
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
@@ -119,8 +120,9 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--dtype", gen.dtype, "Element type: bf16 or f16")->capture_default_str();
   gen_cmd->add_option("--threads", gen.threads, "Generator threads (0: one per core)")
       ->capture_default_str();
-  bool gen_quiet = false;
+  bool gen_quiet = false, gen_dry_run = false;
   gen_cmd->add_flag("--quiet", gen_quiet, "No progress output");
+  gen_cmd->add_flag("--dry-run", gen_dry_run, "Print the model shape and file size; write nothing");
 
   // inspect
   std::string inspect_file;
@@ -170,9 +172,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // CLI11 prints help with exit 0 and usage errors with its own message; usage errors are 2.
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    // --help and --version print and exit 0; a usage error is one line and exit code 2.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "loadbench: {} (see --help)\n", e.what());
+    return 2;
   }
 
   if (*gen_cmd) {
@@ -182,6 +185,21 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail("gen", s);
     gen.align = align;
     gen.progress = !gen_quiet;
+    if (gen_dry_run) {
+      WlfDType dtype;
+      ModelPlan plan;
+      WlfLayout layout;
+      if (!WlfDTypeFromName(gen.dtype, &dtype)) {
+        return Fail("gen", Status::BadInput(fmt::format("--dtype: unknown dtype '{}'", gen.dtype)));
+      }
+      s = PlanPreset(gen.preset, gen.size_bytes, dtype, &plan);
+      if (s.ok()) s = PlanWlf(plan.tensors, gen.align, &layout);
+      if (!s.ok()) return Fail("gen", s);
+      fmt::print("{}\n{} tensors, {} of tensor data, file {} ({} bytes)\n", plan.description,
+                 plan.tensors.size(), FormatBytes(plan.tensor_bytes), FormatBytes(layout.file_size),
+                 layout.file_size);
+      return 0;
+    }
     InstallInterruptHandlers();
     GenResult r;
     s = Generate(gen, &r);

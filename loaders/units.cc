@@ -47,9 +47,9 @@ Status ParseBytes(const std::string& text, const std::string& what, uint64_t* ou
       }
       return Status::Ok();
     }
-    double v = std::stod(number) * u.factor;
-    if (!std::isfinite(v) || v >= 18446744073709551615.0) return bad();
-    *out = static_cast<uint64_t>(std::llround(v));
+    const double v = std::round(std::stod(number) * u.factor);
+    if (!std::isfinite(v) || v >= 18446744073709551616.0) return bad();
+    *out = static_cast<uint64_t>(v);
     return Status::Ok();
   }
   return bad();

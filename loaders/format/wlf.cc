@@ -102,6 +102,9 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   if (h.data_offset % kWlfDataAlign != 0) {
     return bad(fmt::format("data_offset {} is not a multiple of {}", h.data_offset, kWlfDataAlign));
   }
+  if (h.data_offset < h.meta_offset) {
+    return bad(fmt::format("data_offset {} is inside the header", h.data_offset));
+  }
   if (!InBounds(0, h.data_offset, tail_off)) {
     return bad(fmt::format("data_offset {} is past the end of the data ({})", h.data_offset,
                            tail_off));
@@ -236,6 +239,18 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLay
     uint64_t size;
     if (!WlfDTypeInfo(static_cast<uint32_t>(t.dtype), &dname, &size)) {
       return Status::BadInput(fmt::format("tensor '{}': unknown dtype", t.name));
+    }
+    // Plan only files that ReadWlf accepts.
+    if (t.name.size() > kMaxNameBytes) {
+      return Status::BadInput(fmt::format("tensor '{:.64}...': name of {} bytes exceeds {}",
+                                          t.name, t.name.size(), kMaxNameBytes));
+    }
+    if (t.name.find('\0') != std::string::npos) {
+      return Status::BadInput(fmt::format("tensor '{}': name holds a NUL byte", t.name.c_str()));
+    }
+    if (t.shape.size() > kMaxShapeRank) {
+      return Status::BadInput(fmt::format("tensor '{}': {} dimensions exceed {}", t.name,
+                                          t.shape.size(), kMaxShapeRank));
     }
     for (uint64_t d : t.shape) {
       if (d != 0 && size > kLimit / d) {

@@ -1,0 +1,329 @@
+// The command-line contract (DESIGN.md): bad usage or bad input exits 2 with one line on stderr
+// naming the file and the reason, never a signal, and `run` writes nothing for bad input;
+// --help works on every subcommand; inspect and list print what they promise. Each test runs
+// the built binary (LOADBENCH_BINARY) as a child process.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/wlf_fixture.h"
+
+namespace loadbench {
+namespace {
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that killed it, else 0
+  std::string out;
+  std::string err;
+};
+
+// Runs LOADBENCH_BINARY with `args`, stdin from /dev/null, capturing stdout and stderr apart.
+// A child still running after 60 s is killed with SIGKILL (reported as signal 9).
+ProcessResult RunLoadbench(const std::vector<std::string>& args) {
+  ProcessResult r;
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ADD_FAILURE() << "pipe2: " << std::strerror(errno);
+    return r;
+  }
+  std::vector<std::string> argv_s = {LOADBENCH_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork: " << std::strerror(errno);
+    return r;
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until exec. dup2 clears O_CLOEXEC on 0, 1 and 2.
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
+        ::dup2(err_pipe[1], 2) < 0) {
+      ::_exit(126);
+    }
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  std::string* sinks[2] = {&r.out, &r.err};
+  int open_fds = 2;
+  bool killed = false;
+  while (open_fds > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+      break;
+    }
+    const int n = ::poll(fds, 2, 200);
+    if (n < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2 && n > 0; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores negative fds
+        --open_fds;
+      } else {
+        sinks[i]->append(buf, static_cast<size_t>(got));
+      }
+    }
+  }
+  for (const pollfd& p : fds) {
+    if (p.fd >= 0) ::close(p.fd);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  EXPECT_FALSE(killed) << "loadbench did not finish within 60 s";
+  return r;
+}
+
+std::string Describe(const ProcessResult& r) {
+  return "exit " + std::to_string(r.exit_code) + ", signal " + std::to_string(r.signal) +
+         "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Exit 2, not a signal, and exactly one line on stderr holding every one of `needles`.
+void ExpectBadInput(const ProcessResult& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.signal, 0) << Describe(r);
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  ASSERT_FALSE(r.err.empty()) << Describe(r);
+  EXPECT_EQ(r.err.back(), '\n') << Describe(r);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "not one line\n" << Describe(r);
+  for (const auto& n : needles) EXPECT_TRUE(Contains(r.err, n)) << "no '" << n << "'\n" << Describe(r);
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  // A valid WLF file of OddTensors().
+  void SetUp() override {
+    valid_ = dir_.File("valid.wlf");
+    test::WriteWlfFile(valid_, test::OddTensors(), 64);
+  }
+
+  // A copy of the valid file under `name`, for corrupting.
+  std::string CopyOfValid(const std::string& name) {
+    const std::string path = dir_.File(name);
+    test::WriteFileBytes(path, test::ReadFileBytes(valid_));
+    return path;
+  }
+
+  test::TempDir dir_;
+  std::string valid_;
+};
+
+// ---- inspect: bad input ----
+
+TEST_F(CliTest, InspectMissingFile) {
+  const std::string path = dir_.File("no-such.wlf");
+  ExpectBadInput(RunLoadbench({"inspect", path}), {path, "No such file"});
+}
+
+TEST_F(CliTest, InspectDirectory) {
+  ExpectBadInput(RunLoadbench({"inspect", dir_.path()}), {dir_.path(), "is a directory"});
+}
+
+TEST_F(CliTest, InspectEmptyFile) {
+  const std::string path = dir_.File("empty.wlf");
+  test::WriteFileBytes(path, {});
+  ExpectBadInput(RunLoadbench({"inspect", path}), {path, "empty file"});
+}
+
+TEST_F(CliTest, InspectTruncated) {
+  const std::string path = CopyOfValid("truncated.wlf");
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1000);
+  ExpectBadInput(RunLoadbench({"inspect", path}), {path, "truncated"});
+}
+
+TEST_F(CliTest, InspectWrongMagic) {
+  const std::string path = CopyOfValid("magic.wlf");
+  test::PatchU32(path, test::kHeaderMagic, 0xDEADBEEF);
+  ExpectBadInput(RunLoadbench({"inspect", path}), {path, "unknown format"});
+}
+
+TEST_F(CliTest, InspectBigEndian) {
+  const std::string path = CopyOfValid("swapped.wlf");
+  test::PatchU32(path, test::kHeaderMagic, kWlfMagicSwapped);
+  ExpectBadInput(RunLoadbench({"inspect", path}), {path, "big-endian"});
+}
+
+TEST_F(CliTest, InspectCorruptedOffsets) {
+  const std::string a = CopyOfValid("tensor-offset.wlf");
+  test::PatchU64(a, test::WlfEntryField(5, test::kEntryDataOffset), ~uint64_t{63});
+  ExpectBadInput(RunLoadbench({"inspect", a}), {a, "outside the data area"});
+
+  const std::string b = CopyOfValid("data-offset.wlf");
+  test::PatchU64(b, test::kHeaderDataOffset, uint64_t{1} << 40);
+  ExpectBadInput(RunLoadbench({"inspect", b}), {b, "past the end"});
+
+  const std::string c = CopyOfValid("tensor-count.wlf");
+  test::PatchU64(c, test::kHeaderTensorCount, ~uint64_t{0});
+  ExpectBadInput(RunLoadbench({"inspect", c}), {c, "tensor_count"});
+}
+
+TEST_F(CliTest, InspectJsonBadInputStillExits2) {
+  const std::string path = dir_.File("no-such.wlf");
+  const ProcessResult r = RunLoadbench({"inspect", "--json", path});
+  ExpectBadInput(r, {path});
+  EXPECT_TRUE(r.out.empty()) << Describe(r);
+}
+
+// ---- run: bad input writes nothing ----
+
+TEST_F(CliTest, RunBadFileCreatesNoResults) {
+  const std::string out = dir_.File("results");
+  const std::string missing = dir_.File("no-such.wlf");
+  ExpectBadInput(RunLoadbench({"run", "--file", missing, "--reps", "1", "--out", out}),
+                 {missing, "No such file"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+
+  const std::string truncated = CopyOfValid("truncated.wlf");
+  std::filesystem::resize_file(truncated, 100);
+  ExpectBadInput(RunLoadbench({"run", "--file", truncated, "--strategies", "fread", "--cache",
+                               "warm", "--reps", "1", "--out", out}),
+                 {truncated, "truncated"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CliTest, RunUnknownStrategy) {
+  const std::string out = dir_.File("results");
+  ExpectBadInput(
+      RunLoadbench({"run", "--file", valid_, "--strategies", "nosuch", "--out", out}),
+      {"nosuch", "unknown strategy"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CliTest, RunUnknownStrategyOption) {
+  const std::string out = dir_.File("results");
+  ExpectBadInput(
+      RunLoadbench({"run", "--file", valid_, "--strategies", "fread:bogus=1", "--out", out}),
+      {"fread", "bogus"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CliTest, RunMalformedStrategyOption) {
+  const std::string out = dir_.File("results");
+  ExpectBadInput(RunLoadbench({"run", "--file", valid_, "--strategies", "mmap:", "--out", out}),
+                 {"mmap"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CliTest, RunBadCacheIsUsageError) {
+  const std::string out = dir_.File("results");
+  const ProcessResult r =
+      RunLoadbench({"run", "--file", valid_, "--cache", "lukewarm", "--out", out});
+  EXPECT_EQ(r.signal, 0) << Describe(r);
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "lukewarm")) << Describe(r);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// ---- gen: bad usage ----
+
+TEST_F(CliTest, GenBadSize) {
+  const std::string out = dir_.File("gen.wlf");
+  ExpectBadInput(RunLoadbench({"gen", "--size", "abc", "--out", out, "--quiet"}),
+                 {"--size", "abc"});
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST_F(CliTest, UnknownSubcommandIsUsageError) {
+  const ProcessResult r = RunLoadbench({"frobnicate"});
+  EXPECT_EQ(r.signal, 0) << Describe(r);
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+}
+
+// ---- --help ----
+
+TEST_F(CliTest, HelpOnEverySubcommand) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"gen", {"--preset", "--size", "--format", "--out", "--seed", "--align"}},
+      {"inspect", {"--json", "file"}},
+      {"run", {"--file", "--strategies", "--cache", "--reps", "--out"}},
+      {"list", {"strategies"}},
+  };
+  for (const auto& [cmd, options] : cases) {
+    SCOPED_TRACE(cmd);
+    const ProcessResult r = RunLoadbench({cmd, "--help"});
+    EXPECT_EQ(r.signal, 0) << Describe(r);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    for (const auto& o : options) {
+      EXPECT_TRUE(Contains(r.out, o)) << "help of " << cmd << " lacks " << o << "\n" << Describe(r);
+    }
+  }
+  const ProcessResult top = RunLoadbench({"--help"});
+  EXPECT_EQ(top.exit_code, 0) << Describe(top);
+  for (const char* cmd : {"gen", "inspect", "run", "list"}) {
+    EXPECT_TRUE(Contains(top.out, cmd)) << Describe(top);
+  }
+}
+
+// ---- inspect and list on good input ----
+
+TEST_F(CliTest, InspectValidFile) {
+  const ProcessResult r = RunLoadbench({"inspect", valid_});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "wlf")) << Describe(r);
+  for (const auto& t : test::OddTensors()) EXPECT_TRUE(Contains(r.out, t.name)) << Describe(r);
+  EXPECT_TRUE(r.err.empty()) << Describe(r);
+}
+
+TEST_F(CliTest, InspectJson) {
+  const ProcessResult r = RunLoadbench({"inspect", "--json", valid_});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(r.out)) << Describe(r);
+  EXPECT_EQ(j["format"], "wlf");
+  EXPECT_EQ(j["file"], valid_);
+  EXPECT_EQ(j["file_bytes"], std::filesystem::file_size(valid_));
+  const auto specs = test::OddTensors();
+  ASSERT_TRUE(j["tensors"].is_array());
+  ASSERT_EQ(j["tensors"].size(), specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(j["tensors"][i]["name"], specs[i].name);
+    EXPECT_EQ(j["tensors"][i]["shape"].get<std::vector<uint64_t>>(), specs[i].shape);
+  }
+  EXPECT_EQ(j["tensors"][5]["dtype"], "i8");
+  EXPECT_EQ(j["tensors"][5]["size"], 4097);
+}
+
+TEST_F(CliTest, ListShowsBuiltinStrategies) {
+  const ProcessResult r = RunLoadbench({"list"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  for (const char* s : {"fread", "mmap", "mmap_seq"}) {
+    EXPECT_TRUE(Contains(r.out, std::string(s) + " ")) << s << "\n" << Describe(r);
+  }
+  EXPECT_TRUE(Contains(r.out, "supported here")) << Describe(r);
+}
+
+}  // namespace
+}  // namespace loadbench
