@@ -1,0 +1,117 @@
+// Every registered strategy loads every tensor of small files with odd sizes and alignments,
+// byte for byte, and its views checksum to the value the file stores.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <set>
+
+#include "loaders/checksum.h"
+#include "loaders/format/format.h"
+#include "loaders/loader.h"
+#include "tests/support/wlf_fixture.h"
+
+namespace loadbench {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Loader> loader;  // owns the memory the views point into
+  std::vector<TensorBytes> views;
+};
+
+Status LoadWith(const std::string& strategy_text, const std::string& path, Loaded* out) {
+  std::vector<StrategySpec> specs;
+  LB_RETURN_IF_ERROR(ParseStrategyList(strategy_text, &specs));
+  const StrategyInfo* info = FindStrategy(specs[0].name);
+  Params params;
+  LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &params));
+  TensorTable table;
+  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &table));
+  out->loader = info->make(params);
+  return out->loader->Load(path, table, &out->views);
+}
+
+class StrategyTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StrategyTest, LoadsOddTensorsExactly) {
+  test::TempDir dir;
+  const auto tensors = test::OddTensors();
+  for (uint64_t align : {64u, 4096u}) {
+    const std::string path = dir.File("odd.wlf");
+    const test::WrittenWlf w = test::WriteWlfFile(path, tensors, align, /*seed=*/align);
+    Loaded loaded;
+    Status s = LoadWith(GetParam(), path, &loaded);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(loaded.views.size(), tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const auto expected = test::TensorData(align, i, w.layout.tensor_sizes[i]);
+      ASSERT_EQ(loaded.views[i].size(), expected.size()) << "tensor " << i;
+      EXPECT_EQ(std::memcmp(loaded.views[i].data(), expected.data(), expected.size()), 0)
+          << GetParam() << ": tensor " << i << " differs (align " << align << ")";
+    }
+    EXPECT_EQ(ChecksumTensors(loaded.views), w.checksum) << GetParam();
+  }
+}
+
+TEST_P(StrategyTest, LoadsAFileWithoutTensors) {
+  test::TempDir dir;
+  const std::string path = dir.File("empty.wlf");
+  const test::WrittenWlf w = test::WriteWlfFile(path, {});
+  Loaded loaded;
+  Status s = LoadWith(GetParam(), path, &loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(loaded.views.empty());
+  EXPECT_EQ(ChecksumTensors(loaded.views), w.checksum);
+}
+
+TEST_P(StrategyTest, AMissingFileIsBadInputNamingIt) {
+  test::TempDir dir;
+  const std::string path = dir.File("odd.wlf");
+  test::WriteWlfFile(path, test::OddTensors());
+  TensorTable table;
+  ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  const StrategyInfo* info = FindStrategy(GetParam().substr(0, GetParam().find(':')));
+  Params params;
+  ASSERT_TRUE(Params::Resolve(info->name, info->options, {}, &params).ok());
+  std::vector<TensorBytes> views;
+  Status s = info->make(params)->Load(path, table, &views);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+}
+
+// fread with a 3-byte buffer crosses every tensor boundary mid-buffer.
+INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
+                         ::testing::Values("fread", "fread:buffer=3", "mmap", "mmap_seq"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
+
+TEST(StrategyRegistry, EveryRegisteredStrategyIsTested) {
+  // A new strategy must be added to the list above: this fails until it is.
+  std::set<std::string> tested = {"fread", "mmap", "mmap_seq"};
+  for (const StrategyInfo* s : Strategies()) EXPECT_TRUE(tested.count(s->name)) << s->name;
+}
+
+TEST(MmapStrategy, RefusesAFileThatChangedSizeSinceValidation) {
+  test::TempDir dir;
+  const std::string path = dir.File("odd.wlf");
+  test::WriteWlfFile(path, test::OddTensors());
+  TensorTable table;
+  ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(table.file_size / 2)), 0);
+  Params params;
+  std::vector<TensorBytes> views;
+  Status s = FindStrategy("mmap")->make(params)->Load(path, table, &views);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find("changed size"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace loadbench
