@@ -48,6 +48,7 @@ TEST_P(StrategyTest, LoadsOddTensorsExactly) {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const auto expected = test::TensorData(align, i, w.layout.tensor_sizes[i]);
       ASSERT_EQ(loaded.views[i].size(), expected.size()) << "tensor " << i;
+      if (expected.empty()) continue;  // memcmp may not be given the null data() of nothing
       EXPECT_EQ(std::memcmp(loaded.views[i].data(), expected.data(), expected.size()), 0)
           << GetParam() << ": tensor " << i << " differs (align " << align << ")";
     }
