@@ -9,6 +9,7 @@ JOBS     ?= $(shell nproc)
 RESULTS  ?= results/quick-$(shell date +%Y%m%d-%H%M%S)
 DATAFILE := $(DATA)/$(PRESET)-$(SIZE).wlf
 BIN      := $(BUILD)/loadbench
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all build run test test-asan setup clean
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -176,7 +177,20 @@ Status MeasureResidencyWith(ResidencyImpl impl, const std::string& path, Residen
       return Status::FromErrno(fmt::format("{}: cachestat", path), err);
     }
   }
-  if (!use_cachestat) LB_RETURN_IF_ERROR(ByMincore(fd.get(), path, size, &kernel_pages));
+  if (!use_cachestat) {
+    // Since Linux 5.0, mincore on a file mapping reports every page resident unless we own the
+    // file, may write it, or are privileged (a guard against cache side channels). Such an
+    // answer would make every cold run look warm, so refuse to give one.
+    struct stat st {};
+    if (::geteuid() != 0 && ::fstat(fd.get(), &st) == 0 && st.st_uid != ::geteuid() &&
+        ::access(path.c_str(), W_OK) != 0) {
+      return Status::Unsupported(fmt::format(
+          "{}: page-cache residency cannot be checked: not root, the file belongs to uid {} and "
+          "is not writable by us, so cachestat is refused and mincore reports every page "
+          "resident", path, st.st_uid));
+    }
+    LB_RETURN_IF_ERROR(ByMincore(fd.get(), path, size, &kernel_pages));
+  }
   r.resident_pages = ToResidencyPages(kernel_pages, r.total_pages);
   *out = r;
   return Status::Ok();

@@ -162,6 +162,14 @@ int RunBenchmark(const RunOptions& opts) {
     return 2;
   }
   const std::string file = AbsolutePath(opts.file);
+  // Every run checks the cache state; find out now, not after N invalid runs, if it cannot.
+  Residency probe;
+  s = MeasureResidency(file, &probe);
+  if (!s.ok()) {
+    fmt::print(stderr, "loadbench run: {}; run as root or on a copy of the file you own\n",
+               s.message());
+    return 2;
+  }
   struct stat st {};
   if (::stat((opts.out_dir + "/runs.jsonl").c_str(), &st) == 0 && st.st_size > 0) {
     fmt::print(stderr, "loadbench run: {}: already holds results (runs.jsonl); choose another --out\n",
@@ -254,6 +262,9 @@ int RunBenchmark(const RunOptions& opts) {
           Residency before;
           Status prep = PrepareCache(file, cache, &drop, &before);
           if (!prep.ok()) {
+            // A state that cannot be made or checked is not a failure of the strategy, but no
+            // figure measured from it may count.
+            r["status"] = "invalid";
             r["error"] = fmt::format("preparing the {} cache: {}", cache, prep.message());
           } else {
             r["resident_before"] = before.fraction();

@@ -24,7 +24,7 @@ double Num(const nlohmann::ordered_json& j, const char* key) {
 
 std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   struct Group {
-    std::vector<double> wall, rss, major, minor;
+    std::vector<double> wall, rss, major, minor, read;
     double bytes = 0;
     int not_ok = 0;
     std::map<std::string, int> statuses;
@@ -48,14 +48,16 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
     g.rss.push_back(Num(r, "peak_rss_bytes"));
     g.major.push_back(Num(r, "major_faults"));
     g.minor.push_back(Num(r, "minor_faults"));
+    g.read.push_back(Num(r, "read_bytes"));
     g.bytes = Num(r, "file_bytes");
   }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return (a.first == "cold") > (b.first == "cold"); });
 
-  std::string out = fmt::format("{:<5} {:<22} {:>5} {:>9} {:>9} {:>9} {:>7} {:>10} {:>9} {:>10}\n",
-                                "cache", "strategy", "ok", "median_s", "min_s", "max_s", "GB/s",
-                                "peak_RSS", "major_flt", "minor_flt");
+  std::string out = fmt::format(
+      "{:<5} {:<22} {:>5} {:>9} {:>9} {:>9} {:>7} {:>10} {:>10} {:>9} {:>10}\n", "cache",
+      "strategy", "ok", "median_s", "min_s", "max_s", "GB/s", "peak_RSS", "read", "major_flt",
+      "minor_flt");
   for (const auto& key : order) {
     const Group& g = groups.at(key);
     const int total = static_cast<int>(g.wall.size()) + g.not_ok;
@@ -67,12 +69,12 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
       continue;
     }
     const double med = Median(g.wall);
-    out += fmt::format("{:<5} {:<22} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>7.0f} MB {:>9.0f} {:>10.0f}\n",
-                       key.first, key.second, ok, med,
-                       *std::min_element(g.wall.begin(), g.wall.end()),
-                       *std::max_element(g.wall.begin(), g.wall.end()),
-                       med > 0 ? g.bytes / med / 1e9 : 0.0, Median(g.rss) / 1e6, Median(g.major),
-                       Median(g.minor));
+    out += fmt::format(
+        "{:<5} {:<22} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>7.0f} MB {:>7.0f} MB {:>9.0f} "
+        "{:>10.0f}\n",
+        key.first, key.second, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
+        *std::max_element(g.wall.begin(), g.wall.end()), med > 0 ? g.bytes / med / 1e9 : 0.0,
+        Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major), Median(g.minor));
   }
   return out;
 }

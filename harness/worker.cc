@@ -66,6 +66,9 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
   std::unique_ptr<Loader> loader = info->make(params);
 
   // ---- the timed region: open and validate, load, consume ----
+  // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
+  // pages in its executable and libraries, which is not the load's I/O.
+  const auto read_bytes_start = ProcField("/proc/self/io", "read_bytes");
   const auto t0 = Clock::now();
   TensorTable table;
   {
@@ -87,7 +90,9 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
   // Read while the loader still holds its memory: VmHWM is a high-water mark anyway, but the
   // I/O counters should include nothing the teardown causes.
   const auto hwm_kib = ProcField("/proc/self/status", "VmHWM");
-  const auto read_bytes = ProcField("/proc/self/io", "read_bytes");
+  const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
+  std::optional<uint64_t> read_bytes;
+  if (read_bytes_start && read_bytes_end) read_bytes = *read_bytes_end - *read_bytes_start;
 
   r["format"] = table.format;
   r["tensor_count"] = table.tensors.size();

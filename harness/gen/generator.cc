@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -105,7 +106,8 @@ Status PwriteAll(int fd, const std::string& path, const void* buf, size_t len, u
   return Status::Ok();
 }
 
-// The WLF header's gen_spec_id / flags may be a number or a hex string; accept both.
+// A header field of `inspect`'s JSON as a number: `flags` is a number, `gen_spec_id` a hex
+// string (null when the file has none).
 bool JsonU64(const nlohmann::ordered_json& j, const char* key, uint64_t* out) {
   auto it = j.find(key);
   if (it == j.end()) return false;
@@ -113,29 +115,12 @@ bool JsonU64(const nlohmann::ordered_json& j, const char* key, uint64_t* out) {
     *out = it->get<uint64_t>();
     return true;
   }
-  if (it->is_number_integer()) {
-    const int64_t v = it->get<int64_t>();
-    if (v < 0) return false;
-    *out = static_cast<uint64_t>(v);
-    return true;
-  }
-  if (it->is_string()) {
-    std::string s = it->get<std::string>();
-    if (s.starts_with("0x") || s.starts_with("0X")) s = s.substr(2);
-    if (s.empty() || s.size() > 16) return false;
-    uint64_t v = 0;
-    for (char c : s) {
-      int d;
-      if (c >= '0' && c <= '9') d = c - '0';
-      else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-      else return false;
-      v = v << 4 | static_cast<uint64_t>(d);
-    }
-    *out = v;
-    return true;
-  }
-  return false;
+  if (!it->is_string()) return false;
+  const std::string text = it->get<std::string>();
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtoull(text.c_str(), &end, 16);
+  return errno == 0 && !text.empty() && *end == '\0';
 }
 
 // ---- the data area as segments ----

@@ -1,7 +1,9 @@
 #include "harness/cache.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -217,6 +219,33 @@ TEST_F(CacheTest, DirectoryIsBadInput) {
   Status s = MeasureResidency(dir_, &r);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find(dir_), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace loadbench
+
+namespace loadbench {
+namespace {
+
+// Without privilege, a file we neither own nor may write cannot be checked: cachestat refuses
+// and mincore would report it fully resident. The measurement must say so, not answer 100%.
+TEST_F(CacheTest, UnprivilegedOnAForeignFileIsUnsupported) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
+  const std::string path = MakeFile("foreign.wlf", 1 << 20);  // root's, mode 0644
+  ASSERT_EQ(::chmod(dir_.c_str(), 0755), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) _exit(3);
+    Residency r;
+    Status s = MeasureResidency(path, &r);
+    if (s.code() != Status::Code::kUnsupported) _exit(1);
+    _exit(s.message().find("cannot be checked") != std::string::npos ? 0 : 2);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0) << "1: not kUnsupported, 2: wrong message, 3: setresuid failed";
 }
 
 }  // namespace
