@@ -107,19 +107,6 @@ Status ByMincore(int fd, const std::string& path, uint64_t size, uint64_t* kerne
   return Status::Ok();
 }
 
-Status WriteAll(int fd, const char* data, size_t len) {
-  while (len > 0) {
-    ssize_t n = ::write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno("/proc/sys/vm/drop_caches", errno);
-    }
-    data += n;
-    len -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 // sync, then "3" into drop_caches. False where we may not (not root, read-only /proc/sys, a
 // container): the caller falls back to fadvise.
 bool TryDropCaches() {
@@ -130,7 +117,7 @@ bool TryDropCaches() {
   if (fd < 0) return false;
   UniqueFd owned(fd);
   ::sync();  // drop_caches frees only clean pages: write back dirty ones first
-  return WriteAll(fd, "3\n", 2).ok();
+  return WriteExact(fd, "/proc/sys/vm/drop_caches", "3\n", 2).ok();
 }
 
 }  // namespace

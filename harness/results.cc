@@ -10,23 +10,6 @@
 #include <fmt/format.h>
 
 namespace loadbench {
-namespace {
-
-Status WriteAll(int fd, const std::string& path, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(fmt::format("{}: write", path), errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
 Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return Status::BadInput("empty directory name");
   for (size_t pos = 1;; ++pos) {
@@ -48,7 +31,9 @@ Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& valu
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) return Status::FromErrno(tmp, errno);
-  Status s = WriteAll(fd.get(), tmp, value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+  const std::string text =
+      value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  Status s = WriteExact(fd.get(), tmp, text.data(), text.size());
   if (s.ok() && ::fsync(fd.get()) != 0) s = Status::FromErrno(fmt::format("{}: fsync", tmp), errno);
   fd.reset();
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -66,7 +51,9 @@ Status JsonlWriter::Open(const std::string& path) {
 }
 
 Status JsonlWriter::Append(const nlohmann::ordered_json& record) {
-  LB_RETURN_IF_ERROR(WriteAll(fd_.get(), path_, record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n"));
+  const std::string line =
+      record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  LB_RETURN_IF_ERROR(WriteExact(fd_.get(), path_, line.data(), line.size()));
   if (::fdatasync(fd_.get()) != 0) return Status::FromErrno(fmt::format("{}: fdatasync", path_), errno);
   return Status::Ok();
 }

@@ -125,13 +125,7 @@ int WorkerMain(const WorkerRequest& req, int result_fd) {
   nlohmann::ordered_json r = RunWorker(req);
   const std::string line =
       r.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  size_t done = 0;
-  while (done < line.size()) {
-    ssize_t n = ::write(result_fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return 1;
-    done += static_cast<size_t>(n);
-  }
+  if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return 1;
   return 0;
 }
 

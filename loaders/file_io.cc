@@ -79,6 +79,38 @@ Status PreadExact(int fd, const std::string& path, void* buf, size_t len, uint64
   return Status::Ok();
 }
 
+namespace {
+
+// The write loop of WriteExact (offset < 0) and PwriteExact.
+Status WriteLoop(int fd, const std::string& path, const void* buf, size_t len, int64_t offset) {
+  const auto* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = offset < 0 ? ::write(fd, p + done, len - done)
+                           : ::pwrite(fd, p + done, len - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(
+          offset < 0 ? fmt::format("{}: write", path)
+                     : fmt::format("{}: write at offset {}", path, offset + static_cast<int64_t>(done)),
+          errno);
+    }
+    if (n == 0) return Status::IOError(fmt::format("{}: write made no progress", path));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteExact(int fd, const std::string& path, const void* buf, size_t len) {
+  return WriteLoop(fd, path, buf, len, -1);
+}
+
+Status PwriteExact(int fd, const std::string& path, const void* buf, size_t len, uint64_t offset) {
+  return WriteLoop(fd, path, buf, len, static_cast<int64_t>(offset));
+}
+
 Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out) {
   if (len == 0) return Status::BadInput(fmt::format("{}: cannot map an empty file", path));
   void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | extra_flags, fd, 0);

@@ -68,6 +68,13 @@ Status FileSize(int fd, const std::string& path, uint64_t* out);
 // of the file is kBadInput ("truncated").
 Status PreadExact(int fd, const std::string& path, void* buf, size_t len, uint64_t offset);
 
+// Writes all `len` bytes at the current position (or the end, for O_APPEND), retrying EINTR
+// and short writes.
+Status WriteExact(int fd, const std::string& path, const void* buf, size_t len);
+
+// Writes all `len` bytes at `offset`, retrying EINTR and short writes.
+Status PwriteExact(int fd, const std::string& path, const void* buf, size_t len, uint64_t offset);
+
 // Maps `len` bytes of `fd` read-only, MAP_PRIVATE, plus `extra_flags` (e.g. MAP_POPULATE).
 Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out);
 

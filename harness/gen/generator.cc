@@ -88,24 +88,6 @@ std::string SpecString(const GenOptions& o) {
                      o.format, o.preset, o.size_bytes, o.dtype, o.align, o.seed);
 }
 
-Status PwriteAll(int fd, const std::string& path, const void* buf, size_t len, uint64_t off) {
-  const auto* p = static_cast<const char*>(buf);
-  size_t done = 0;
-  while (done < len) {
-    ssize_t n = ::pwrite(fd, p + done, len - done, static_cast<off_t>(off + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(fmt::format("{}: write at offset {}", path, off + done), errno);
-    }
-    if (n == 0) {
-      return Status::IOError(fmt::format("{}: write at offset {} made no progress", path,
-                                         off + done));
-    }
-    done += static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 // A header field of `inspect`'s JSON as a number: `flags` is a number, `gen_spec_id` a hex
 // string (null when the file has none).
 bool JsonU64(const nlohmann::ordered_json& j, const char* key, uint64_t* out) {
@@ -308,7 +290,7 @@ class DataWriter {
       ForEachSegment(l_, begin, end, [&](uint64_t off, uint64_t len, size_t t) {
         if (t != SIZE_MAX) XXH3_64bits_update(state, buf + (off - begin), len);
       });
-      LB_RETURN_IF_ERROR(PwriteAll(fd_, path_, buf, end - begin, begin));
+      LB_RETURN_IF_ERROR(PwriteExact(fd_, path_, buf, end - begin, begin));
       {
         std::lock_guard<std::mutex> lk(mu_);
         written_ = k + 1;
@@ -558,9 +540,9 @@ Status Generate(const GenOptions& opts, GenResult* result) {
     return Status::Failed(fmt::format("gen: encoded head is {} bytes, layout expects {}",
                                       head.size(), layout.data_offset));
   }
-  LB_RETURN_IF_ERROR(PwriteAll(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
+  LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
   const WlfTail tail = EncodeWlfTail(layout);
-  LB_RETURN_IF_ERROR(PwriteAll(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
+  LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
   if (::fsync(tmp.fd()) != 0) {
     return Status::FromErrno(fmt::format("{}: fsync", tmp.path()), errno);
   }
