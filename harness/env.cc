@@ -31,40 +31,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-// nlohmann's dump() throws on invalid UTF-8; file names, sysfs strings and host names are bytes.
-// Replace every byte that does not start a valid sequence with U+FFFD.
-std::string ValidUtf8(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    uint32_t min = 0;
-    if (c < 0x80) n = 1;
-    else if ((c & 0xE0) == 0xC0) n = 2, min = 0x80;
-    else if ((c & 0xF0) == 0xE0) n = 3, min = 0x800;
-    else if ((c & 0xF8) == 0xF0) n = 4, min = 0x10000;
-    bool ok = n > 0 && i + n <= s.size();
-    uint32_t cp = n == 1 ? c : (n == 2 ? c & 0x1F : (n == 3 ? c & 0x0F : c & 0x07));
-    for (size_t k = 1; ok && k < n; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (ok && n > 1 && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) ok = false;
-    if (ok) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += "\xEF\xBF\xBD";
-      i += 1;
-    }
-  }
-  return out;
-}
-
-Json Str(const std::optional<std::string>& s) { return s ? Json(ValidUtf8(*s)) : Json(nullptr); }
+// Strings are stored as read (file names and sysfs strings are bytes); env.json is written with
+// nlohmann's replace handler, so bytes that are not UTF-8 become U+FFFD there.
+Json Str(const std::optional<std::string>& s) { return s ? Json(*s) : Json(nullptr); }
 template <typename T>
 Json Opt(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
@@ -189,7 +158,7 @@ Json Build() {
 Json Host(const std::optional<std::string>& cpuinfo, const std::optional<std::string>& meminfo) {
   Json h;
   char name[HOST_NAME_MAX + 1] = {};
-  h["hostname"] = ::gethostname(name, sizeof(name) - 1) == 0 ? Json(ValidUtf8(name)) : Json();
+  h["hostname"] = ::gethostname(name, sizeof(name) - 1) == 0 ? Json(name) : Json();
   h["cpu_model"] = cpuinfo ? Str(KeyValue(*cpuinfo, "model name")) : Json();
   long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
   h["cores"] = cores > 0 ? Json(cores) : Json();
@@ -207,9 +176,9 @@ Json Kernel() {
   Json k;
   struct utsname u {};
   bool ok = ::uname(&u) == 0;
-  k["release"] = ok ? Json(ValidUtf8(u.release)) : Json();
-  k["version"] = ok ? Json(ValidUtf8(u.version)) : Json();
-  k["machine"] = ok ? Json(ValidUtf8(u.machine)) : Json();
+  k["release"] = ok ? Json(u.release) : Json();
+  k["version"] = ok ? Json(u.version) : Json();
+  k["machine"] = ok ? Json(u.machine) : Json();
   return k;
 }
 
@@ -252,14 +221,14 @@ Json Storage(const std::optional<dev_t>& dev) {
       fmt::format("/sys/dev/block/{}:{}", major(*dev), minor(*dev)), ec);
   if (ec) return s;  // not a block device: tmpfs, overlay, NFS, btrfs subvolume ids, ...
   if (fs::exists(sys / "partition", ec)) {
-    s["partition"] = ValidUtf8(sys.filename().string());
+    s["partition"] = sys.filename().string();
     sys = sys.parent_path();
   }
   const std::string d = sys.string();
-  s["device"] = ValidUtf8(sys.filename().string());
+  s["device"] = sys.filename().string();
   s["model"] = Str(ReadTrimmed(d + "/device/model"));
   fs::path driver = fs::read_symlink(sys / "device" / "driver", ec);
-  s["driver"] = ec ? Json() : Json(ValidUtf8(driver.filename().string()));
+  s["driver"] = ec ? Json() : Json(driver.filename().string());
   auto rot = ReadInt(d + "/queue/rotational");
   s["rotational"] = rot ? Json(*rot != 0) : Json();
   s["scheduler"] = Str(ReadBracketed(d + "/queue/scheduler"));
@@ -360,11 +329,11 @@ Json Filesystem(const std::string& file_path, const std::optional<dev_t>& dev) {
   fs::path real = fs::canonical(file_path, ec);
   std::string resolved = ec ? file_path : real.string();
   if (auto m = FindMount(*dev, resolved)) {
-    f["type"] = ValidUtf8(m->type);
-    f["mount_point"] = ValidUtf8(m->mount_point);
-    f["source"] = ValidUtf8(m->source);
-    f["mount_options"] = ValidUtf8(m->options);
-    f["super_options"] = m->super_options.empty() ? Json() : Json(ValidUtf8(m->super_options));
+    f["type"] = m->type;
+    f["mount_point"] = m->mount_point;
+    f["source"] = m->source;
+    f["mount_options"] = m->options;
+    f["super_options"] = m->super_options.empty() ? Json() : Json(m->super_options);
   } else {
     f["type"] = Str(StatfsType(file_path));
   }
@@ -404,7 +373,7 @@ Json Cgroup() {
   std::istringstream in(*text);
   std::string line;
   while (std::getline(in, line)) {
-    if (!line.empty()) lines.push_back(ValidUtf8(line));
+    if (!line.empty()) lines.push_back(line);
   }
   return lines;
 }
@@ -435,7 +404,7 @@ nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   env["host"] = Host(cpuinfo, meminfo);
   env["kernel"] = Kernel();
   env["virtualization"] = Virtualization(cpuinfo);
-  env["file_path"] = ValidUtf8(file_path);
+  env["file_path"] = file_path;
   env["storage"] = Storage(dev);
   env["filesystem"] = Filesystem(file_path, dev);
   env["thp"] = Thp();
