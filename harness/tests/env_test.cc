@@ -93,7 +93,9 @@ TEST(EnvTest, Dumps) {
   Status s = WriteJsonFile(path, odd);
   EXPECT_TRUE(s.ok()) << s.message();
   std::ifstream in(path);
-  EXPECT_NO_THROW((void)Json::parse(in));
+  Json back;
+  EXPECT_NO_THROW(back = Json::parse(in));
+  EXPECT_EQ(back["file_path"], "/nonexistent/\xEF\xBF\xBD\xEF\xBF\xBD.bin");  // two U+FFFD
   std::filesystem::remove_all(dir);
 }
 
