@@ -226,14 +226,6 @@ int main(int argc, char** argv) {
     } else {
       run.caches = {run_cache};
     }
-    if (run.out_dir.empty()) run.out_dir = "results/run-" + [] {
-      char buf[32];
-      std::time_t t = std::time(nullptr);
-      std::tm tm{};
-      ::gmtime_r(&t, &tm);
-      std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-      return std::string(buf);
-    }();
     run.command_line = JoinArgs(argc, argv);
     return RunBenchmark(run);
   }

@@ -152,8 +152,10 @@ Status PrepareCache(const std::string& file, const std::string& cache, DropMetho
 
 }  // namespace
 
-int RunBenchmark(const RunOptions& opts) {
+int RunBenchmark(const RunOptions& options) {
   InstallInterruptHandlers();
+  RunOptions opts = options;
+  if (opts.out_dir.empty()) opts.out_dir = "results/run-" + NowStamp("%Y%m%d-%H%M%S");
   // Validate everything before writing anything: a bad file leaves no results folder behind.
   TensorTable table;
   Status s = ReadTensorTableFromPath(opts.file, &table);

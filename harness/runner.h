@@ -17,7 +17,7 @@ struct RunOptions {
   std::vector<StrategySpec> strategies;
   std::vector<std::string> caches;  // "cold", "warm"
   int reps = 5;
-  std::string out_dir;
+  std::string out_dir;  // empty: results/run-<UTC time>
   std::string experiment = "run";
   double timeout_s = 0;  // per run; 0 = none
   std::string command_line;
