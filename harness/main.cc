@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--file", run.file, "Weight file")->required();
   run_cmd->add_option("--strategies", run_strategies,
                       "Comma-separated strategies, each with optional :key=value options, "
-                      "e.g. fread:buffer=4MiB,mmap (see `loadbench list`)")
+                      "e.g. fread:chunk=4MiB,mmap (see `loadbench list`)")
       ->capture_default_str();
   run_cmd->add_option("--cache", run_cache, "Cache state: cold, warm or both")
       ->check(CLI::IsMember({"cold", "warm", "both"}))

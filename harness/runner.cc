@@ -218,6 +218,21 @@ int RunBenchmark(const RunOptions& options) {
   fmt::print(stderr, "loadbench run: {} ({}, {} tensors), {} runs -> {}\n", file,
              FormatBytes(table.file_size), table.tensors.size(), total, opts.out_dir);
 
+  // What strategies leave behind (a shared segment) goes when the runner does, however it ends.
+  struct CleanupGuard {
+    const RunOptions& opts;
+    std::string file;
+    ~CleanupGuard() {
+      for (const StrategySpec& spec : opts.strategies) {
+        const StrategyInfo* info = FindStrategy(spec.name);
+        if (info->cleanup == nullptr) continue;
+        if (Status c = info->cleanup(file); !c.ok()) {
+          fmt::print(stderr, "loadbench run: cleaning up after {}: {}\n", spec.name, c.message());
+        }
+      }
+    }
+  } cleanup_guard{opts, file};
+
   std::vector<nlohmann::ordered_json> records;
   int seq = 0;
   bool interrupted = false;
@@ -248,7 +263,8 @@ int RunBenchmark(const RunOptions& options) {
         r["status"] = "failed";
         r["error"] = nullptr;
         r["checksum_ok"] = nullptr;
-        for (const char* k2 : {"wall_s", "ready_s", "open_s", "process_s", "user_s", "sys_s",
+        for (const char* k2 : {"wall_s", "ready_s", "first_tensor_s", "open_s", "process_s",
+                               "user_s", "sys_s",
                                "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
                                "resident_before", "resident_after"}) {
           r[k2] = nullptr;
@@ -262,7 +278,9 @@ int RunBenchmark(const RunOptions& options) {
         } else {
           DropMethod drop = root ? DropMethod::kDropCaches : DropMethod::kFadvise;
           Residency before;
-          Status prep = PrepareCache(file, cache, &drop, &before);
+          Status prep = Status::Ok();
+          if (cache == "cold" && info->cleanup != nullptr) prep = info->cleanup(file);
+          if (prep.ok()) prep = PrepareCache(file, cache, &drop, &before);
           if (!prep.ok()) {
             // A state that cannot be made or checked is not a failure of the strategy, but no
             // figure measured from it may count.

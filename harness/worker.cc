@@ -82,14 +82,17 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
   views.reserve(table.tensors.size());
   s = loader->Load(req.file, table, &views);
   const auto t_ready = Clock::now();
+  r["details"] = loader->Details();
   if (!s.ok()) return fail(s);
-  const uint64_t checksum = ChecksumTensors(views);
+  auto t_first = t_ready;
+  const uint64_t checksum = ChecksumTensors(views, [&] { t_first = Clock::now(); });
   const auto t_done = Clock::now();
   // ---- end of the timed region ----
 
   // Read while the loader still holds its memory: VmHWM is a high-water mark anyway, but the
   // I/O counters should include nothing the teardown causes.
   const auto hwm_kib = ProcField("/proc/self/status", "VmHWM");
+  const auto anon_huge_kib = ProcField("/proc/self/smaps_rollup", "AnonHugePages");
   const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
   std::optional<uint64_t> read_bytes;
   if (read_bytes_start && read_bytes_end) read_bytes = *read_bytes_end - *read_bytes_start;
@@ -115,9 +118,13 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
   r["open_s"] = Seconds(t0, t_open);
   r["ready_s"] = Seconds(t0, t_ready);
   r["wall_s"] = Seconds(t0, t_done);
+  r["first_tensor_s"] =
+      views.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(Seconds(t0, t_first));
   r["peak_rss_bytes"] = hwm_kib ? nlohmann::ordered_json(*hwm_kib * 1024) : nullptr;
+  r["anon_huge_bytes"] = anon_huge_kib ? nlohmann::ordered_json(*anon_huge_kib * 1024) : nullptr;
   r["read_bytes"] = OrNull(read_bytes);
   r["params"] = params.ToJson();
+  r["details"] = loader->Details();
   return r;
 }
 

@@ -10,7 +10,7 @@ namespace loadbench {
 
 struct WorkerRequest {
   std::string file;
-  std::string strategy;  // with options: "fread:buffer=4MiB"
+  std::string strategy;  // with options: "fread:chunk=4MiB"
 };
 
 // Runs the load and returns the worker's part of the run record: status, error, checksum,

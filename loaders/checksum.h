@@ -3,12 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "loaders/loader.h"
 
 namespace loadbench {
 
-uint64_t ChecksumTensors(const std::vector<TensorBytes>& views);
+// `after_first`, when given, is called once the first tensor has been read: the moment the
+// consumer could have started using the model's first tensor.
+uint64_t ChecksumTensors(const std::vector<TensorBytes>& views,
+                         const std::function<void()>& after_first = nullptr);
 
 }  // namespace loadbench

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "loaders/units.h"
 
@@ -14,28 +15,48 @@ std::vector<StrategyInfo>& Registry() {
   return registry;
 }
 
+// Parses one option value into `numbers` or `choices` (by the option's kind).
 Status ParseOptionValue(const std::string& strategy, const OptionSpec& spec,
-                        const std::string& text, int64_t* out) {
+                        const std::string& text, std::map<std::string, int64_t>* numbers,
+                        std::map<std::string, std::string>* choices) {
   const std::string what = fmt::format("strategy {}: option {}", strategy, spec.name);
-  if (spec.kind == OptionSpec::Kind::kBytes) {
-    uint64_t v = 0;
-    LB_RETURN_IF_ERROR(ParseBytes(text, what, &v));
-    if (v == 0 || v > (1ull << 40)) {
-      return Status::BadInput(fmt::format("{}: {} is out of range (1 B to 1 TiB)", what, text));
+  switch (spec.kind) {
+    case OptionSpec::Kind::kBytes: {
+      uint64_t v = 0;
+      LB_RETURN_IF_ERROR(ParseBytes(text, what, &v));
+      if (v == 0 || v > (1ull << 40)) {
+        return Status::BadInput(fmt::format("{}: {} is out of range (1 B to 1 TiB)", what, text));
+      }
+      (*numbers)[spec.name] = static_cast<int64_t>(v);
+      return Status::Ok();
     }
-    *out = static_cast<int64_t>(v);
-    return Status::Ok();
+    case OptionSpec::Kind::kInt: {
+      size_t used = 0;
+      int64_t v = 0;
+      try {
+        v = std::stoll(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != text.size()) {
+        return Status::BadInput(fmt::format("{}: '{}' is not an integer", what, text));
+      }
+      if (v < spec.min || v > spec.max) {
+        return Status::BadInput(
+            fmt::format("{}: {} is out of range ({} to {})", what, v, spec.min, spec.max));
+      }
+      (*numbers)[spec.name] = v;
+      return Status::Ok();
+    }
+    case OptionSpec::Kind::kChoice:
+      if (std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
+        return Status::BadInput(fmt::format("{}: '{}' is not one of {}", what, text,
+                                            fmt::join(spec.choices, "|")));
+      }
+      (*choices)[spec.name] = text;
+      return Status::Ok();
   }
-  size_t used = 0;
-  try {
-    *out = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
-    return Status::BadInput(fmt::format("{}: '{}' is not an integer", what, text));
-  }
-  return Status::Ok();
+  return Status::BadInput(what + ": unknown option kind");
 }
 
 }  // namespace
@@ -54,21 +75,35 @@ Status Params::Resolve(const std::string& strategy, const std::vector<OptionSpec
   }
   for (const auto& spec : specs) {
     auto it = given.find(spec.name);
-    int64_t v = 0;
-    LB_RETURN_IF_ERROR(ParseOptionValue(
-        strategy, spec, it == given.end() ? spec.default_value : it->second, &v));
-    p.values_[spec.name] = v;
+    LB_RETURN_IF_ERROR(ParseOptionValue(strategy, spec,
+                                        it == given.end() ? spec.default_value : it->second,
+                                        &p.numbers_, &p.choices_));
   }
   *out = std::move(p);
   return Status::Ok();
 }
 
-int64_t Params::Int(const std::string& name) const { return values_.at(name); }
+int64_t Params::Int(const std::string& name) const { return numbers_.at(name); }
+
+const std::string& Params::Choice(const std::string& name) const { return choices_.at(name); }
 
 nlohmann::json Params::ToJson() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : values_) j[k] = v;
+  for (const auto& [k, v] : numbers_) j[k] = v;
+  for (const auto& [k, v] : choices_) j[k] = v;
   return j;
+}
+
+std::string FlagNames(uint32_t flags) {
+  static const std::pair<StrategyFlag, const char*> kNames[] = {
+      {kEager, "eager"},       {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
+      {kDirectIO, "direct-io"}, {kThreads, "threads"},   {kSharedSegment, "shared-segment"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if (flags & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
 }
 
 bool RegisterStrategy(StrategyInfo info) {
@@ -98,6 +133,10 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
     std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
                                                                       : comma - start);
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+    if (item == "all") {
+      for (const StrategyInfo* info : Strategies()) specs.push_back({info->name, {}, info->name});
+      continue;
+    }
     StrategySpec spec;
     spec.text = item;
     size_t colon = item.find(':');

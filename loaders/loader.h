@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,14 +22,22 @@ namespace loadbench {
 
 using TensorBytes = std::span<const std::byte>;
 
-// One option of a strategy, e.g. fread's `buffer`.
+// One option of a strategy, e.g. fread's `chunk`.
 struct OptionSpec {
-  enum class Kind { kBytes, kInt };
+  // kBytes: a size ("4MiB"), 1 B to 1 TiB. kInt: an integer in [min, max]. kChoice: one word
+  // of `choices` ("on", "thp").
+  enum class Kind { kBytes, kInt, kChoice };
   std::string name;
   Kind kind;
-  std::string default_value;  // as a user would write it: "1MiB", "4"
+  std::string default_value;  // as a user would write it: "1MiB", "4", "off"
   std::string help;
+  std::vector<std::string> choices = {};  // kChoice only
+  int64_t min = 0;                        // kInt only
+  int64_t max = INT64_MAX;                // kInt only
 };
+
+// The two-word choice that on/off options share.
+inline const std::vector<std::string> kOnOff = {"off", "on"};
 
 // Resolved option values of one run: every declared option, defaulted where not given.
 class Params {
@@ -37,13 +46,18 @@ class Params {
   // the key and the reason.
   static Status Resolve(const std::string& strategy, const std::vector<OptionSpec>& specs,
                         const std::map<std::string, std::string>& given, Params* out);
+  // The value of a declared option of the matching kind; the name must be declared.
   int64_t Int(const std::string& name) const;
   uint64_t Bytes(const std::string& name) const { return static_cast<uint64_t>(Int(name)); }
-  // {"buffer": 1048576, ...}: every option as a number, for the `params` field of a run.
+  const std::string& Choice(const std::string& name) const;
+  bool On(const std::string& name) const { return Choice(name) == "on"; }
+  // {"chunk": 1048576, "buffer": "malloc", ...}: sizes and integers as numbers, choices as
+  // words, for the `params` field of a run.
   nlohmann::json ToJson() const;
 
  private:
-  std::map<std::string, int64_t> values_;
+  std::map<std::string, int64_t> numbers_;
+  std::map<std::string, std::string> choices_;
 };
 
 // A strategy loads one file. Create one per run; it is not reused and not shared by threads.
@@ -59,15 +73,39 @@ class Loader {
   // kBadInput when the file is unusable; each message names the file.
   virtual Status Load(const std::string& path, const TensorTable& table,
                       std::vector<TensorBytes>* views) = 0;
+
+  // What this strategy observed that the common fields do not say (shm: its role; io_uring:
+  // requeued short reads), as a JSON object for the run's `details` field. Called after Load,
+  // whether it succeeded or not; empty by default.
+  virtual nlohmann::json Details() const { return nlohmann::json::object(); }
 };
+
+// Capability flags: what a strategy does, declared beside it, shown by `list` and read by the
+// runner and the analysis.
+enum StrategyFlag : uint32_t {
+  kEager = 1u << 0,         // every byte is in memory when Load returns (ready_s is the I/O)
+  kMapsFile = 1u << 1,      // views point into a mapping of the file (page cache pages)
+  kAllocates = 1u << 2,     // copies into buffers of its own; takes `buffer=`
+  kDirectIO = 1u << 3,      // can bypass the page cache with O_DIRECT
+  kThreads = 1u << 4,       // uses threads of its own
+  kSharedSegment = 1u << 5, // leaves a named shared-memory segment; the runner removes it
+};
+// "eager,allocates": the names of the set flags, in declaration order.
+std::string FlagNames(uint32_t flags);
 
 struct StrategyInfo {
   std::string name;
   std::string summary;  // one line: the mechanism
   std::vector<OptionSpec> options;
   std::function<std::unique_ptr<Loader>(const Params&)> make;
+  uint32_t flags = 0;  // StrategyFlag bits
   // Empty when the strategy can run here, else the reason it cannot. May probe the kernel.
   std::function<std::string()> unsupported_reason = [] { return std::string(); };
+  // Removes what runs of this strategy leave outside their process for `path` (shm: the named
+  // segment), or nullptr when they leave nothing. The runner calls it before every cold run, so
+  // that cold means nothing of the file is in memory anywhere, and once after the last run,
+  // also when runs failed or were interrupted.
+  std::function<Status(const std::string& path)> cleanup = nullptr;
 };
 
 // Adds a strategy; called from static initializers, one per strategy file.
@@ -77,14 +115,15 @@ std::vector<const StrategyInfo*> Strategies();
 // nullptr when no strategy has this name.
 const StrategyInfo* FindStrategy(const std::string& name);
 
-// A strategy with its options as written on the command line: "fread:buffer=4MiB".
+// A strategy with its options as written on the command line: "fread:chunk=4MiB".
 struct StrategySpec {
   std::string name;
   std::map<std::string, std::string> options;
   std::string text;  // as given, for messages
 };
 
-// Parses "a,b:k=v:k2=v2,c". kBadInput for empty names, malformed options or unknown strategies.
+// Parses "a,b:k=v:k2=v2,c"; "all" stands for every registered strategy with default options.
+// kBadInput for empty names, malformed options or unknown strategies.
 Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out);
 
 #define LOADBENCH_REGISTER_STRATEGY(info_expr) \

@@ -71,7 +71,7 @@ class RunnerTest : public ::testing::Test {
 
 TEST_F(RunnerTest, WarmRunsWriteEveryContractField) {
   const std::string out = dir_ + "/results";
-  ASSERT_EQ(Run("run --file " + file_ + " --strategies fread:buffer=64KiB,mmap,mmap_seq --cache warm"
+  ASSERT_EQ(Run("run --file " + file_ + " --strategies fread:chunk=64KiB,mmap,mmap_seq --cache warm"
                 " --reps 2 --experiment t --out " + out), 0) << Slurp("stderr.txt");
   auto runs = Runs(out);
   ASSERT_EQ(runs.size(), 6u);
@@ -103,7 +103,8 @@ TEST_F(RunnerTest, WarmRunsWriteEveryContractField) {
   // The order rotates every repetition.
   EXPECT_EQ(order, (std::vector<std::string>{"fread", "mmap", "mmap_seq", "mmap", "mmap_seq",
                                              "fread"}));
-  EXPECT_EQ(runs[0]["params"]["buffer"], 65536);
+  EXPECT_EQ(runs[0]["params"]["chunk"], 65536);
+  EXPECT_EQ(runs[0]["params"]["buffer"], "malloc");
   // fread copies every tensor into its own buffers, so its peak RSS is at least the data size.
   EXPECT_GE(runs[0]["peak_rss_bytes"].get<double>(), runs[0]["tensor_bytes"].get<double>());
 

@@ -19,19 +19,51 @@ TEST(Registry, HasTheReferenceStrategies) {
 
 TEST(Registry, ParsesStrategyListsWithOptions) {
   std::vector<StrategySpec> specs;
-  ASSERT_TRUE(ParseStrategyList("fread:buffer=4MiB,mmap,mmap_seq", &specs).ok());
+  ASSERT_TRUE(ParseStrategyList("fread:chunk=4MiB,mmap,mmap_seq", &specs).ok());
   ASSERT_EQ(specs.size(), 3u);
   EXPECT_EQ(specs[0].name, "fread");
-  EXPECT_EQ(specs[0].options.at("buffer"), "4MiB");
-  EXPECT_EQ(specs[0].text, "fread:buffer=4MiB");
+  EXPECT_EQ(specs[0].options.at("chunk"), "4MiB");
+  EXPECT_EQ(specs[0].text, "fread:chunk=4MiB");
   EXPECT_EQ(specs[2].name, "mmap_seq");
 
   Params p;
   ASSERT_TRUE(Params::Resolve("fread", FindStrategy("fread")->options, specs[0].options, &p).ok());
-  EXPECT_EQ(p.Bytes("buffer"), 4u << 20);
-  EXPECT_EQ(p.ToJson().dump(), R"({"buffer":4194304})");
+  EXPECT_EQ(p.Bytes("chunk"), 4u << 20);
+  EXPECT_EQ(p.Choice("buffer"), "malloc");
+  EXPECT_EQ(p.ToJson().dump(), R"({"buffer":"malloc","chunk":4194304})");
   ASSERT_TRUE(Params::Resolve("fread", FindStrategy("fread")->options, {}, &p).ok());
-  EXPECT_EQ(p.Bytes("buffer"), 1u << 20);  // the declared default
+  EXPECT_EQ(p.Bytes("chunk"), 1u << 20);  // the declared default
+}
+
+TEST(Registry, AllStandsForEveryStrategyWithDefaults) {
+  std::vector<StrategySpec> specs;
+  ASSERT_TRUE(ParseStrategyList("all", &specs).ok());
+  ASSERT_EQ(specs.size(), Strategies().size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    EXPECT_EQ(specs[i].name, Strategies()[i]->name);
+    EXPECT_TRUE(specs[i].options.empty());
+  }
+}
+
+TEST(Registry, ChoiceAndIntegerOptionsAreChecked) {
+  const std::vector<OptionSpec> specs = {
+      {"mode", OptionSpec::Kind::kChoice, "off", "", kOnOff},
+      {"n", OptionSpec::Kind::kInt, "4", "", {}, 1, 64},
+  };
+  Params p;
+  ASSERT_TRUE(Params::Resolve("s", specs, {{"mode", "on"}, {"n", "64"}}, &p).ok());
+  EXPECT_TRUE(p.On("mode"));
+  EXPECT_EQ(p.Int("n"), 64);
+  Status s = Params::Resolve("s", specs, {{"mode", "yes"}}, &p);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find("'yes' is not one of off|on"), std::string::npos) << s.message();
+  s = Params::Resolve("s", specs, {{"n", "0"}}, &p);
+  EXPECT_NE(s.message().find("0 is out of range (1 to 64)"), std::string::npos) << s.message();
+}
+
+TEST(Registry, FlagNamesAreListedInOrder) {
+  EXPECT_EQ(FlagNames(0), "");
+  EXPECT_EQ(FlagNames(kAllocates | kEager), "eager,allocates");
 }
 
 TEST(Registry, RejectsBadStrategyLists) {
@@ -42,11 +74,12 @@ TEST(Registry, RejectsBadStrategyLists) {
       {"nosuch", "unknown strategy 'nosuch'"},
       {"fread,,mmap", "empty strategy name"},
       {"", "empty strategy name"},
-      {"fread:buffer", "not key=value"},
+      {"fread:chunk", "not key=value"},
+      {"fread:buffer=huge", "not one of malloc|thp|hugetlb"},
       {"fread:=1", "not key=value"},
       {"fread:bogus=1", "unknown option 'bogus'"},
-      {"fread:buffer=lots", "not a size"},
-      {"fread:buffer=0", "out of range"},
+      {"fread:chunk=lots", "not a size"},
+      {"fread:chunk=0", "out of range"},
       {"mmap:x=1", "options: none"},
   };
   for (const auto& c : cases) {

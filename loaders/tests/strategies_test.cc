@@ -85,7 +85,7 @@ TEST_P(StrategyTest, AMissingFileIsBadInputNamingIt) {
 
 // fread with a 3-byte buffer crosses every tensor boundary mid-buffer.
 INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
-                         ::testing::Values("fread", "fread:buffer=3", "mmap", "mmap_seq"),
+                         ::testing::Values("fread", "fread:chunk=3", "mmap", "mmap_seq"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) {
