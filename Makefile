@@ -4,6 +4,7 @@ BUILD    ?= build
 SIZE     ?= 2GiB
 PRESET   ?= llama
 REPS     ?= 5
+STRATEGIES ?= all
 DATA     ?= data
 JOBS     ?= $(shell nproc)
 RESULTS  ?= results/quick-$(shell date +%Y%m%d-%H%M%S)
@@ -32,7 +33,7 @@ setup:
 run: build
 	@mkdir -p $(DATA)
 	$(BIN) gen --preset $(PRESET) --size $(SIZE) --format wlf --out $(DATAFILE)
-	$(BIN) run --file $(DATAFILE) --strategies fread,mmap,mmap_seq --cache both \
+	$(BIN) run --file $(DATAFILE) --strategies $(STRATEGIES) --cache both \
 	  --reps $(REPS) --experiment quick --out $(RESULTS)
 
 # Tests run one at a time: some drop the page cache, which would disturb a warm-cache test

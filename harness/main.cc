@@ -1,20 +1,24 @@
 // loadbench: how do multi-GB model weights get from disk into memory fastest, and at what cost?
-// The command line: gen, inspect, run, list, and the internal worker.
+// The command line: gen, inspect, run, list, cache, and the internal worker.
 #include <unistd.h>
 
+#include <climits>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "loadbench_commit.h"
+#include "harness/cache.h"
 #include "harness/gen/generator.h"
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
 #include "harness/runner.h"
 #include "harness/worker.h"
+#include "loaders/file_io.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/units.h"
@@ -77,15 +81,86 @@ int Inspect(const std::string& path, bool json) {
   return 0;
 }
 
-int List() {
+std::string KindText(const OptionSpec& o) {
+  switch (o.kind) {
+    case OptionSpec::Kind::kBytes:
+      return "size";
+    case OptionSpec::Kind::kInt:
+      return o.max == INT64_MAX ? fmt::format("integer >= {}", o.min)
+                                : fmt::format("integer {}..{}", o.min, o.max);
+    case OptionSpec::Kind::kChoice:
+      return fmt::format("{}", fmt::join(o.choices, "|"));
+  }
+  return "";
+}
+
+int List(bool json) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (const StrategyInfo* s : Strategies()) {
     const std::string why = s->unsupported_reason();
-    fmt::print("{:<10} {}\n", s->name, s->summary);
-    fmt::print("{:<10} supported here: {}\n", "", why.empty() ? "yes" : "no: " + why);
-    for (const auto& o : s->options) {
-      fmt::print("{:<10}   {}={} ({}): {}\n", "", o.name, o.default_value,
-                 o.kind == OptionSpec::Kind::kBytes ? "bytes" : "integer", o.help);
+    if (json) {
+      nlohmann::ordered_json j{{"name", s->name},
+                               {"summary", s->summary},
+                               {"flags", s->flags == 0 ? "" : FlagNames(s->flags)},
+                               {"supported", why.empty()},
+                               {"unsupported_reason", why.empty() ? nullptr : why},
+                               {"options", nlohmann::ordered_json::array()}};
+      for (const auto& o : s->options) {
+        j["options"].push_back({{"name", o.name},
+                                {"kind", KindText(o)},
+                                {"default", o.default_value},
+                                {"help", o.help}});
+      }
+      all.push_back(j);
+      continue;
     }
+    fmt::print("{}\n  {}\n", s->name, s->summary);
+    fmt::print("  supported here: {}\n", why.empty() ? "yes" : "no: " + why);
+    if (s->flags != 0) fmt::print("  flags: {}\n", FlagNames(s->flags));
+    for (const auto& o : s->options) {
+      fmt::print("  {}={}  ({}) {}\n", o.name, o.default_value, KindText(o), o.help);
+    }
+  }
+  if (json) fmt::print("{}\n", all.dump(2));
+  return 0;
+}
+
+// `cache drop|warm|status FILE`: the runner's cache preparation on its own, for tools that
+// time something else (fio) against a checked page-cache state.
+int CacheCommand(const std::string& action, const std::string& file, bool json) {
+  const std::string cmd = "cache " + action;
+  UniqueFd fd;
+  Status s = OpenReadOnly(file, 0, &fd);
+  if (!s.ok()) return Fail(cmd.c_str(), s);
+  DropMethod drop = DropMethod::kDropCaches;
+  if (action == "drop") s = DropFileCache(file, &drop);
+  if (action == "warm") s = WarmFile(file);
+  Residency r;
+  if (s.ok()) s = MeasureResidency(file, &r);
+  if (!s.ok()) return Fail(cmd.c_str(), s);
+  const double frac = r.fraction();
+  const bool reached = action == "drop"   ? frac <= kColdMaxResident
+                       : action == "warm" ? frac >= kWarmMinResident
+                                          : true;
+  if (json) {
+    nlohmann::ordered_json j{{"file", file},
+                             {"action", action},
+                             {"resident", frac},
+                             {"resident_pages", r.resident_pages},
+                             {"total_pages", r.total_pages},
+                             {"method", ResidencyMethod()},
+                             {"state_reached", reached}};
+    if (action == "drop") j["drop_method"] = DropMethodName(drop);
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("{}: {:.2f}% resident ({} of {} pages, {}){}\n", file, frac * 100,
+               r.resident_pages, r.total_pages, ResidencyMethod(),
+               action == "drop" ? fmt::format(" after {}", DropMethodName(drop)) : "");
+  }
+  if (!reached) {
+    fmt::print(stderr, "loadbench {}: {}: still {:.2f}% resident, the {} state was not reached\n",
+               cmd, file, frac * 100, action == "drop" ? "cold" : "warm");
+    return 1;
   }
   return 0;
 }
@@ -157,8 +232,22 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 
-  auto* list_cmd =
-      app.add_subcommand("list", "List the strategies, their options, and whether each runs here");
+  bool list_json = false;
+  auto* list_cmd = app.add_subcommand(
+      "list", "List the strategies, their options and flags, and whether each runs here");
+  list_cmd->add_flag("--json", list_json, "Print JSON");
+
+  // cache
+  std::string cache_action, cache_file;
+  bool cache_json = false;
+  auto* cache_cmd = app.add_subcommand(
+      "cache", "Drop a file from the page cache, or warm it, and check the result; or report "
+               "how much of it is resident. Exit 0 when the state was reached, 1 when not");
+  cache_cmd->add_option("action", cache_action, "drop (cold: <= 1% resident), warm (>= 99%), status")
+      ->required()
+      ->check(CLI::IsMember({"drop", "warm", "status"}));
+  cache_cmd->add_option("file", cache_file, "The file")->required();
+  cache_cmd->add_flag("--json", cache_json, "Print JSON");
 
   // worker (internal: the runner's child process)
   WorkerRequest worker;
@@ -216,7 +305,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*inspect_cmd) return Inspect(inspect_file, inspect_json);
-  if (*list_cmd) return List();
+  if (*list_cmd) return List(list_json);
+  if (*cache_cmd) return CacheCommand(cache_action, cache_file, cache_json);
   if (*worker_cmd) return WorkerMain(worker, worker_fd);
   if (*run_cmd) {
     Status s = ParseStrategyList(run_strategies, &run.strategies);

@@ -43,6 +43,10 @@ Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out) {
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
   } while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == EINVAL && (extra_flags & O_DIRECT)) {
+    return Status::Unsupported(
+        fmt::format("{}: the filesystem refuses O_DIRECT (open gives EINVAL)", path));
+  }
   if (fd < 0) return Status::FromErrno(path, errno);
   UniqueFd owned(fd);
   struct stat st {};

@@ -58,7 +58,9 @@ class Mapping final {
 };
 
 // Opens `path` read-only (plus `extra_flags`, e.g. O_DIRECT) and checks that it is a regular
-// file. Errors name the path: missing, a directory, not a regular file, not readable.
+// file. Errors name the path: missing, a directory, not a regular file, not readable; with
+// O_DIRECT on a filesystem that refuses it (EINVAL: ramfs, some FUSE and network filesystems),
+// kUnsupported.
 Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
 
 // Size in bytes of the open file.

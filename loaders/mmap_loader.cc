@@ -24,14 +24,20 @@ Status MmapLoader::Load(const std::string& path, const TensorTable& table,
     return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
                                         path, table.file_size, size));
   }
-  LB_RETURN_IF_ERROR(MapReadOnly(fd.get(), path, size, 0, &mapping_));
+  LB_RETURN_IF_ERROR(MapReadOnly(fd.get(), path, size, map_flags_, &mapping_));
   if (advice_ >= 0 && table.data_offset < size) {
     // madvise wants a page-aligned start; the data area of every format starts on one or is
     // rounded down to one.
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t start = table.data_offset / page * page;
     if (::madvise(const_cast<std::byte*>(mapping_.data()) + start, size - start, advice_) != 0) {
-      return Status::FromErrno(fmt::format("{}: madvise({})", path, advice_name_), errno);
+      const int err = errno;
+      if (err == EINVAL) {
+        return Status::Unsupported(
+            fmt::format("{}: madvise({}) refused with EINVAL: this kernel does not know it", path,
+                        advice_name_));
+      }
+      return Status::FromErrno(fmt::format("{}: madvise({})", path, advice_name_), err);
     }
   }
   for (const auto& t : table.tensors) views->emplace_back(mapping_.data() + t.offset, t.size);
@@ -43,8 +49,9 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .summary = "mmap PROT_READ, MAP_PRIVATE, no advice; pages fault in as the consumer reads",
     .options = {},
     .make = [](const Params&) -> std::unique_ptr<Loader> {
-      return std::make_unique<MmapLoader>(-1, "none");
+      return std::make_unique<MmapLoader>(0, -1, "none");
     },
+    .flags = kMapsFile,
 }));
 
 }  // namespace loadbench

@@ -11,8 +11,9 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .summary = "mmap plus madvise(MADV_SEQUENTIAL) over the data area",
     .options = {},
     .make = [](const Params&) -> std::unique_ptr<Loader> {
-      return std::make_unique<MmapLoader>(MADV_SEQUENTIAL, "MADV_SEQUENTIAL");
+      return std::make_unique<MmapLoader>(0, MADV_SEQUENTIAL, "MADV_SEQUENTIAL");
     },
+    .flags = kMapsFile,
 }));
 
 }  // namespace loadbench

@@ -83,9 +83,45 @@ TEST_P(StrategyTest, AMissingFileIsBadInputNamingIt) {
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
 
-// fread with a 3-byte buffer crosses every tensor boundary mid-buffer.
+// Tensors far larger than the small chunks below, with sizes that are no multiple of anything,
+// so that chunk, slice and thread boundaries fall inside tensors and the span ends mid-chunk.
+TEST_P(StrategyTest, LoadsAFileInManyChunksAcrossTensorBoundaries) {
+  test::TempDir dir;
+  const std::vector<WlfTensorSpec> tensors = {
+      {"big.0", WlfDType::kU8, {300001}},
+      {"big.1", WlfDType::kBF16, {3, 33331}},
+      {"big.2", WlfDType::kU8, {1}},
+      {"big.3", WlfDType::kF32, {77777}},
+  };
+  const std::string path = dir.File("big.wlf");
+  const test::WrittenWlf w = test::WriteWlfFile(path, tensors, 64, /*seed=*/7);
+  Loaded loaded;
+  Status s = LoadWith(GetParam(), path, &loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto expected = test::TensorData(7, i, w.layout.tensor_sizes[i]);
+    ASSERT_EQ(loaded.views[i].size(), expected.size());
+    EXPECT_EQ(std::memcmp(loaded.views[i].data(), expected.data(), expected.size()), 0)
+        << GetParam() << ": tensor " << i << " differs";
+  }
+  EXPECT_EQ(ChecksumTensors(loaded.views), w.checksum) << GetParam();
+}
+
+// Every strategy with its defaults, and with options that make its loop run many times: fread
+// with a 3-byte buffer crosses every tensor boundary mid-buffer; 4 KiB chunks and 3 threads put
+// slice boundaries inside tensors; thp buffers are one region instead of one malloc per tensor.
 INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
-                         ::testing::Values("fread", "fread:chunk=3", "mmap", "mmap_seq"),
+                         ::testing::Values("fread", "fread:chunk=3", "fread:buffer=thp",
+                                           "pread", "pread:chunk=5", "pread:buffer=thp",
+                                           "pread_mt", "pread_mt:threads=3:chunk=4KiB",
+                                           "pread_mt:threads=2:buffer=thp", "odirect",
+                                           "odirect:threads=3:chunk=4KiB", "odirect:buffer=thp",
+                                           "io_uring", "io_uring:qd=2:chunk=4KiB",
+                                           "io_uring:direct=on:fixed=on:regfile=on:chunk=4KiB",
+                                           "io_uring:buffer=thp", "mmap", "mmap_seq",
+                                           "mmap_willneed", "mmap_populate",
+                                           "mmap_populate_read", "mmap_prefetch",
+                                           "mmap_prefetch:rate=1", "mlock", "shm"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) {
@@ -96,7 +132,9 @@ INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
 
 TEST(StrategyRegistry, EveryRegisteredStrategyIsTested) {
   // A new strategy must be added to the list above: this fails until it is.
-  std::set<std::string> tested = {"fread", "mmap", "mmap_seq"};
+  std::set<std::string> tested = {"fread", "pread", "pread_mt", "odirect", "io_uring",
+                                  "mmap", "mmap_seq", "mmap_willneed", "mmap_populate",
+                                  "mmap_populate_read", "mmap_prefetch", "mlock", "shm"};
   for (const StrategyInfo* s : Strategies()) EXPECT_TRUE(tested.count(s->name)) << s->name;
 }
 
