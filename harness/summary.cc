@@ -24,7 +24,7 @@ double Num(const nlohmann::ordered_json& j, const char* key) {
 
 std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   struct Group {
-    std::vector<double> wall, rss, major, minor, read;
+    std::vector<double> wall, ready, rss, major, minor, read;
     double bytes = 0;
     int not_ok = 0;
     std::map<std::string, int> statuses;
@@ -34,7 +34,11 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   std::vector<std::pair<std::string, std::string>> order;
   std::map<std::pair<std::string, std::string>, Group> groups;
   for (const auto& r : runs) {
-    const std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
+    std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
+    // A strategy whose runs play different roles (shm: creator, attacher) gets a row per role.
+    if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
+      strategy += "[" + d->value("role", "?") + "]";
+    }
     const auto key = std::make_pair(r.value("cache", "?"), strategy);
     if (!groups.count(key)) order.push_back(key);
     Group& g = groups[key];
@@ -45,6 +49,7 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
       continue;
     }
     g.wall.push_back(Num(r, "wall_s"));
+    g.ready.push_back(Num(r, "ready_s"));
     g.rss.push_back(Num(r, "peak_rss_bytes"));
     g.major.push_back(Num(r, "major_faults"));
     g.minor.push_back(Num(r, "minor_faults"));
@@ -54,10 +59,12 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return (a.first == "cold") > (b.first == "cold"); });
 
+  size_t width = 22;
+  for (const auto& key : order) width = std::max(width, key.second.size());
   std::string out = fmt::format(
-      "{:<5} {:<22} {:>5} {:>9} {:>9} {:>9} {:>7} {:>10} {:>10} {:>9} {:>10}\n", "cache",
-      "strategy", "ok", "median_s", "min_s", "max_s", "GB/s", "peak_RSS", "read", "major_flt",
-      "minor_flt");
+      "{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n", "cache",
+      "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s", "peak_RSS", "read",
+      "major_flt", "minor_flt");
   for (const auto& key : order) {
     const Group& g = groups.at(key);
     const int total = static_cast<int>(g.wall.size()) + g.not_ok;
@@ -65,16 +72,18 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
     if (g.wall.empty()) {
       std::string why;
       for (const auto& [status, n] : g.statuses) why += fmt::format(" {} {}", n, status);
-      out += fmt::format("{:<5} {:<22} {:>5}  no ok runs:{}\n", key.first, key.second, ok, why);
+      out += fmt::format("{:<5} {:<{}} {:>5}  no ok runs:{}\n", key.first, key.second, width, ok,
+                         why);
       continue;
     }
     const double med = Median(g.wall);
     out += fmt::format(
-        "{:<5} {:<22} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>7.0f} MB {:>7.0f} MB {:>9.0f} "
-        "{:>10.0f}\n",
-        key.first, key.second, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
+        "{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>8.3f} {:>7.0f} MB {:>7.0f} MB "
+        "{:>9.0f} {:>10.0f}\n",
+        key.first, key.second, width, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
         *std::max_element(g.wall.begin(), g.wall.end()), med > 0 ? g.bytes / med / 1e9 : 0.0,
-        Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major), Median(g.minor));
+        Median(g.ready), Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major),
+        Median(g.minor));
   }
   return out;
 }
