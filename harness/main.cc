@@ -103,7 +103,8 @@ int List(bool json) {
                                {"summary", s->summary},
                                {"flags", s->flags == 0 ? "" : FlagNames(s->flags)},
                                {"supported", why.empty()},
-                               {"unsupported_reason", why.empty() ? nullptr : why},
+                               {"unsupported_reason", why.empty() ? nlohmann::ordered_json()
+                                                                  : nlohmann::ordered_json(why)},
                                {"options", nlohmann::ordered_json::array()}};
       for (const auto& o : s->options) {
         j["options"].push_back({{"name", o.name},

@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "loaders/loader.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -316,13 +317,52 @@ TEST_F(CliTest, InspectJson) {
   EXPECT_EQ(j["tensors"][5]["size"], 4097);
 }
 
-TEST_F(CliTest, ListShowsBuiltinStrategies) {
+TEST_F(CliTest, ListShowsEveryStrategyWithOptionsAndSupport) {
   const ProcessResult r = RunLoadbench({"list"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  for (const char* s : {"fread", "mmap", "mmap_seq"}) {
-    EXPECT_TRUE(Contains(r.out, std::string(s) + " ")) << s << "\n" << Describe(r);
+  for (const StrategyInfo* s : Strategies()) {
+    EXPECT_TRUE(Contains(r.out, s->name + "\n")) << s->name << "\n" << Describe(r);
   }
   EXPECT_TRUE(Contains(r.out, "supported here")) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, "buffer=malloc  (malloc|thp|hugetlb)")) << Describe(r);
+
+  const ProcessResult j = RunLoadbench({"list", "--json"});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  const auto all = nlohmann::json::parse(j.out);
+  ASSERT_EQ(all.size(), Strategies().size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const StrategyInfo* s = Strategies()[i];
+    EXPECT_EQ(all[i]["name"], s->name);
+    EXPECT_EQ(all[i]["options"].size(), s->options.size()) << s->name;
+    EXPECT_EQ(all[i]["supported"].get<bool>(), s->unsupported_reason().empty()) << s->name;
+    EXPECT_EQ(all[i]["flags"], FlagNames(s->flags)) << s->name;
+  }
+}
+
+// ---- cache ----
+
+TEST_F(CliTest, CacheWarmThenDropReachesEachStateAndSaysSo) {
+  const ProcessResult warm = RunLoadbench({"cache", "warm", valid_, "--json"});
+  ASSERT_EQ(warm.exit_code, 0) << Describe(warm);
+  auto j = nlohmann::json::parse(warm.out);
+  EXPECT_GE(j["resident"].get<double>(), 0.99);
+  EXPECT_TRUE(j["state_reached"].get<bool>());
+  if (::geteuid() != 0) GTEST_SKIP() << "a verified drop of any file needs root";
+  const ProcessResult drop = RunLoadbench({"cache", "drop", valid_, "--json"});
+  ASSERT_EQ(drop.exit_code, 0) << Describe(drop);
+  j = nlohmann::json::parse(drop.out);
+  EXPECT_LE(j["resident"].get<double>(), 0.01);
+  EXPECT_EQ(j["drop_method"], "drop_caches");
+  const ProcessResult status = RunLoadbench({"cache", "status", valid_});
+  EXPECT_EQ(status.exit_code, 0) << Describe(status);
+  EXPECT_TRUE(Contains(status.out, "0.00% resident")) << Describe(status);
+}
+
+TEST_F(CliTest, CacheBadInput) {
+  const std::string path = dir_.File("no-such.wlf");
+  ExpectBadInput(RunLoadbench({"cache", "drop", path}), {path, "No such file"});
+  ExpectBadInput(RunLoadbench({"cache", "status", dir_.path()}), {dir_.path(), "is a directory"});
+  ExpectBadInput(RunLoadbench({"cache", "evict", valid_}), {"evict"});
 }
 
 }  // namespace
