@@ -22,6 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The pacing granularity of a capped prefetch: it runs up to this far ahead of its schedule.
+constexpr auto kMinSleep = std::chrono::milliseconds(1);
+
 class MmapPrefetchLoader final : public Loader {
  public:
   explicit MmapPrefetchLoader(const Params& params)
@@ -55,7 +58,8 @@ class MmapPrefetchLoader final : public Loader {
         Prefetch(stop, start, page);
       });
     } catch (const std::system_error& e) {
-      return Status::IOError(fmt::format("{}: cannot start the prefetch thread: {}", path, e.what()));
+      return Status::IOError(
+          fmt::format("{}: cannot start the prefetch thread: {}", path, e.what()));
     }
     for (const auto& t : table.tensors) views->emplace_back(mapping_.data() + t.offset, t.size);
     return Status::Ok();
@@ -74,24 +78,29 @@ class MmapPrefetchLoader final : public Loader {
   }
 
  private:
-  // Touches every page of the mapping from `start` to its end, at most `rate_bytes_per_s_` when
-  // that is not 0. The consumer may overtake it; both only read, so the order does not matter.
+  // Touches every page of the mapping from `start` to its end, at most `rate_bytes_per_s_` (give
+  // or take kMinSleep) when that is not 0. The consumer may overtake it; both only read, so the
+  // order does not matter.
   void Prefetch(std::stop_token stop, uint64_t start, uint64_t page) {
     const auto* base = reinterpret_cast<const volatile unsigned char*>(mapping_.data());
     const uint64_t end = mapping_.size();
     std::mutex mu;  // condition_variable_any wants one; nothing else contends for it
     std::unique_lock lock(mu);
+    const std::chrono::duration<double> per_page(
+        rate_bytes_per_s_ > 0 ? static_cast<double>(page) / rate_bytes_per_s_ : 0);
     uint64_t touched = 0;
     uint64_t off = start;
     for (; off < end && !stop.stop_requested(); off += page) {
       static_cast<void>(base[off]);
       pages_touched_.store(++touched, std::memory_order_relaxed);
       if (rate_bytes_per_s_ > 0) {
-        // An absolute schedule: a sleep that overshoots is made up by the pages after it.
-        const auto due = started_ + std::chrono::duration_cast<Clock::duration>(
-                                        std::chrono::duration<double>(
-                                            static_cast<double>(touched * page) / rate_bytes_per_s_));
-        if (Clock::now() < due) wake_.wait_until(lock, stop, due, [] { return false; });
+        // An absolute schedule, so that a sleep that overshoots is made up by the pages after
+        // it; and no sleep shorter than kMinSleep, since every wakeup may preempt the consumer.
+        const auto due =
+            started_ + std::chrono::duration_cast<Clock::duration>(per_page * touched);
+        if (due - Clock::now() >= kMinSleep) {
+          wake_.wait_until(lock, stop, due, [] { return false; });
+        }
       }
     }
     if (off < end) return;  // stopped early
