@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "loaders/checksum.h"
@@ -19,12 +20,19 @@ namespace {
 struct Loaded {
   std::unique_ptr<Loader> loader;  // owns the memory the views point into
   std::vector<TensorBytes> views;
+  // What a strategy leaves outside the process (shm: its segment), removed while the file still
+  // exists to name it: a Loaded is declared after the TempDir that holds the file.
+  std::function<void()> cleanup;
+  ~Loaded() {
+    if (cleanup) cleanup();
+  }
 };
 
 Status LoadWith(const std::string& strategy_text, const std::string& path, Loaded* out) {
   std::vector<StrategySpec> specs;
   LB_RETURN_IF_ERROR(ParseStrategyList(strategy_text, &specs));
   const StrategyInfo* info = FindStrategy(specs[0].name);
+  if (info->cleanup) out->cleanup = [c = info->cleanup, path] { c(path); };
   Params params;
   LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &params));
   TensorTable table;

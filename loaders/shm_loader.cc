@@ -1,0 +1,264 @@
+// shm: the first process pread()s the file's tensor bytes into a named POSIX shared-memory
+// segment (Boost.Interprocess shared_memory_object and mapped_region), and every later process
+// maps that segment and reads no byte of the file, until the segment is removed.
+#include "loaders/shm_loader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include <boost/interprocess/mapped_region.hpp>
+#include <boost/interprocess/shared_memory_object.hpp>
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include "loaders/destination.h"
+#include "loaders/file_io.h"
+#include "loaders/loader.h"
+#include "loaders/units.h"
+
+namespace loadbench {
+namespace {
+
+namespace bip = boost::interprocess;
+
+// Where shm_open keeps segments on Linux: its free space bounds what a creator may write.
+constexpr char kShmDir[] = "/dev/shm";
+constexpr uint64_t kSpanAlign = 4096;
+
+using CompleteFlag = std::atomic_ref<uint32_t>;
+static_assert(CompleteFlag::is_always_lock_free, "the flag is shared between processes");
+static_assert(offsetof(ShmSegmentHeader, complete) % CompleteFlag::required_alignment == 0);
+static_assert(sizeof(ShmSegmentHeader) <= kShmDataOffset);
+static_assert(kShmDataOffset % kSpanAlign == 0, "tensors keep their alignment in the file");
+
+struct FileIdentity {
+  uint64_t dev, ino, size;
+  int64_t mtime_ns;
+};
+
+FileIdentity IdentityOf(const struct stat& st) {
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+          static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+// Device and inode, not the path: a file reached by two paths has one segment.
+std::string SegmentNameOf(const FileIdentity& id) {
+  const uint64_t key[2] = {id.dev, id.ino};
+  return fmt::format("loadbench-{:016x}", XXH3_64bits(key, sizeof key));
+}
+
+Status RemoveSegmentNamed(const std::string& path, const std::string& name) {
+  // shared_memory_object::remove returns whether shm_unlink succeeded; errno says why not.
+  errno = 0;
+  if (!bip::shared_memory_object::remove(name.c_str()) && errno != ENOENT) {
+    return Status::FromErrno(fmt::format("{}: removing shared-memory segment {}", path, name),
+                             errno);
+  }
+  return Status::Ok();
+}
+
+// Removes a segment this process is still filling, unless it was completed: a failed creator
+// must not leave one behind for the next process to find and discard.
+class RemoveUnlessComplete final {
+ public:
+  RemoveUnlessComplete(const std::string& path, const std::string& name)
+      : path_(path), name_(name) {}
+  RemoveUnlessComplete(const RemoveUnlessComplete&) = delete;
+  RemoveUnlessComplete& operator=(const RemoveUnlessComplete&) = delete;
+  ~RemoveUnlessComplete() {
+    if (!complete_) RemoveSegmentNamed(path_, name_);
+  }
+  void Completed() { complete_ = true; }
+
+ private:
+  const std::string& path_;
+  const std::string& name_;
+  bool complete_ = false;
+};
+
+class ShmLoader final : public Loader {
+ public:
+  explicit ShmLoader(const Params& params) : chunk_bytes_(params.Bytes("chunk")) {}
+
+  Status Load(const std::string& path, const TensorTable& table,
+              std::vector<TensorBytes>* views) override {
+    UniqueFd fd;
+    LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(path, errno);
+    const FileIdentity id = IdentityOf(st);
+    if (id.size != table.file_size) {
+      return Status::BadInput(fmt::format(
+          "{}: file changed size since it was validated ({} -> {})", path, table.file_size,
+          id.size));
+    }
+    segment_ = SegmentNameOf(id);
+    const FileSpan span = TensorSpan(table, kSpanAlign);
+    try {
+      bool attached = false;
+      LB_RETURN_IF_ERROR(Attach(path, id, span, &attached));
+      if (!attached) LB_RETURN_IF_ERROR(Create(fd.get(), path, id, span));
+    } catch (const bip::interprocess_exception& e) {
+      return Status::IOError(
+          fmt::format("{}: shared-memory segment {}: {}", path, segment_, e.what()));
+    }
+    const auto* base = static_cast<const std::byte*>(region_.get_address());
+    ViewsIntoSpan(table, span, base + kShmDataOffset, views);
+    return Status::Ok();
+  }
+
+  nlohmann::json Details() const override {
+    nlohmann::json d = nlohmann::json::object();
+    if (!role_.empty()) d["role"] = role_;
+    if (!segment_.empty()) d["segment"] = segment_;
+    return d;
+  }
+
+ private:
+  // Maps the segment read-only when it holds all of `span` of this version of the file, and
+  // sets `attached`. Removes a segment that does not: its creator died before completing it,
+  // or it holds another version of the file (a rewrite, or a new file on a reused inode).
+  Status Attach(const std::string& path, const FileIdentity& id, const FileSpan& span,
+                bool* attached) {
+    bip::shared_memory_object shm;
+    try {
+      shm = bip::shared_memory_object(bip::open_only, segment_.c_str(), bip::read_only);
+    } catch (const bip::interprocess_exception& e) {
+      if (e.get_error_code() == bip::not_found_error) return Status::Ok();
+      throw;
+    }
+    bip::offset_t size = 0;
+    if (!shm.get_size(size)) {
+      return Status::IOError(
+          fmt::format("{}: shared-memory segment {}: cannot read its size", path, segment_));
+    }
+    // A segment of another size holds another span, or its creator died before truncating it.
+    if (static_cast<uint64_t>(size) == kShmDataOffset + span.size()) {
+      bip::mapped_region region(shm, bip::read_only);
+      auto* base = static_cast<std::byte*>(region.get_address());
+      auto& in_place = *reinterpret_cast<ShmSegmentHeader*>(base);
+      // Acquire pairs with the creator's release: once the flag reads 1, every byte is there.
+      if (CompleteFlag(in_place.complete).load(std::memory_order_acquire) == 1) {
+        ShmSegmentHeader h;
+        std::memcpy(&h, base, sizeof h);
+        if (h.magic == kShmMagic && h.version == kShmVersion && h.file_dev == id.dev &&
+            h.file_ino == id.ino && h.file_size == id.size && h.file_mtime_ns == id.mtime_ns &&
+            h.span_offset == span.begin && h.span_size == span.size()) {
+          region_ = std::move(region);
+          role_ = "attacher";
+          *attached = true;
+          return Status::Ok();
+        }
+      }
+    }
+    return RemoveSegmentNamed(path, segment_);
+  }
+
+  Status Create(int fd, const std::string& path, const FileIdentity& id, const FileSpan& span) {
+    const uint64_t bytes = kShmDataOffset + span.size();
+    // Segments live in memory: one that does not fit must be refused before it eats the
+    // memory the rest of the machine runs on.
+    struct statvfs vfs {};
+    if (::statvfs(kShmDir, &vfs) != 0) {
+      return Status::FromErrno(fmt::format("{}: statvfs {}", path, kShmDir), errno);
+    }
+    const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (bytes > free_bytes) {
+      return Status::Unsupported(fmt::format(
+          "{}: its shared-memory segment needs {} ({} bytes), {} has only {} ({} bytes) free",
+          path, FormatBytes(bytes), bytes, kShmDir, FormatBytes(free_bytes), free_bytes));
+    }
+    // create_only is O_EXCL: of two processes that both found no usable segment, one creates
+    // it and the other fails here, instead of both writing into one segment.
+    bip::shared_memory_object shm(bip::create_only, segment_.c_str(), bip::read_write);
+    RemoveUnlessComplete guard(path, segment_);
+    shm.truncate(static_cast<bip::offset_t>(bytes));
+    // tmpfs allocates a page when it is first written, and a store into a mapping of a full
+    // tmpfs raises SIGBUS; reserving every page now turns that into ENOSPC here.
+    if (int err = ::posix_fallocate(shm.get_mapping_handle().handle, 0,
+                                    static_cast<off_t>(bytes));
+        err != 0) {
+      return Status::FromErrno(
+          fmt::format("{}: reserving {} for shared-memory segment {}", path, FormatBytes(bytes),
+                      segment_),
+          err);
+    }
+    bip::mapped_region region(shm, bip::read_write);
+    auto* base = static_cast<std::byte*>(region.get_address());
+    auto* header = new (base) ShmSegmentHeader{
+        .magic = kShmMagic,
+        .version = kShmVersion,
+        .complete = 0,
+        .file_dev = id.dev,
+        .file_ino = id.ino,
+        .file_size = id.size,
+        .file_mtime_ns = id.mtime_ns,
+        .span_offset = span.begin,
+        .span_size = span.size(),
+    };
+    // The span may end past the end of the file; those bytes stay zero, as in a mapping.
+    const uint64_t end = std::min(span.end, id.size);
+    for (uint64_t at = span.begin; at < end; at += chunk_bytes_) {
+      const uint64_t n = std::min(chunk_bytes_, end - at);
+      LB_RETURN_IF_ERROR(
+          PreadExact(fd, path, base + kShmDataOffset + (at - span.begin), n, at));
+    }
+    CompleteFlag(header->complete).store(1, std::memory_order_release);
+    guard.Completed();
+    region_ = std::move(region);
+    role_ = "creator";
+    return Status::Ok();
+  }
+
+  uint64_t chunk_bytes_;
+  std::string segment_;
+  std::string role_;
+  bip::mapped_region region_;  // the views point into it
+};
+
+}  // namespace
+
+Status ShmSegmentName(const std::string& path, std::string* out) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+  *out = SegmentNameOf(IdentityOf(st));
+  return Status::Ok();
+}
+
+Status RemoveShmSegment(const std::string& path) {
+  std::string name;
+  LB_RETURN_IF_ERROR(ShmSegmentName(path, &name));
+  return RemoveSegmentNamed(path, name);
+}
+
+LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
+    .name = "shm",
+    .summary = "the first process preads the tensor bytes into a named POSIX shared-memory "
+               "segment; later ones map it and read nothing from the file",
+    .options = {{"chunk", OptionSpec::Kind::kBytes, "8MiB",
+                 "size of each pread into the segment (creator only)"}},
+    .make = [](const Params& p) -> std::unique_ptr<Loader> {
+      return std::make_unique<ShmLoader>(p);
+    },
+    .flags = kEager | kSharedSegment,
+    .unsupported_reason = [] {
+      struct statvfs vfs {};
+      if (::statvfs(kShmDir, &vfs) != 0) {
+        return fmt::format("{} is not there: POSIX shared memory needs a tmpfs mounted on it",
+                           kShmDir);
+      }
+      return std::string();
+    },
+    .cleanup = RemoveShmSegment,
+}));
+
+}  // namespace loadbench

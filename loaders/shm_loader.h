@@ -1,0 +1,41 @@
+// The shm strategy's segment: its name and layout, for the strategy and for the tests that
+// inspect, damage or remove segments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loaders/status.h"
+
+namespace loadbench {
+
+// The first bytes of a segment; the file bytes of the tensor span start at kShmDataOffset, so
+// that every tensor keeps the alignment it has in the file.
+struct ShmSegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  // 0 until every byte of the span is in the segment; set last, with release order, so that an
+  // attacher that reads 1 with acquire order sees the whole span. A creator that died leaves 0.
+  uint32_t complete;
+  // The file version the bytes came from: a segment of another version is never served.
+  uint64_t file_dev;
+  uint64_t file_ino;
+  uint64_t file_size;
+  int64_t file_mtime_ns;
+  uint64_t span_offset;  // file offset of the first byte at kShmDataOffset
+  uint64_t span_size;
+};
+inline constexpr uint64_t kShmMagic = 0x4745534d4853424cull;  // the bytes "LBSHMSEG"
+inline constexpr uint32_t kShmVersion = 1;
+inline constexpr uint64_t kShmDataOffset = 4096;
+
+// The name of the segment that holds the file at `path`: "loadbench-" and 16 hex digits of a
+// hash of its device and inode, so that every path of one file finds one segment. Errors name
+// the path (missing, not readable).
+Status ShmSegmentName(const std::string& path, std::string* out);
+
+// Removes the segment of the file at `path`; a missing segment is not an error. Processes that
+// still map it keep their mapping; the memory goes when the last of them unmaps it.
+Status RemoveShmSegment(const std::string& path);
+
+}  // namespace loadbench
