@@ -3,7 +3,7 @@
 BUILD    ?= build
 SIZE     ?= 2GiB
 PRESET   ?= llama
-REPS     ?= 5
+REPS     ?= 3
 STRATEGIES ?= all
 DATA     ?= data
 JOBS     ?= $(shell nproc)
