@@ -123,4 +123,17 @@ Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags,
   return Status::Ok();
 }
 
+Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
+                    Mapping* out) {
+  UniqueFd fd;
+  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+  uint64_t size;
+  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
+  if (size != expected_size) {
+    return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
+                                        path, expected_size, size));
+  }
+  return MapReadOnly(fd.get(), path, size, extra_flags, out);
+}
+
 }  // namespace loadbench

@@ -63,6 +63,12 @@ class Mapping final {
 // kUnsupported.
 Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
 
+// Opens `path` and maps all of it read-only and MAP_PRIVATE (plus `extra_flags`), refusing
+// with kBadInput a file whose size is no longer `expected_size` (the size its table was
+// validated against): touching a mapped page past a shrunk end raises SIGBUS.
+Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
+                    Mapping* out);
+
 // Size in bytes of the open file.
 Status FileSize(int fd, const std::string& path, uint64_t* out);
 

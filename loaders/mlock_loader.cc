@@ -57,16 +57,9 @@ class MlockLoader final : public Loader {
  public:
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
-    UniqueFd fd;
-    LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-    uint64_t size;
-    LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
-    // As in mmap: touching a page past a shrunk end raises SIGBUS, and mlock touches them all.
-    if (size != table.file_size) {
-      return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
-                                          path, table.file_size, size));
-    }
-    LB_RETURN_IF_ERROR(MapReadOnly(fd.get(), path, size, 0, &mapping_));
+    // mlock touches every page, so a file that shrank since validation must not be mapped.
+    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, &mapping_));
+    const uint64_t size = mapping_.size();
     if (table.data_offset < size) LB_RETURN_IF_ERROR(LockDataArea(path, table.data_offset));
     for (const auto& t : table.tensors) views->emplace_back(mapping_.data() + t.offset, t.size);
     return Status::Ok();

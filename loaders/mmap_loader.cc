@@ -14,17 +14,8 @@ namespace loadbench {
 
 Status MmapLoader::Load(const std::string& path, const TensorTable& table,
                         std::vector<TensorBytes>* views) {
-  UniqueFd fd;
-  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-  uint64_t size;
-  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
-  // The table was validated against this size; a file that changed since is refused rather
-  // than mapped, because touching a page past a shrunk end raises SIGBUS.
-  if (size != table.file_size) {
-    return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
-                                        path, table.file_size, size));
-  }
-  LB_RETURN_IF_ERROR(MapReadOnly(fd.get(), path, size, map_flags_, &mapping_));
+  LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, map_flags_, &mapping_));
+  const uint64_t size = mapping_.size();
   if (advice_ >= 0 && table.data_offset < size) {
     // madvise wants a page-aligned start; the data area of every format starts on one or is
     // rounded down to one.

@@ -40,16 +40,9 @@ class MmapPrefetchLoader final : public Loader {
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
-    UniqueFd fd;
-    LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-    uint64_t size;
-    LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
-    // As in mmap: touching a page past a shrunk end raises SIGBUS, in the thread as anywhere.
-    if (size != table.file_size) {
-      return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
-                                          path, table.file_size, size));
-    }
-    LB_RETURN_IF_ERROR(MapReadOnly(fd.get(), path, size, 0, &mapping_));
+    // The thread touches every page, so a file that shrank since validation must not be mapped.
+    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, &mapping_));
+    const uint64_t size = mapping_.size();
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t start = std::min<uint64_t>(table.data_offset / page * page, size);
     started_ = Clock::now();
