@@ -14,23 +14,13 @@
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/scoped_mount.h"
+#include "tests/support/load_with.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
 namespace {
 
-Status LoadWith(const std::string& text, const std::string& path, std::unique_ptr<Loader>* loader,
-                std::vector<TensorBytes>* views) {
-  std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(text, &specs));
-  const StrategyInfo* info = FindStrategy(specs[0].name);
-  Params params;
-  LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &params));
-  TensorTable table;
-  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &table));
-  *loader = info->make(params);
-  return (*loader)->Load(path, table, views);
-}
+using test::LoadWith;
 
 TEST(Destination, SlicesCoverTheRangeOnceWithAlignedStarts) {
   for (uint64_t bytes : {0ull, 1ull, 4095ull, 4096ull, 1000000ull, 8388608ull + 13}) {

@@ -14,6 +14,7 @@
 #include "loaders/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
+#include "tests/support/load_with.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -21,18 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Status LoadWith(const std::string& strategy_text, const std::string& path,
-                std::unique_ptr<Loader>* loader, std::vector<TensorBytes>* views) {
-  std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(strategy_text, &specs));
-  const StrategyInfo* info = FindStrategy(specs[0].name);
-  Params params;
-  LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &params));
-  TensorTable table;
-  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &table));
-  *loader = info->make(params);
-  return (*loader)->Load(path, table, views);
-}
+using test::LoadWith;
 
 // Polls `loader`'s Details until `done` holds of it, for at most a minute: a bound for a
 // stalled thread, not a timing requirement.

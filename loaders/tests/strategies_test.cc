@@ -12,6 +12,7 @@
 #include "loaders/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
+#include "tests/support/load_with.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -29,16 +30,9 @@ struct Loaded {
 };
 
 Status LoadWith(const std::string& strategy_text, const std::string& path, Loaded* out) {
-  std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(strategy_text, &specs));
-  const StrategyInfo* info = FindStrategy(specs[0].name);
-  if (info->cleanup) out->cleanup = [c = info->cleanup, path] { c(path); };
-  Params params;
-  LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &params));
-  TensorTable table;
-  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &table));
-  out->loader = info->make(params);
-  return out->loader->Load(path, table, &out->views);
+  const StrategyInfo* info = FindStrategy(strategy_text.substr(0, strategy_text.find(':')));
+  if (info != nullptr && info->cleanup) out->cleanup = [c = info->cleanup, path] { c(path); };
+  return test::LoadWith(strategy_text, path, &out->loader, &out->views);
 }
 
 class StrategyTest : public ::testing::TestWithParam<std::string> {};

@@ -1,0 +1,19 @@
+// Test support: load a file with a strategy named as on the command line ("pread:chunk=5"),
+// the way the worker does, minus the timing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loaders/loader.h"
+
+namespace loadbench::test {
+
+// Parses `strategy_text`, resolves its options, reads the tensor table of `path` and loads it;
+// `*loader` owns the memory `*views` point into. Errors as ParseStrategyList, Params::Resolve,
+// ReadTensorTableFromPath and Loader::Load give them.
+Status LoadWith(const std::string& strategy_text, const std::string& path,
+                std::unique_ptr<Loader>* loader, std::vector<TensorBytes>* views);
+
+}  // namespace loadbench::test
