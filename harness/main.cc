@@ -13,6 +13,7 @@
 
 #include "loadbench_commit.h"
 #include "harness/cache.h"
+#include "harness/counters.h"
 #include "harness/gen/generator.h"
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
@@ -232,6 +233,24 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--timeout", run.timeout_s, "Seconds before a run is killed (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string run_counters = "default";
+  run_cmd->add_option("--counters", run_counters,
+                      "perf events counted over each load, by libpfm4 name (e.g. "
+                      "perf::PAGE-FAULTS,CYCLES); 'default' is the software faults, switches, "
+                      "migrations and task clock plus CYCLES, INSTRUCTIONS, CACHE-MISSES and "
+                      "DTLB-LOAD-MISSES; 'none' counts nothing. Events this machine cannot "
+                      "count are null, with the reason in env.json")
+      ->capture_default_str();
+  run_cmd->add_option("--sample-ms", run.sample_ms,
+                      "Timeline sampling interval in ms (RSS, page cache, bytes read, faults; "
+                      "timelines/RUN_ID.csv); 0 turns timelines off")
+      ->check(CLI::Range(0.0, 60000.0))
+      ->capture_default_str();
+  run_cmd->add_option("--procs", run.procs,
+                      "Workers loading the file at the same time in every run (each is a run "
+                      "record; memory is measured while all hold their load)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
 
   bool list_json = false;
   auto* list_cmd = app.add_subcommand(
@@ -258,6 +277,9 @@ int main(int argc, char** argv) {
   worker_cmd->add_option("--file", worker.file)->required();
   worker_cmd->add_option("--strategy", worker.strategy)->required();
   worker_cmd->add_option("--result-fd", worker_fd)->capture_default_str();
+  std::string worker_counters = "none";
+  worker_cmd->add_option("--counters", worker_counters)->capture_default_str();
+  worker_cmd->add_option("--hold-fd", worker.hold_fd)->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -308,9 +330,14 @@ int main(int argc, char** argv) {
   if (*inspect_cmd) return Inspect(inspect_file, inspect_json);
   if (*list_cmd) return List(list_json);
   if (*cache_cmd) return CacheCommand(cache_action, cache_file, cache_json);
-  if (*worker_cmd) return WorkerMain(worker, worker_fd);
+  if (*worker_cmd) {
+    Status s = ParseCounterList(worker_counters, &worker.counters);
+    if (!s.ok()) return Fail("worker", s);
+    return WorkerMain(worker, worker_fd);
+  }
   if (*run_cmd) {
     Status s = ParseStrategyList(run_strategies, &run.strategies);
+    if (s.ok()) s = ParseCounterList(run_counters, &run.counters);
     if (!s.ok()) return Fail("run", s);
     if (run_cache == "both") {
       run.caches = {"cold", "warm"};

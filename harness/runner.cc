@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -15,13 +16,19 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <fstream>
+#include <memory>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/cache.h"
+#include "harness/counters.h"
 #include "harness/env.h"
 #include "harness/interrupt.h"
 #include "harness/results.h"
+#include "harness/timeline.h"
 #include "loaders/format/format.h"
 #include "loaders/units.h"
 
@@ -59,84 +66,193 @@ struct WorkerOutcome {
   std::string error;              // why there is no usable record
   rusage usage{};
   double process_s = 0;
-  bool interrupted = false;
+  std::vector<TimelineSample> timeline;
 };
 
-// Forks and execs `loadbench worker`, reads its one-line record from a pipe, and reaps it with
-// wait4 for its rusage. Kills it on timeout or interruption.
-WorkerOutcome SpawnWorker(const std::string& exe, const std::string& file,
-                          const std::string& strategy, double timeout_s) {
-  WorkerOutcome out;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.error = fmt::format("pipe: {}", std::strerror(errno));
-    return out;
+struct SpawnRequest {
+  std::string exe, file, strategy, counters;
+  int procs = 1;
+  double timeout_s = 0;
+  double sample_s = 0;  // 0: no timeline
+};
+
+// One started worker, as the parent tracks it.
+struct Child {
+  pid_t pid = -1;
+  UniqueFd result;  // the read end of the worker's result pipe
+  UniqueFd hold;    // the write end of its hold pipe (several workers only)
+  std::string data;
+  bool open = true;  // result pipe not at EOF yet
+  bool loaded = false, measured = false;  // the worker's hold stages (several workers only)
+  std::unique_ptr<TimelineSampler> sampler;
+};
+
+// Forks and execs one `loadbench worker`.
+Status StartChild(const SpawnRequest& req, Child* c) {
+  int fds[2], hold[2] = {-1, -1};
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  c->result.reset(fds[0]);
+  UniqueFd wr(fds[1]), hold_rd;
+  if (req.procs > 1) {
+    if (::pipe2(hold, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+    hold_rd.reset(hold[0]);
+    c->hold.reset(hold[1]);
   }
-  UniqueFd rd(fds[0]), wr(fds[1]);
-  const auto t0 = Clock::now();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    out.error = fmt::format("fork: {}", std::strerror(errno));
-    return out;
-  }
+  const std::string hold_arg = req.procs > 1 ? "4" : "-1";
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
-    if (::dup2(wr.get(), 3) < 0) ::_exit(127);  // dup2 clears O_CLOEXEC on fd 3
+    if (::dup2(wr.get(), 3) < 0) ::_exit(127);  // dup2 clears O_CLOEXEC
+    if (hold_rd.valid() && ::dup2(hold_rd.get(), 4) < 0) ::_exit(127);
     int devnull = ::open("/dev/null", O_RDONLY);
     if (devnull >= 0) ::dup2(devnull, 0);
-    const char* argv[] = {exe.c_str(), "worker", "--file", file.c_str(), "--strategy",
-                          strategy.c_str(), "--result-fd", "3", nullptr};
-    ::execv(exe.c_str(), const_cast<char* const*>(argv));
+    const char* argv[] = {req.exe.c_str(), "worker",     "--file",       req.file.c_str(),
+                          "--strategy",    req.strategy.c_str(),        "--result-fd",
+                          "3",             "--counters", req.counters.c_str(),
+                          "--hold-fd",     hold_arg.c_str(),            nullptr};
+    ::execv(req.exe.c_str(), const_cast<char* const*>(argv));
     ::_exit(127);
   }
-  wr.reset();
+  c->pid = pid;
+  if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(pid, req.file);
+  return Status::Ok();
+}
 
-  std::string data;
+// Starts `req.procs` workers at once, samples their timelines, reads each one's record from its
+// pipe, and reaps each with wait4 for its rusage. Several workers are held after their loads
+// until all have loaded, so that their memory (shared pages, PSS) is measured side by side.
+// Kills them all on timeout or interruption (*interrupted tells which).
+std::vector<WorkerOutcome> SpawnWorkers(const SpawnRequest& req, bool* interrupted) {
+  std::vector<WorkerOutcome> out(static_cast<size_t>(req.procs));
+  std::vector<Child> children(static_cast<size_t>(req.procs));
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (Status s = StartChild(req, &children[i]); !s.ok()) {
+      out[i].error = s.message();
+      children[i].open = false;
+    }
+  }
   char buf[4096];
-  bool killed = false;
+  bool killed = false, released = req.procs == 1;
+  auto next_sample = Clock::now();
   while (true) {
-    pollfd p{rd.get(), POLLIN, 0};
-    int pr = ::poll(&p, 1, 100);
-    if (Interrupted() || (timeout_s > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s)) {
-      ::kill(pid, SIGKILL);
+    std::vector<pollfd> polls;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (children[i].open) {
+        polls.push_back({children[i].result.get(), POLLIN, 0});
+        who.push_back(i);
+      }
+    }
+    if (polls.empty()) break;
+    if (req.sample_s > 0 && Clock::now() >= next_sample) {
+      for (auto& c : children) {
+        if (c.sampler) c.sampler->Sample();
+      }
+      next_sample += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(req.sample_s));
+    }
+    int wait_ms = 100;
+    if (req.sample_s > 0) {
+      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
+          next_sample - Clock::now());
+      wait_ms = std::clamp(static_cast<int>(until.count()), 0, 100);
+    }
+    const int pr = ::poll(polls.data(), polls.size(), wait_ms);
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (Interrupted() || (req.timeout_s > 0 && elapsed > req.timeout_s)) {
+      for (auto& c : children) {
+        if (c.pid > 0) ::kill(c.pid, SIGKILL);
+      }
       killed = true;
-      out.interrupted = Interrupted();
-      if (!out.interrupted) out.error = fmt::format("timed out after {:.0f} s; worker killed", timeout_s);
+      *interrupted = Interrupted();
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (!*interrupted && children[i].open) {
+          out[i].error = fmt::format("timed out after {:.0f} s; worker killed", req.timeout_s);
+        }
+      }
       break;
     }
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      break;
+    if (pr < 0 && errno != EINTR) break;
+    for (size_t k = 0; pr > 0 && k < polls.size(); ++k) {
+      if (polls[k].revents == 0) continue;
+      Child& c = children[who[k]];
+      const ssize_t n = ::read(c.result.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        c.open = false;
+        continue;
+      }
+      c.data.append(buf, static_cast<size_t>(n));
+      for (auto [stage, flag] : {std::pair<std::string_view, bool*>{"loaded\n", &c.loaded},
+                                 {"measured\n", &c.measured}}) {
+        if (!*flag && c.data.starts_with(stage)) {
+          *flag = true;
+          c.data.erase(0, stage.size());
+        }
+      }
     }
-    if (pr == 0) continue;
-    ssize_t n = ::read(rd.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
+    // Two barriers for several workers: all loaded -> one byte each (measure your memory now);
+    // all measured -> EOF (tear down and report).
+    if (!released) {
+      bool all = true;
+      for (const auto& c : children) all = all && (c.loaded || !c.open);
+      if (all) {
+        for (auto& c : children) {
+          if (c.hold.valid() && ::write(c.hold.get(), "g", 1) != 1) c.hold.reset();
+        }
+        released = true;
+      }
+    } else if (req.procs > 1) {
+      bool all = true;
+      for (const auto& c : children) all = all && (c.measured || !c.open);
+      if (all) {
+        for (auto& c : children) c.hold.reset();
+      }
+    }
   }
-  int wstatus = 0;
-  while (::wait4(pid, &wstatus, 0, &out.usage) < 0 && errno == EINTR) {
-  }
-  out.process_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (killed) return out;
-  if (WIFSIGNALED(wstatus)) {
-    const int sig = WTERMSIG(wstatus);
-    out.error = fmt::format("worker killed by signal {} ({})", sig, ::strsignal(sig));
-    return out;
-  }
-  if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127) {
-    out.error = fmt::format("could not execute {}", exe);
-    return out;
-  }
-  try {
-    out.record = nlohmann::ordered_json::parse(data);
-  } catch (const std::exception&) {
-    out.error = fmt::format("worker exited with status {} and no result",
-                            WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+  for (size_t i = 0; i < children.size(); ++i) {
+    Child& c = children[i];
+    if (c.sampler) out[i].timeline = c.sampler->samples();
+    if (c.pid <= 0) continue;
+    int wstatus = 0;
+    while (::wait4(c.pid, &wstatus, 0, &out[i].usage) < 0 && errno == EINTR) {
+    }
+    out[i].process_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (killed || !out[i].error.empty()) continue;
+    if (WIFSIGNALED(wstatus)) {
+      const int sig = WTERMSIG(wstatus);
+      out[i].error = fmt::format("worker killed by signal {} ({})", sig, ::strsignal(sig));
+      continue;
+    }
+    if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127) {
+      out[i].error = fmt::format("could not execute {}", req.exe);
+      continue;
+    }
+    try {
+      out[i].record = nlohmann::ordered_json::parse(c.data);
+    } catch (const std::exception&) {
+      out[i].error = fmt::format("worker exited with status {} and no result",
+                                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    }
   }
   return out;
+}
+
+// The page cache as a whole, in bytes (Cached in /proc/meminfo).
+std::optional<uint64_t> PageCacheBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib) {
+    std::getline(in, unit);
+    if (key == "Cached:") return kib * 1024;
+  }
+  return std::nullopt;
 }
 
 // Puts the file into the cache state `cache` and reports how resident it is now.
@@ -154,6 +270,8 @@ Status PrepareCache(const std::string& file, const std::string& cache, DropMetho
 
 int RunBenchmark(const RunOptions& options) {
   InstallInterruptHandlers();
+  // A worker that dies before its go byte must cost a failed write, not the runner.
+  ::signal(SIGPIPE, SIG_IGN);
   RunOptions opts = options;
   if (opts.out_dir.empty()) opts.out_dir = "results/run-" + NowStamp("%Y%m%d-%H%M%S");
   // Validate everything before writing anything: a bad file leaves no results folder behind.
@@ -199,6 +317,13 @@ int RunBenchmark(const RunOptions& options) {
       {"note", root ? "sync; echo 3 > /proc/sys/vm/drop_caches before every cold run"
                     : "not root: /proc/sys/vm/drop_caches is not writable, so cold runs rely on "
                       "posix_fadvise(POSIX_FADV_DONTNEED) on the file; residency is still checked"}};
+  // Which counters count here, and why the others read null in every run: said once, here.
+  env["counters"] = CounterAvailability(opts.counters);
+  env["timeline"] = {{"interval_ms", opts.sample_ms},
+                     {"residency_method", ResidencyMethod()},
+                     {"sources", "/proc/PID/status (RSS by kind), /proc/PID/io (bytes read), "
+                                 "/proc/PID/stat (faults), the file's page-cache residency"}};
+  if (opts.procs > 1) env["procs"] = opts.procs;
   s = WriteJsonFile(opts.out_dir + "/env.json", env);
   JsonlWriter runs_out;
   if (s.ok()) s = runs_out.Open(opts.out_dir + "/runs.jsonl");
@@ -212,9 +337,9 @@ int RunBenchmark(const RunOptions& options) {
                "drop_caches (recorded in env.json); each cold start is still checked\n");
   }
 
-  const std::string exe = SelfExe();
   const std::string stamp = NowStamp("%Y%m%dT%H%M%S");
-  const int total = opts.reps * static_cast<int>(opts.caches.size() * opts.strategies.size());
+  const int total =
+      opts.reps * opts.procs * static_cast<int>(opts.caches.size() * opts.strategies.size());
   fmt::print(stderr, "loadbench run: {} ({}, {} tensors), {} runs -> {}\n", file,
              FormatBytes(table.file_size), table.tensors.size(), total, opts.out_dir);
 
@@ -237,6 +362,13 @@ int RunBenchmark(const RunOptions& options) {
   int seq = 0;
   bool interrupted = false;
   const size_t n_strat = opts.strategies.size();
+  SpawnRequest spawn;
+  spawn.exe = SelfExe();
+  spawn.file = file;
+  spawn.counters = opts.counters.empty() ? "none" : fmt::format("{}", fmt::join(opts.counters, ","));
+  spawn.procs = opts.procs;
+  spawn.timeout_s = opts.timeout_s;
+  spawn.sample_s = opts.sample_ms / 1000.0;
   for (int rep = 0; rep < opts.reps && !interrupted; ++rep) {
     for (const std::string& cache : opts.caches) {
       if (interrupted) break;
@@ -248,33 +380,37 @@ int RunBenchmark(const RunOptions& options) {
         Params params;
         Params::Resolve(spec.name, info->options, spec.options, &params);  // checked at parse
 
-        ++seq;
-        nlohmann::ordered_json r;
-        r["run_id"] = fmt::format("{}-{:04d}", stamp, seq);
-        r["experiment"] = opts.experiment;
-        r["strategy"] = spec.name;
-        r["strategy_spec"] = spec.text;
-        r["params"] = params.ToJson();
-        r["file"] = file;
-        r["format"] = table.format;
-        r["file_bytes"] = table.file_size;
-        r["cache"] = cache;
-        r["rep"] = rep;
-        r["status"] = "failed";
-        r["error"] = nullptr;
-        r["checksum_ok"] = nullptr;
+        nlohmann::ordered_json base;
+        base["experiment"] = opts.experiment;
+        base["strategy"] = spec.name;
+        base["strategy_spec"] = spec.text;
+        base["params"] = params.ToJson();
+        base["file"] = file;
+        base["format"] = table.format;
+        base["file_bytes"] = table.file_size;
+        base["cache"] = cache;
+        base["rep"] = rep;
+        base["status"] = "failed";
+        base["error"] = nullptr;
+        base["checksum_ok"] = nullptr;
         for (const char* k2 : {"wall_s", "ready_s", "first_tensor_s", "open_s", "process_s",
                                "user_s", "sys_s",
                                "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
                                "resident_before", "resident_after"}) {
-          r[k2] = nullptr;
+          base[k2] = nullptr;
         }
-        r["counters"] = nlohmann::ordered_json::object();
-        r["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
+        base["counters"] = nlohmann::ordered_json::object();
+        base["memory"] = nlohmann::ordered_json::object();
+        base["timeline"] = nullptr;
+        if (opts.procs > 1) base["procs"] = opts.procs;
+        base["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
 
+        std::vector<nlohmann::ordered_json> batch(static_cast<size_t>(opts.procs), base);
         if (std::string why = info->unsupported_reason(); !why.empty()) {
-          r["status"] = "unsupported";
-          r["error"] = why;
+          for (auto& r : batch) {
+            r["status"] = "unsupported";
+            r["error"] = why;
+          }
         } else {
           DropMethod drop = root ? DropMethod::kDropCaches : DropMethod::kFadvise;
           Residency before;
@@ -284,61 +420,103 @@ int RunBenchmark(const RunOptions& options) {
           if (!prep.ok()) {
             // A state that cannot be made or checked is not a failure of the strategy, but no
             // figure measured from it may count.
-            r["status"] = "invalid";
-            r["error"] = fmt::format("preparing the {} cache: {}", cache, prep.message());
+            for (auto& r : batch) {
+              r["status"] = "invalid";
+              r["error"] = fmt::format("preparing the {} cache: {}", cache, prep.message());
+            }
           } else {
-            r["resident_before"] = before.fraction();
-            if (cache == "cold") r["drop_method"] = DropMethodName(drop);
-            WorkerOutcome w = SpawnWorker(exe, file, spec.text, opts.timeout_s);
-            if (w.interrupted) {
-              interrupted = true;
-              break;
-            }
-            for (auto& [key, value] : w.record.items()) r[key] = value;
-            if (!w.error.empty()) {
-              r["status"] = "failed";
-              r["error"] = w.error;
-            }
-            r["process_s"] = w.process_s;
-            r["user_s"] = TimevalSeconds(w.usage.ru_utime);
-            r["sys_s"] = TimevalSeconds(w.usage.ru_stime);
-            r["major_faults"] = w.usage.ru_majflt;
-            r["minor_faults"] = w.usage.ru_minflt;
+            spawn.strategy = spec.text;
+            const auto cached_before = PageCacheBytes();
+            std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, &interrupted);
+            if (interrupted) break;
+            const auto cached_after = PageCacheBytes();
             Residency after;
-            if (MeasureResidency(file, &after).ok()) r["resident_after"] = after.fraction();
-
-            const double frac = before.fraction();
-            if (r["status"] == "ok" && cache == "cold" && frac > kColdMaxResident) {
-              r["status"] = "invalid";
-              r["error"] = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
-                                       frac * 100, kColdMaxResident * 100);
-            } else if (r["status"] == "ok" && cache == "warm" && frac < kWarmMinResident) {
-              r["status"] = "invalid";
-              r["error"] = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",
-                                       frac * 100, kWarmMinResident * 100);
+            const bool after_ok = MeasureResidency(file, &after).ok();
+            for (size_t i = 0; i < batch.size(); ++i) {
+              nlohmann::ordered_json& r = batch[i];
+              WorkerOutcome& w = outcomes[i];
+              r["resident_before"] = before.fraction();
+              if (cache == "cold") r["drop_method"] = DropMethodName(drop);
+              for (auto& [key, value] : w.record.items()) r[key] = value;
+              if (!w.error.empty()) {
+                r["status"] = "failed";
+                r["error"] = w.error;
+              }
+              if (opts.procs > 1) r["proc"] = i;
+              r["process_s"] = w.process_s;
+              r["user_s"] = TimevalSeconds(w.usage.ru_utime);
+              r["sys_s"] = TimevalSeconds(w.usage.ru_stime);
+              r["major_faults"] = w.usage.ru_majflt;
+              r["minor_faults"] = w.usage.ru_minflt;
+              if (after_ok) r["resident_after"] = after.fraction();
+              // The page cache's growth over the run: the file's own pages, and the whole
+              // cache (which other activity on the machine moves too).
+              if (after_ok) {
+                r["memory"]["file_cache_growth_bytes"] =
+                    (static_cast<int64_t>(after.resident_pages) -
+                     static_cast<int64_t>(before.resident_pages)) * 4096;
+              }
+              if (cached_before && cached_after) {
+                r["memory"]["page_cache_growth_bytes"] =
+                    static_cast<int64_t>(*cached_after) - static_cast<int64_t>(*cached_before);
+              }
+              const double frac = before.fraction();
+              if (r["status"] == "ok" && cache == "cold" && frac > kColdMaxResident) {
+                r["status"] = "invalid";
+                r["error"] = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
+                                         frac * 100, kColdMaxResident * 100);
+              } else if (r["status"] == "ok" && cache == "warm" && frac < kWarmMinResident) {
+                r["status"] = "invalid";
+                r["error"] = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",
+                                         frac * 100, kWarmMinResident * 100);
+              }
+            }
+            // The timelines go out once the run ids are known.
+            for (size_t i = 0; i < batch.size(); ++i) {
+              batch[i]["run_id"] = fmt::format("{}-{:04d}", stamp, seq + 1 + static_cast<int>(i));
+              const auto& samples = outcomes[i].timeline;
+              const auto start = batch[i].find("load_start_mono_s");
+              if (samples.empty()) continue;
+              const double zero = start != batch[i].end() && start->is_number()
+                                      ? start->get<double>()
+                                      : samples.front().mono_s;
+              const std::string rel = fmt::format("timelines/{}.csv", batch[i]["run_id"].get<std::string>());
+              Status t = MakeDirs(opts.out_dir + "/timelines");
+              if (t.ok()) t = WriteTimelineCsv(opts.out_dir + "/" + rel, samples, zero);
+              if (t.ok()) {
+                batch[i]["timeline"] = rel;
+              } else {
+                fmt::print(stderr, "loadbench run: timeline: {}\n", t.message());
+              }
             }
           }
         }
 
-        s = runs_out.Append(r);
-        if (!s.ok()) {
-          fmt::print(stderr, "loadbench run: {}\n", s.message());
-          return 1;
+        for (nlohmann::ordered_json& r : batch) {
+          ++seq;
+          r["run_id"] = fmt::format("{}-{:04d}", stamp, seq);
+          r.erase("load_start_mono_s");
+          s = runs_out.Append(r);
+          if (!s.ok()) {
+            fmt::print(stderr, "loadbench run: {}\n", s.message());
+            return 1;
+          }
+          records.push_back(r);
+          const std::string status = r["status"];
+          std::string detail;
+          if (status == "ok") {
+            detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
+                                 table.file_size / r["wall_s"].get<double>() / 1e9,
+                                 FormatBytes(r["peak_rss_bytes"].is_number()
+                                                 ? r["peak_rss_bytes"].get<uint64_t>()
+                                                 : 0));
+          } else {
+            detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
+          }
+          fmt::print(stderr, "[{}/{}] {} {} rep {}{}: {} {}\n", seq, total, cache, spec.text, rep,
+                     opts.procs > 1 ? fmt::format(" proc {}", r["proc"].get<int>()) : "",
+                     status, detail);
         }
-        records.push_back(r);
-        const std::string status = r["status"];
-        std::string detail;
-        if (status == "ok") {
-          detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
-                               table.file_size / r["wall_s"].get<double>() / 1e9,
-                               FormatBytes(r["peak_rss_bytes"].is_number()
-                                               ? r["peak_rss_bytes"].get<uint64_t>()
-                                               : 0));
-        } else {
-          detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
-        }
-        fmt::print(stderr, "[{}/{}] {} {} rep {}: {} {}\n", seq, total, cache, spec.text, rep,
-                   status, detail);
       }
     }
   }

@@ -20,6 +20,9 @@ struct RunOptions {
   std::string out_dir;  // empty: results/run-<UTC time>
   std::string experiment = "run";
   double timeout_s = 0;  // per run; 0 = none
+  std::vector<std::string> counters;  // libpfm4 event names; empty: none
+  double sample_ms = 10;              // timeline sampling interval; 0: no timelines
+  int procs = 1;                      // workers loading the file at the same time
   std::string command_line;
 };
 

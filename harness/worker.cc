@@ -4,11 +4,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "harness/counters.h"
 #include "loaders/checksum.h"
 #include "loaders/file_io.h"
 #include "loaders/format/format.h"
@@ -23,26 +26,79 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// One "Key: value" field of a /proc text file, as an integer; nullopt when absent.
-std::optional<uint64_t> ProcField(const char* file, const std::string& key) {
+// Every "Key: value" field of a /proc text file, as integers (kB fields stay in kB).
+std::map<std::string, uint64_t> ProcFields(const char* file) {
+  std::map<std::string, uint64_t> out;
   std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.compare(0, key.size(), key) == 0 && line.size() > key.size() &&
-        line[key.size()] == ':') {
-      return std::stoull(line.substr(key.size() + 1));
-    }
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const char* v = line.c_str() + colon + 1;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (end != v) out[line.substr(0, colon)] = n;
   }
-  return std::nullopt;
+  return out;
+}
+
+std::optional<uint64_t> ProcField(const char* file, const std::string& key) {
+  const auto fields = ProcFields(file);
+  const auto it = fields.find(key);
+  if (it == fields.end()) return std::nullopt;
+  return it->second;
 }
 
 nlohmann::ordered_json OrNull(std::optional<uint64_t> v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
 }
 
+// The process's memory at the end of the load, in bytes: RSS split by kind (status), and the
+// proportional and shared/private view (smaps_rollup) that tells what several processes
+// loading the same file really cost together.
+nlohmann::ordered_json MemoryNow() {
+  const auto status = ProcFields("/proc/self/status");
+  const auto rollup = ProcFields("/proc/self/smaps_rollup");
+  nlohmann::ordered_json m;
+  auto put = [&m](const std::map<std::string, uint64_t>& from, const char* key, const char* name) {
+    const auto it = from.find(key);
+    m[name] = it == from.end() ? nlohmann::ordered_json() : nlohmann::ordered_json(it->second * 1024);
+  };
+  put(status, "VmRSS", "rss_bytes");
+  put(status, "RssAnon", "rss_anon_bytes");
+  put(status, "RssFile", "rss_file_bytes");
+  put(status, "RssShmem", "rss_shmem_bytes");
+  put(rollup, "Pss", "pss_bytes");
+  put(rollup, "Pss_Anon", "pss_anon_bytes");
+  put(rollup, "Pss_File", "pss_file_bytes");
+  put(rollup, "Pss_Shmem", "pss_shmem_bytes");
+  put(rollup, "Shared_Clean", "shared_clean_bytes");
+  put(rollup, "Shared_Dirty", "shared_dirty_bytes");
+  put(rollup, "Private_Clean", "private_clean_bytes");
+  put(rollup, "Private_Dirty", "private_dirty_bytes");
+  return m;
+}
+
+double MonotonicSeconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// Tells the runner the load reached `stage` ("loaded", "measured") and waits for its word: a
+// byte to go on after "loaded", EOF after "measured". Workers loading at once so measure their
+// memory while all of them hold it, and none unmaps before every one has measured (a worker
+// unmapping early would make shared pages look private to the others).
+void Hold(int result_fd, int hold_fd, std::string_view stage) {
+  const std::string line = std::string(stage) + "\n";
+  if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return;
+  char c;
+  ssize_t n;
+  while ((n = ::read(hold_fd, &c, 1)) < 0 && errno == EINTR) {
+  }
+}
+
 }  // namespace
 
-nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
+nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   nlohmann::ordered_json r;
   r["status"] = "failed";
   r["error"] = nullptr;
@@ -64,11 +120,15 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
     return fail(Status::Unsupported(why));
   }
   std::unique_ptr<Loader> loader = info->make(params);
+  CounterSet counters;
+  s = counters.Open(req.counters);
+  if (!s.ok()) return fail(s);
 
   // ---- the timed region: open and validate, load, consume ----
   // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
   // pages in its executable and libraries, which is not the load's I/O.
   const auto read_bytes_start = ProcField("/proc/self/io", "read_bytes");
+  counters.Enable();
   const auto t0 = Clock::now();
   TensorTable table;
   {
@@ -83,17 +143,24 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
   s = loader->Load(req.file, table, &views);
   const auto t_ready = Clock::now();
   r["details"] = loader->Details();
-  if (!s.ok()) return fail(s);
+  r["load_start_mono_s"] = MonotonicSeconds(t0);
+  if (!s.ok()) {
+    counters.Disable();
+    return fail(s);
+  }
   auto t_first = t_ready;
   const uint64_t checksum = ChecksumTensors(views, [&] { t_first = Clock::now(); });
   const auto t_done = Clock::now();
+  counters.Disable();
   // ---- end of the timed region ----
-
-  // Read while the loader still holds its memory: VmHWM is a high-water mark anyway, but the
-  // I/O counters should include nothing the teardown causes.
+  // Read while the loader still holds its memory: the I/O counters should include nothing the
+  // teardown causes, and the memory figures describe the loaded state.
+  const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
+  if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "loaded");
   const auto hwm_kib = ProcField("/proc/self/status", "VmHWM");
   const auto anon_huge_kib = ProcField("/proc/self/smaps_rollup", "AnonHugePages");
-  const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
+  nlohmann::ordered_json memory = MemoryNow();
+  if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "measured");
   std::optional<uint64_t> read_bytes;
   if (read_bytes_start && read_bytes_end) read_bytes = *read_bytes_end - *read_bytes_start;
 
@@ -122,6 +189,9 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
       views.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(Seconds(t0, t_first));
   r["peak_rss_bytes"] = hwm_kib ? nlohmann::ordered_json(*hwm_kib * 1024) : nullptr;
   r["anon_huge_bytes"] = anon_huge_kib ? nlohmann::ordered_json(*anon_huge_kib * 1024) : nullptr;
+  r["memory"] = std::move(memory);
+  r["counters"] = counters.Read();
+  if (auto scaled = counters.Scaled(); !scaled.empty()) r["counters_scaled"] = scaled;
   r["read_bytes"] = OrNull(read_bytes);
   r["params"] = params.ToJson();
   r["details"] = loader->Details();
@@ -129,7 +199,7 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req) {
 }
 
 int WorkerMain(const WorkerRequest& req, int result_fd) {
-  nlohmann::ordered_json r = RunWorker(req);
+  nlohmann::ordered_json r = RunWorker(req, result_fd);
   const std::string line =
       r.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return 1;

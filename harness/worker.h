@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,13 +12,20 @@ namespace loadbench {
 struct WorkerRequest {
   std::string file;
   std::string strategy;  // with options: "fread:chunk=4MiB"
+  std::vector<std::string> counters;  // libpfm4 event names, counted over the timed region
+  // When >= 0: once the load is complete the worker writes "loaded\n" to its result fd and
+  // waits for a byte (or EOF) on this fd before it measures its memory; after writing its
+  // record it waits for EOF before exiting. Workers loading concurrently are so measured while
+  // all of them hold their memory.
+  int hold_fd = -1;
 };
 
 // Runs the load and returns the worker's part of the run record: status, error, checksum,
 // checksum_ok, open_s, ready_s, wall_s, peak_rss_bytes, read_bytes, tensor_count,
-// tensor_bytes, format. Timing starts before the file is opened and ends when the checksum
+// tensor_bytes, format, counters, memory (RSS split, PSS, shared/private at the end of the
+// load), and load_start_mono_s (CLOCK_MONOTONIC at the start, to align the parent's timeline). Timing starts before the file is opened and ends when the checksum
 // consumer has read every byte.
-nlohmann::ordered_json RunWorker(const WorkerRequest& req);
+nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd);
 
 // The `worker` subcommand: runs RunWorker and writes its record as one JSON line to `result_fd`.
 // Exit 0 when the record was written (whatever the run's status), 1 when it could not be.
