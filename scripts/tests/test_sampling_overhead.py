@@ -1,0 +1,54 @@
+"""Tests of scripts/sampling-overhead.sh: a real interleaved comparison on a small generated file
+and its errors. LOADBENCH_BIN names the loadbench binary (default build/loadbench)."""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "scripts", "sampling-overhead.sh")
+BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
+
+needs_bin = pytest.mark.skipif(not os.access(BIN, os.X_OK),
+                               reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
+
+
+def run(*args):
+    env = dict(os.environ, LOADBENCH_BIN=BIN)
+    return subprocess.run(["/bin/bash", SCRIPT, *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+@needs_bin
+def test_missing_file_is_bad_input_naming_it():
+    r = run("/nonexistent/model.wlf")
+    assert r.returncode == 2
+    assert "/nonexistent/model.wlf" in r.stderr and r.stderr.count("\n") == 1
+
+
+@needs_bin
+def test_two_pairs_measure_both_sides_of_every_strategy():
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        model = os.path.join(d, "m.wlf")
+        subprocess.run([BIN, "gen", "--preset", "llama", "--size", "4MiB", "--out", model,
+                        "--quiet"], check=True)
+        out = os.path.join(d, "out")
+        # A tolerance no real pair can miss: this test checks the bookkeeping, not the machine.
+        r = run(model, "--pairs", "2", "--strategies", "fread,mmap", "--tolerance", "100",
+                "--out", out)
+        assert r.returncode == 0, r.stderr
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        assert summary["runs_not_ok"] == 0
+        assert {row["strategy"] for row in summary["rows"]} == {"fread", "mmap"}
+        for row in summary["rows"]:
+            assert row["n_off"] == 2 and row["n_on"] == 2
+            assert row["ratio"] == pytest.approx(row["median_on_s"] / row["median_off_s"])
+        # The sampled side wrote timelines, the other did not.
+        for pair in (0, 1):
+            on = [json.loads(l) for l in open(os.path.join(out, f"on-pair{pair}", "runs.jsonl"))]
+            off = [json.loads(l) for l in open(os.path.join(out, f"off-pair{pair}", "runs.jsonl"))]
+            assert all(isinstance(x["timeline"], str) for x in on)
+            assert all(x["timeline"] is None for x in off)
+        assert "on/off" in r.stdout and "fread" in r.stdout
