@@ -12,7 +12,7 @@ DATAFILE := $(DATA)/$(PRESET)-$(SIZE).wlf
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run test test-asan setup clean
+.PHONY: all build run bench probe test test-asan setup clean
 
 all: build
 
@@ -35,6 +35,19 @@ run: build
 	$(BIN) gen --preset $(PRESET) --size $(SIZE) --format wlf --out $(DATAFILE)
 	$(BIN) run --file $(DATAFILE) --strategies $(STRATEGIES) --cache both \
 	  --reps $(REPS) --experiment quick --out $(RESULTS)
+
+# Microbenchmarks of the building blocks; the JSON goes beside the other results.
+BENCH_OUT ?= results/bench-$(shell date +%Y%m%d-%H%M%S)
+bench: build
+	@mkdir -p $(BENCH_OUT) $(DATA)
+	LOADBENCH_BENCH_DIR=$(DATA) $(BUILD)/loadbench_bench --benchmark_out=$(BENCH_OUT)/bench.json \
+	  --benchmark_out_format=json
+	@echo "results: $(BENCH_OUT)/bench.json"
+
+# This machine's ceilings (device, page cache, memory, faults), with a scratch file in $(DATA).
+probe: build
+	@mkdir -p $(DATA)
+	$(BIN) probe --dir $(DATA)
 
 # Tests run one at a time: some drop the page cache, which would disturb a warm-cache test
 # running beside them.

@@ -2,6 +2,7 @@
 #include "harness/env.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -387,6 +388,25 @@ Json TimeUtc() {
   return n == 0 ? Json() : Json(std::string(buf, n));
 }
 
+Json RlimitValue(rlim_t v) {
+  return v == RLIM_INFINITY ? Json("unlimited") : Json(static_cast<uint64_t>(v));
+}
+
+// Limits and switches that decide what a run may do: drop the page cache, pin memory, use
+// io_uring, count hardware events.
+Json Limits() {
+  Json l;
+  l["drop_caches_writable"] = ::access("/proc/sys/vm/drop_caches", W_OK) == 0;
+  struct rlimit rl {};
+  const bool memlock = ::getrlimit(RLIMIT_MEMLOCK, &rl) == 0;
+  l["memlock_soft_bytes"] = memlock ? RlimitValue(rl.rlim_cur) : Json();
+  l["memlock_hard_bytes"] = memlock ? RlimitValue(rl.rlim_max) : Json();
+  // Absent before Linux 6.6, where io_uring cannot be switched off this way: null.
+  l["io_uring_disabled"] = Opt(ReadInt("/proc/sys/kernel/io_uring_disabled"));
+  l["perf_event_paranoid"] = Opt(ReadInt("/proc/sys/kernel/perf_event_paranoid"));
+  return l;
+}
+
 }  // namespace
 
 nlohmann::ordered_json CollectEnv(const std::string& file_path) {
@@ -412,6 +432,7 @@ nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   env["page_cache"] = {{"residency_method", ResidencyMethod()}};
   env["root"] = ::geteuid() == 0;
   env["cgroup"] = Cgroup();
+  env["limits"] = Limits();
   return env;
 }
 

@@ -11,6 +11,8 @@ namespace loadbench {
 // kernel, the block device and filesystem holding the file (model, rotational, scheduler,
 // read-ahead), transparent huge pages, page size, compiler, loadbench version and commit,
 // whether we are root. Anything that cannot be read is null, never guessed.
+// "limits": whether /proc/sys/vm/drop_caches is writable, RLIMIT_MEMLOCK soft and hard (bytes,
+// or "unlimited"), kernel.io_uring_disabled and kernel.perf_event_paranoid.
 nlohmann::ordered_json CollectEnv(const std::string& file_path);
 
 }  // namespace loadbench

@@ -1,5 +1,5 @@
 // loadbench: how do multi-GB model weights get from disk into memory fastest, and at what cost?
-// The command line: gen, inspect, run, list, cache, and the internal worker.
+// The command line: gen, inspect, run, list, cache, probe, and the internal worker.
 #include <unistd.h>
 
 #include <climits>
@@ -17,6 +17,7 @@
 #include "harness/gen/generator.h"
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
+#include "harness/probe.h"
 #include "harness/runner.h"
 #include "harness/worker.h"
 #include "loaders/file_io.h"
@@ -269,6 +270,19 @@ int main(int argc, char** argv) {
   cache_cmd->add_option("file", cache_file, "The file")->required();
   cache_cmd->add_flag("--json", cache_json, "Print JSON");
 
+  // probe
+  ProbeOptions probe;
+  auto* probe_cmd = app.add_subcommand(
+      "probe", "Measure this machine's ceilings (device, page cache, memcpy, page faults) with "
+               "a scratch file, print them with the settings that shape results, and store "
+               "them in env.json");
+  probe_cmd->add_option("--dir", probe.dir, "Where the scratch file goes (created if missing)")
+      ->capture_default_str();
+  probe_cmd->add_option("--size", probe.size, "Scratch file size, e.g. 1GiB, 64MiB")
+      ->capture_default_str();
+  probe_cmd->add_option("--out", probe.out_dir, "Results folder (default: results/probe-<UTC time>)");
+  probe_cmd->add_flag("--json", probe.json, "Print the probe as JSON instead of the table");
+
   // worker (internal: the runner's child process)
   WorkerRequest worker;
   int worker_fd = 1;
@@ -330,6 +344,10 @@ int main(int argc, char** argv) {
   if (*inspect_cmd) return Inspect(inspect_file, inspect_json);
   if (*list_cmd) return List(list_json);
   if (*cache_cmd) return CacheCommand(cache_action, cache_file, cache_json);
+  if (*probe_cmd) {
+    probe.command_line = JoinArgs(argc, argv);
+    return ProbeMain(probe);
+  }
   if (*worker_cmd) {
     Status s = ParseCounterList(worker_counters, &worker.counters);
     if (!s.ok()) return Fail("worker", s);

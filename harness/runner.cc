@@ -27,6 +27,7 @@
 #include "harness/counters.h"
 #include "harness/env.h"
 #include "harness/interrupt.h"
+#include "harness/probe.h"
 #include "harness/results.h"
 #include "harness/timeline.h"
 #include "loaders/format/format.h"
@@ -304,6 +305,9 @@ int RunBenchmark(const RunOptions& options) {
 
   const bool root = ::geteuid() == 0;
   nlohmann::ordered_json env = CollectEnv(file);
+  // The machine's ceilings, to read every figure of this run against: the last full probe of
+  // this boot, or a quick memory-only one made now (before any cold run).
+  env["probe"] = ProbeForRun(file);
   env["command_line"] = opts.command_line;
   env["experiment"] = opts.experiment;
   env["file"] = {{"path", file},

@@ -2,12 +2,15 @@
 #include "harness/env.h"
 #include "harness/results.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -97,6 +100,55 @@ TEST(EnvTest, Dumps) {
   EXPECT_NO_THROW(back = Json::parse(in));
   EXPECT_EQ(back["file_path"], "/nonexistent/\xEF\xBF\xBD\xEF\xBF\xBD.bin");  // two U+FFFD
   std::filesystem::remove_all(dir);
+}
+
+// ---- limits ----
+
+std::optional<int64_t> SysctlInt(const char* path) {
+  std::ifstream in(path);
+  int64_t v = 0;
+  if (in >> v) return v;
+  return std::nullopt;
+}
+
+Json RlimitJson(rlim_t v) { return v == RLIM_INFINITY ? Json("unlimited") : Json(v); }
+
+TEST(EnvTest, LimitsMatchTheSystem) {
+  Json env = CollectEnv("");
+  ASSERT_TRUE(env.contains("limits"));
+  const Json& l = env["limits"];
+  EXPECT_EQ(l["drop_caches_writable"], ::access("/proc/sys/vm/drop_caches", W_OK) == 0);
+  struct rlimit rl {};
+  ASSERT_EQ(::getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+  EXPECT_EQ(l["memlock_soft_bytes"], RlimitJson(rl.rlim_cur));
+  EXPECT_EQ(l["memlock_hard_bytes"], RlimitJson(rl.rlim_max));
+  const auto io_uring = SysctlInt("/proc/sys/kernel/io_uring_disabled");
+  EXPECT_EQ(l["io_uring_disabled"], io_uring ? Json(*io_uring) : Json());
+  const auto paranoid = SysctlInt("/proc/sys/kernel/perf_event_paranoid");
+  EXPECT_EQ(l["perf_event_paranoid"], paranoid ? Json(*paranoid) : Json());
+}
+
+TEST(EnvTest, MemlockUnlimitedIsAWord) {
+  if (::geteuid() != 0) GTEST_SKIP() << "raising RLIMIT_MEMLOCK to unlimited needs root";
+  // In a child, so that this process keeps its limits.
+  constexpr int kRefused = 77;
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const struct rlimit unlimited {RLIM_INFINITY, RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_MEMLOCK, &unlimited) != 0) ::_exit(kRefused);
+    const Json l = CollectEnv("")["limits"];
+    const bool words =
+        l["memlock_soft_bytes"] == "unlimited" && l["memlock_hard_bytes"] == "unlimited";
+    ::_exit(words ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == kRefused) {
+    GTEST_SKIP() << "setrlimit(RLIMIT_MEMLOCK, unlimited) refused (no CAP_SYS_RESOURCE here)";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "not recorded as \"unlimited\"";
 }
 
 }  // namespace

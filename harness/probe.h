@@ -1,0 +1,63 @@
+// `loadbench probe`: this machine's ceilings (the device, the page cache, memory, page faults)
+// and the settings that shape every result, so that any result can be read against them.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace loadbench {
+
+struct ProbeOptions {
+  std::string dir = "data";   // where the scratch file goes; created if missing
+  std::string size = "1GiB";  // of the scratch file, rounded up to whole MiB; at least 1 MiB
+  std::string out_dir;        // empty: results/probe-<UTC yyyymmdd-HHMMSS>
+  bool json = false;          // print the probe object as JSON instead of the table
+  std::string command_line;   // recorded in env.json
+};
+
+// The ceilings, in the order they are measured and printed: each one's key under the probe
+// object's "ceilings", and the key of its figure there. A figure is a positive number, or
+// null beside a "reason".
+struct CeilingSpec {
+  const char* key;
+  const char* figure;
+  const char* label;
+  const char* unit;
+};
+inline constexpr CeilingSpec kCeilings[] = {
+    {"sequential_write", "gb_per_s", "sequential write, 1 MiB blocks, fsync", "GB/s"},
+    {"cold_direct_read", "gb_per_s", "cold read, O_DIRECT io_uring QD32 1 MiB", "GB/s"},
+    {"cold_buffered_read", "gb_per_s", "cold read, buffered read() 1 MiB", "GB/s"},
+    {"warm_read", "gb_per_s", "warm read from the page cache, read() 1 MiB", "GB/s"},
+    {"memcpy", "gb_per_s", "memcpy", "GB/s"},
+    {"anon_4k_fault", "us_per_fault", "first-touch 4 KiB anonymous fault", "us/fault"},
+    {"thp_fault", "us_per_fault", "first-touch THP fault (2 MiB)", "us/fault"},
+    {"file_minor_fault", "us_per_fault", "minor fault, cached file page via mmap", "us/fault"},
+};
+
+// The probe command. Writes the scratch file in opts.dir (it has no name there and never
+// outlives the process), measures every ceiling, prints progress on stderr and the table (or
+// with opts.json the probe object) on stdout, writes OUT/env.json (CollectEnv of the scratch
+// dir, the command line, and "probe") and caches the probe object at ProbeCachePath().
+// Returns the exit code: 0 done (a figure that could not be measured is null with its
+// reason); 1 env.json could not be written; 2 bad input, one line on stderr naming the path
+// and the reason (a bad --size, a directory that cannot be created or written, too little
+// free space, an --out that already holds env.json), nothing written; 130 interrupted by
+// SIGINT/SIGTERM, nothing written.
+int ProbeMain(const ProbeOptions& opts);
+
+// ${XDG_CACHE_HOME:-$HOME/.cache}/loadbench/probe.json; "" when neither gives an absolute
+// directory.
+std::string ProbeCachePath();
+
+// The probe to store as env["probe"] of a run on `file_path`. When ProbeCachePath() holds a
+// probe from this boot (boot_id), that one, plus "source" (the cache path), "age_s" and
+// "same_device" (whether `file_path` lives on the device the probe measured; null when
+// `file_path` cannot be stat'ed). Otherwise a quick probe made here, under about 2 s and
+// without device I/O: memcpy and the three fault costs on small sizes (the file fault on an
+// unnamed 16 MiB file beside `file_path`, else in $TMPDIR or /tmp), the facts, and the device
+// and warm-read figures null; "source" is "quick" and "note" says why the cache was not used
+// (missing, corrupt, another boot) and to run `loadbench probe`. Never throws.
+nlohmann::ordered_json ProbeForRun(const std::string& file_path);
+
+}  // namespace loadbench
