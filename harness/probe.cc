@@ -245,7 +245,7 @@ Json QuickProbe(const std::string& file_path) {
   Status s = Status::IOError("no directory for a scratch file");
   for (const std::string& d : dirs) {
     dir = d.empty() ? "." : d;
-    s = probe::OpenScratch(dir, &fd, &scratch);
+    s = OpenUnnamedFile(dir, &fd, &scratch);
     if (s.ok()) break;
   }
   if (s.ok()) s = FillCached(fd.get(), scratch, kQuickFileBytes);
@@ -346,7 +346,7 @@ int ProbeMain(const ProbeOptions& opts) {
   size = (size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;  // cannot overflow: size <= avail
   UniqueFd fd;
   std::string scratch;
-  if (Status s = probe::OpenScratch(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());
+  if (Status s = OpenUnnamedFile(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());
   const std::string out = opts.out_dir.empty()
                               ? "results/probe-" + UtcStamp(std::time(nullptr), "%Y%m%d-%H%M%S")
                               : opts.out_dir;

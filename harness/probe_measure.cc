@@ -365,29 +365,6 @@ std::string ThpSetting(const std::string& name) {
 
 }  // namespace
 
-Status OpenScratch(const std::string& dir, UniqueFd* fd, std::string* path) {
-  int raw;
-  do {
-    raw = ::open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
-  } while (raw < 0 && errno == EINTR);
-  if (raw < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-    // EISDIR: a kernel without O_TMPFILE took it for a plain directory open.
-    std::string name = dir + "/loadbench-probe.XXXXXX";
-    raw = ::mkostemp(name.data(), O_CLOEXEC);
-    if (raw >= 0 && ::unlink(name.c_str()) != 0) {
-      const int err = errno;
-      ::close(raw);
-      return Status::FromErrno(fmt::format("{}: unlink", name), err);
-    }
-  }
-  if (raw < 0) {
-    return Status::FromErrno(fmt::format("{}: cannot create a scratch file", dir), errno);
-  }
-  fd->reset(raw);
-  *path = fmt::format("/proc/self/fd/{}", raw);
-  return Status::Ok();
-}
-
 std::optional<bool> FreePageReporting() {
   std::error_code ec;
   fs::directory_iterator it("/sys/bus/virtio/devices", ec);

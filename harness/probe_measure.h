@@ -18,12 +18,6 @@ namespace loadbench::probe {
 inline constexpr uint64_t kBlockBytes = uint64_t{1} << 20;  // every read and write request
 inline constexpr unsigned kQueueDepth = 32;                 // io_uring reads in flight
 
-// A scratch file in `dir` that has no name: O_TMPFILE, or where the filesystem lacks it, a file
-// unlinked as soon as it is created. Nothing is left in `dir` however the process ends (SIGKILL
-// included) and its space is freed when `fd` closes. `*path` is /proc/self/fd/N, which reopens
-// the file (with O_DIRECT too) for the page-cache helpers of harness/cache.h.
-Status OpenScratch(const std::string& dir, UniqueFd* fd, std::string* path);
-
 // Device side, on the scratch file at `path` (open as `fd`), `bytes` long, a multiple of
 // kBlockBytes.
 // Writes the file in kBlockBytes blocks of varied non-zero bytes, fsync in the timed region.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -134,6 +135,29 @@ Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_f
                                         path, expected_size, size));
   }
   return MapReadOnly(fd.get(), path, size, extra_flags, out);
+}
+
+Status OpenUnnamedFile(const std::string& dir, UniqueFd* fd, std::string* proc_path) {
+  int raw;
+  do {
+    raw = ::open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+  } while (raw < 0 && errno == EINTR);
+  if (raw < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+    // EISDIR: a kernel without O_TMPFILE took it for a plain directory open.
+    std::string name = dir + "/loadbench-scratch.XXXXXX";
+    raw = ::mkostemp(name.data(), O_CLOEXEC);
+    if (raw >= 0 && ::unlink(name.c_str()) != 0) {
+      const int err = errno;
+      ::close(raw);
+      return Status::FromErrno(fmt::format("{}: unlink", name), err);
+    }
+  }
+  if (raw < 0) {
+    return Status::FromErrno(fmt::format("{}: cannot create a scratch file", dir), errno);
+  }
+  fd->reset(raw);
+  *proc_path = fmt::format("/proc/self/fd/{}", raw);
+  return Status::Ok();
 }
 
 }  // namespace loadbench

@@ -83,6 +83,11 @@ Status WriteExact(int fd, const std::string& path, const void* buf, size_t len);
 // Writes all `len` bytes at `offset`, retrying EINTR and short writes.
 Status PwriteExact(int fd, const std::string& path, const void* buf, size_t len, uint64_t offset);
 
+// Creates a read-write file in `dir` that has no name (O_TMPFILE; where the filesystem lacks it,
+// a named file unlinked at once), so that it cannot outlive the process however it ends.
+// `proc_path` gets /proc/self/fd/N, a path that opens the same file.
+Status OpenUnnamedFile(const std::string& dir, UniqueFd* fd, std::string* proc_path);
+
 // Maps `len` bytes of `fd` read-only, MAP_PRIVATE, plus `extra_flags` (e.g. MAP_POPULATE).
 Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out);
 

@@ -80,25 +80,7 @@ size_t PageSize() {
 }
 
 Status OpenScratchFile(UniqueFd* fd, std::string* path) {
-  const std::string dir = BenchDir();
-  int raw;
-  do {
-    raw = ::open(dir.c_str(), O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
-  } while (raw < 0 && errno == EINTR);
-  if (raw < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
-    // EISDIR: a kernel or libc without O_TMPFILE took it for a plain directory open.
-    std::string name = dir + "/loadbench_bench.XXXXXX";
-    raw = ::mkostemp(name.data(), O_CLOEXEC);
-    if (raw >= 0 && ::unlink(name.c_str()) != 0) {
-      const int err = errno;
-      ::close(raw);
-      return Status::FromErrno(fmt::format("{}: unlink", name), err);
-    }
-  }
-  if (raw < 0) return Status::FromErrno(fmt::format("{}: scratch file", dir), errno);
-  fd->reset(raw);
-  *path = fmt::format("/proc/self/fd/{}", raw);
-  return Status::Ok();
+  return OpenUnnamedFile(BenchDir(), fd, path);
 }
 
 const CachedFile* WarmScratchFile(benchmark::State& state) {
