@@ -28,6 +28,7 @@
 #include "harness/cache.h"
 #include "harness/interrupt.h"
 #include "harness/runner.h"
+#include "loaders/io_ring.h"
 
 namespace loadbench::probe {
 namespace {
@@ -168,51 +169,12 @@ Status ReadToEnd(int fd, const std::string& path, std::byte* buf, uint64_t bytes
   return Status::Ok();
 }
 
-// The alignment O_DIRECT needs on this file for offsets, lengths and memory (statx, Linux
-// 6.1+), never less than 4096.
-uint64_t DirectAlignment(int fd) {
-  uint64_t align = 4096;
-  struct statx sx {};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
-    align = std::max<uint64_t>({align, sx.stx_dio_offset_align, sx.stx_dio_mem_align});
-  }
-  return align;
-}
-
 std::string FirstWord(const std::string& file) {
   std::ifstream in(file);
   std::string word;
   in >> word;
   return word;
 }
-
-class Ring final {
- public:
-  Ring() = default;
-  Ring(const Ring&) = delete;
-  Ring& operator=(const Ring&) = delete;
-  // Closing the ring cancels what is still in flight; O_DIRECT pins the pages it reads into,
-  // so a read that lands after the buffer is unmapped writes into a page nobody maps.
-  ~Ring() {
-    if (initialized_) ::io_uring_queue_exit(&ring_);
-  }
-  Status Init(unsigned entries) {
-    const int ret = ::io_uring_queue_init(entries, &ring_, 0);
-    initialized_ = ret == 0;
-    if (ret == 0) return Status::Ok();
-    std::string why = fmt::format("io_uring_setup: {}", std::strerror(-ret));
-    if (const std::string d = FirstWord("/proc/sys/kernel/io_uring_disabled");
-        d == "1" || d == "2") {
-      why += fmt::format(" (kernel.io_uring_disabled = {})", d);
-    }
-    return Status::Unsupported(why);
-  }
-  io_uring* get() { return &ring_; }
-
- private:
-  io_uring ring_{};
-  bool initialized_ = false;
-};
 
 // Reads [0, bytes) of `fd` with kQueueDepth requests of kBlockBytes in flight, slot i reading
 // into buf + i * kBlockBytes. Short reads are requeued for the rest, -EAGAIN and -EINTR
@@ -427,7 +389,7 @@ Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
   j["cold_checks"] = nullptr;
   UniqueFd fd;
   if (Status s = OpenReadOnly(path, O_DIRECT, &fd); !s.ok()) return Fail(j, s.message());
-  const uint64_t align = DirectAlignment(fd.get());
+  const uint64_t align = DirectIoAlignment(fd.get());
   j["direct_align_bytes"] = align;
   if (align > PageBytes() || kBlockBytes % align != 0) {
     return Fail(j, fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
@@ -438,8 +400,8 @@ Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
   Mapping buf;
   if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
   std::memset(buf.mutable_data(), 0, buf.size());
-  Ring ring;
-  if (Status s = ring.Init(kQueueDepth); !s.ok()) return Fail(j, s.message());
+  IoRing ring;
+  if (const int ret = ring.Init(kQueueDepth); ret < 0) return Fail(j, RingSetupFailure(-ret));
   Json checks = Json::array();
   j = Bandwidth(
       std::move(j), bytes, reps, [&] { return DropAndCheck(path, &checks); },

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -135,6 +136,17 @@ Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_f
                                         path, expected_size, size));
   }
   return MapReadOnly(fd.get(), path, size, extra_flags, out);
+}
+
+uint64_t DirectIoAlignment(int fd) {
+  uint64_t align = 4096;
+#ifdef STATX_DIOALIGN
+  struct statx sx {};
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
+    align = std::max<uint64_t>({align, sx.stx_dio_offset_align, sx.stx_dio_mem_align});
+  }
+#endif
+  return align;
 }
 
 Status OpenUnnamedFile(const std::string& dir, UniqueFd* fd, std::string* proc_path) {

@@ -83,6 +83,10 @@ Status WriteExact(int fd, const std::string& path, const void* buf, size_t len);
 // Writes all `len` bytes at `offset`, retrying EINTR and short writes.
 Status PwriteExact(int fd, const std::string& path, const void* buf, size_t len, uint64_t offset);
 
+// The alignment O_DIRECT needs for offsets, lengths and memory on the open file: what statx
+// reports (Linux 6.1+), never less than 4096, so that one rule holds on every device we meet.
+uint64_t DirectIoAlignment(int fd);
+
 // Creates a read-write file in `dir` that has no name (O_TMPFILE; where the filesystem lacks it,
 // a named file unlinked at once), so that it cannot outlive the process however it ends.
 // `proc_path` gets /proc/self/fd/N, a path that opens the same file.

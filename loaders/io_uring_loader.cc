@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -16,6 +15,7 @@
 
 #include "loaders/destination.h"
 #include "loaders/file_io.h"
+#include "loaders/io_ring.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -28,60 +28,11 @@ constexpr uint64_t kDirectAlign = 4096;
 // (the kernel's limit for one), and a read returns at most 2 GiB - 4 KiB anyway.
 constexpr uint64_t kIovecBytes = 1ull << 30;
 
-constexpr const char* kDisabledSysctl = "/proc/sys/kernel/io_uring_disabled";
-
-// The first word of a one-line file, or "" when it cannot be read.
-std::string ReadFirstWord(const char* file) {
-  std::ifstream in(file);
-  std::string word;
-  in >> word;
-  return word;
-}
-
-// Why io_uring_setup failed with `err`, with the likely cause where the errno alone is cryptic.
-std::string RingSetupFailure(int err) {
-  std::string why = fmt::format("io_uring_setup failed: {}", std::strerror(err));
-  if (err == ENOSYS) {
-    why += " (the kernel is built without io_uring)";
-  } else if (err == EPERM) {
-    const std::string disabled = ReadFirstWord(kDisabledSysctl);
-    if (disabled == "1") {
-      why += " (kernel.io_uring_disabled = 1: only members of kernel.io_uring_group may use it)";
-    } else if (disabled == "2") {
-      why += " (io_uring is disabled: kernel.io_uring_disabled = 2)";
-    }
-  }
-  return why;
-}
-
-// One ring, torn down on destruction; it lives on the stack of one Load.
-class Ring final {
- public:
-  Ring() = default;
-  Ring(const Ring&) = delete;
-  Ring& operator=(const Ring&) = delete;
-  ~Ring() {
-    if (initialized_) ::io_uring_queue_exit(&ring_);
-  }
-
-  // 0, or -errno of io_uring_setup.
-  int Init(unsigned entries) {
-    const int ret = ::io_uring_queue_init(entries, &ring_, 0);
-    initialized_ = ret == 0;
-    return ret;
-  }
-  io_uring* get() { return &ring_; }
-
- private:
-  io_uring ring_{};
-  bool initialized_ = false;
-};
-
 std::string UnsupportedReason() {
-  if (ReadFirstWord(kDisabledSysctl) == "2") {
+  if (IoUringDisabledSetting() == "2") {
     return "io_uring is disabled (kernel.io_uring_disabled = 2)";
   }
-  Ring ring;
+  IoRing ring;
   if (const int ret = ring.Init(2); ret < 0) return RingSetupFailure(-ret);
   return "";
 }
@@ -175,7 +126,7 @@ class IoUringLoader final : public Loader {
 
   // Sets up the ring for this load and reads the span into the region.
   Status ReadSpan(int fd) {
-    Ring ring;
+    IoRing ring;
     if (const int ret = ring.Init(qd_); ret < 0) {
       return Status::Unsupported(fmt::format("{}: {}", path_, RingSetupFailure(-ret)));
     }

@@ -20,19 +20,6 @@
 namespace loadbench {
 namespace {
 
-// The alignment O_DIRECT needs for offsets, lengths and memory on this file: what statx reports
-// (Linux 6.1+), never less than 4096, so that one rule holds on every device we meet.
-uint64_t DirectAlignment(int fd) {
-  uint64_t align = 4096;
-#ifdef STATX_DIOALIGN
-  struct statx sx {};
-  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN)) {
-    align = std::max<uint64_t>({align, sx.stx_dio_offset_align, sx.stx_dio_mem_align});
-  }
-#endif
-  return align;
-}
-
 class OdirectLoader final : public Loader {
  public:
   explicit OdirectLoader(const Params& params)
@@ -44,7 +31,7 @@ class OdirectLoader final : public Loader {
               std::vector<TensorBytes>* views) override {
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, O_DIRECT, &fd));
-    const uint64_t align = DirectAlignment(fd.get());
+    const uint64_t align = DirectIoAlignment(fd.get());
     if (chunk_bytes_ % align != 0) {
       return Status::BadInput(fmt::format(
           "{}: odirect: chunk={} is not a multiple of the {}-byte O_DIRECT alignment", path,
