@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -244,8 +245,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run_cmd->add_option("--sample-ms", run.sample_ms,
                       "Timeline sampling interval in ms (RSS, page cache, bytes read, faults; "
-                      "timelines/RUN_ID.csv); 0 turns timelines off")
-      ->check(CLI::Range(0.0, 60000.0))
+                      "timelines/RUN_ID.csv), at least 1; 0 turns timelines off")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            // Finer than 1 ms the sampler would busy-poll and take the CPU the load needs.
+            const double ms = std::strtod(v.c_str(), nullptr);
+            return ms == 0 || (ms >= 1 && ms <= 60000) ? "" : "must be 0 or 1..60000";
+          },
+          "0 or 1..60000"))
       ->capture_default_str();
   run_cmd->add_option("--procs", run.procs,
                       "Workers loading the file at the same time in every run (each is a run "

@@ -173,6 +173,13 @@ TEST_F(MeasureRunTest, UnknownCounterIsBadInputNamingIt) {
   EXPECT_FALSE(fs::exists(dir_ + "/out/runs.jsonl"));
 }
 
+TEST_F(MeasureRunTest, SamplingFinerThanAMillisecondIsRefused) {
+  const std::string file = Generate(1u << 20);
+  EXPECT_EQ(Run("run --file " + file + " --sample-ms 0.5 --out " + dir_ + "/out"), 2);
+  EXPECT_NE(Slurp(dir_ + "/stderr.txt").find("--sample-ms"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));
+}
+
 TEST_F(MeasureRunTest, CountersAreCountsOrNullExplainedOnceInEnv) {
   const std::string file = Generate(4u << 20);
   const std::string out = dir_ + "/out";
