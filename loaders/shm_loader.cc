@@ -4,6 +4,7 @@
 #include "loaders/shm_loader.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -56,12 +57,32 @@ std::string SegmentNameOf(const FileIdentity& id) {
   return fmt::format("loadbench-{:016x}", XXH3_64bits(key, sizeof key));
 }
 
+std::string LockPathOf(const std::string& name) { return fmt::format("{}/{}.lock", kShmDir, name); }
+
 Status RemoveSegmentNamed(const std::string& path, const std::string& name) {
   // shared_memory_object::remove returns whether shm_unlink succeeded; errno says why not.
   errno = 0;
   if (!bip::shared_memory_object::remove(name.c_str()) && errno != ENOENT) {
     return Status::FromErrno(fmt::format("{}: removing shared-memory segment {}", path, name),
                              errno);
+  }
+  return Status::Ok();
+}
+
+// Serializes attach-or-create among processes loading the same file at once. The creator holds
+// the lock while it fills the segment, so a second process waits and then attaches, instead of
+// taking an unfinished segment for a dead creator's and making one of its own. A dead creator's
+// lock is released by the kernel, and the next process finds its segment incomplete.
+Status LockSegment(const std::string& path, const std::string& name, UniqueFd* lock) {
+  const std::string lock_path = LockPathOf(name);
+  lock->reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock->valid()) {
+    return Status::FromErrno(fmt::format("{}: lock file {}", path, lock_path), errno);
+  }
+  while (::flock(lock->get(), LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return Status::FromErrno(fmt::format("{}: locking {}", path, lock_path), errno);
+    }
   }
   return Status::Ok();
 }
@@ -103,6 +124,8 @@ class ShmLoader final : public Loader {
     }
     segment_ = SegmentNameOf(id);
     const FileSpan span = TensorSpan(table, kSpanAlign);
+    UniqueFd lock;  // held until the segment is attached or complete
+    LB_RETURN_IF_ERROR(LockSegment(path, segment_, &lock));
     try {
       bool attached = false;
       LB_RETURN_IF_ERROR(Attach(path, id, span, &attached));
@@ -237,7 +260,13 @@ Status ShmSegmentName(const std::string& path, std::string* out) {
 Status RemoveShmSegment(const std::string& path) {
   std::string name;
   LB_RETURN_IF_ERROR(ShmSegmentName(path, &name));
-  return RemoveSegmentNamed(path, name);
+  LB_RETURN_IF_ERROR(RemoveSegmentNamed(path, name));
+  // Only between runs, with no loader alive: a lock file unlinked under a waiting loader would
+  // let the next one lock a new file beside it.
+  if (::unlink(LockPathOf(name).c_str()) != 0 && errno != ENOENT) {
+    return Status::FromErrno(fmt::format("{}: removing {}", path, LockPathOf(name)), errno);
+  }
+  return Status::Ok();
 }
 
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{

@@ -34,8 +34,10 @@ inline constexpr uint64_t kShmDataOffset = 4096;
 // the path (missing, not readable).
 Status ShmSegmentName(const std::string& path, std::string* out);
 
-// Removes the segment of the file at `path`; a missing segment is not an error. Processes that
-// still map it keep their mapping; the memory goes when the last of them unmaps it.
+// Removes the segment of the file at `path` and its lock file (/dev/shm/NAME.lock, which
+// serializes loaders that find no segment at the same time); a missing segment is not an
+// error. Processes that still map it keep their mapping; the memory goes when the last of them
+// unmaps it. Call it only while no loader of the file is running.
 Status RemoveShmSegment(const std::string& path);
 
 }  // namespace loadbench

@@ -14,6 +14,9 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <filesystem>
+#include <set>
+#include <thread>
 
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
@@ -249,6 +252,35 @@ TEST(ShmStrategy, AnIncompleteSegmentIsRecreated) {
   ASSERT_TRUE(after_empty.status.ok()) << after_empty.status.message();
   EXPECT_EQ(after_empty.role(), "creator");
   ExpectTensors(after_empty, w, 5);
+}
+
+// Two loaders that find no segment at the same time: one creates it while the other waits for
+// it, then attaches, instead of taking the unfinished segment for a dead creator's.
+TEST(ShmStrategy, ConcurrentLoadersMakeOneCreatorAndOneAttacher) {
+  test::TempDir dir;
+  const std::string path = dir.File("big.wlf");
+  // Large enough that the creator is still filling when the second loader arrives.
+  std::vector<WlfTensorSpec> tensors;
+  for (int i = 0; i < 16; ++i) tensors.push_back({"t" + std::to_string(i), WlfDType::kU8, {4u << 20}});
+  const test::WrittenWlf w = test::WriteWlfFile(path, tensors, 4096, /*seed=*/3);
+  SegmentCleanup cleanup(path);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    ASSERT_TRUE(RemoveShmSegment(path).ok());
+    Loaded a, b;
+    std::thread ta([&] { a = LoadShm(path, {{"chunk", "64KiB"}}); });
+    std::thread tb([&] { b = LoadShm(path, {{"chunk", "64KiB"}}); });
+    ta.join();
+    tb.join();
+    ASSERT_TRUE(a.status.ok()) << a.status.message();
+    ASSERT_TRUE(b.status.ok()) << b.status.message();
+    std::multiset<std::string> roles{a.role(), b.role()};
+    EXPECT_EQ(roles, (std::multiset<std::string>{"attacher", "creator"}));
+    EXPECT_EQ(ChecksumTensors(a.views), w.checksum);
+    EXPECT_EQ(ChecksumTensors(b.views), w.checksum);
+  }
+  ASSERT_TRUE(RemoveShmSegment(path).ok());
+  EXPECT_FALSE(std::filesystem::exists("/dev/shm/" + SegmentOf(path) + ".lock"));
 }
 
 // Rewritten in place, the file keeps its inode and so its segment name: only the identity in
