@@ -2,16 +2,9 @@
 // naming the file and the reason, never a signal, and `run` writes nothing for bad input;
 // --help works on every subcommand; inspect and list print what they promise. Each test runs
 // the built binary (LOADBENCH_BINARY) as a child process.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -20,94 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/loader.h"
+#include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
 namespace {
 
-struct ProcessResult {
-  int exit_code = -1;  // -1 when killed by a signal
-  int signal = 0;      // the signal that killed it, else 0
-  std::string out;
-  std::string err;
-};
-
-// Runs LOADBENCH_BINARY with `args`, stdin from /dev/null, capturing stdout and stderr apart.
-// A child still running after 60 s is killed with SIGKILL (reported as signal 9).
-ProcessResult RunLoadbench(const std::vector<std::string>& args) {
-  ProcessResult r;
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2: " << std::strerror(errno);
-    return r;
-  }
-  std::vector<std::string> argv_s = {LOADBENCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork: " << std::strerror(errno);
-    return r;
-  }
-  if (pid == 0) {
-    // Child: async-signal-safe calls only until exec. dup2 clears O_CLOEXEC on 0, 1 and 2.
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
-        ::dup2(err_pipe[1], 2) < 0) {
-      ::_exit(126);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  bool killed = false;
-  while (open_fds > 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      killed = true;
-      break;
-    }
-    const int n = ::poll(fds, 2, 200);
-    if (n < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2 && n > 0; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;  // poll ignores negative fds
-        --open_fds;
-      } else {
-        sinks[i]->append(buf, static_cast<size_t>(got));
-      }
-    }
-  }
-  for (const pollfd& p : fds) {
-    if (p.fd >= 0) ::close(p.fd);
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  EXPECT_FALSE(killed) << "loadbench did not finish within 60 s";
-  return r;
-}
-
-std::string Describe(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + ", signal " + std::to_string(r.signal) +
-         "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
-}
+using test::Describe;
+using test::ProcessResult;
+using test::RunLoadbench;
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

@@ -21,6 +21,7 @@
 #include "harness/counters.h"
 #include "harness/gen/generator.h"
 #include "harness/timeline.h"
+#include "tests/support/run_cli.h"
 
 namespace loadbench {
 namespace {
@@ -143,23 +144,9 @@ class MeasureRunTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.message();
     return g.out_path;
   }
-  int Run(const std::string& args) {
-    const std::string cmd = std::string(LOADBENCH_BINARY) + " " + args + " >" + dir_ +
-                            "/stdout.txt 2>" + dir_ + "/stderr.txt";
-    const int st = std::system(cmd.c_str());
-    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
-  }
-  std::string Slurp(const std::string& path) {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  std::vector<Json> Runs(const std::string& out) {
-    std::vector<Json> runs;
-    std::ifstream in(out + "/runs.jsonl");
-    std::string line;
-    while (std::getline(in, line)) runs.push_back(Json::parse(line));
-    return runs;
-  }
+  int Run(const std::string& args) { return test::RunLoadbenchInto(dir_, args); }
+  std::string Slurp(const std::string& path) { return test::ReadWholeFile(path); }
+  std::vector<Json> Runs(const std::string& out) { return test::ReadRuns(out); }
   std::string dir_;
 };
 

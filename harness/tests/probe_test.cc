@@ -5,13 +5,10 @@
 // user's cache is never read or written.
 #include "harness/probe.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,12 +17,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -56,77 +53,9 @@ class ScopedEnv final {
   std::optional<std::string> old_;
 };
 
-struct ProcessResult {
-  int exit_code = -1;  // -1 when killed by a signal
-  int signal = 0;
-  std::string out;
-  std::string err;
-};
-
-std::string Describe(const ProcessResult& r) {
-  return "exit " + std::to_string(r.exit_code) + ", signal " + std::to_string(r.signal) +
-         "\n--- stdout ---\n" + r.out + "--- stderr ---\n" + r.err;
-}
-
-// Runs LOADBENCH_BINARY with `args` (inheriting this process's environment), stdout and
-// stderr captured apart. `on_stderr` sees stderr so far after every read, with the child's pid.
-ProcessResult RunLoadbench(const std::vector<std::string>& args,
-                           const std::function<void(const std::string&, pid_t)>& on_stderr = {}) {
-  ProcessResult r;
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2: " << std::strerror(errno);
-    return r;
-  }
-  std::vector<std::string> argv_s = {LOADBENCH_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ADD_FAILURE() << "fork: " << std::strerror(errno);
-    return r;
-  }
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(out_pipe[1], 1) < 0 ||
-        ::dup2(err_pipe[1], 2) < 0) {
-      ::_exit(126);
-    }
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&r.out, &r.err};
-  int open_fds = 2;
-  while (open_fds > 0) {
-    // No deadline of its own: ctest's per-test timeout ends a probe that hangs.
-    if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      char buf[4096];
-      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_fds;
-        continue;
-      }
-      sinks[i]->append(buf, static_cast<size_t>(got));
-      if (i == 1 && on_stderr) on_stderr(r.err, pid);
-    }
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
-}
+using test::Describe;
+using test::ProcessResult;
+using test::RunLoadbench;
 
 // Exit 2 and one line on stderr holding every one of `needles`.
 void ExpectBadInput(const ProcessResult& r, const std::vector<std::string>& needles) {

@@ -18,6 +18,7 @@
 
 #include "harness/gen/generator.h"
 #include "loaders/shm_loader.h"
+#include "tests/support/run_cli.h"
 
 namespace loadbench {
 namespace {
@@ -60,24 +61,9 @@ class ShmRunner : public ::testing::Test {
   }
 
   // Runs the CLI; returns its exit code (or 128 + signal).
-  int Run(const std::string& args) {
-    const std::string cmd = std::string(LOADBENCH_BINARY) + " " + args + " >" + dir_ +
-                            "/stdout.txt 2>" + dir_ + "/stderr.txt";
-    int st = std::system(cmd.c_str());
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return WEXITSTATUS(st);
-  }
-  std::string Slurp(const std::string& name) {
-    std::ifstream in(dir_ + "/" + name);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-  std::vector<nlohmann::json> Runs(const std::string& out) {
-    std::vector<nlohmann::json> runs;
-    std::ifstream in(out + "/runs.jsonl");
-    std::string line;
-    while (std::getline(in, line)) runs.push_back(nlohmann::json::parse(line));  // throws if bad
-    return runs;
-  }
+  int Run(const std::string& args) { return test::RunLoadbenchInto(dir_, args); }
+  std::string Slurp(const std::string& name) { return test::ReadWholeFile(dir_ + "/" + name); }
+  std::vector<nlohmann::json> Runs(const std::string& out) { return test::ReadRuns(out); }
 
   std::string dir_, file_, segment_;
 };
