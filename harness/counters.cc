@@ -150,7 +150,7 @@ void CounterSet::Disable() {
   }
 }
 
-nlohmann::ordered_json CounterSet::Read() const {
+nlohmann::ordered_json CounterSet::Read(std::vector<std::string>* scaled) const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& c : counters_) {
     out[c.name] = nullptr;
@@ -161,20 +161,9 @@ nlohmann::ordered_json CounterSet::Read() const {
     if (v.running == 0) continue;  // never scheduled on a counter: unknown, not zero
     if (v.running < v.enabled) {
       out[c.name] = static_cast<uint64_t>(static_cast<double>(v.value) * v.enabled / v.running);
+      if (scaled != nullptr) scaled->push_back(c.name);
     } else {
       out[c.name] = v.value;
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> CounterSet::Scaled() const {
-  std::vector<std::string> out;
-  for (const auto& c : counters_) {
-    ReadValue v{};
-    if (c.fd.valid() && ::read(c.fd.get(), &v, sizeof v) == static_cast<ssize_t>(sizeof v) &&
-        v.running > 0 && v.running < v.enabled) {
-      out.push_back(c.name);
     }
   }
   return out;

@@ -33,14 +33,13 @@ class CounterSet {
   void Enable();
   void Disable();
   // Name to count (scaled by time_enabled / time_running when the kernel multiplexed the
-  // event), null where the event could not be opened or never ran.
-  nlohmann::ordered_json Read() const;
+  // event), null where the event could not be opened or never ran. `scaled`, when given,
+  // gets the names whose counts were scaled.
+  nlohmann::ordered_json Read(std::vector<std::string>* scaled = nullptr) const;
   // Name to why it is null; empty when every event counts.
   nlohmann::ordered_json Unavailable() const;
   // Name to "user+kernel" or "user" (where perf_event_paranoid keeps the kernel side out).
   nlohmann::ordered_json Scope() const;
-  // Names whose counts were scaled because the kernel multiplexed them.
-  std::vector<std::string> Scaled() const;
 
  private:
   struct Counter {

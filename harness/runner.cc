@@ -385,6 +385,7 @@ int RunBenchmark(const RunOptions& options) {
         Params::Resolve(spec.name, info->options, spec.options, &params);  // checked at parse
 
         nlohmann::ordered_json base;
+        base["run_id"] = nullptr;  // set per worker below: the first field, as in the contract
         base["experiment"] = opts.experiment;
         base["strategy"] = spec.name;
         base["strategy_spec"] = spec.text;
@@ -410,6 +411,9 @@ int RunBenchmark(const RunOptions& options) {
         base["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
 
         std::vector<nlohmann::ordered_json> batch(static_cast<size_t>(opts.procs), base);
+        for (size_t i = 0; i < batch.size(); ++i) {
+          batch[i]["run_id"] = fmt::format("{}-{:04d}", stamp, seq + 1 + static_cast<int>(i));
+        }
         if (std::string why = info->unsupported_reason(); !why.empty()) {
           for (auto& r : batch) {
             r["status"] = "unsupported";
@@ -475,9 +479,7 @@ int RunBenchmark(const RunOptions& options) {
                                          frac * 100, kWarmMinResident * 100);
               }
             }
-            // The timelines go out once the run ids are known.
             for (size_t i = 0; i < batch.size(); ++i) {
-              batch[i]["run_id"] = fmt::format("{}-{:04d}", stamp, seq + 1 + static_cast<int>(i));
               const auto& samples = outcomes[i].timeline;
               const auto start = batch[i].find("load_start_mono_s");
               if (samples.empty()) continue;
@@ -498,7 +500,6 @@ int RunBenchmark(const RunOptions& options) {
 
         for (nlohmann::ordered_json& r : batch) {
           ++seq;
-          r["run_id"] = fmt::format("{}-{:04d}", stamp, seq);
           r.erase("load_start_mono_s");
           s = runs_out.Append(r);
           if (!s.ok()) {

@@ -190,8 +190,9 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   r["peak_rss_bytes"] = hwm_kib ? nlohmann::ordered_json(*hwm_kib * 1024) : nullptr;
   r["anon_huge_bytes"] = anon_huge_kib ? nlohmann::ordered_json(*anon_huge_kib * 1024) : nullptr;
   r["memory"] = std::move(memory);
-  r["counters"] = counters.Read();
-  if (auto scaled = counters.Scaled(); !scaled.empty()) r["counters_scaled"] = scaled;
+  std::vector<std::string> scaled;
+  r["counters"] = counters.Read(&scaled);
+  if (!scaled.empty()) r["counters_scaled"] = scaled;
   r["read_bytes"] = OrNull(read_bytes);
   r["params"] = params.ToJson();
   r["details"] = loader->Details();
