@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
     if (gen_dry_run) {
       WlfDType dtype;
       ModelPlan plan;
-      WlfLayout layout;
+      FileLayout layout;
       if (!WlfDTypeFromName(gen.dtype, &dtype)) {
         return Fail("gen", Status::BadInput(fmt::format("--dtype: unknown dtype '{}'", gen.dtype)));
       }

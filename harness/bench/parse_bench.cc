@@ -29,7 +29,7 @@ Status WriteWlf(int fd, const std::string& path, size_t tensor_count) {
   for (size_t i = 0; i < tensor_count; ++i) {
     specs.push_back({fmt::format("blk.{}.ffn_up.{}.weight", i / 8, i % 8), kDType, {4, 8}});
   }
-  WlfLayout layout;
+  FileLayout layout;
   LB_RETURN_IF_ERROR(PlanWlf(specs, kWlfMinTensorAlign, &layout));
   std::vector<std::byte> file(layout.file_size);  // zero: padding is zero bytes
   std::vector<TensorBytes> views;

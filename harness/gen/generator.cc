@@ -115,7 +115,7 @@ constexpr uint64_t kWriteBehindChunks = 4;  // chunks of dirty data allowed befo
 // Calls fn(file_offset, length, tensor_index) for each piece of [begin, end) in order, with
 // tensor_index == SIZE_MAX for padding (zero bytes).
 template <typename Fn>
-void ForEachSegment(const WlfLayout& l, uint64_t begin, uint64_t end, Fn&& fn) {
+void ForEachSegment(const FileLayout& l, uint64_t begin, uint64_t end, Fn&& fn) {
   const auto& offs = l.tensor_offsets;
   // The first tensor whose end is past `begin`: tensors are sorted and non-overlapping.
   size_t t = static_cast<size_t>(std::upper_bound(offs.begin(), offs.end(), begin) - offs.begin());
@@ -183,7 +183,7 @@ struct XxhFree {
 
 class DataWriter {
  public:
-  DataWriter(const WlfLayout& layout, const std::vector<WlfTensorSpec>& tensors, uint64_t seed,
+  DataWriter(const FileLayout& layout, const std::vector<WlfTensorSpec>& tensors, uint64_t seed,
              int fd, const std::string& path, int threads, bool progress)
       : l_(layout),
         tensors_(tensors),
@@ -320,7 +320,7 @@ class DataWriter {
     }
   }
 
-  const WlfLayout& l_;
+  const FileLayout& l_;
   const std::vector<WlfTensorSpec>& tensors_;
   const uint64_t seed_;
   const int fd_;
@@ -463,7 +463,7 @@ Status Generate(const GenOptions& opts, GenResult* result) {
 
   ModelPlan plan;
   LB_RETURN_IF_ERROR(PlanPreset(opts.preset, opts.size_bytes, dtype, &plan));
-  WlfLayout layout;
+  FileLayout layout;
   LB_RETURN_IF_ERROR(PlanWlf(plan.tensors, opts.align, &layout));
   const std::string spec = SpecString(opts);
   const uint64_t spec_id = XXH3_64bits(spec.data(), spec.size());

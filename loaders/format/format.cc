@@ -1,10 +1,14 @@
 #include "loaders/format/format.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "loaders/file_io.h"
+#include "loaders/format/gguf.h"
+#include "loaders/format/safetensors.h"
 #include "loaders/format/wlf.h"
 
 namespace loadbench {
@@ -13,18 +17,18 @@ Status ReadTensorTable(int fd, const std::string& path, TensorTable* out) {
   uint64_t size;
   LB_RETURN_IF_ERROR(FileSize(fd, path, &size));
   if (size == 0) return Status::BadInput(fmt::format("{}: empty file", path));
-  unsigned char head[4] = {};
-  if (size < sizeof head) {
-    return Status::BadInput(fmt::format("{}: {} bytes is too short for any weight format", path,
-                                        size));
-  }
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, head, sizeof head, 0));
-  uint32_t magic;
-  std::memcpy(&magic, head, sizeof magic);
+  unsigned char head[16] = {};
+  const size_t head_len = static_cast<size_t>(std::min<uint64_t>(size, sizeof head));
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, head, head_len, 0));
+  uint32_t magic = 0;
+  if (head_len >= sizeof magic) std::memcpy(&magic, head, sizeof magic);
   if (magic == kWlfMagic || magic == kWlfMagicSwapped) return ReadWlf(fd, path, size, out);
+  if (magic == kGgufMagic) return ReadGguf(fd, path, size, out);
+  if (LooksLikeSafetensors(head, head_len)) return ReadSafetensors(fd, path, size, out);
   return Status::BadInput(fmt::format(
-      "{}: unknown format (first bytes {:02x} {:02x} {:02x} {:02x}; expected a WLF file)", path,
-      head[0], head[1], head[2], head[3]));
+      "{}: unknown format (first bytes {:02x}; expected WLF or GGUF magic at byte 0, or a "
+      "safetensors JSON header starting with '{{' at byte 8)",
+      path, fmt::join(head, head + std::min<size_t>(head_len, 9), " ")));
 }
 
 Status ReadTensorTableFromPath(const std::string& path, TensorTable* out) {

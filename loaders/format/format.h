@@ -9,9 +9,11 @@
 namespace loadbench {
 
 // Reads and validates the header of the weight file open read-only on `fd`, detecting its
-// format from the content (never from the name). Uses pread only: no byte of the file is mapped
-// or touched outside the header before every field has been validated. On failure returns
-// kBadInput with a one-line message that starts with `path` and says what is wrong and where.
+// format from the content (never from the name): WLF and GGUF by their magic at byte 0,
+// safetensors by the '{' that opens its JSON header at byte 8. Uses pread only: no byte of the
+// file is mapped or touched outside the header before every field has been validated. On
+// failure returns kBadInput with a one-line message that starts with `path` and says what is
+// wrong and where.
 Status ReadTensorTable(int fd, const std::string& path, TensorTable* out);
 
 // Opens `path` read-only and calls ReadTensorTable.

@@ -220,7 +220,7 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   return Status::Ok();
 }
 
-Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLayout* out) {
+Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLayout* out) {
   if (!IsPowerOfTwo(align) || align < kWlfMinTensorAlign) {
     return Status::BadInput(
         fmt::format("alignment {} must be a power of two of at least {}", align,
@@ -229,7 +229,7 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLay
   constexpr uint64_t kLimit = 1ull << 62;  // no real file comes near; keeps sums from wrapping
   uint64_t aux = 0;
   for (const auto& t : tensors) aux += t.name.size() + 1 + t.shape.size() * sizeof(uint64_t) + 8;
-  WlfLayout l;
+  FileLayout l;
   l.align = align;
   l.data_offset = AlignUp(sizeof(WlfHeader) + tensors.size() * sizeof(WlfTensorEntry) + aux,
                           std::max(align, kWlfDataAlign));
@@ -271,7 +271,7 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLay
 }
 
 std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
-                                     const WlfLayout& layout, uint64_t flags, uint64_t checksum,
+                                     const FileLayout& layout, uint64_t flags, uint64_t checksum,
                                      uint64_t gen_spec_id) {
   std::vector<std::byte> buf(layout.data_offset);
   WlfHeader h{};
@@ -306,6 +306,6 @@ std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
   return buf;
 }
 
-WlfTail EncodeWlfTail(const WlfLayout& layout) { return WlfTail{kWlfTailMagic, layout.file_size}; }
+WlfTail EncodeWlfTail(const FileLayout& layout) { return WlfTail{kWlfTailMagic, layout.file_size}; }
 
 }  // namespace loadbench

@@ -85,25 +85,15 @@ struct WlfTensorSpec {
   std::vector<uint64_t> shape;
 };
 
-// Where everything goes in a file of the given tensors. Offsets are absolute.
-struct WlfLayout {
-  uint64_t align = 4096;
-  uint64_t data_offset = 0;
-  uint64_t data_end = 0;   // end of the last tensor, rounded up to 8 bytes; the tail starts here
-  uint64_t file_size = 0;
-  std::vector<uint64_t> tensor_offsets;
-  std::vector<uint64_t> tensor_sizes;
-};
-
 // Plans the layout of `tensors` (in this order) with each tensor aligned to `align`.
 // kBadInput when align is not a power of two >= 64 or a size overflows.
-Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, WlfLayout* out);
+Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLayout* out);
 
 // The bytes [0, data_offset): header, tensor table, aux area, zero padding.
 std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
-                                     const WlfLayout& layout, uint64_t flags, uint64_t checksum,
+                                     const FileLayout& layout, uint64_t flags, uint64_t checksum,
                                      uint64_t gen_spec_id);
 // The 16 bytes at data_end.
-WlfTail EncodeWlfTail(const WlfLayout& layout);
+WlfTail EncodeWlfTail(const FileLayout& layout);
 
 }  // namespace loadbench

@@ -57,7 +57,7 @@ uint64_t ProcField(const char* file, const std::string& key) {
 // until read. Returns the path.
 std::string WriteSparseWlf(const test::TempDir& dir, uint64_t bytes) {
   const std::vector<WlfTensorSpec> tensors = {{"big", WlfDType::kU8, {bytes}}};
-  WlfLayout layout;
+  FileLayout layout;
   EXPECT_TRUE(PlanWlf(tensors, 4096, &layout).ok());
   const std::string path = dir.File("sparse.wlf");
   test::WriteFileBytes(path, EncodeWlfHead(tensors, layout, /*flags=*/0, 0, 0));

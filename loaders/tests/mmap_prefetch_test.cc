@@ -85,7 +85,7 @@ TEST(MmapPrefetchStrategy, UncappedThreadTouchesEveryPageOfTheDataAreaAndFinishe
 TEST(MmapPrefetchStrategy, CappedThreadKeepsToItsRateAndStopsWhenDestroyed) {
   test::TempDir dir;
   const std::vector<WlfTensorSpec> tensors = {{"holes", WlfDType::kU8, {uint64_t{64} << 30}}};
-  WlfLayout layout;
+  FileLayout layout;
   ASSERT_TRUE(PlanWlf(tensors, 4096, &layout).ok());
   const std::string path = dir.File("sparse.wlf");
   test::WriteFileBytes(path, EncodeWlfHead(tensors, layout, /*flags=*/0, 0, 0));

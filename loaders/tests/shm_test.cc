@@ -394,7 +394,7 @@ TEST(ShmStrategy, RefusesASegmentLargerThanTheFreeSpaceOfDevShm) {
   test::TempDir dir;
   const std::string path = dir.File("huge.wlf");
   const std::vector<WlfTensorSpec> tensors = {{"huge", WlfDType::kU8, {free_bytes + (64u << 20)}}};
-  WlfLayout layout;
+  FileLayout layout;
   ASSERT_TRUE(PlanWlf(tensors, 4096, &layout).ok());
   test::WriteFileBytes(path, EncodeWlfHead(tensors, layout, 0, 0, 0));
   const WlfTail tail = EncodeWlfTail(layout);

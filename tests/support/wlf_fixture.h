@@ -43,7 +43,7 @@ class TempDir final {
 
 // What WriteWlfFile wrote.
 struct WrittenWlf {
-  WlfLayout layout;   // as planned by PlanWlf: tensor offsets and sizes, data_offset, file_size
+  FileLayout layout;   // as planned by PlanWlf: tensor offsets and sizes, data_offset, file_size
   uint64_t checksum;  // xxh3-64 of all tensor bytes in table order; also stored in the header
 };
 

@@ -166,13 +166,13 @@ TEST(WlfRoundTripTest, DTypeNamesRoundTrip) {
 
 TEST(WlfPlanTest, RejectsBadAlignment) {
   for (uint64_t align : {uint64_t{0}, uint64_t{32}, uint64_t{48}, uint64_t{100}, uint64_t{4095}}) {
-    WlfLayout l;
+    FileLayout l;
     const Status s = PlanWlf(test::OddTensors(), align, &l);
     EXPECT_EQ(s.code(), Status::Code::kBadInput) << "align " << align;
     EXPECT_NE(s.message().find("alignment"), std::string::npos) << s.message();
   }
   for (uint64_t align : {uint64_t{64}, uint64_t{4096}, uint64_t{1} << 20}) {
-    WlfLayout l;
+    FileLayout l;
     EXPECT_TRUE(PlanWlf(test::OddTensors(), align, &l).ok()) << "align " << align;
     EXPECT_EQ(l.data_offset % 4096, 0u);
     EXPECT_EQ(l.data_offset % align, 0u);
@@ -180,14 +180,14 @@ TEST(WlfPlanTest, RejectsBadAlignment) {
 }
 
 TEST(WlfPlanTest, RejectsSizeOverflow) {
-  WlfLayout l;
+  FileLayout l;
   const Status s = PlanWlf({{"huge", WlfDType::kF64, {1ull << 40, 1ull << 40}}}, 64, &l);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
 }
 
 // The writer must not produce files its own reader refuses.
 TEST(WlfPlanTest, RejectsWhatTheReaderWouldRefuse) {
-  WlfLayout l;
+  FileLayout l;
   Status s = PlanWlf({{std::string(5000, 'n'), WlfDType::kU8, {1}}}, 64, &l);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find("name"), std::string::npos) << s.message();

@@ -1,0 +1,534 @@
+// safetensors reading and writing. The JSON header goes through nlohmann's SAX interface, not
+// its DOM: the schema is checked as the tokens arrive (a wrong type is refused where it stands),
+// and a 20,000-tensor header costs no tree of maps.
+#include "loaders/format/safetensors.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <unordered_set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "loaders/file_io.h"
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::json;
+
+struct DTypeRow {
+  const char* name;  // as in the file
+  uint64_t bits;     // per element; the F4 and F6 types pack below a byte
+};
+constexpr DTypeRow kDTypes[] = {
+    {"BOOL", 8},     {"U8", 8},       {"I8", 8},       {"F8_E5M2", 8}, {"F8_E4M3", 8},
+    {"F8_E8M0", 8},  {"I16", 16},     {"U16", 16},     {"F16", 16},    {"BF16", 16},
+    {"I32", 32},     {"U32", 32},     {"F32", 32},     {"C64", 64},    {"F64", 64},
+    {"I64", 64},     {"U64", 64},     {"F4", 4},       {"F6_E2M3", 6}, {"F6_E3M2", 6},
+};
+
+const DTypeRow* FindDType(const std::string& name) {
+  for (const auto& row : kDTypes) {
+    if (name == row.name) return &row;
+  }
+  return nullptr;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Shapes deeper than this are refused: no real tensor comes near, and a header of nothing but
+// one long shape array would otherwise cost eight bytes of memory per two bytes of JSON.
+constexpr size_t kMaxRank = 64;
+// Unknown fields of a tensor entry are skipped, as the reference reader ignores them; nesting
+// past this depth is refused.
+constexpr int kMaxSkipDepth = 64;
+
+struct RawTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<uint64_t> shape;
+  uint64_t offsets[2] = {0, 0};
+  size_t offsets_seen = 0;
+  bool has_dtype = false, has_shape = false, has_offsets = false;
+};
+
+// Checks the header against the schema as nlohmann's parser reports tokens. On a violation it
+// records a message and returns false, which stops the parser at once.
+class HeaderSax {
+ public:
+  std::vector<RawTensor> tensors;
+  std::vector<std::pair<std::string, std::string>> metadata;
+  bool has_metadata = false;
+  std::string error;       // set on a schema violation
+  std::string json_error;  // set on a syntax error
+
+  bool null() { return Value("null"); }
+  bool boolean(bool) { return Value("a boolean"); }
+  bool number_integer(Json::number_integer_t v) {
+    if (state_ == State::kShape || state_ == State::kOffsets) {
+      return Fail(fmt::format("{} holds {}, which is negative", Where(), v));
+    }
+    return Value("a number");
+  }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    if (state_ == State::kShape) {
+      if (cur_.shape.size() >= kMaxRank) {
+        return Fail(fmt::format("{} has more than {} dimensions", Where(), kMaxRank));
+      }
+      cur_.shape.push_back(v);
+      return true;
+    }
+    if (state_ == State::kOffsets) {
+      if (cur_.offsets_seen >= 2) return Fail(fmt::format("{} has more than 2 entries", Where()));
+      cur_.offsets[cur_.offsets_seen++] = v;
+      return true;
+    }
+    return Value("a number");
+  }
+  bool number_float(Json::number_float_t, const std::string& text) {
+    if (state_ == State::kShape || state_ == State::kOffsets) {
+      return Fail(fmt::format("{} holds {}, which is not an integer from 0 to 2^64-1", Where(),
+                              text));
+    }
+    return Value("a number");
+  }
+  bool string(std::string& v) {
+    if (state_ == State::kMetaValue) {
+      metadata.emplace_back(std::move(meta_key_), std::move(v));
+      state_ = State::kMetaKey;
+      return true;
+    }
+    if (state_ == State::kDtype) {
+      cur_.dtype = std::move(v);
+      state_ = State::kTensorKey;
+      return true;
+    }
+    return Value("a string");
+  }
+  bool binary(Json::binary_t&) { return Value("binary data"); }
+
+  bool start_object(std::size_t) {
+    switch (state_) {
+      case State::kStart:
+        state_ = State::kTopKey;
+        return true;
+      case State::kMetaStart:
+        state_ = State::kMetaKey;
+        return true;
+      case State::kTensorStart:
+        state_ = State::kTensorKey;
+        return true;
+      case State::kSkip:
+        return SkipDeeper();
+      default:
+        return Value("an object");
+    }
+  }
+  bool end_object() {
+    switch (state_) {
+      case State::kTopKey:
+        state_ = State::kDone;
+        return true;
+      case State::kMetaKey:
+        state_ = State::kTopKey;
+        return true;
+      case State::kTensorKey:
+        return FinishTensor();
+      case State::kSkip:
+        return SkipShallower();
+      default:
+        return Fail("unexpected end of object");  // the parser catches this first
+    }
+  }
+  bool start_array(std::size_t) {
+    switch (state_) {
+      case State::kShapeStart:
+        state_ = State::kShape;
+        return true;
+      case State::kOffsetsStart:
+        state_ = State::kOffsets;
+        return true;
+      case State::kSkip:
+        return SkipDeeper();
+      default:
+        return Value("an array");
+    }
+  }
+  bool end_array() {
+    switch (state_) {
+      case State::kShape:
+        state_ = State::kTensorKey;
+        return true;
+      case State::kOffsets:
+        if (cur_.offsets_seen != 2) {
+          return Fail(fmt::format("{} has {} entries, not 2", Where(), cur_.offsets_seen));
+        }
+        state_ = State::kTensorKey;
+        return true;
+      case State::kSkip:
+        return SkipShallower();
+      default:
+        return Fail("unexpected end of array");
+    }
+  }
+
+  bool key(std::string& k) {
+    switch (state_) {
+      case State::kTopKey:
+        if (!names_.insert(k).second) {
+          return Fail(fmt::format("{} '{}' appears twice",
+                                  k == "__metadata__" ? "key" : "tensor", k));
+        }
+        if (k == "__metadata__") {
+          has_metadata = true;
+          state_ = State::kMetaStart;
+          return true;
+        }
+        cur_ = RawTensor{};
+        cur_.name = k;
+        state_ = State::kTensorStart;
+        return true;
+      case State::kMetaKey:
+        meta_key_ = k;
+        state_ = State::kMetaValue;
+        return true;
+      case State::kTensorKey:
+        field_ = k;
+        if (k == "dtype") return Field(&cur_.has_dtype, State::kDtype);
+        if (k == "shape") return Field(&cur_.has_shape, State::kShapeStart);
+        if (k == "data_offsets") return Field(&cur_.has_offsets, State::kOffsetsStart);
+        state_ = State::kSkip;
+        skip_depth_ = 0;
+        return true;
+      case State::kSkip:
+        return true;
+      default:
+        return Fail("unexpected key");
+    }
+  }
+
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+    std::string what = e.what();
+    const size_t colon = what.find(": ");
+    if (what.rfind("[json.exception", 0) == 0 && colon != std::string::npos) {
+      what = what.substr(colon + 2);
+    }
+    json_error = fmt::format("JSON syntax error at header byte {}: {}", position, what);
+    return false;
+  }
+
+ private:
+  enum class State {
+    kStart, kTopKey, kMetaStart, kMetaKey, kMetaValue, kTensorStart, kTensorKey, kDtype,
+    kShapeStart, kShape, kOffsetsStart, kOffsets, kSkip, kDone,
+  };
+
+  bool Fail(std::string msg) {
+    if (error.empty()) error = std::move(msg);
+    return false;
+  }
+
+  // "tensor 'x': shape" or "__metadata__ 'k'": the place the current token belongs to.
+  std::string Where() const {
+    switch (state_) {
+      case State::kMetaStart:
+        return "__metadata__";
+      case State::kMetaKey:
+      case State::kMetaValue:
+        return fmt::format("__metadata__ '{}'", meta_key_);
+      case State::kTensorStart:
+      case State::kTensorKey:
+        return fmt::format("tensor '{}'", cur_.name);
+      case State::kDtype:
+      case State::kShapeStart:
+      case State::kShape:
+      case State::kOffsetsStart:
+      case State::kOffsets:
+      case State::kSkip:
+        return fmt::format("tensor '{}': {}", cur_.name, field_);
+      default:
+        return "the header";
+    }
+  }
+
+  // A scalar (or the start of a container) where the schema wants something else.
+  bool Value(const char* what) {
+    switch (state_) {
+      case State::kSkip:
+        if (skip_depth_ == 0) state_ = State::kTensorKey;
+        return true;
+      case State::kStart:
+        return Fail(fmt::format("the header is {}, not a JSON object", what));
+      case State::kMetaStart:
+        return Fail(fmt::format("__metadata__ is {}, not an object of strings", what));
+      case State::kMetaValue:
+        return Fail(fmt::format("{} is {}, not a string", Where(), what));
+      case State::kTensorStart:
+        return Fail(fmt::format("{} is {}, not an object", Where(), what));
+      case State::kDtype:
+        return Fail(fmt::format("{} is {}, not a string", Where(), what));
+      case State::kShapeStart:
+      case State::kOffsetsStart:
+        return Fail(fmt::format("{} is {}, not an array of integers", Where(), what));
+      case State::kShape:
+      case State::kOffsets:
+        return Fail(fmt::format("{} holds {}, not an integer", Where(), what));
+      default:
+        return Fail(fmt::format("unexpected {}", what));
+    }
+  }
+
+  bool Field(bool* seen, State next) {
+    if (*seen) return Fail(fmt::format("tensor '{}': field {} appears twice", cur_.name, field_));
+    *seen = true;
+    state_ = next;
+    return true;
+  }
+
+  bool SkipDeeper() {
+    if (++skip_depth_ > kMaxSkipDepth) {
+      return Fail(fmt::format("{} nests deeper than {} levels", Where(), kMaxSkipDepth));
+    }
+    return true;
+  }
+  bool SkipShallower() {
+    if (--skip_depth_ == 0) state_ = State::kTensorKey;
+    return true;
+  }
+
+  bool FinishTensor() {
+    const char* missing = !cur_.has_dtype     ? "dtype"
+                          : !cur_.has_shape   ? "shape"
+                          : !cur_.has_offsets ? "data_offsets"
+                                              : nullptr;
+    if (missing) return Fail(fmt::format("tensor '{}' has no {}", cur_.name, missing));
+    tensors.push_back(std::move(cur_));
+    state_ = State::kTopKey;
+    return true;
+  }
+
+  State state_ = State::kStart;
+  RawTensor cur_;
+  std::string field_;
+  std::string meta_key_;
+  int skip_depth_ = 0;
+  std::unordered_set<std::string> names_;
+};
+
+bool ParseHex64(const std::string& text, uint64_t* out) {
+  if (text.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else return false;
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool LooksLikeSafetensors(const unsigned char* head, size_t len) {
+  return len >= 9 && head[8] == '{';
+}
+
+Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+  auto bad = [&](const std::string& what) {
+    return Status::BadInput(fmt::format("{}: invalid safetensors file: {}", path, what));
+  };
+  if (real_size < 8) return bad(fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
+  uint64_t n = 0;
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, &n, sizeof n, 0));
+  if (n > kSafetensorsMaxHeader) {
+    return bad(fmt::format("header length {} exceeds the limit of {} bytes", n,
+                           kSafetensorsMaxHeader));
+  }
+  if (n > real_size - 8) {
+    return bad(fmt::format("header length {} runs past the end of the file ({} bytes)", n,
+                           real_size));
+  }
+  if (n == 0) return bad("header length is 0: there is no JSON header");
+  std::string json(n, '\0');
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, json.data(), json.size(), 8));
+
+  HeaderSax sax;
+  const bool parsed = Json::sax_parse(json.begin(), json.end(), &sax, Json::input_format_t::json,
+                                      /*strict=*/true, /*ignore_comments=*/false);
+  if (!parsed) {
+    if (!sax.error.empty()) return bad(sax.error);
+    if (!sax.json_error.empty()) return bad(sax.json_error);
+    return bad("the JSON header is incomplete");
+  }
+
+  const uint64_t data_offset = 8 + n;
+  const uint64_t data_len = real_size - data_offset;
+  TensorTable t;
+  t.format = "safetensors";
+  t.file_size = real_size;
+  t.data_offset = data_offset;
+  t.tensors.reserve(sax.tensors.size());
+  for (const RawTensor& r : sax.tensors) {
+    auto bad_tensor = [&](const std::string& what) {
+      return bad(fmt::format("tensor '{}': {}", r.name, what));
+    };
+    const DTypeRow* dt = FindDType(r.dtype);
+    if (dt == nullptr) return bad_tensor(fmt::format("unknown dtype '{}'", r.dtype));
+    uint64_t elements = 1;
+    for (uint64_t d : r.shape) {
+      if (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d) {
+        return bad_tensor(fmt::format("shape {} has more elements than 2^64",
+                                      fmt::join(r.shape, "x")));
+      }
+      elements *= d;
+    }
+    if (elements > std::numeric_limits<uint64_t>::max() / dt->bits) {
+      return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
+                                    r.dtype));
+    }
+    const uint64_t bits = elements * dt->bits;
+    if (bits % 8 != 0) {
+      return bad_tensor(fmt::format("{} elements of {} ({} bits each) do not fill whole bytes",
+                                    elements, r.dtype, dt->bits));
+    }
+    const uint64_t begin = r.offsets[0], end = r.offsets[1];
+    if (end < begin) {
+      return bad_tensor(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
+    }
+    if (end > data_len) {
+      return bad_tensor(fmt::format(
+          "data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})", begin,
+          end, data_len, data_offset));
+    }
+    if (end - begin != bits / 8) {
+      return bad_tensor(fmt::format("data_offsets [{}, {}] hold {} bytes, but shape [{}] of {} "
+                                    "needs {}",
+                                    begin, end, end - begin, fmt::join(r.shape, ", "), r.dtype,
+                                    bits / 8));
+    }
+    TensorInfo info;
+    info.name = r.name;
+    info.dtype = Lower(r.dtype);
+    info.shape = r.shape;
+    info.offset = data_offset + begin;
+    info.size = end - begin;
+    t.tensors.push_back(std::move(info));
+  }
+
+  // Data order: the order a sequential reader meets the bytes in, and the order checksums use.
+  std::stable_sort(t.tensors.begin(), t.tensors.end(),
+                   [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; });
+  uint64_t prev_end = data_offset, total = 0, gaps = 0;
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo& x : t.tensors) {
+    if (x.size == 0) continue;  // an empty range overlaps nothing
+    if (x.offset < prev_end) {
+      return bad(fmt::format("tensor '{}' at [{}, {}) overlaps tensor '{}' ending at {}", x.name,
+                             x.offset - data_offset, x.offset + x.size - data_offset,
+                             prev ? prev->name : "", prev_end - data_offset));
+    }
+    gaps += x.offset - prev_end;
+    prev_end = x.offset + x.size;
+    prev = &x;
+    total += x.size;
+  }
+  t.tensor_bytes = total;
+
+  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  std::optional<uint64_t> gen_spec;
+  for (const auto& [k, v] : sax.metadata) {
+    meta[k] = v;
+    uint64_t value = 0;
+    const bool ours = k == kSafetensorsChecksumKey || k == kSafetensorsGenSpecKey;
+    if (ours && !ParseHex64(v, &value)) {
+      return bad(fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits", k, v));
+    }
+    if (k == kSafetensorsChecksumKey) t.expected_checksum = value;
+    if (k == kSafetensorsGenSpecKey) gen_spec = value;
+  }
+  t.header["header_bytes"] = n;
+  t.header["data_offset"] = data_offset;
+  t.header["padded_to_8"] = data_offset % 8 == 0;
+  t.header["tensor_count"] = t.tensors.size();
+  // Bytes of the data area no tensor claims (the reference reader refuses files with any).
+  t.header["unclaimed_bytes"] = gaps + (real_size - prev_end);
+  t.header["metadata"] = sax.has_metadata ? meta : nlohmann::ordered_json();
+  t.header["checksum"] = t.expected_checksum
+                             ? nlohmann::ordered_json(fmt::format("{:016x}", *t.expected_checksum))
+                             : nlohmann::ordered_json();
+  t.header["gen_spec_id"] =
+      gen_spec ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec)) : nlohmann::ordered_json();
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+std::string SafetensorsDTypeName(WlfDType dtype) {
+  std::string name;
+  WlfDTypeInfo(static_cast<uint32_t>(dtype), &name, nullptr);
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
+                             const std::vector<std::pair<std::string, std::string>>& metadata,
+                             FileLayout* layout, std::vector<std::byte>* head) {
+  constexpr uint64_t kLimit = 1ull << 62;
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!metadata.empty()) {
+    nlohmann::ordered_json m = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : metadata) m[k] = v;
+    j["__metadata__"] = std::move(m);
+  }
+  FileLayout l;
+  l.align = 1;
+  uint64_t pos = 0;
+  for (const auto& t : tensors) {
+    uint64_t size = 0;
+    if (!WlfDTypeInfo(static_cast<uint32_t>(t.dtype), nullptr, &size)) {
+      return Status::BadInput(fmt::format("tensor '{}': unknown dtype", t.name));
+    }
+    if (t.name == "__metadata__" || j.contains(t.name)) {
+      return Status::BadInput(fmt::format("tensor '{}': name used twice", t.name));
+    }
+    for (uint64_t d : t.shape) {
+      if (d != 0 && size > kLimit / d) {
+        return Status::BadInput(fmt::format("tensor '{}': size overflows", t.name));
+      }
+      size *= d;
+    }
+    if (pos > kLimit - size) return Status::BadInput("file size overflows");
+    j[t.name] = {{"dtype", SafetensorsDTypeName(t.dtype)},
+                 {"shape", t.shape},
+                 {"data_offsets", {pos, pos + size}}};
+    l.tensor_offsets.push_back(pos);
+    l.tensor_sizes.push_back(size);
+    pos += size;
+  }
+  std::string text = j.dump();
+  text.append((8 - (8 + text.size()) % 8) % 8, ' ');
+  if (text.size() > kSafetensorsMaxHeader) {
+    return Status::BadInput(fmt::format("safetensors header of {} bytes exceeds the {} byte limit",
+                                        text.size(), kSafetensorsMaxHeader));
+  }
+  const uint64_t n = text.size();
+  l.data_offset = 8 + n;
+  for (auto& off : l.tensor_offsets) off += l.data_offset;
+  l.data_end = l.file_size = l.data_offset + pos;
+  head->resize(l.data_offset);
+  std::memcpy(head->data(), &n, sizeof n);
+  std::memcpy(head->data() + 8, text.data(), n);
+  *layout = std::move(l);
+  return Status::Ok();
+}
+
+}  // namespace loadbench
