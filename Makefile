@@ -12,7 +12,7 @@ DATAFILE := $(DATA)/$(PRESET)-$(SIZE).wlf
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run bench probe test test-asan setup clean
+.PHONY: all build run bench probe fuzz test test-asan setup clean
 
 all: build
 
@@ -49,6 +49,13 @@ probe: build
 	@mkdir -p $(DATA)
 	$(BIN) probe --dir $(DATA)
 
+# The safetensors and GGUF readers under libFuzzer, ASan and UBSan, FUZZ_SECONDS per target
+# (both at once); a crasher lands in $(BUILD)-fuzz/crashes/ (see scripts/fuzz.sh).
+FUZZ_SECONDS ?= 600
+fuzz:
+	@bash scripts/setup.sh fuzz
+	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)-fuzz
+
 # Tests run one at a time: some drop the page cache, which would disturb a warm-cache test
 # running beside them.
 test: build
@@ -64,4 +71,4 @@ test-asan: $(BUILD)/.setup-done
 	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

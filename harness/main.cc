@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
 
   // gen
   GenOptions gen;
-  std::string gen_size, gen_align = "4096";
+  std::string gen_size, gen_align;
   auto* gen_cmd = app.add_subcommand(
       "gen", "Generate a model-shaped weight file with deterministic, incompressible content "
              "(reuses an existing file of the same spec)");
@@ -191,11 +191,15 @@ int main(int argc, char** argv) {
   gen_cmd->add_option("--preset", gen.preset, "Model shape: " + presets)->capture_default_str();
   gen_cmd->add_option("--size", gen_size, "Target size of the tensor data, e.g. 2GiB, 512MiB")
       ->required();
-  gen_cmd->add_option("--format", gen.format, "File format (wlf)")->capture_default_str();
+  gen_cmd->add_option("--format", gen.format,
+                      "File format: wlf, safetensors or gguf (the same tensors and bytes in "
+                      "each for the same preset, size, dtype and seed)")
+      ->capture_default_str();
   gen_cmd->add_option("--out", gen.out_path, "Output file")->required();
   gen_cmd->add_option("--seed", gen.seed, "Content seed")->capture_default_str();
-  gen_cmd->add_option("--align", gen_align, "Tensor alignment in bytes (power of two, >= 64)")
-      ->capture_default_str();
+  gen_cmd->add_option("--align", gen_align,
+                      "Tensor alignment in bytes, a power of two: WLF >= 64 (default 4096), "
+                      "GGUF (default 32, as llama.cpp writes); safetensors has none");
   gen_cmd->add_option("--dtype", gen.dtype, "Element type: bf16 or f16")->capture_default_str();
   gen_cmd->add_option("--threads", gen.threads, "Generator threads (0: one per core)")
       ->capture_default_str();
@@ -301,6 +305,8 @@ int main(int argc, char** argv) {
   std::string worker_counters = "none";
   worker_cmd->add_option("--counters", worker_counters)->capture_default_str();
   worker_cmd->add_option("--hold-fd", worker.hold_fd)->capture_default_str();
+  std::string worker_expect = "none";
+  worker_cmd->add_option("--expect-checksum", worker_expect)->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -314,23 +320,18 @@ int main(int argc, char** argv) {
   if (*gen_cmd) {
     Status s = ParseBytes(gen_size, "--size", &gen.size_bytes);
     uint64_t align = 0;
-    if (s.ok()) s = ParseBytes(gen_align, "--align", &align);
+    if (s.ok() && !gen_align.empty()) s = ParseBytes(gen_align, "--align", &align);
     if (!s.ok()) return Fail("gen", s);
     gen.align = align;
     gen.progress = !gen_quiet;
     if (gen_dry_run) {
-      WlfDType dtype;
-      ModelPlan plan;
-      FileLayout layout;
-      if (!WlfDTypeFromName(gen.dtype, &dtype)) {
-        return Fail("gen", Status::BadInput(fmt::format("--dtype: unknown dtype '{}'", gen.dtype)));
-      }
-      s = PlanPreset(gen.preset, gen.size_bytes, dtype, &plan);
-      if (s.ok()) s = PlanWlf(plan.tensors, gen.align, &layout);
+      GenPlan plan;
+      s = PlanGenerated(gen, &plan);
       if (!s.ok()) return Fail("gen", s);
-      fmt::print("{}\n{} tensors, {} of tensor data, file {} ({} bytes)\n", plan.description,
-                 plan.tensors.size(), FormatBytes(plan.tensor_bytes), FormatBytes(layout.file_size),
-                 layout.file_size);
+      fmt::print("{}\n{} tensors, {} of tensor data, {} file {} ({} bytes)\n",
+                 plan.model.description, plan.model.tensors.size(),
+                 FormatBytes(plan.model.tensor_bytes), gen.format,
+                 FormatBytes(plan.layout.file_size), plan.layout.file_size);
       return 0;
     }
     InstallInterruptHandlers();
@@ -358,6 +359,18 @@ int main(int argc, char** argv) {
   if (*worker_cmd) {
     Status s = ParseCounterList(worker_counters, &worker.counters);
     if (!s.ok()) return Fail("worker", s);
+    if (worker_expect != "none") {
+      size_t used = 0;
+      try {
+        worker.expect_checksum = std::stoull(worker_expect, &used, 16);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != worker_expect.size()) {
+        return Fail("worker", Status::BadInput(fmt::format(
+                                  "--expect-checksum: '{}' is not a hex number", worker_expect)));
+      }
+    }
     return WorkerMain(worker, worker_fd);
   }
   if (*run_cmd) {

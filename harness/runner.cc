@@ -30,6 +30,8 @@
 #include "harness/probe.h"
 #include "harness/results.h"
 #include "harness/timeline.h"
+#include "loaders/checksum.h"
+#include "loaders/file_io.h"
 #include "loaders/format/format.h"
 #include "loaders/units.h"
 
@@ -72,6 +74,7 @@ struct WorkerOutcome {
 
 struct SpawnRequest {
   std::string exe, file, strategy, counters;
+  std::string expect_checksum = "none";  // hex, for a file that stores no checksum
   int procs = 1;
   double timeout_s = 0;
   double sample_s = 0;  // 0: no timeline
@@ -113,7 +116,8 @@ Status StartChild(const SpawnRequest& req, Child* c) {
     const char* argv[] = {req.exe.c_str(), "worker",     "--file",       req.file.c_str(),
                           "--strategy",    req.strategy.c_str(),        "--result-fd",
                           "3",             "--counters", req.counters.c_str(),
-                          "--hold-fd",     hold_arg.c_str(),            nullptr};
+                          "--hold-fd",     hold_arg.c_str(),            "--expect-checksum",
+                          req.expect_checksum.c_str(),                  nullptr};
     ::execv(req.exe.c_str(), const_cast<char* const*>(argv));
     ::_exit(127);
   }
@@ -303,6 +307,28 @@ int RunBenchmark(const RunOptions& options) {
     return 2;
   }
 
+  // A file that stores no checksum (safetensors and GGUF from other tools) is read once now
+  // with plain preads; every run must then give the same checksum, so that all strategies of
+  // the run are checked against one reference and against each other.
+  std::string checksum_source = "stored in the file";
+  if (!table.expected_checksum) {
+    fmt::print(stderr, "loadbench run: {} stores no checksum; reading it once for the reference "
+                       "checksum ({})\n", file, FormatBytes(table.tensor_bytes));
+    const auto t0 = std::chrono::steady_clock::now();
+    UniqueFd fd;
+    uint64_t sum = 0;
+    s = OpenReadOnly(file, 0, &fd);
+    if (s.ok()) s = ChecksumFile(fd.get(), file, table, &sum);
+    if (!s.ok()) {
+      fmt::print(stderr, "loadbench run: {}\n", s.message());
+      return s.exit_code();
+    }
+    table.expected_checksum = sum;
+    checksum_source = fmt::format(
+        "reference read by the runner before the runs (pread, {:.2f} s)",
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+
   const bool root = ::geteuid() == 0;
   nlohmann::ordered_json env = CollectEnv(file);
   // The machine's ceilings, to read every figure of this run against: the last full probe of
@@ -314,7 +340,9 @@ int RunBenchmark(const RunOptions& options) {
                  {"format", table.format},
                  {"file_bytes", table.file_size},
                  {"tensor_count", table.tensors.size()},
-                 {"tensor_bytes", table.tensor_bytes}};
+                 {"tensor_bytes", table.tensor_bytes},
+                 {"checksum", fmt::format("{:016x}", *table.expected_checksum)},
+                 {"checksum_source", checksum_source}};
   env["cache_control"] = {
       {"drop_method", root ? "drop_caches" : "fadvise"},
       {"residency_method", ResidencyMethod()},
@@ -373,6 +401,7 @@ int RunBenchmark(const RunOptions& options) {
   spawn.procs = opts.procs;
   spawn.timeout_s = opts.timeout_s;
   spawn.sample_s = opts.sample_ms / 1000.0;
+  spawn.expect_checksum = fmt::format("{:016x}", *table.expected_checksum);
   for (int rep = 0; rep < opts.reps && !interrupted; ++rep) {
     for (const std::string& cache : opts.caches) {
       if (interrupted) break;

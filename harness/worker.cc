@@ -168,17 +168,23 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   r["tensor_count"] = table.tensors.size();
   r["tensor_bytes"] = table.tensor_bytes;
   r["checksum"] = fmt::format("{:016x}", checksum);
-  if (table.expected_checksum) {
-    const bool ok = checksum == *table.expected_checksum;
+  // What the bytes must hash to: what the file stores, else the runner's reference read.
+  const std::optional<uint64_t> expected =
+      table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+  if (expected) {
+    const bool ok = checksum == *expected;
     r["checksum_ok"] = ok;
     if (ok) {
       r["status"] = "ok";
     } else {
-      r["error"] = fmt::format("checksum mismatch: loaded bytes give {:016x}, file stores {:016x}",
-                               checksum, *table.expected_checksum);
+      r["error"] = fmt::format("checksum mismatch: loaded bytes give {:016x}, {} {:016x}",
+                               checksum,
+                               table.expected_checksum ? "file stores"
+                                                       : "the reference read of the file gives",
+                               *expected);
     }
   } else {
-    // Nothing to compare against inside one run; the runner compares strategies.
+    // Run on its own (no runner), on a file that stores no checksum: nothing to compare with.
     r["checksum_ok"] = nullptr;
     r["status"] = "ok";
   }

@@ -2,6 +2,8 @@
 // and execs `loadbench worker`), so that its peak RSS, faults and I/O are its own.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@ struct WorkerRequest {
   // record it waits for EOF before exiting. Workers loading concurrently are so measured while
   // all of them hold their memory.
   int hold_fd = -1;
+  // The checksum a file that stores none must give: the runner's reference read of it.
+  std::optional<uint64_t> expect_checksum;
 };
 
 // Runs the load and returns the worker's part of the run record: status, error, checksum,

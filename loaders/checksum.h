@@ -6,7 +6,9 @@
 #include <functional>
 #include <vector>
 
+#include "loaders/format/tensor_table.h"
 #include "loaders/loader.h"
+#include "loaders/status.h"
 
 namespace loadbench {
 
@@ -14,5 +16,9 @@ namespace loadbench {
 // consumer could have started using the model's first tensor.
 uint64_t ChecksumTensors(const std::vector<TensorBytes>& views,
                          const std::function<void()>& after_first = nullptr);
+
+// The same checksum read straight from the file with plain preads, in table order: the
+// reference a file without a stored checksum is checked against.
+Status ChecksumFile(int fd, const std::string& path, const TensorTable& table, uint64_t* out);
 
 }  // namespace loadbench

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian package loadbench needs to build, test, run and analyse.
-# Idempotent: packages already present are left alone, and apt is not touched at all
-# when nothing is missing. Run as root (or with sudo available).
+# Installs every Debian package loadbench needs to build, test, run and analyse; with the
+# argument `fuzz`, also clang and its libFuzzer runtime for `make fuzz` (left out otherwise: the
+# tests do not need them). Idempotent: packages already present are left alone, and apt is not
+# touched at all when nothing is missing. Run as root (or with sudo available).
 set -euo pipefail
 
 packages=(
@@ -12,6 +13,12 @@ packages=(
   fio
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy
 )
+if [[ ${1:-} == fuzz ]]; then
+  packages+=(clang libclang-rt-dev)
+elif [[ -n ${1:-} ]]; then
+  echo "setup: unknown argument '$1' (the only one is: fuzz)" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -33,6 +33,8 @@
 #include "harness/interrupt.h"
 #include "loaders/file_io.h"
 #include "loaders/format/format.h"
+#include "loaders/format/gguf.h"
+#include "loaders/format/safetensors.h"
 #include "loaders/units.h"
 
 namespace loadbench {
@@ -389,6 +391,32 @@ Status FsyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
+// The head of `format` for `plan`'s tensors, with `checksum` stored in it; also the layout.
+// Every format stores the checksum and spec id at fixed width, so the head's size does not
+// depend on their values and can be planned before the data is written.
+Status EncodeHead(const std::string& format, const GenPlan& plan, uint64_t checksum,
+                  FileLayout* layout, std::vector<std::byte>* head) {
+  const auto& tensors = plan.model.tensors;
+  if (format == "wlf") {
+    LB_RETURN_IF_ERROR(PlanWlf(tensors, plan.align, layout));
+    *head = EncodeWlfHead(tensors, *layout, kWlfFlagChecksum | kWlfFlagGenSpec, checksum,
+                          plan.spec_id);
+    return Status::Ok();
+  }
+  const std::string sum = fmt::format("{:016x}", checksum);
+  const std::string spec = fmt::format("{:016x}", plan.spec_id);
+  if (format == "safetensors") {
+    return EncodeSafetensorsHead(
+        tensors, {{kSafetensorsChecksumKey, sum}, {kSafetensorsGenSpecKey, spec}}, layout, head);
+  }
+  return EncodeGgufHead(tensors,
+                        {{"general.architecture", plan.model.preset},
+                         {"general.name", plan.model.description},
+                         {kGgufChecksumKey, sum},
+                         {kGgufGenSpecKey, spec}},
+                        static_cast<uint32_t>(plan.align), layout, head);
+}
+
 }  // namespace
 
 void FillTensorBytes(uint64_t seed, uint64_t tensor_index, WlfDType dtype, uint64_t pos,
@@ -419,24 +447,55 @@ void FillTensorBytes(uint64_t seed, uint64_t tensor_index, WlfDType dtype, uint6
   }
 }
 
-Status Generate(const GenOptions& opts, GenResult* result) {
-  if (opts.format != "wlf") {
+Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
+  GenPlan p;
+  if (opts.format != "wlf" && opts.format != "safetensors" && opts.format != "gguf") {
     return Status::BadInput(
-        fmt::format("format {} is not supported yet; use wlf", opts.format));
+        fmt::format("gen: unknown format '{}' (use wlf, safetensors or gguf)", opts.format));
   }
   if (opts.size_bytes == 0) return Status::BadInput("gen: size must be greater than 0");
-  if (!IsPowerOfTwo(opts.align) || opts.align < kWlfMinTensorAlign) {
-    return Status::BadInput(fmt::format("gen: alignment {} must be a power of two of at least {}",
-                                        opts.align, kWlfMinTensorAlign));
-  }
-  if (opts.out_path.empty()) return Status::BadInput("gen: no output file given");
-  if (opts.threads < 0) {
-    return Status::BadInput(fmt::format("gen: threads {} must be >= 0", opts.threads));
+  p.align = opts.align;
+  if (opts.format == "wlf") {
+    if (p.align == 0) p.align = 4096;
+    if (!IsPowerOfTwo(p.align) || p.align < kWlfMinTensorAlign) {
+      return Status::BadInput(fmt::format(
+          "gen: WLF alignment {} must be a power of two of at least {}", p.align,
+          kWlfMinTensorAlign));
+    }
+  } else if (opts.format == "gguf") {
+    if (p.align == 0) p.align = kGgufDefaultAlignment;
+    if (!IsPowerOfTwo(p.align) || p.align > (1ull << 31)) {
+      return Status::BadInput(fmt::format(
+          "gen: GGUF alignment {} must be a power of two of at most 2^31", p.align));
+    }
+  } else if (p.align != 0) {
+    return Status::BadInput(
+        "gen: safetensors has no tensor alignment (tensors follow one another after the "
+        "header); leave out --align");
   }
   WlfDType dtype;
   if (!WlfDTypeFromName(opts.dtype, &dtype)) {
     return Status::BadInput(fmt::format("gen: unknown dtype '{}' (use bf16 or f16)", opts.dtype));
   }
+  LB_RETURN_IF_ERROR(PlanPreset(opts.preset, opts.size_bytes, dtype, &p.model));
+  GenOptions resolved = opts;
+  resolved.align = p.align;
+  const std::string spec = SpecString(resolved);
+  p.spec_id = XXH3_64bits(spec.data(), spec.size());
+  std::vector<std::byte> head;
+  LB_RETURN_IF_ERROR(EncodeHead(opts.format, p, 0, &p.layout, &head));
+  *out = std::move(p);
+  return Status::Ok();
+}
+
+Status Generate(const GenOptions& opts, GenResult* result) {
+  if (opts.out_path.empty()) return Status::BadInput("gen: no output file given");
+  if (opts.threads < 0) {
+    return Status::BadInput(fmt::format("gen: threads {} must be >= 0", opts.threads));
+  }
+  GenPlan plan;
+  LB_RETURN_IF_ERROR(PlanGenerated(opts, &plan));
+  const FileLayout& layout = plan.layout;
 
   const std::string& out = opts.out_path;
   const std::string dir = DirOf(out);
@@ -461,26 +520,18 @@ Status Generate(const GenOptions& opts, GenResult* result) {
     return Status::FromErrno(out, errno);
   }
 
-  ModelPlan plan;
-  LB_RETURN_IF_ERROR(PlanPreset(opts.preset, opts.size_bytes, dtype, &plan));
-  FileLayout layout;
-  LB_RETURN_IF_ERROR(PlanWlf(plan.tensors, opts.align, &layout));
-  const std::string spec = SpecString(opts);
-  const uint64_t spec_id = XXH3_64bits(spec.data(), spec.size());
-
   GenResult r;
-  r.description = plan.description;
-  r.tensor_count = plan.tensors.size();
-  r.tensor_bytes = plan.tensor_bytes;
+  r.description = plan.model.description;
+  r.tensor_count = plan.model.tensors.size();
+  r.tensor_bytes = plan.model.tensor_bytes;
 
   // Reuse a complete file that this generator wrote from the same spec.
   if (exists) {
     TensorTable t;
-    uint64_t flags = 0, id = 0;
-    if (ReadTensorTableFromPath(out, &t).ok() && JsonU64(t.header, "flags", &flags) &&
-        (flags & kWlfFlagGenSpec) && JsonU64(t.header, "gen_spec_id", &id) && id == spec_id &&
-        t.expected_checksum.has_value() && t.file_size == layout.file_size &&
-        t.tensors.size() == plan.tensors.size()) {
+    uint64_t id = 0;
+    if (ReadTensorTableFromPath(out, &t).ok() && JsonU64(t.header, "gen_spec_id", &id) &&
+        id == plan.spec_id && t.expected_checksum.has_value() &&
+        t.file_size == layout.file_size && t.tensors.size() == plan.model.tensors.size()) {
       r.reused = true;
       r.file_bytes = t.file_size;
       r.tensor_bytes = t.tensor_bytes;
@@ -528,21 +579,25 @@ Status Generate(const GenOptions& opts, GenResult* result) {
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t checksum = 0;
   {
-    DataWriter writer(layout, plan.tensors, opts.seed, tmp.fd(), tmp.path(), threads,
+    DataWriter writer(layout, plan.model.tensors, opts.seed, tmp.fd(), tmp.path(), threads,
                       opts.progress);
     LB_RETURN_IF_ERROR(writer.Run(&checksum));
   }
   if (Interrupted()) return Status::Failed("interrupted");
 
-  const std::vector<std::byte> head =
-      EncodeWlfHead(plan.tensors, layout, kWlfFlagChecksum | kWlfFlagGenSpec, checksum, spec_id);
-  if (head.size() != layout.data_offset) {
+  // The head holds the checksum, so it is written last; its size does not depend on it.
+  std::vector<std::byte> head;
+  FileLayout again;
+  LB_RETURN_IF_ERROR(EncodeHead(opts.format, plan, checksum, &again, &head));
+  if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
     return Status::Failed(fmt::format("gen: encoded head is {} bytes, layout expects {}",
                                       head.size(), layout.data_offset));
   }
   LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
-  const WlfTail tail = EncodeWlfTail(layout);
-  LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
+  if (opts.format == "wlf") {
+    const WlfTail tail = EncodeWlfTail(layout);
+    LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
+  }
   if (::fsync(tmp.fd()) != 0) {
     return Status::FromErrno(fmt::format("{}: fsync", tmp.path()), errno);
   }

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "harness/gen/presets.h"
+#include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
 #include "loaders/status.h"
 
@@ -14,10 +16,10 @@ namespace loadbench {
 struct GenOptions {
   std::string preset = "llama";
   uint64_t size_bytes = 0;
-  std::string format = "wlf";
+  std::string format = "wlf";  // wlf, safetensors or gguf
   std::string out_path;
   uint64_t seed = 0;
-  uint64_t align = 4096;
+  uint64_t align = 0;  // 0: the format's default (WLF 4096, GGUF 32); safetensors has none
   std::string dtype = "bf16";
   int threads = 0;        // generator threads; 0 = number of cores
   bool progress = false;  // progress on stderr
@@ -32,6 +34,18 @@ struct GenResult {
   double seconds = 0;     // wall time of writing (0 when reused)
   std::string description;
 };
+
+// What a file of `GenOptions` holds and where: the preset's tensors, the resolved alignment,
+// the id of the spec (stored in the file so that a later run can reuse it), and the layout.
+struct GenPlan {
+  ModelPlan model;
+  uint64_t align = 0;
+  uint64_t spec_id = 0;
+  FileLayout layout;
+};
+
+// Checks the options and plans the file; writes nothing. kBadInput names the bad option.
+Status PlanGenerated(const GenOptions& opts, GenPlan* out);
 
 // Generates (or reuses) the file described by `opts`. Checks free space before writing and
 // refuses with kBadInput naming the folder and both sizes when it is short. On interruption

@@ -151,5 +151,43 @@ TEST_F(RunnerTest, ACorruptedTensorFailsTheChecksum) {
   }
 }
 
+// Safetensors and GGUF files from other tools store no checksum: the runner reads the file once
+// for a reference, and every run is checked against it.
+TEST_F(RunnerTest, AFileWithoutAStoredChecksumIsCheckedAgainstAReferenceRead) {
+  const std::string file = dir_ + "/overall.safetensors";
+  fs::copy_file(fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors",
+                file);
+  const std::string out = dir_ + "/results";
+  ASSERT_EQ(Run("run --file " + file + " --strategies fread,mmap,odirect --cache warm --reps 1"
+                " --sample-ms 0 --out " + out), 0) << Slurp("stderr.txt");
+  std::ifstream env_in(out + "/env.json");
+  const nlohmann::json env = nlohmann::json::parse(env_in);
+  EXPECT_EQ(env["file"]["format"], "safetensors");
+  EXPECT_NE(env["file"]["checksum_source"].get<std::string>().find("reference read"),
+            std::string::npos) << env["file"].dump();
+  const auto runs = Runs(out);
+  ASSERT_EQ(runs.size(), 3u);
+  for (const auto& r : runs) {
+    EXPECT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_EQ(r["checksum_ok"], true) << r.dump();
+    EXPECT_EQ(r["checksum"], env["file"]["checksum"]) << r.dump();
+  }
+}
+
+TEST_F(RunnerTest, ALoadThatDisagreesWithTheReferenceIsAFailedRun) {
+  const std::string file = dir_ + "/overall.safetensors";
+  fs::copy_file(fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors",
+                file);
+  const test::ProcessResult p = test::RunLoadbench(
+      {"worker", "--file", file, "--strategy", "mmap", "--expect-checksum", "0123456789abcdef"});
+  ASSERT_EQ(p.exit_code, 0) << test::Describe(p);
+  const nlohmann::json r = nlohmann::json::parse(p.out);
+  EXPECT_EQ(r["status"], "failed") << r.dump();
+  EXPECT_EQ(r["checksum_ok"], false);
+  EXPECT_NE(r["error"].get<std::string>().find(
+                "the reference read of the file gives 0123456789abcdef"),
+            std::string::npos) << r.dump();
+}
+
 }  // namespace
 }  // namespace loadbench

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -64,6 +65,9 @@ bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 // Valid UTF-8 for JSON output: invalid bytes become U+FFFD.
 std::string JsonSafe(const std::string& s) {
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
+    return s;
+  }
   const std::string quoted =
       OJson(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   return OJson::parse(quoted).get<std::string>();
@@ -102,12 +106,26 @@ class Parser {
     return Status::BadInput(fmt::format("{}: invalid GGUF file: {}", path_, what));
   }
 
-  // Copies the next n bytes to dst (n is checked against the bytes left first).
-  Status Read(void* dst, uint64_t n, std::string_view what) {
-    if (n > size_ - pos_) {
-      return Bad(fmt::format("{} at offset {} needs {} bytes, but the file ends at {}", what,
-                             pos_, n, size_));
+  // `what` names the field for an error message: a string, or a callable that makes one only
+  // when there is an error (a tensor's name is made JSON-safe only then).
+  template <typename What>
+  static std::string Text(const What& what) {
+    if constexpr (std::is_invocable_v<const What&>) {
+      return what();
+    } else {
+      return std::string(what);
     }
+  }
+  template <typename What>
+  Status PastEnd(uint64_t n, const What& what) const {
+    return Bad(fmt::format("{} at offset {} needs {} bytes, but the file ends at {}", Text(what),
+                           pos_, n, size_));
+  }
+
+  // Copies the next n bytes to dst (n is checked against the bytes left first).
+  template <typename What>
+  Status Read(void* dst, uint64_t n, const What& what) {
+    if (n > size_ - pos_) return PastEnd(n, what);
     auto* out = static_cast<std::byte*>(dst);
     while (n > 0) {
       if (pos_ < win_begin_ || pos_ >= win_begin_ + win_.size()) {
@@ -125,20 +143,19 @@ class Parser {
     }
     return Status::Ok();
   }
-  Status Skip(uint64_t n, std::string_view what) {
-    if (n > size_ - pos_) {
-      return Bad(fmt::format("{} at offset {} needs {} bytes, but the file ends at {}", what,
-                             pos_, n, size_));
-    }
+  template <typename What>
+  Status Skip(uint64_t n, const What& what) {
+    if (n > size_ - pos_) return PastEnd(n, what);
     pos_ += n;
     return Status::Ok();
   }
-  template <typename T>
-  Status Le(T* v, std::string_view what) {
+  template <typename T, typename What>
+  Status Le(T* v, const What& what) {
     return Read(v, sizeof *v, what);
   }
   // A count, length or dim: 32 bits in version 1, 64 after.
-  Status Count(uint64_t* v, std::string_view what) {
+  template <typename What>
+  Status Count(uint64_t* v, const What& what) {
     if (version_ == 1) {
       uint32_t x;
       LB_RETURN_IF_ERROR(Le(&x, what));
@@ -148,12 +165,13 @@ class Parser {
     return Le(v, what);
   }
   // A string: the first `keep` bytes go to *out, the rest is skipped; *len gets the full length.
-  Status Str(std::string* out, uint64_t keep, std::string_view what, uint64_t* len) {
+  template <typename What>
+  Status Str(std::string* out, uint64_t keep, const What& what, uint64_t* len) {
     const uint64_t at = pos_;
     LB_RETURN_IF_ERROR(Count(len, what));
     if (*len > size_ - pos_) {
-      return Bad(fmt::format("{} at offset {} has length {}, past the end of the file ({})", what,
-                             at, *len, size_));
+      return Bad(fmt::format("{} at offset {} has length {}, past the end of the file ({})",
+                             Text(what), at, *len, size_));
     }
     const uint64_t k = std::min(*len, keep);
     out->resize(k);
@@ -183,7 +201,7 @@ class Parser {
 };
 
 Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
-  const std::string what = fmt::format("value of key '{}'", JsonSafe(key));
+  const auto what = [&] { return fmt::format("value of key '{}'", JsonSafe(key)); };
   switch (type) {
     case kString: {
       std::string s;
@@ -224,7 +242,7 @@ Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
 }
 
 Status Parser::Array(const std::string& key, OJson* shown) {
-  const std::string what = fmt::format("array of key '{}'", JsonSafe(key));
+  const auto what = [&] { return fmt::format("array of key '{}'", JsonSafe(key)); };
   uint32_t type;
   uint64_t count;
   LB_RETURN_IF_ERROR(Le(&type, what));
@@ -260,13 +278,13 @@ Status Parser::KeyValue(uint64_t index) {
   const uint64_t at = pos_;
   std::string key;
   uint64_t len;
-  LB_RETURN_IF_ERROR(Str(&key, kMaxKeyBytes, fmt::format("key {}", index), &len));
+  LB_RETURN_IF_ERROR(Str(&key, kMaxKeyBytes, [&] { return fmt::format("key {}", index); }, &len));
   if (len > kMaxKeyBytes) {
     return Bad(fmt::format("key {} at offset {} is {} bytes long; keys are limited to {}", index,
                            at, len, kMaxKeyBytes));
   }
   uint32_t type;
-  LB_RETURN_IF_ERROR(Le(&type, fmt::format("type of key '{}'", JsonSafe(key))));
+  LB_RETURN_IF_ERROR(Le(&type, [&] { return fmt::format("type of key '{}'", JsonSafe(key)); }));
   const bool first = keys_.insert(key).second;
   if (first && key == "general.alignment") {
     if (type != kUint32) {
@@ -303,14 +321,14 @@ Status Parser::KeyValue(uint64_t index) {
 Status Parser::TensorInfo(uint64_t index, Info* info) {
   const uint64_t at = pos_;
   uint64_t len;
-  LB_RETURN_IF_ERROR(Str(&info->name, kMaxKeyBytes, fmt::format("name of tensor {}", index), &len));
+  LB_RETURN_IF_ERROR(
+      Str(&info->name, kMaxKeyBytes, [&] { return fmt::format("name of tensor {}", index); }, &len));
   if (len > kMaxKeyBytes) {
     return Bad(fmt::format("tensor {} at offset {}: name is {} bytes long; names are limited to {}",
                            index, at, len, kMaxKeyBytes));
   }
-  const std::string name = JsonSafe(info->name);
   auto bad = [&](const std::string& what) {
-    return Bad(fmt::format("tensor '{}' (info at offset {}): {}", name, at, what));
+    return Bad(fmt::format("tensor '{}' (info at offset {}): {}", JsonSafe(info->name), at, what));
   };
   uint32_t n_dims;
   LB_RETURN_IF_ERROR(Le(&n_dims, "tensor dims"));
@@ -404,15 +422,14 @@ Status Parser::Parse(TensorTable* out) {
   std::vector<size_t> by_offset(infos.size());
   std::iota(by_offset.begin(), by_offset.end(), 0);
   for (const Info& in : infos) {
-    const std::string name = JsonSafe(in.name);
     if (in.rel_offset % alignment_ != 0) {
-      return Bad(fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}", name,
-                             in.rel_offset, alignment_));
+      return Bad(fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
+                             JsonSafe(in.name), in.rel_offset, alignment_));
     }
     if (in.rel_offset > data_len || in.size > data_len - in.rel_offset) {
       return Bad(fmt::format("tensor '{}': {} bytes at data offset {} run past the end of the "
                              "file (data section [{}, {}))",
-                             name, in.size, in.rel_offset, data_offset, size_));
+                             JsonSafe(in.name), in.size, in.rel_offset, data_offset, size_));
     }
     loadbench::TensorInfo x;
     x.name = in.name;

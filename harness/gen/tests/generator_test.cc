@@ -249,10 +249,20 @@ TEST(GeneratorTest, BadOptionsAreBadInput) {
   EXPECT_EQ(Generate(o, &r).code(), Status::Code::kBadInput);
 
   o = Small(a);
-  o.format = "gguf";
+  o.format = "npy";
   Status st = Generate(o, &r);
   EXPECT_EQ(st.code(), Status::Code::kBadInput);
-  EXPECT_NE(st.message().find("format gguf is not supported yet; use wlf"), std::string::npos);
+  EXPECT_NE(st.message().find("unknown format 'npy'"), std::string::npos) << st.message();
+  o = Small(a);
+  o.format = "safetensors";
+  o.align = 4096;
+  st = Generate(o, &r);
+  EXPECT_EQ(st.code(), Status::Code::kBadInput);
+  EXPECT_NE(st.message().find("safetensors has no tensor alignment"), std::string::npos);
+  o = Small(a);
+  o.format = "gguf";
+  o.align = 48;
+  EXPECT_EQ(Generate(o, &r).code(), Status::Code::kBadInput);
 
   o = Small(dir.path() + "/no/such/dir/a.wlf");
   st = Generate(o, &r);
