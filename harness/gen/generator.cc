@@ -410,10 +410,9 @@ Status EncodeHead(const std::string& format, const GenPlan& plan, uint64_t check
         tensors, {{kSafetensorsChecksumKey, sum}, {kSafetensorsGenSpecKey, spec}}, layout, head);
   }
   return EncodeGgufHead(tensors,
-                        {{"general.architecture", plan.model.preset},
-                         {"general.name", plan.model.description},
-                         {kGgufChecksumKey, sum},
-                         {kGgufGenSpecKey, spec}},
+                        {GgufString("general.architecture", plan.model.preset),
+                         GgufString("general.name", plan.model.description),
+                         GgufString(kGgufChecksumKey, sum), GgufString(kGgufGenSpecKey, spec)},
                         static_cast<uint32_t>(plan.align), layout, head);
 }
 

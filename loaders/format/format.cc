@@ -17,6 +17,10 @@ Status ReadTensorTable(int fd, const std::string& path, TensorTable* out) {
   uint64_t size;
   LB_RETURN_IF_ERROR(FileSize(fd, path, &size));
   if (size == 0) return Status::BadInput(fmt::format("{}: empty file", path));
+  if (size < 4) {
+    return Status::BadInput(
+        fmt::format("{}: {} bytes is too short for any weight format", path, size));
+  }
   unsigned char head[16] = {};
   const size_t head_len = static_cast<size_t>(std::min<uint64_t>(size, sizeof head));
   LB_RETURN_IF_ERROR(PreadExact(fd, path, head, head_len, 0));

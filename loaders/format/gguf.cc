@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/file_io.h"
+#include "loaders/format/text.h"
 
 namespace loadbench {
 namespace {
@@ -59,19 +60,9 @@ constexpr uint32_t kValueTypeCount = sizeof kValueTypes / sizeof kValueTypes[0];
 constexpr uint64_t kWindow = 1 << 20;          // bytes read from the file at a time
 constexpr uint64_t kMaxKeyBytes = 64 << 10;    // keys and tensor names; real ones are short
 constexpr uint64_t kShownStringBytes = 256;    // of a string value, in inspect's metadata
-constexpr size_t kMaxShownKeys = 4096;         // keys listed in inspect's metadata
+constexpr size_t kMaxShownKeys = 1024;         // keys listed in inspect's metadata
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
-
-// Valid UTF-8 for JSON output: invalid bytes become U+FFFD.
-std::string JsonSafe(const std::string& s) {
-  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) {
-    return s;
-  }
-  const std::string quoted =
-      OJson(s).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-  return OJson::parse(quoted).get<std::string>();
-}
 
 bool ParseHex64(const std::string& text, uint64_t* out) {
   if (text.size() != 16) return false;
@@ -201,7 +192,7 @@ class Parser {
 };
 
 Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
-  const auto what = [&] { return fmt::format("value of key '{}'", JsonSafe(key)); };
+  const auto what = [&] { return fmt::format("value of key '{}'", Printable(key)); };
   switch (type) {
     case kString: {
       std::string s;
@@ -216,7 +207,7 @@ Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
       break;
   }
   if (type >= kValueTypeCount) {
-    return Bad(fmt::format("key '{}' at offset {} has unknown value type {}", JsonSafe(key),
+    return Bad(fmt::format("key '{}' at offset {} has unknown value type {}", Printable(key),
                            pos_ - 4, type));
   }
   unsigned char b[8] = {};
@@ -242,7 +233,7 @@ Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
 }
 
 Status Parser::Array(const std::string& key, OJson* shown) {
-  const auto what = [&] { return fmt::format("array of key '{}'", JsonSafe(key)); };
+  const auto what = [&] { return fmt::format("array of key '{}'", Printable(key)); };
   uint32_t type;
   uint64_t count;
   LB_RETURN_IF_ERROR(Le(&type, what));
@@ -250,10 +241,10 @@ Status Parser::Array(const std::string& key, OJson* shown) {
   LB_RETURN_IF_ERROR(Count(&count, what));
   if (type == kArray) {
     return Bad(fmt::format("key '{}' is an array of arrays, which GGUF readers do not accept",
-                           JsonSafe(key)));
+                           Printable(key)));
   }
   if (type >= kValueTypeCount) {
-    return Bad(fmt::format("key '{}' is an array of unknown value type {}", JsonSafe(key), type));
+    return Bad(fmt::format("key '{}' is an array of unknown value type {}", Printable(key), type));
   }
   // Every element takes at least this many bytes (a string its length field), so a count the
   // rest of the file cannot hold is refused before a single element is read.
@@ -261,7 +252,7 @@ Status Parser::Array(const std::string& key, OJson* shown) {
   if (count > (size_ - pos_) / min_size) {
     return Bad(fmt::format("key '{}' claims {} {} elements at offset {}, more than the {} bytes "
                            "left can hold",
-                           JsonSafe(key), count, kValueTypes[type].name, count_at, size_ - pos_));
+                           Printable(key), count, kValueTypes[type].name, count_at, size_ - pos_));
   }
   if (type == kString) {
     std::string ignored;
@@ -284,7 +275,7 @@ Status Parser::KeyValue(uint64_t index) {
                            at, len, kMaxKeyBytes));
   }
   uint32_t type;
-  LB_RETURN_IF_ERROR(Le(&type, [&] { return fmt::format("type of key '{}'", JsonSafe(key)); }));
+  LB_RETURN_IF_ERROR(Le(&type, [&] { return fmt::format("type of key '{}'", Printable(key)); }));
   const bool first = keys_.insert(key).second;
   if (first && key == "general.alignment") {
     if (type != kUint32) {
@@ -328,7 +319,7 @@ Status Parser::TensorInfo(uint64_t index, Info* info) {
                            index, at, len, kMaxKeyBytes));
   }
   auto bad = [&](const std::string& what) {
-    return Bad(fmt::format("tensor '{}' (info at offset {}): {}", JsonSafe(info->name), at, what));
+    return Bad(fmt::format("tensor '{}' (info at offset {}): {}", Printable(info->name), at, what));
   };
   uint32_t n_dims;
   LB_RETURN_IF_ERROR(Le(&n_dims, "tensor dims"));
@@ -403,7 +394,7 @@ Status Parser::Parse(TensorTable* out) {
     Info info;
     LB_RETURN_IF_ERROR(TensorInfo(i, &info));
     if (!names.insert(info.name).second) {
-      return Bad(fmt::format("tensor name '{}' appears twice", JsonSafe(info.name)));
+      return Bad(fmt::format("tensor name '{}' appears twice", Printable(info.name)));
     }
     infos.push_back(std::move(info));
   }
@@ -424,12 +415,12 @@ Status Parser::Parse(TensorTable* out) {
   for (const Info& in : infos) {
     if (in.rel_offset % alignment_ != 0) {
       return Bad(fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
-                             JsonSafe(in.name), in.rel_offset, alignment_));
+                             Printable(in.name), in.rel_offset, alignment_));
     }
-    if (in.rel_offset > data_len || in.size > data_len - in.rel_offset) {
+    if (data_offset > size_ || in.rel_offset > data_len || in.size > data_len - in.rel_offset) {
       return Bad(fmt::format("tensor '{}': {} bytes at data offset {} run past the end of the "
                              "file (data section [{}, {}))",
-                             JsonSafe(in.name), in.size, in.rel_offset, data_offset, size_));
+                             Printable(in.name), in.size, in.rel_offset, data_offset, size_));
     }
     loadbench::TensorInfo x;
     x.name = in.name;
@@ -449,7 +440,7 @@ Status Parser::Parse(TensorTable* out) {
     if (x.size == 0) continue;
     if (prev && x.offset < prev->offset + prev->size) {
       return Bad(fmt::format("tensor '{}' at data offset {} overlaps tensor '{}' ({} bytes at {})",
-                             JsonSafe(x.name), x.offset - data_offset, JsonSafe(prev->name),
+                             Printable(x.name), x.offset - data_offset, Printable(prev->name),
                              prev->size, prev->offset - data_offset));
     }
     prev = &x;
@@ -503,8 +494,30 @@ bool GgufTypeFor(WlfDType dtype, uint32_t* code) {
   }
 }
 
-Status EncodeGgufHead(const std::vector<WlfTensorSpec>& tensors,
-                      const std::vector<std::pair<std::string, std::string>>& strings,
+GgufKv GgufString(const std::string& key, const std::string& value) {
+  GgufKv kv{key, kString, {}};
+  PutString(&kv.value, value);
+  return kv;
+}
+
+GgufKv GgufStringArray(const std::string& key, const std::vector<std::string>& values) {
+  GgufKv kv{key, kArray, {}};
+  Put<uint32_t>(&kv.value, kString);
+  Put<uint64_t>(&kv.value, values.size());
+  for (const auto& v : values) PutString(&kv.value, v);
+  return kv;
+}
+
+GgufKv GgufArray(const std::string& key, uint32_t elem_type, uint64_t count,
+                 const std::vector<std::byte>& elements) {
+  GgufKv kv{key, kArray, {}};
+  Put<uint32_t>(&kv.value, elem_type);
+  Put<uint64_t>(&kv.value, count);
+  kv.value.insert(kv.value.end(), elements.begin(), elements.end());
+  return kv;
+}
+
+Status EncodeGgufHead(const std::vector<WlfTensorSpec>& tensors, const std::vector<GgufKv>& kvs,
                       uint32_t alignment, FileLayout* layout, std::vector<std::byte>* head) {
   if (!IsPowerOfTwo(alignment)) {
     return Status::BadInput(fmt::format("GGUF alignment {} must be a power of two", alignment));
@@ -514,14 +527,14 @@ Status EncodeGgufHead(const std::vector<WlfTensorSpec>& tensors,
   Put<uint32_t>(&b, kGgufMagic);
   Put<uint32_t>(&b, 3);
   Put<uint64_t>(&b, tensors.size());
-  Put<uint64_t>(&b, strings.size() + 1);
+  Put<uint64_t>(&b, kvs.size() + 1);
   PutString(&b, "general.alignment");
   Put<uint32_t>(&b, kUint32);
   Put<uint32_t>(&b, alignment);
-  for (const auto& [k, v] : strings) {
-    PutString(&b, k);
-    Put<uint32_t>(&b, kString);
-    PutString(&b, v);
+  for (const GgufKv& kv : kvs) {
+    PutString(&b, kv.key);
+    Put<uint32_t>(&b, kv.type);
+    b.insert(b.end(), kv.value.begin(), kv.value.end());
   }
   FileLayout l;
   l.align = alignment;

@@ -42,12 +42,23 @@ Status ReadGguf(int fd, const std::string& path, uint64_t real_size, TensorTable
 // types, bool, f8).
 bool GgufTypeFor(WlfDType dtype, uint32_t* code);
 
+// One key-value for the writer: the value type and the value's encoded bytes (after the type).
+struct GgufKv {
+  std::string key;
+  uint32_t type;  // GGUF value type: 4 u32, 5 i32, 6 f32, 8 string, 9 array, ...
+  std::vector<std::byte> value;
+};
+GgufKv GgufString(const std::string& key, const std::string& value);
+GgufKv GgufStringArray(const std::string& key, const std::vector<std::string>& values);
+// An array of a fixed-size type (`elem_type` as above) from its elements' raw bytes.
+GgufKv GgufArray(const std::string& key, uint32_t elem_type, uint64_t count,
+                 const std::vector<std::byte>& elements);
+
 // Plans a file of `tensors` in this order, each aligned to `alignment` and padded after (the
-// last one too, as the reference writers do), and encodes its head: the header, `strings` as
-// string key-values after general.alignment (u32), and the tensor infos, padded to the data
-// section. The head's size depends on the strings only through their lengths.
-Status EncodeGgufHead(const std::vector<WlfTensorSpec>& tensors,
-                      const std::vector<std::pair<std::string, std::string>>& strings,
+// last one too, as the reference writers do), and encodes its head: the header,
+// general.alignment (u32) and then `kvs`, the tensor infos, zero padding to the data section.
+// The head's size depends on the values only through their encoded lengths.
+Status EncodeGgufHead(const std::vector<WlfTensorSpec>& tensors, const std::vector<GgufKv>& kvs,
                       uint32_t alignment, FileLayout* layout, std::vector<std::byte>* head);
 
 }  // namespace loadbench

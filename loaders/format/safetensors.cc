@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/file_io.h"
+#include "loaders/format/text.h"
 
 namespace loadbench {
 namespace {
@@ -43,6 +45,8 @@ std::string Lower(std::string s) {
   return s;
 }
 
+constexpr size_t kMaxShownKeys = 1024;  // __metadata__ keys listed in inspect's header
+
 // Shapes deeper than this are refused: no real tensor comes near, and a header of nothing but
 // one long shape array would otherwise cost eight bytes of memory per two bytes of JSON.
 constexpr size_t kMaxRank = 64;
@@ -63,7 +67,10 @@ struct RawTensor {
 // records a message and returns false, which stops the parser at once.
 class HeaderSax {
  public:
-  std::vector<RawTensor> tensors;
+  // The table in the making: `offset` and `size` hold data_offsets' begin and end, and `dtype`
+  // the file's name for it, until ReadSafetensors has checked them. One vector, filled once: on
+  // a VM every fresh page of a copy costs a fault.
+  std::vector<TensorInfo> tensors;
   std::vector<std::pair<std::string, std::string>> metadata;
   bool has_metadata = false;
   std::string error;       // set on a schema violation
@@ -182,11 +189,8 @@ class HeaderSax {
   bool key(std::string& k) {
     switch (state_) {
       case State::kTopKey:
-        if (!names_.insert(k).second) {
-          return Fail(fmt::format("{} '{}' appears twice",
-                                  k == "__metadata__" ? "key" : "tensor", k));
-        }
         if (k == "__metadata__") {
+          if (has_metadata) return Fail("key '__metadata__' appears twice");
           has_metadata = true;
           state_ = State::kMetaStart;
           return true;
@@ -215,13 +219,13 @@ class HeaderSax {
   }
 
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ..."
+    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 9: ...", and
+    // may quote raw bytes of the header.
     std::string what = e.what();
-    const size_t colon = what.find(": ");
-    if (what.rfind("[json.exception", 0) == 0 && colon != std::string::npos) {
-      what = what.substr(colon + 2);
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos) {
+      what = what.substr(what.find("] ") + 2);
     }
-    json_error = fmt::format("JSON syntax error at header byte {}: {}", position, what);
+    json_error = fmt::format("JSON error at header byte {}: {}", position, Printable(what));
     return false;
   }
 
@@ -243,17 +247,17 @@ class HeaderSax {
         return "__metadata__";
       case State::kMetaKey:
       case State::kMetaValue:
-        return fmt::format("__metadata__ '{}'", meta_key_);
+        return fmt::format("__metadata__ '{}'", Printable(meta_key_));
       case State::kTensorStart:
       case State::kTensorKey:
-        return fmt::format("tensor '{}'", cur_.name);
+        return fmt::format("tensor '{}'", Printable(cur_.name));
       case State::kDtype:
       case State::kShapeStart:
       case State::kShape:
       case State::kOffsetsStart:
       case State::kOffsets:
       case State::kSkip:
-        return fmt::format("tensor '{}': {}", cur_.name, field_);
+        return fmt::format("tensor '{}': {}", Printable(cur_.name), Printable(field_));
       default:
         return "the header";
     }
@@ -287,7 +291,9 @@ class HeaderSax {
   }
 
   bool Field(bool* seen, State next) {
-    if (*seen) return Fail(fmt::format("tensor '{}': field {} appears twice", cur_.name, field_));
+    if (*seen) {
+      return Fail(fmt::format("tensor '{}': field {} appears twice", Printable(cur_.name), field_));
+    }
     *seen = true;
     state_ = next;
     return true;
@@ -309,8 +315,13 @@ class HeaderSax {
                           : !cur_.has_shape   ? "shape"
                           : !cur_.has_offsets ? "data_offsets"
                                               : nullptr;
-    if (missing) return Fail(fmt::format("tensor '{}' has no {}", cur_.name, missing));
-    tensors.push_back(std::move(cur_));
+    if (missing) return Fail(fmt::format("tensor '{}' has no {}", Printable(cur_.name), missing));
+    TensorInfo& x = tensors.emplace_back();
+    x.name = std::move(cur_.name);
+    x.dtype = std::move(cur_.dtype);
+    x.shape = std::move(cur_.shape);
+    x.offset = cur_.offsets[0];
+    x.size = cur_.offsets[1];
     state_ = State::kTopKey;
     return true;
   }
@@ -320,7 +331,6 @@ class HeaderSax {
   std::string field_;
   std::string meta_key_;
   int skip_depth_ = 0;
-  std::unordered_set<std::string> names_;
 };
 
 bool ParseHex64(const std::string& text, uint64_t* out) {
@@ -363,7 +373,8 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   LB_RETURN_IF_ERROR(PreadExact(fd, path, json.data(), json.size(), 8));
 
   HeaderSax sax;
-  const bool parsed = Json::sax_parse(json.begin(), json.end(), &sax, Json::input_format_t::json,
+  const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), &sax,
+                                      Json::input_format_t::json,
                                       /*strict=*/true, /*ignore_comments=*/false);
   if (!parsed) {
     if (!sax.error.empty()) return bad(sax.error);
@@ -377,31 +388,33 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   t.format = "safetensors";
   t.file_size = real_size;
   t.data_offset = data_offset;
-  t.tensors.reserve(sax.tensors.size());
-  for (const RawTensor& r : sax.tensors) {
+  for (TensorInfo& r : sax.tensors) {
     auto bad_tensor = [&](const std::string& what) {
-      return bad(fmt::format("tensor '{}': {}", r.name, what));
+      return bad(fmt::format("tensor '{}': {}", Printable(r.name), what));
     };
     const DTypeRow* dt = FindDType(r.dtype);
-    if (dt == nullptr) return bad_tensor(fmt::format("unknown dtype '{}'", r.dtype));
+    if (dt == nullptr) return bad_tensor(fmt::format("unknown dtype '{}'", Printable(r.dtype)));
     uint64_t elements = 1;
     for (uint64_t d : r.shape) {
       if (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d) {
-        return bad_tensor(fmt::format("shape {} has more elements than 2^64",
+        return bad_tensor(fmt::format("shape {} has 2^64 or more elements",
                                       fmt::join(r.shape, "x")));
       }
       elements *= d;
     }
-    if (elements > std::numeric_limits<uint64_t>::max() / dt->bits) {
-      return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
-                                    r.dtype));
-    }
-    const uint64_t bits = elements * dt->bits;
-    if (bits % 8 != 0) {
+    // Bytes, without computing bits: q whole groups of 8 elements are q * bits bytes exactly,
+    // and the r < 8 left over must fill whole bytes.
+    const uint64_t q = elements / 8, rem_bits = elements % 8 * dt->bits;
+    if (rem_bits % 8 != 0) {
       return bad_tensor(fmt::format("{} elements of {} ({} bits each) do not fill whole bytes",
                                     elements, r.dtype, dt->bits));
     }
-    const uint64_t begin = r.offsets[0], end = r.offsets[1];
+    if (q > (std::numeric_limits<uint64_t>::max() - rem_bits / 8) / dt->bits) {
+      return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
+                                    r.dtype));
+    }
+    const uint64_t bytes = q * dt->bits + rem_bits / 8;
+    const uint64_t begin = r.offset, end = r.size;
     if (end < begin) {
       return bad_tensor(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
     }
@@ -410,32 +423,41 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
           "data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})", begin,
           end, data_len, data_offset));
     }
-    if (end - begin != bits / 8) {
+    if (end - begin != bytes) {
       return bad_tensor(fmt::format("data_offsets [{}, {}] hold {} bytes, but shape [{}] of {} "
                                     "needs {}",
                                     begin, end, end - begin, fmt::join(r.shape, ", "), r.dtype,
-                                    bits / 8));
+                                    bytes));
     }
-    TensorInfo info;
-    info.name = r.name;
-    info.dtype = Lower(r.dtype);
-    info.shape = r.shape;
-    info.offset = data_offset + begin;
-    info.size = end - begin;
-    t.tensors.push_back(std::move(info));
+    r.dtype = Lower(std::move(r.dtype));
+    r.offset = data_offset + begin;
+    r.size = end - begin;
+  }
+  t.tensors = std::move(sax.tensors);
+  // Names are checked once the table is complete: views into it stay valid from here on.
+  std::unordered_set<std::string_view> names;
+  names.reserve(t.tensors.size());
+  for (const TensorInfo& x : t.tensors) {
+    if (!names.insert(x.name).second) {
+      return bad(fmt::format("tensor '{}' appears twice", Printable(x.name)));
+    }
   }
 
   // Data order: the order a sequential reader meets the bytes in, and the order checksums use.
-  std::stable_sort(t.tensors.begin(), t.tensors.end(),
-                   [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; });
+  // Writers put the header in data order, so the sort (and its buffer) is rarely needed.
+  auto by_offset = [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; };
+  if (!std::is_sorted(t.tensors.begin(), t.tensors.end(), by_offset)) {
+    std::stable_sort(t.tensors.begin(), t.tensors.end(), by_offset);
+  }
   uint64_t prev_end = data_offset, total = 0, gaps = 0;
   const TensorInfo* prev = nullptr;
   for (const TensorInfo& x : t.tensors) {
     if (x.size == 0) continue;  // an empty range overlaps nothing
     if (x.offset < prev_end) {
-      return bad(fmt::format("tensor '{}' at [{}, {}) overlaps tensor '{}' ending at {}", x.name,
-                             x.offset - data_offset, x.offset + x.size - data_offset,
-                             prev ? prev->name : "", prev_end - data_offset));
+      return bad(fmt::format("tensor '{}' at [{}, {}) overlaps tensor '{}' ending at {}",
+                             Printable(x.name), x.offset - data_offset,
+                             x.offset + x.size - data_offset, prev ? Printable(prev->name) : "",
+                             prev_end - data_offset));
     }
     gaps += x.offset - prev_end;
     prev_end = x.offset + x.size;
@@ -444,14 +466,17 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   }
   t.tensor_bytes = total;
 
+  // At most kMaxShownKeys keys are shown: an ordered_json object looks keys up linearly, and a
+  // header may hold millions. loadbench's own keys are read wherever they are.
   nlohmann::ordered_json meta = nlohmann::ordered_json::object();
   std::optional<uint64_t> gen_spec;
   for (const auto& [k, v] : sax.metadata) {
-    meta[k] = v;
+    if (meta.size() < kMaxShownKeys) meta[k] = v;
     uint64_t value = 0;
     const bool ours = k == kSafetensorsChecksumKey || k == kSafetensorsGenSpecKey;
     if (ours && !ParseHex64(v, &value)) {
-      return bad(fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits", k, v));
+      return bad(fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits", k,
+                             Printable(v)));
     }
     if (k == kSafetensorsChecksumKey) t.expected_checksum = value;
     if (k == kSafetensorsGenSpecKey) gen_spec = value;
@@ -463,6 +488,9 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   // Bytes of the data area no tensor claims (the reference reader refuses files with any).
   t.header["unclaimed_bytes"] = gaps + (real_size - prev_end);
   t.header["metadata"] = sax.has_metadata ? meta : nlohmann::ordered_json();
+  if (sax.metadata.size() > kMaxShownKeys) {
+    t.header["metadata_keys_not_shown"] = sax.metadata.size() - kMaxShownKeys;
+  }
   t.header["checksum"] = t.expected_checksum
                              ? nlohmann::ordered_json(fmt::format("{:016x}", *t.expected_checksum))
                              : nlohmann::ordered_json();
@@ -483,12 +511,15 @@ Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
                              const std::vector<std::pair<std::string, std::string>>& metadata,
                              FileLayout* layout, std::vector<std::byte>* head) {
   constexpr uint64_t kLimit = 1ull << 62;
-  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  // The JSON text is built entry by entry: an ordered_json object looks keys up linearly, which
+  // makes 20,000 tensors cost seconds.
+  std::string text = "{";
   if (!metadata.empty()) {
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
     for (const auto& [k, v] : metadata) m[k] = v;
-    j["__metadata__"] = std::move(m);
+    text += "\"__metadata__\":" + m.dump();
   }
+  std::unordered_set<std::string> names = {"__metadata__"};
   FileLayout l;
   l.align = 1;
   uint64_t pos = 0;
@@ -497,7 +528,7 @@ Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
     if (!WlfDTypeInfo(static_cast<uint32_t>(t.dtype), nullptr, &size)) {
       return Status::BadInput(fmt::format("tensor '{}': unknown dtype", t.name));
     }
-    if (t.name == "__metadata__" || j.contains(t.name)) {
+    if (!names.insert(t.name).second) {
       return Status::BadInput(fmt::format("tensor '{}': name used twice", t.name));
     }
     for (uint64_t d : t.shape) {
@@ -507,14 +538,18 @@ Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
       size *= d;
     }
     if (pos > kLimit - size) return Status::BadInput("file size overflows");
-    j[t.name] = {{"dtype", SafetensorsDTypeName(t.dtype)},
-                 {"shape", t.shape},
-                 {"data_offsets", {pos, pos + size}}};
+    if (text.size() > 1) text += ',';
+    text += nlohmann::ordered_json(t.name).dump();
+    text += ':';
+    text += nlohmann::ordered_json{{"dtype", SafetensorsDTypeName(t.dtype)},
+                                   {"shape", t.shape},
+                                   {"data_offsets", {pos, pos + size}}}
+                .dump();
     l.tensor_offsets.push_back(pos);
     l.tensor_sizes.push_back(size);
     pos += size;
   }
-  std::string text = j.dump();
+  text += '}';
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
   if (text.size() > kSafetensorsMaxHeader) {
     return Status::BadInput(fmt::format("safetensors header of {} bytes exceeds the {} byte limit",

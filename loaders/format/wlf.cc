@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "loaders/file_io.h"
+#include "loaders/format/text.h"
 
 namespace loadbench {
 namespace {
@@ -69,10 +70,10 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   WlfHeader h;
   LB_RETURN_IF_ERROR(PreadExact(fd, path, &h, sizeof h, 0));
   if (h.magic == kWlfMagicSwapped) {
-    return Status::BadInput(fmt::format(
-        "{}: big-endian WLF file (byte-swapped magic 0x{:08x}); this build reads "
-        "little-endian WLF only",
-        path, h.magic));
+    return Status::BadInput(
+        fmt::format("{}: big-endian WLF file (byte-swapped magic 0x{:08x}); this build reads "
+                    "little-endian WLF only",
+                    path, h.magic));
   }
   if (h.magic != kWlfMagic) return bad(fmt::format("wrong magic 0x{:08x}", h.magic));
   if (h.version != kWlfVersion) {
@@ -81,8 +82,8 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   }
   if (h.file_size != real_size) {
     return bad(fmt::format("{}: header says {} bytes, file has {}",
-                           h.file_size > real_size ? "truncated" : "trailing bytes",
-                           h.file_size, real_size));
+                           h.file_size > real_size ? "truncated" : "trailing bytes", h.file_size,
+                           real_size));
   }
   if (real_size < sizeof(WlfHeader) + sizeof(WlfTail)) return bad("too short for header and tail");
 
@@ -106,8 +107,8 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
     return bad(fmt::format("data_offset {} is inside the header", h.data_offset));
   }
   if (!InBounds(0, h.data_offset, tail_off)) {
-    return bad(fmt::format("data_offset {} is past the end of the data ({})", h.data_offset,
-                           tail_off));
+    return bad(
+        fmt::format("data_offset {} is past the end of the data ({})", h.data_offset, tail_off));
   }
   const uint64_t meta_len = h.data_offset - h.meta_offset;
   if (meta_len > kMaxMetaBytes) {
@@ -153,46 +154,47 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
     if (nul == nullptr) return bad_tensor("name is not NUL-terminated within 4096 bytes");
     TensorInfo info;
     info.name.assign(name_begin, static_cast<const char*>(nul));
+    // Past this point every message names the tensor, escaped (a name may hold a newline).
+    auto bad_named = [&](const std::string& what) {
+      return bad_tensor(fmt::format("'{}': {}", Printable(info.name), what));
+    };
 
     uint64_t elem_size;
     if (!WlfDTypeInfo(e.dtype, &info.dtype, &elem_size)) {
-      return bad_tensor(fmt::format("'{}': unknown dtype code {}", info.name, e.dtype));
+      return bad_named(fmt::format("unknown dtype code {}", e.dtype));
     }
     if (e.shape_count > kMaxShapeRank) {
-      return bad_tensor(fmt::format("'{}': shape_count {} exceeds {}", info.name, e.shape_count,
-                                    kMaxShapeRank));
+      return bad_named(fmt::format("shape_count {} exceeds {}", e.shape_count, kMaxShapeRank));
     }
     if (!meta_at(e.shape_offset, e.shape_count * sizeof(uint64_t), &rel)) {
-      return bad_tensor(fmt::format("'{}': shape_offset {} outside the metadata area", info.name,
-                                    e.shape_offset));
+      return bad_named(fmt::format("shape_offset {} outside the metadata area", e.shape_offset));
     }
     uint64_t elements = 1;
     info.shape.resize(e.shape_count);
     for (uint64_t d = 0; d < e.shape_count; ++d) {
       std::memcpy(&info.shape[d], meta.data() + rel + d * sizeof(uint64_t), sizeof(uint64_t));
       if (info.shape[d] != 0 && elements > std::numeric_limits<uint64_t>::max() / info.shape[d]) {
-        return bad_tensor(fmt::format("'{}': shape product overflows", info.name));
+        return bad_named("shape product overflows");
       }
       elements *= info.shape[d];
     }
     if (elements > std::numeric_limits<uint64_t>::max() / elem_size ||
         elements * elem_size != e.data_size) {
-      return bad_tensor(fmt::format("'{}': data_size {} does not match shape and dtype {}",
-                                    info.name, e.data_size, info.dtype));
+      return bad_named(
+          fmt::format("data_size {} does not match shape and dtype {}", e.data_size, info.dtype));
     }
     if (e.data_offset < h.data_offset || !InBounds(e.data_offset, e.data_size, tail_off)) {
-      return bad_tensor(fmt::format("'{}': data [{}, +{}) outside the data area [{}, {})",
-                                    info.name, e.data_offset, e.data_size, h.data_offset,
-                                    tail_off));
+      return bad_named(fmt::format("data [{}, +{}) outside the data area [{}, {})", e.data_offset,
+                                   e.data_size, h.data_offset, tail_off));
     }
     if (e.data_offset % kWlfMinTensorAlign != 0) {
-      return bad_tensor(fmt::format("'{}': data_offset {} is not {}-byte aligned", info.name,
-                                    e.data_offset, kWlfMinTensorAlign));
+      return bad_named(
+          fmt::format("data_offset {} is not {}-byte aligned", e.data_offset, kWlfMinTensorAlign));
     }
     // Tensors are stored in table order, so "not overlapping" is "each starts after the last".
     if (e.data_offset < prev_end) {
-      return bad_tensor(fmt::format("'{}': data at {} overlaps the previous tensor (ends at {})",
-                                    info.name, e.data_offset, prev_end));
+      return bad_named(fmt::format("data at {} overlaps the previous tensor (ends at {})",
+                                   e.data_offset, prev_end));
     }
     prev_end = e.data_offset + e.data_size;
     info.offset = e.data_offset;

@@ -1,0 +1,36 @@
+#include "loaders/format/text.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace loadbench {
+namespace {
+
+bool PlainAscii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x7F && c != '"' && c != '\\';
+  });
+}
+
+// nlohmann's serializer does the escaping and the UTF-8 repair.
+std::string Quoted(std::string_view s) {
+  return nlohmann::json(std::string(s))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string JsonSafe(std::string_view s) {
+  if (PlainAscii(s)) return std::string(s);
+  return nlohmann::json::parse(Quoted(s)).get<std::string>();
+}
+
+std::string Printable(std::string_view s) {
+  if (PlainAscii(s)) return std::string(s);
+  const std::string q = Quoted(s);
+  return q.substr(1, q.size() - 2);
+}
+
+}  // namespace loadbench

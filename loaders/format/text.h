@@ -1,0 +1,17 @@
+// Text taken from a weight file (names, keys, values) on its way out: into JSON, which must be
+// valid UTF-8, and into one-line error messages, which a name holding a newline must not split.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace loadbench {
+
+// `s` with every invalid UTF-8 byte replaced by U+FFFD.
+std::string JsonSafe(std::string_view s);
+
+// `s` as it appears inside a JSON string, without the quotes: control characters, quotes and
+// backslashes escaped (\n, \u0001, \"), invalid UTF-8 replaced by U+FFFD.
+std::string Printable(std::string_view s);
+
+}  // namespace loadbench
