@@ -211,7 +211,8 @@ int main(int argc, char** argv) {
   std::string inspect_file;
   bool inspect_json = false;
   auto* inspect_cmd =
-      app.add_subcommand("inspect", "Validate a weight file and print its header and tensor table");
+      app.add_subcommand("inspect", "Validate a weight file (WLF, safetensors or GGUF, told "
+                                    "apart by content) and print its header and tensor table");
   inspect_cmd->add_option("file", inspect_file, "Weight file")->required();
   inspect_cmd->add_flag("--json", inspect_json, "Print JSON");
 

@@ -64,20 +64,6 @@ constexpr size_t kMaxShownKeys = 1024;         // keys listed in inspect's metad
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-bool ParseHex64(const std::string& text, uint64_t* out) {
-  if (text.size() != 16) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return false;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  *out = v;
-  return true;
-}
-
 class Parser {
  public:
   Parser(int fd, const std::string& path, uint64_t size) : fd_(fd), path_(path), size_(size) {}
@@ -312,8 +298,8 @@ Status Parser::KeyValue(uint64_t index) {
 Status Parser::TensorInfo(uint64_t index, Info* info) {
   const uint64_t at = pos_;
   uint64_t len;
-  LB_RETURN_IF_ERROR(
-      Str(&info->name, kMaxKeyBytes, [&] { return fmt::format("name of tensor {}", index); }, &len));
+  LB_RETURN_IF_ERROR(Str(
+      &info->name, kMaxKeyBytes, [&] { return fmt::format("name of tensor {}", index); }, &len));
   if (len > kMaxKeyBytes) {
     return Bad(fmt::format("tensor {} at offset {}: name is {} bytes long; names are limited to {}",
                            index, at, len, kMaxKeyBytes));
@@ -455,7 +441,8 @@ Status Parser::Parse(TensorTable* out) {
   t.header["rows_across_blocks"] = across_blocks_;
   t.header["duplicate_keys"] = duplicates_;
   t.header["metadata"] = metadata_;
-  if (keys_.size() > kMaxShownKeys) t.header["metadata_keys_not_shown"] = keys_.size() - kMaxShownKeys;
+  if (keys_.size() > kMaxShownKeys)
+    t.header["metadata_keys_not_shown"] = keys_.size() - kMaxShownKeys;
   t.header["checksum"] = checksum_ ? OJson(fmt::format("{:016x}", *checksum_)) : OJson();
   t.header["gen_spec_id"] = gen_spec_ ? OJson(fmt::format("{:016x}", *gen_spec_)) : OJson();
   *out = std::move(t);

@@ -333,20 +333,6 @@ class HeaderSax {
   int skip_depth_ = 0;
 };
 
-bool ParseHex64(const std::string& text, uint64_t* out) {
-  if (text.size() != 16) return false;
-  uint64_t v = 0;
-  for (char c : text) {
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else return false;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  *out = v;
-  return true;
-}
-
 }  // namespace
 
 bool LooksLikeSafetensors(const unsigned char* head, size_t len) {
@@ -357,7 +343,8 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   auto bad = [&](const std::string& what) {
     return Status::BadInput(fmt::format("{}: invalid safetensors file: {}", path, what));
   };
-  if (real_size < 8) return bad(fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
+  if (real_size < 8)
+    return bad(fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
   uint64_t n = 0;
   LB_RETURN_IF_ERROR(PreadExact(fd, path, &n, sizeof n, 0));
   if (n > kSafetensorsMaxHeader) {
@@ -494,8 +481,8 @@ Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, Tens
   t.header["checksum"] = t.expected_checksum
                              ? nlohmann::ordered_json(fmt::format("{:016x}", *t.expected_checksum))
                              : nlohmann::ordered_json();
-  t.header["gen_spec_id"] =
-      gen_spec ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec)) : nlohmann::ordered_json();
+  t.header["gen_spec_id"] = gen_spec ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec))
+                                     : nlohmann::ordered_json();
   *out = std::move(t);
   return Status::Ok();
 }

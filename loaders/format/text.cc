@@ -33,4 +33,22 @@ std::string Printable(std::string_view s) {
   return q.substr(1, q.size() - 2);
 }
 
+bool ParseHex64(std::string_view text, uint64_t* out) {
+  if (text.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      d = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    v = v << 4 | static_cast<uint64_t>(d);
+  }
+  *out = v;
+  return true;
+}
+
 }  // namespace loadbench

@@ -43,7 +43,8 @@ inline std::string TableProblem(const Status& s, const TensorTable& t, size_t si
   if (t.data_offset > size) return "data_offset is past the end";
   uint64_t total = 0;
   for (const TensorInfo& x : t.tensors) {
-    if (x.offset > size || x.size > size - x.offset) return "tensor '" + x.name + "' is past the end";
+    if (x.offset > size || x.size > size - x.offset)
+      return "tensor '" + x.name + "' is past the end";
     if (x.size > 0 && x.offset < t.data_offset) return "tensor '" + x.name + "' is in the header";
     total += x.size;
   }
