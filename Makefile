@@ -24,8 +24,10 @@ $(BUILD)/.setup-done: scripts/setup.sh
 $(BUILD)/CMakeCache.txt: $(BUILD)/.setup-done CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+# The binaries; the GoogleTest binary is built where it runs, in the sanitizer tree (test-asan).
+# `cmake --build build` still builds everything, for working on the tests.
 build: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS) --target loadbench loadbench_bench
 
 setup:
 	bash scripts/setup.sh
@@ -56,13 +58,16 @@ fuzz:
 	@bash scripts/setup.sh fuzz
 	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)-fuzz
 
-# Tests run one at a time: some drop the page cache, which would disturb a warm-cache test
-# running beside them.
+# The tests, one at a time (some drop the page cache, which would disturb a warm-cache test
+# running beside them). This build runs what drives its optimized binaries (labelled `binary`:
+# the scripts' pytest, the real-file pytest, the microbenchmark smoke run); the GoogleTest suite
+# runs in the sanitizer build, where its CLI tests drive that build's binary. Each suite is built
+# and run once: the two builds are most of the time `make test` takes on two cores.
 test: build
-	cd $(BUILD) && ctest --output-on-failure
+	cd $(BUILD) && ctest --output-on-failure -L binary
 	$(MAKE) --no-print-directory test-asan
 
-# The tests again under AddressSanitizer and UndefinedBehaviorSanitizer: every parser of
+# The GoogleTest suite under AddressSanitizer and UndefinedBehaviorSanitizer: every parser of
 # untrusted files must survive them. One process runs them all: an ASan binary starts slowly,
 # and ctest would start it once per test (three to four times longer here).
 test-asan: $(BUILD)/.setup-done
