@@ -216,7 +216,7 @@ class DataWriter {
     const size_t pool_bytes = nslots_ * chunk_alloc_;
     void* mem = ::mmap(nullptr, pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                        -1, 0);
-    if (mem == MAP_FAILED) return Status::FromErrno("gen: allocating chunk buffers", errno);
+    if (mem == MAP_FAILED) return Status::FromErrno("allocating chunk buffers", errno);
     Mapping pool(mem, pool_bytes);
     ::madvise(mem, pool_bytes, MADV_HUGEPAGE);  // advice only: fewer first-touch faults
     ready_.assign(nslots_, UINT64_MAX);
@@ -226,7 +226,7 @@ class DataWriter {
     try {
       for (int i = 0; i < nthreads_; ++i) workers.emplace_back([this, &pool] { Work(pool); });
     } catch (const std::system_error& e) {
-      st = Status::IOError(fmt::format("gen: cannot start a generator thread: {}", e.what()));
+      st = Status::IOError(fmt::format("cannot start a generator thread: {}", e.what()));
     }
     if (st.ok()) st = WriteAll(pool, state.get());
     {
@@ -450,31 +450,31 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
   GenPlan p;
   if (opts.format != "wlf" && opts.format != "safetensors" && opts.format != "gguf") {
     return Status::BadInput(
-        fmt::format("gen: unknown format '{}' (use wlf, safetensors or gguf)", opts.format));
+        fmt::format("unknown format '{}' (use wlf, safetensors or gguf)", opts.format));
   }
-  if (opts.size_bytes == 0) return Status::BadInput("gen: size must be greater than 0");
+  if (opts.size_bytes == 0) return Status::BadInput("size must be greater than 0");
   p.align = opts.align;
   if (opts.format == "wlf") {
     if (p.align == 0) p.align = 4096;
     if (!IsPowerOfTwo(p.align) || p.align < kWlfMinTensorAlign) {
       return Status::BadInput(fmt::format(
-          "gen: WLF alignment {} must be a power of two of at least {}", p.align,
+          "WLF alignment {} must be a power of two of at least {}", p.align,
           kWlfMinTensorAlign));
     }
   } else if (opts.format == "gguf") {
     if (p.align == 0) p.align = kGgufDefaultAlignment;
     if (!IsPowerOfTwo(p.align) || p.align > (1ull << 31)) {
       return Status::BadInput(fmt::format(
-          "gen: GGUF alignment {} must be a power of two of at most 2^31", p.align));
+          "GGUF alignment {} must be a power of two of at most 2^31", p.align));
     }
   } else if (p.align != 0) {
     return Status::BadInput(
-        "gen: safetensors has no tensor alignment (tensors follow one another after the "
+        "safetensors has no tensor alignment (tensors follow one another after the "
         "header); leave out --align");
   }
   WlfDType dtype;
   if (!WlfDTypeFromName(opts.dtype, &dtype)) {
-    return Status::BadInput(fmt::format("gen: unknown dtype '{}' (use bf16 or f16)", opts.dtype));
+    return Status::BadInput(fmt::format("unknown dtype '{}' (use bf16 or f16)", opts.dtype));
   }
   LB_RETURN_IF_ERROR(PlanPreset(opts.preset, opts.size_bytes, dtype, &p.model));
   GenOptions resolved = opts;
@@ -488,9 +488,9 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
 }
 
 Status Generate(const GenOptions& opts, GenResult* result) {
-  if (opts.out_path.empty()) return Status::BadInput("gen: no output file given");
+  if (opts.out_path.empty()) return Status::BadInput("no output file given");
   if (opts.threads < 0) {
-    return Status::BadInput(fmt::format("gen: threads {} must be >= 0", opts.threads));
+    return Status::BadInput(fmt::format("threads {} must be >= 0", opts.threads));
   }
   GenPlan plan;
   LB_RETURN_IF_ERROR(PlanGenerated(opts, &plan));
@@ -589,7 +589,7 @@ Status Generate(const GenOptions& opts, GenResult* result) {
   FileLayout again;
   LB_RETURN_IF_ERROR(EncodeHead(opts.format, plan, checksum, &again, &head));
   if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
-    return Status::Failed(fmt::format("gen: encoded head is {} bytes, layout expects {}",
+    return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}",
                                       head.size(), layout.data_offset));
   }
   LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
