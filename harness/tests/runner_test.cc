@@ -47,6 +47,14 @@ class RunnerTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
+  // A real safetensors file (it stores no checksum), copied into the test's folder.
+  std::string CopyRealSafetensors() {
+    const std::string file = dir_ + "/overall.safetensors";
+    fs::copy_file(
+        fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors", file);
+    return file;
+  }
+
   // Runs the CLI; returns its exit code (or 128 + signal).
   int Run(const std::string& args) { return test::RunLoadbenchInto(dir_, args); }
   std::string Slurp(const std::string& name) { return test::ReadWholeFile(dir_ + "/" + name); }
@@ -154,9 +162,7 @@ TEST_F(RunnerTest, ACorruptedTensorFailsTheChecksum) {
 // Safetensors and GGUF files from other tools store no checksum: the runner reads the file once
 // for a reference, and every run is checked against it.
 TEST_F(RunnerTest, AFileWithoutAStoredChecksumIsCheckedAgainstAReferenceRead) {
-  const std::string file = dir_ + "/overall.safetensors";
-  fs::copy_file(fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors",
-                file);
+  const std::string file = CopyRealSafetensors();
   const std::string out = dir_ + "/results";
   ASSERT_EQ(Run("run --file " + file + " --strategies fread,mmap,odirect --cache warm --reps 1"
                 " --sample-ms 0 --out " + out), 0) << Slurp("stderr.txt");
@@ -175,9 +181,7 @@ TEST_F(RunnerTest, AFileWithoutAStoredChecksumIsCheckedAgainstAReferenceRead) {
 }
 
 TEST_F(RunnerTest, ALoadThatDisagreesWithTheReferenceIsAFailedRun) {
-  const std::string file = dir_ + "/overall.safetensors";
-  fs::copy_file(fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors",
-                file);
+  const std::string file = CopyRealSafetensors();
   const test::ProcessResult p = test::RunLoadbench(
       {"worker", "--file", file, "--strategy", "mmap", "--expect-checksum", "0123456789abcdef"});
   ASSERT_EQ(p.exit_code, 0) << test::Describe(p);
