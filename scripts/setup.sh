@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config git
   libcli11-dev nlohmann-json3-dev libxxhash-dev libfmt-dev
   libgtest-dev libgmock-dev
-  liburing-dev libboost-dev libpfm4-dev libbenchmark-dev
+  liburing-dev libboost-dev libpfm4-dev libbenchmark-dev libtomlplusplus-dev
   fio
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy
 )

@@ -1,0 +1,302 @@
+#include "harness/experiment.h"
+
+#include <cctype>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "loaders/units.h"
+
+namespace loadbench {
+namespace {
+
+// "PATH:LINE: what", the one-line message of a malformed experiment.
+Status BadAt(const std::string& path, const toml::source_region& where, const std::string& what) {
+  return Status::BadInput(fmt::format("{}:{}: {}", path, where.begin.line, what));
+}
+
+// An option value as a user writes it on the command line: "4", "1MiB", "on".
+std::optional<std::string> OptionText(const toml::node& n) {
+  if (auto s = n.value<std::string>()) return *s;
+  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
+  if (auto b = n.value<bool>()) return *b ? "on" : "off";
+  return std::nullopt;
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, const std::string& data_dir) : path_(path), data_(data_dir) {}
+
+  Status Read(const toml::table& top, Experiment* e) {
+    for (const auto& [key, node] : top) {
+      const std::string k(key.str());
+      if (k == "name") {
+        LB_RETURN_IF_ERROR(String(node, "name", &e->name));
+      } else if (k == "reps") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
+        e->reps = static_cast<int>(v);
+      } else if (k == "timeout_s") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "timeout_s", 0, 7 * 24 * 3600, &v));
+        e->timeout_s = static_cast<double>(v);
+      } else if (k == "order") {
+        std::string order;
+        LB_RETURN_IF_ERROR(String(node, "order", &order));
+        if (order != "interleaved" && order != "grouped") {
+          return BadAt(path_, node.source(),
+                       fmt::format("order '{}' is not interleaved or grouped", order));
+        }
+        e->interleaved = order == "interleaved";
+      } else if (k == "cache") {
+        LB_RETURN_IF_ERROR(Caches(node, &e->caches));
+      } else if (k == "file") {
+        LB_RETURN_IF_ERROR(Tables(node, "file", [&](const toml::table& t) {
+          return File(t, &e->files);
+        }));
+      } else if (k == "strategy") {
+        LB_RETURN_IF_ERROR(Tables(node, "strategy", [&](const toml::table& t) {
+          return Strategy(t, &e->strategies);
+        }));
+      } else {
+        return BadAt(path_, node.source(), fmt::format("unknown key '{}'", k));
+      }
+    }
+    if (e->name.empty()) {
+      e->name = std::filesystem::path(path_).stem().string();
+    }
+    if (e->files.empty()) return Status::BadInput(fmt::format("{}: no [[file]]", path_));
+    if (e->strategies.empty()) return Status::BadInput(fmt::format("{}: no [[strategy]]", path_));
+    return Status::Ok();
+  }
+
+ private:
+  Status String(const toml::node& n, const char* what, std::string* out) {
+    auto v = n.value<std::string>();
+    if (!v) return BadAt(path_, n.source(), fmt::format("{} must be a string", what));
+    *out = *v;
+    return Status::Ok();
+  }
+
+  Status Integer(const toml::node& n, const char* what, int64_t lo, int64_t hi, int64_t* out) {
+    if (!n.is_integer())
+      return BadAt(path_, n.source(), fmt::format("{} must be an integer", what));
+    *out = *n.value<int64_t>();
+    if (*out < lo || *out > hi) {
+      return BadAt(path_, n.source(), fmt::format("{} = {} is out of range ({} to {})", what,
+                                                  *out, lo, hi));
+    }
+    return Status::Ok();
+  }
+
+  Status Caches(const toml::node& n, std::vector<std::string>* out) {
+    std::vector<std::string> caches;
+    auto add = [&](const toml::node& c) {
+      auto v = c.value<std::string>();
+      if (!v || (*v != "cold" && *v != "warm" && *v != "both")) {
+        return BadAt(path_, c.source(), "cache must be \"cold\", \"warm\" or \"both\"");
+      }
+      if (*v == "both") {
+        caches.insert(caches.end(), {"cold", "warm"});
+      } else {
+        caches.push_back(*v);
+      }
+      return Status::Ok();
+    };
+    if (const toml::array* a = n.as_array()) {
+      for (const toml::node& c : *a) LB_RETURN_IF_ERROR(add(c));
+    } else {
+      LB_RETURN_IF_ERROR(add(n));
+    }
+    if (caches.empty()) return BadAt(path_, n.source(), "cache is an empty list");
+    *out = std::move(caches);
+    return Status::Ok();
+  }
+
+  template <typename Fn>
+  Status Tables(const toml::node& n, const char* what, Fn&& fn) {
+    const toml::array* a = n.as_array();
+    if (a == nullptr || !a->is_array_of_tables()) {
+      return BadAt(path_, n.source(), fmt::format("{} must be written [[{}]]", what, what));
+    }
+    for (const toml::node& t : *a) LB_RETURN_IF_ERROR(fn(*t.as_table()));
+    return Status::Ok();
+  }
+
+  Status File(const toml::table& t, std::vector<ExperimentFile>* out) {
+    ExperimentFile f;
+    std::string size;
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (k == "path") {
+        LB_RETURN_IF_ERROR(String(node, "path", &f.path));
+      } else if (k == "preset") {
+        LB_RETURN_IF_ERROR(String(node, "preset", &f.gen.preset));
+      } else if (k == "size") {
+        LB_RETURN_IF_ERROR(String(node, "size", &size));
+        Status s = ParseBytes(size, "size", &f.gen.size_bytes);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+      } else if (k == "format") {
+        LB_RETURN_IF_ERROR(String(node, "format", &f.gen.format));
+      } else if (k == "dtype") {
+        LB_RETURN_IF_ERROR(String(node, "dtype", &f.gen.dtype));
+      } else if (k == "align" || k == "seed") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 0, INT64_MAX, &v));
+        (k == "align" ? f.gen.align : f.gen.seed) = static_cast<uint64_t>(v);
+      } else {
+        return BadAt(path_, node.source(), fmt::format("[[file]]: unknown key '{}'", k));
+      }
+    }
+    if (!f.path.empty()) {
+      if (!size.empty()) {
+        return BadAt(path_, t.source(), "[[file]] has both path (a file to use) and size (one "
+                                        "to generate)");
+      }
+      out->push_back(std::move(f));
+      return Status::Ok();
+    }
+    if (size.empty()) {
+      return BadAt(path_, t.source(), "[[file]] needs path (a file to use) or size (one to "
+                                      "generate)");
+    }
+    f.generate = true;
+    GenPlan plan;
+    Status s = PlanGenerated(f.gen, &plan);
+    if (!s.ok()) return BadAt(path_, t.source(), s.message());
+    f.file_bytes = plan.layout.file_size;
+    // Named by spec, so that every experiment asking for the same file finds it.
+    f.gen.out_path = fmt::format("{}/{}-{}-{}-s{}{}.{}", data_, f.gen.preset, FormatSize(size),
+                                 f.gen.dtype, f.gen.seed,
+                                 f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
+                                 f.gen.format);
+    f.path = f.gen.out_path;
+    out->push_back(std::move(f));
+    return Status::Ok();
+  }
+
+  // "4GiB" stays "4GiB"; spaces and slashes cannot reach a file name.
+  static std::string FormatSize(const std::string& size) {
+    std::string out;
+    for (char c : size) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '.') out += c;
+    }
+    return out;
+  }
+
+  Status Strategy(const toml::table& t, std::vector<ExperimentStrategy>* out) {
+    std::string name;
+    // Option name to its values: one for a scalar, several for a grid axis.
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (k == "name") {
+        LB_RETURN_IF_ERROR(String(node, "name", &name));
+        continue;
+      }
+      std::vector<std::string> values;
+      auto add = [&](const toml::node& v) {
+        auto text = OptionText(v);
+        if (!text) {
+          return BadAt(path_, v.source(),
+                       fmt::format("option {}: a value must be a string, integer or boolean", k));
+        }
+        values.push_back(*text);
+        return Status::Ok();
+      };
+      if (const toml::array* a = node.as_array()) {
+        for (const toml::node& v : *a) LB_RETURN_IF_ERROR(add(v));
+        if (values.empty()) {
+          return BadAt(path_, node.source(), fmt::format("option {}: empty list", k));
+        }
+      } else {
+        LB_RETURN_IF_ERROR(add(node));
+      }
+      axes.emplace_back(k, std::move(values));
+    }
+    if (name.empty()) return BadAt(path_, t.source(), "[[strategy]] has no name");
+    // The grid: every combination of the axes, the first axis varying slowest.
+    std::vector<std::map<std::string, std::string>> points = {{}};
+    for (const auto& [option, values] : axes) {
+      std::vector<std::map<std::string, std::string>> next;
+      for (const auto& p : points) {
+        for (const auto& v : values) {
+          auto q = p;
+          q[option] = v;
+          next.push_back(std::move(q));
+        }
+      }
+      points = std::move(next);
+    }
+    const StrategyInfo* info = FindStrategy(name);
+    for (auto& options : points) {
+      ExperimentStrategy s;
+      s.spec.name = name;
+      s.spec.text = name;
+      for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
+      s.spec.options = std::move(options);
+      if (info == nullptr) {
+        s.unsupported = fmt::format("strategy '{}' does not exist in this build", name);
+      } else {
+        Params ignored;
+        Status st = Params::Resolve(name, info->options, s.spec.options, &ignored);
+        if (!st.ok()) s.unsupported = st.message();
+      }
+      out->push_back(std::move(s));
+    }
+    return Status::Ok();
+  }
+
+  const std::string& path_;
+  const std::string& data_;
+};
+
+void Plan(Experiment* e) {
+  const size_t nf = e->files.size(), ns = e->strategies.size();
+  e->runs.clear();
+  if (e->interleaved) {
+    for (int rep = 0; rep < e->reps; ++rep) {
+      for (const std::string& cache : e->caches) {
+        for (size_t f = 0; f < nf; ++f) {
+          for (size_t k = 0; k < ns; ++k) {
+            e->runs.push_back({f, (k + static_cast<size_t>(rep)) % ns, cache, rep});
+          }
+        }
+      }
+    }
+    return;
+  }
+  for (size_t f = 0; f < nf; ++f) {
+    for (size_t k = 0; k < ns; ++k) {
+      for (const std::string& cache : e->caches) {
+        for (int rep = 0; rep < e->reps; ++rep) e->runs.push_back({f, k, cache, rep});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out) {
+  toml::table top;
+  try {
+    top = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const std::string what(e.description());
+    if (e.source().begin.line == 0) {
+      return Status::BadInput(fmt::format("{}: {}", path, what));  // unreadable, not malformed
+    }
+    return BadAt(path, e.source(), what);
+  }
+  Experiment e;
+  LB_RETURN_IF_ERROR(Reader(path, data_dir).Read(top, &e));
+  Plan(&e);
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+}  // namespace loadbench

@@ -1,0 +1,78 @@
+// Experiment files: a TOML file that states a question and the runs that answer it, read and
+// expanded into the list of runs (the plan). The file's shape:
+//
+//   # Question: how does io_uring's queue depth change a cold load?
+//   name = "io-depth"              # recorded as each run's `experiment`
+//   reps = 3                       # repetitions of every run (default 3)
+//   cache = ["cold"]               # "cold", "warm", or a list of them (default both)
+//   order = "interleaved"          # or "grouped" (default interleaved)
+//   timeout_s = 600                # per run, 0 = none (default 0)
+//
+//   [[file]]                       # a file to generate (cached by spec in the data folder)...
+//   preset = "llama"
+//   size = "4GiB"
+//   format = "wlf"                 # wlf, safetensors, gguf (default wlf)
+//   align = 4096                   # optional; the format's default otherwise
+//   seed = 0
+//   dtype = "bf16"
+//
+//   [[file]]                       # ...or one to use as it is
+//   path = "models/model.gguf"
+//
+//   [[strategy]]                   # every other key is an option; a list is a grid axis
+//   name = "io_uring"
+//   qd = [1, 4, 16, 64]
+//   chunk = ["256KiB", "1MiB", "4MiB"]
+//
+// Interleaved order: each repetition runs every file, strategy and cache state once, rotated by
+// one strategy per repetition, so that drift on a shared machine hits all alike. Grouped order:
+// all repetitions of one combination back to back.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/gen/generator.h"
+#include "loaders/loader.h"
+#include "loaders/status.h"
+
+namespace loadbench {
+
+struct ExperimentFile {
+  std::string path;      // the file to load; for a generated one, where gen writes it
+  bool generate = false;
+  GenOptions gen;        // when generate
+  uint64_t file_bytes = 0;  // planned size of a generated file; 0 for a given one
+};
+
+// One point of a strategy's grid.
+struct ExperimentStrategy {
+  StrategySpec spec;        // name and options as a run gets them; spec.text as on the CLI
+  std::string unsupported;  // why it cannot run (unknown strategy, bad option), else empty
+};
+
+struct ExperimentRun {
+  size_t file = 0;      // index into Experiment::files
+  size_t strategy = 0;  // index into Experiment::strategies
+  std::string cache;    // "cold" or "warm"
+  int rep = 0;
+};
+
+struct Experiment {
+  std::string name;
+  int reps = 3;
+  std::vector<std::string> caches = {"cold", "warm"};
+  bool interleaved = true;
+  double timeout_s = 0;
+  std::vector<ExperimentFile> files;
+  std::vector<ExperimentStrategy> strategies;
+  std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made
+};
+
+// Reads and expands the experiment at `path`; generated files go to `data_dir`. A malformed
+// file is kBadInput with "PATH:LINE: reason". A strategy that does not exist here or an option
+// it does not take is not an error: its runs are planned and reported `unsupported`.
+Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out);
+
+}  // namespace loadbench

@@ -1,0 +1,191 @@
+// Experiment files: grids expand to every combination, the plan has the order the file asks
+// for, a strategy this build lacks is planned as unsupported, and a malformed file names the
+// line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "harness/experiment.h"
+#include "tests/support/wlf_fixture.h"
+
+namespace loadbench {
+namespace {
+
+class ExperimentTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    const std::string path = dir_.File("e.toml");
+    std::ofstream(path) << text;
+    return path;
+  }
+  Status Load(const std::string& text, Experiment* e) {
+    return LoadExperiment(Write(text), dir_.File("data"), e);
+  }
+  // The message of a file that must be refused.
+  std::string Refusal(const std::string& text) {
+    Experiment e;
+    const Status s = Load(text, &e);
+    EXPECT_EQ(s.code(), Status::Code::kBadInput) << text;
+    return s.message();
+  }
+
+  test::TempDir dir_;
+};
+
+constexpr const char* kGrid = R"(# Question: a grid.
+name = "grid"
+reps = 2
+cache = "both"
+
+[[file]]
+preset = "llama"
+size = "4MiB"
+format = "gguf"
+
+[[strategy]]
+name = "io_uring"
+qd = [1, 4]
+chunk = ["256KiB", "1MiB"]
+
+[[strategy]]
+name = "fread"
+)";
+
+TEST_F(ExperimentTest, GridsExpandToEveryCombination) {
+  Experiment e;
+  const Status s = Load(kGrid, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.name, "grid");
+  ASSERT_EQ(e.strategies.size(), 5u);
+  std::set<std::string> texts;
+  for (const auto& st : e.strategies) {
+    texts.insert(st.spec.text);
+    EXPECT_EQ(st.unsupported, "") << st.spec.text;
+  }
+  EXPECT_EQ(texts, (std::set<std::string>{"io_uring:chunk=256KiB:qd=1",
+                                          "io_uring:chunk=256KiB:qd=4", "io_uring:chunk=1MiB:qd=1",
+                                          "io_uring:chunk=1MiB:qd=4", "fread"}));
+  // 2 reps x 2 cache states x 1 file x 5 strategies, each combination exactly once per rep.
+  ASSERT_EQ(e.runs.size(), 20u);
+  std::set<std::tuple<size_t, std::string, int>> seen;
+  for (const auto& r : e.runs) EXPECT_TRUE(seen.insert({r.strategy, r.cache, r.rep}).second);
+}
+
+TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
+  Experiment e;
+  ASSERT_TRUE(Load(kGrid, &e).ok());
+  ASSERT_TRUE(e.interleaved);
+  // Rep 0 runs strategies 0..4 cold, then warm; rep 1 starts one strategy later.
+  EXPECT_EQ(e.runs[0].rep, 0);
+  EXPECT_EQ(e.runs[0].cache, "cold");
+  EXPECT_EQ(e.runs[0].strategy, 0u);
+  EXPECT_EQ(e.runs[5].cache, "warm");
+  EXPECT_EQ(e.runs[10].rep, 1);
+  EXPECT_EQ(e.runs[10].strategy, 1u);
+  EXPECT_EQ(e.runs[14].strategy, 0u);
+}
+
+TEST_F(ExperimentTest, GroupedOrderKeepsRepetitionsTogether) {
+  Experiment e;
+  ASSERT_TRUE(Load(std::string(kGrid) + "", &e).ok());
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 2\norder = \"grouped\"");
+  ASSERT_TRUE(Load(text, &e).ok());
+  EXPECT_FALSE(e.interleaved);
+  ASSERT_EQ(e.runs.size(), 20u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(e.runs[i].strategy, 0u) << i;
+  EXPECT_EQ(e.runs[0].rep, 0);
+  EXPECT_EQ(e.runs[1].rep, 1);
+  EXPECT_EQ(e.runs[2].cache, "warm");
+}
+
+TEST_F(ExperimentTest, GeneratedFilesAreNamedBySpecInTheDataFolder) {
+  Experiment e;
+  ASSERT_TRUE(Load(kGrid, &e).ok());
+  ASSERT_EQ(e.files.size(), 1u);
+  EXPECT_TRUE(e.files[0].generate);
+  EXPECT_EQ(e.files[0].path, dir_.File("data") + "/llama-4MiB-bf16-s0.gguf");
+  EXPECT_GT(e.files[0].file_bytes, 4u << 20);
+  ASSERT_TRUE(Load("[[file]]\npath = \"/models/x.safetensors\"\n[[strategy]]\nname = \"mmap\"\n",
+                   &e).ok());
+  EXPECT_FALSE(e.files[0].generate);
+  EXPECT_EQ(e.files[0].path, "/models/x.safetensors");
+  EXPECT_EQ(e.name, "e");  // from the file name when not given
+}
+
+// A strategy this build does not have, or an option it does not take, is planned: its runs
+// are reported unsupported with the reason, and the rest of the experiment runs.
+TEST_F(ExperimentTest, UnknownStrategiesAndOptionsArePlannedAsUnsupported) {
+  Experiment e;
+  const Status s = Load(R"([[file]]
+path = "x.wlf"
+[[strategy]]
+name = "cuda_bounce"
+[[strategy]]
+name = "fread"
+flavour = "sweet"
+[[strategy]]
+name = "mmap"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(e.strategies.size(), 3u);
+  EXPECT_NE(e.strategies[0].unsupported.find("'cuda_bounce' does not exist"), std::string::npos);
+  EXPECT_NE(e.strategies[1].unsupported.find("unknown option 'flavour'"), std::string::npos)
+      << e.strategies[1].unsupported;
+  EXPECT_EQ(e.strategies[2].unsupported, "");
+  EXPECT_EQ(e.runs.size(), 3u * 2u * 3u);  // 3 reps, both cache states by default
+}
+
+TEST_F(ExperimentTest, MalformedFilesNameTheLine) {
+  EXPECT_NE(Refusal("name = \"x\"\nreps = = 3\n").find("e.toml:2:"), std::string::npos);
+  EXPECT_NE(Refusal("reps = \"three\"\n").find("e.toml:1: reps must be an integer"),
+            std::string::npos);
+  EXPECT_NE(Refusal("\n\ncolour = 1\n").find("e.toml:3: unknown key 'colour'"),
+            std::string::npos);
+  EXPECT_NE(Refusal("cache = \"hot\"\n").find("cache must be"), std::string::npos);
+  EXPECT_NE(Refusal("order = \"random\"\n").find("order 'random'"), std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\nsize = \"lots\"\n[[strategy]]\nname = \"mmap\"\n").find("e.toml:2:"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npreset = \"llama\"\n[[strategy]]\nname = \"mmap\"\n")
+                .find("needs path"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n[[strategy]]\nqd = [1]\n").find("has no name"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n").find("no [[strategy]]"), std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n[[strategy]]\nname = \"mmap\"\nx = []\n")
+                .find("e.toml:5: option x: empty list"),
+            std::string::npos);
+  Experiment e;
+  const Status s = LoadExperiment(dir_.File("missing.toml"), dir_.path(), &e);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find("missing.toml"), std::string::npos) << s.message();
+}
+
+// Every shipped experiment parses, and names only strategies and options this build has.
+TEST(ShippedExperiments, ParseAndPlanWithEveryStrategySupported) {
+  const std::filesystem::path dir = std::filesystem::path(LOADBENCH_SOURCE_DIR) / "experiments";
+  test::TempDir data;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++count;
+    Experiment e;
+    const Status s = LoadExperiment(entry.path().string(), data.path(), &e);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_FALSE(e.runs.empty()) << entry.path();
+    for (const auto& st : e.strategies) {
+      EXPECT_EQ(st.unsupported, "") << entry.path() << ": " << st.spec.text;
+    }
+    std::ifstream in(entry.path());
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first.rfind("# Question:", 0), 0u) << entry.path() << " must start with its question";
+  }
+  EXPECT_GE(count, 2);
+}
+
+}  // namespace
+}  // namespace loadbench
