@@ -83,8 +83,9 @@ class Reader {
   }
 
   Status Integer(const toml::node& n, const char* what, int64_t lo, int64_t hi, int64_t* out) {
-    if (!n.is_integer())
+    if (!n.is_integer()) {
       return BadAt(path_, n.source(), fmt::format("{} must be an integer", what));
+    }
     *out = *n.value<int64_t>();
     if (*out < lo || *out > hi) {
       return BadAt(path_, n.source(), fmt::format("{} = {} is out of range ({} to {})", what,
