@@ -271,6 +271,168 @@ Status PrepareCache(const std::string& file, const std::string& cache, DropMetho
   return MeasureResidency(file, before);
 }
 
+// What the runs of one file share, and where their records go.
+struct RunSession {
+  const RunOptions& opts;
+  const std::string& file;
+  const TensorTable& table;
+  bool root;
+  std::string stamp;  // run ids are <stamp>-<sequence>
+  int total;          // runs planned, for the progress lines
+  SpawnRequest spawn;
+  JsonlWriter& out;
+  std::vector<nlohmann::ordered_json>& records;
+  int seq = 0;
+};
+
+// One run of `spec` (opts.procs workers at once) in the `cache` state, as repetition `rep`:
+// prepares and checks the cache, spawns the workers, appends each worker's record to runs.jsonl
+// and prints it. Interrupted (*interrupted set), it writes no record. Fails only when a record
+// cannot be written.
+Status MeasureRun(RunSession& rs, const StrategySpec& spec, const std::string& cache, int rep,
+                  bool* interrupted) {
+  const StrategyInfo* info = FindStrategy(spec.name);
+  Params params;
+  Params::Resolve(spec.name, info->options, spec.options, &params);  // checked at parse
+
+  nlohmann::ordered_json base;
+  base["run_id"] = nullptr;  // set per worker below: the first field, as in the contract
+  base["experiment"] = rs.opts.experiment;
+  base["strategy"] = spec.name;
+  base["strategy_spec"] = spec.text;
+  base["params"] = params.ToJson();
+  base["file"] = rs.file;
+  base["format"] = rs.table.format;
+  base["file_bytes"] = rs.table.file_size;
+  base["cache"] = cache;
+  base["rep"] = rep;
+  base["status"] = "failed";
+  base["error"] = nullptr;
+  base["checksum_ok"] = nullptr;
+  for (const char* k2 : {"wall_s", "ready_s", "first_tensor_s", "open_s", "process_s",
+                         "user_s", "sys_s",
+                         "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
+                         "resident_before", "resident_after"}) {
+    base[k2] = nullptr;
+  }
+  base["counters"] = nlohmann::ordered_json::object();
+  base["memory"] = nlohmann::ordered_json::object();
+  base["timeline"] = nullptr;
+  if (rs.opts.procs > 1) base["procs"] = rs.opts.procs;
+  base["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
+
+  std::vector<nlohmann::ordered_json> batch(static_cast<size_t>(rs.opts.procs), base);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    batch[i]["run_id"] = fmt::format("{}-{:04d}", rs.stamp, rs.seq + 1 + static_cast<int>(i));
+  }
+  if (std::string why = info->unsupported_reason(); !why.empty()) {
+    for (auto& r : batch) {
+      r["status"] = "unsupported";
+      r["error"] = why;
+    }
+  } else {
+    DropMethod drop = rs.root ? DropMethod::kDropCaches : DropMethod::kFadvise;
+    Residency before;
+    Status prep = Status::Ok();
+    if (cache == "cold" && info->cleanup != nullptr) prep = info->cleanup(rs.file);
+    if (prep.ok()) prep = PrepareCache(rs.file, cache, &drop, &before);
+    if (!prep.ok()) {
+      // A state that cannot be made or checked is not a failure of the strategy, but no
+      // figure measured from it may count.
+      for (auto& r : batch) {
+        r["status"] = "invalid";
+        r["error"] = fmt::format("preparing the {} cache: {}", cache, prep.message());
+      }
+    } else {
+      rs.spawn.strategy = spec.text;
+      const auto cached_before = PageCacheBytes();
+      std::vector<WorkerOutcome> outcomes = SpawnWorkers(rs.spawn, interrupted);
+      if (*interrupted) return Status::Ok();  // no record: the run did not finish
+      const auto cached_after = PageCacheBytes();
+      Residency after;
+      const bool after_ok = MeasureResidency(rs.file, &after).ok();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        nlohmann::ordered_json& r = batch[i];
+        WorkerOutcome& w = outcomes[i];
+        r["resident_before"] = before.fraction();
+        if (cache == "cold") r["drop_method"] = DropMethodName(drop);
+        for (auto& [key, value] : w.record.items()) r[key] = value;
+        if (!w.error.empty()) {
+          r["status"] = "failed";
+          r["error"] = w.error;
+        }
+        if (rs.opts.procs > 1) r["proc"] = i;
+        r["process_s"] = w.process_s;
+        r["user_s"] = TimevalSeconds(w.usage.ru_utime);
+        r["sys_s"] = TimevalSeconds(w.usage.ru_stime);
+        r["major_faults"] = w.usage.ru_majflt;
+        r["minor_faults"] = w.usage.ru_minflt;
+        if (after_ok) r["resident_after"] = after.fraction();
+        // The page cache's growth over the run: the file's own pages, and the whole
+        // cache (which other activity on the machine moves too).
+        if (after_ok) {
+          r["memory"]["file_cache_growth_bytes"] =
+              (static_cast<int64_t>(after.resident_pages) -
+               static_cast<int64_t>(before.resident_pages)) * 4096;
+        }
+        if (cached_before && cached_after) {
+          r["memory"]["page_cache_growth_bytes"] =
+              static_cast<int64_t>(*cached_after) - static_cast<int64_t>(*cached_before);
+        }
+        const double frac = before.fraction();
+        if (r["status"] == "ok" && cache == "cold" && frac > kColdMaxResident) {
+          r["status"] = "invalid";
+          r["error"] = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
+                                   frac * 100, kColdMaxResident * 100);
+        } else if (r["status"] == "ok" && cache == "warm" && frac < kWarmMinResident) {
+          r["status"] = "invalid";
+          r["error"] = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",
+                                   frac * 100, kWarmMinResident * 100);
+        }
+      }
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const auto& samples = outcomes[i].timeline;
+        const auto start = batch[i].find("load_start_mono_s");
+        if (samples.empty()) continue;
+        const double zero = start != batch[i].end() && start->is_number()
+                                ? start->get<double>()
+                                : samples.front().mono_s;
+        const std::string rel =
+            fmt::format("timelines/{}.csv", batch[i]["run_id"].get<std::string>());
+        Status t = MakeDirs(rs.opts.out_dir + "/timelines");
+        if (t.ok()) t = WriteTimelineCsv(rs.opts.out_dir + "/" + rel, samples, zero);
+        if (t.ok()) {
+          batch[i]["timeline"] = rel;
+        } else {
+          fmt::print(stderr, "loadbench run: timeline: {}\n", t.message());
+        }
+      }
+    }
+  }
+
+  for (nlohmann::ordered_json& r : batch) {
+    ++rs.seq;
+    r.erase("load_start_mono_s");
+    LB_RETURN_IF_ERROR(rs.out.Append(r));
+    rs.records.push_back(r);
+    const std::string status = r["status"];
+    std::string detail;
+    if (status == "ok") {
+      detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
+                           rs.table.file_size / r["wall_s"].get<double>() / 1e9,
+                           FormatBytes(r["peak_rss_bytes"].is_number()
+                                           ? r["peak_rss_bytes"].get<uint64_t>()
+                                           : 0));
+    } else {
+      detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
+    }
+    fmt::print(stderr, "[{}/{}] {} {} rep {}{}: {} {}\n", rs.seq, rs.total, cache, spec.text, rep,
+               rs.opts.procs > 1 ? fmt::format(" proc {}", r["proc"].get<int>()) : "",
+               status, detail);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunBenchmark(const RunOptions& options) {
@@ -391,7 +553,6 @@ int RunBenchmark(const RunOptions& options) {
   } cleanup_guard{opts, file};
 
   std::vector<nlohmann::ordered_json> records;
-  int seq = 0;
   bool interrupted = false;
   const size_t n_strat = opts.strategies.size();
   SpawnRequest spawn;
@@ -402,156 +563,20 @@ int RunBenchmark(const RunOptions& options) {
   spawn.timeout_s = opts.timeout_s;
   spawn.sample_s = opts.sample_ms / 1000.0;
   spawn.expect_checksum = fmt::format("{:016x}", *table.expected_checksum);
+  RunSession session{opts, file, table, root, stamp, total, spawn, runs_out, records};
   for (int rep = 0; rep < opts.reps && !interrupted; ++rep) {
     for (const std::string& cache : opts.caches) {
-      if (interrupted) break;
       for (size_t k = 0; k < n_strat && !interrupted; ++k) {
         // Rotate the order every repetition so that no strategy always runs first after a
         // state change, and drift on a shared machine hits all of them alike.
-        const StrategySpec& spec = opts.strategies[(k + static_cast<size_t>(rep)) % n_strat];
-        const StrategyInfo* info = FindStrategy(spec.name);
-        Params params;
-        Params::Resolve(spec.name, info->options, spec.options, &params);  // checked at parse
-
-        nlohmann::ordered_json base;
-        base["run_id"] = nullptr;  // set per worker below: the first field, as in the contract
-        base["experiment"] = opts.experiment;
-        base["strategy"] = spec.name;
-        base["strategy_spec"] = spec.text;
-        base["params"] = params.ToJson();
-        base["file"] = file;
-        base["format"] = table.format;
-        base["file_bytes"] = table.file_size;
-        base["cache"] = cache;
-        base["rep"] = rep;
-        base["status"] = "failed";
-        base["error"] = nullptr;
-        base["checksum_ok"] = nullptr;
-        for (const char* k2 : {"wall_s", "ready_s", "first_tensor_s", "open_s", "process_s",
-                               "user_s", "sys_s",
-                               "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
-                               "resident_before", "resident_after"}) {
-          base[k2] = nullptr;
-        }
-        base["counters"] = nlohmann::ordered_json::object();
-        base["memory"] = nlohmann::ordered_json::object();
-        base["timeline"] = nullptr;
-        if (opts.procs > 1) base["procs"] = opts.procs;
-        base["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
-
-        std::vector<nlohmann::ordered_json> batch(static_cast<size_t>(opts.procs), base);
-        for (size_t i = 0; i < batch.size(); ++i) {
-          batch[i]["run_id"] = fmt::format("{}-{:04d}", stamp, seq + 1 + static_cast<int>(i));
-        }
-        if (std::string why = info->unsupported_reason(); !why.empty()) {
-          for (auto& r : batch) {
-            r["status"] = "unsupported";
-            r["error"] = why;
-          }
-        } else {
-          DropMethod drop = root ? DropMethod::kDropCaches : DropMethod::kFadvise;
-          Residency before;
-          Status prep = Status::Ok();
-          if (cache == "cold" && info->cleanup != nullptr) prep = info->cleanup(file);
-          if (prep.ok()) prep = PrepareCache(file, cache, &drop, &before);
-          if (!prep.ok()) {
-            // A state that cannot be made or checked is not a failure of the strategy, but no
-            // figure measured from it may count.
-            for (auto& r : batch) {
-              r["status"] = "invalid";
-              r["error"] = fmt::format("preparing the {} cache: {}", cache, prep.message());
-            }
-          } else {
-            spawn.strategy = spec.text;
-            const auto cached_before = PageCacheBytes();
-            std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, &interrupted);
-            if (interrupted) break;
-            const auto cached_after = PageCacheBytes();
-            Residency after;
-            const bool after_ok = MeasureResidency(file, &after).ok();
-            for (size_t i = 0; i < batch.size(); ++i) {
-              nlohmann::ordered_json& r = batch[i];
-              WorkerOutcome& w = outcomes[i];
-              r["resident_before"] = before.fraction();
-              if (cache == "cold") r["drop_method"] = DropMethodName(drop);
-              for (auto& [key, value] : w.record.items()) r[key] = value;
-              if (!w.error.empty()) {
-                r["status"] = "failed";
-                r["error"] = w.error;
-              }
-              if (opts.procs > 1) r["proc"] = i;
-              r["process_s"] = w.process_s;
-              r["user_s"] = TimevalSeconds(w.usage.ru_utime);
-              r["sys_s"] = TimevalSeconds(w.usage.ru_stime);
-              r["major_faults"] = w.usage.ru_majflt;
-              r["minor_faults"] = w.usage.ru_minflt;
-              if (after_ok) r["resident_after"] = after.fraction();
-              // The page cache's growth over the run: the file's own pages, and the whole
-              // cache (which other activity on the machine moves too).
-              if (after_ok) {
-                r["memory"]["file_cache_growth_bytes"] =
-                    (static_cast<int64_t>(after.resident_pages) -
-                     static_cast<int64_t>(before.resident_pages)) * 4096;
-              }
-              if (cached_before && cached_after) {
-                r["memory"]["page_cache_growth_bytes"] =
-                    static_cast<int64_t>(*cached_after) - static_cast<int64_t>(*cached_before);
-              }
-              const double frac = before.fraction();
-              if (r["status"] == "ok" && cache == "cold" && frac > kColdMaxResident) {
-                r["status"] = "invalid";
-                r["error"] = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
-                                         frac * 100, kColdMaxResident * 100);
-              } else if (r["status"] == "ok" && cache == "warm" && frac < kWarmMinResident) {
-                r["status"] = "invalid";
-                r["error"] = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",
-                                         frac * 100, kWarmMinResident * 100);
-              }
-            }
-            for (size_t i = 0; i < batch.size(); ++i) {
-              const auto& samples = outcomes[i].timeline;
-              const auto start = batch[i].find("load_start_mono_s");
-              if (samples.empty()) continue;
-              const double zero = start != batch[i].end() && start->is_number()
-                                      ? start->get<double>()
-                                      : samples.front().mono_s;
-              const std::string rel = fmt::format("timelines/{}.csv", batch[i]["run_id"].get<std::string>());
-              Status t = MakeDirs(opts.out_dir + "/timelines");
-              if (t.ok()) t = WriteTimelineCsv(opts.out_dir + "/" + rel, samples, zero);
-              if (t.ok()) {
-                batch[i]["timeline"] = rel;
-              } else {
-                fmt::print(stderr, "loadbench run: timeline: {}\n", t.message());
-              }
-            }
-          }
-        }
-
-        for (nlohmann::ordered_json& r : batch) {
-          ++seq;
-          r.erase("load_start_mono_s");
-          s = runs_out.Append(r);
-          if (!s.ok()) {
-            fmt::print(stderr, "loadbench run: {}\n", s.message());
-            return 1;
-          }
-          records.push_back(r);
-          const std::string status = r["status"];
-          std::string detail;
-          if (status == "ok") {
-            detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
-                                 table.file_size / r["wall_s"].get<double>() / 1e9,
-                                 FormatBytes(r["peak_rss_bytes"].is_number()
-                                                 ? r["peak_rss_bytes"].get<uint64_t>()
-                                                 : 0));
-          } else {
-            detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
-          }
-          fmt::print(stderr, "[{}/{}] {} {} rep {}{}: {} {}\n", seq, total, cache, spec.text, rep,
-                     opts.procs > 1 ? fmt::format(" proc {}", r["proc"].get<int>()) : "",
-                     status, detail);
+        s = MeasureRun(session, opts.strategies[(k + static_cast<size_t>(rep)) % n_strat], cache,
+                       rep, &interrupted);
+        if (!s.ok()) {
+          fmt::print(stderr, "loadbench run: {}\n", s.message());
+          return 1;
         }
       }
+      if (interrupted) break;
     }
   }
 
