@@ -284,33 +284,42 @@ std::string ProbeCachePath() {
   return base + "/loadbench/probe.json";
 }
 
-nlohmann::ordered_json ProbeForRun(const std::string& file_path) {
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path,
+                                                  std::string* why) {
   const std::string path = ProbeCachePath();
-  std::string why;
   if (path.empty()) {
-    why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
-  } else if (std::ifstream in(path); !in) {
-    why = fmt::format("no probe of this machine cached at {}", path);
-  } else {
-    Json cached = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-    const bool valid = cached.is_object() && cached.value("boot_id", Json()).is_string() &&
-                       cached.value("time_unix", Json()).is_number_integer() &&
-                       cached.value("ceilings", Json()).is_object() &&
-                       cached.value("scratch", Json()).is_object();
-    if (!valid) {
-      why = fmt::format("the cached probe {} is corrupt and was ignored", path);
-    } else if (const std::string boot = BootId(); boot.empty() || cached["boot_id"] != boot) {
-      why = fmt::format("the cached probe {} is from an earlier boot and was ignored", path);
-    } else {
-      cached["source"] = path;
-      cached["age_s"] =
-          static_cast<int64_t>(std::time(nullptr)) - cached["time_unix"].get<int64_t>();
-      const std::string here = DeviceOf(file_path);
-      cached["same_device"] =
-          here.empty() ? Json() : Json(cached["scratch"].value("device", Json()) == here);
-      return cached;
-    }
+    *why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
+    return std::nullopt;
   }
+  std::ifstream in(path);
+  if (!in) {
+    *why = fmt::format("no probe of this machine cached at {}", path);
+    return std::nullopt;
+  }
+  Json cached = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const bool valid = cached.is_object() && cached.value("boot_id", Json()).is_string() &&
+                     cached.value("time_unix", Json()).is_number_integer() &&
+                     cached.value("ceilings", Json()).is_object() &&
+                     cached.value("scratch", Json()).is_object();
+  if (!valid) {
+    *why = fmt::format("the cached probe {} is corrupt and was ignored", path);
+    return std::nullopt;
+  }
+  if (const std::string boot = BootId(); boot.empty() || cached["boot_id"] != boot) {
+    *why = fmt::format("the cached probe {} is from an earlier boot and was ignored", path);
+    return std::nullopt;
+  }
+  cached["source"] = path;
+  cached["age_s"] = static_cast<int64_t>(std::time(nullptr)) - cached["time_unix"].get<int64_t>();
+  const std::string here = DeviceOf(file_path);
+  cached["same_device"] =
+      here.empty() ? Json() : Json(cached["scratch"].value("device", Json()) == here);
+  return cached;
+}
+
+nlohmann::ordered_json ProbeForRun(const std::string& file_path) {
+  std::string why;
+  if (auto cached = CachedProbe(file_path, &why)) return *cached;
   Json p = QuickProbe(file_path);
   p["source"] = "quick";
   p["age_s"] = 0;

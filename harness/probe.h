@@ -2,8 +2,10 @@
 // and the settings that shape every result, so that any result can be read against them.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace loadbench {
 
@@ -49,6 +51,12 @@ int ProbeMain(const ProbeOptions& opts);
 // ${XDG_CACHE_HOME:-$HOME/.cache}/loadbench/probe.json; "" when neither gives an absolute
 // directory.
 std::string ProbeCachePath();
+
+// The probe cached at ProbeCachePath() when it is from this boot, with "source", "age_s" and
+// "same_device" (whether `file_path` lives on the device it measured) added; else nullopt and
+// *why says why (missing, corrupt, another boot).
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path,
+                                                  std::string* why);
 
 // The probe to store as env["probe"] of a run on `file_path`. When ProbeCachePath() holds a
 // probe from this boot (boot_id), that one, plus "source" (the cache path), "age_s" and

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/session.h"
 #include "loaders/loader.h"
 #include "loaders/status.h"
 
@@ -23,6 +24,7 @@ struct RunOptions {
   std::vector<std::string> counters;  // libpfm4 event names; empty: none
   double sample_ms = 10;              // timeline sampling interval; 0: no timelines
   int procs = 1;                      // workers loading the file at the same time
+  uint64_t memory_limit = 0;          // bytes; each run in a memory cgroup of this limit
   std::string command_line;
 };
 
@@ -30,11 +32,6 @@ struct RunOptions {
 // code per the CLI contract: 0 every run ok (unsupported runs aside), 1 some run failed or was
 // invalid, 2 bad input (nothing written), 130 interrupted (finished runs kept).
 int RunBenchmark(const RunOptions& opts);
-
-// Fraction bounds of the cache-state checks (DESIGN.md): a cold run must start at most 1%
-// resident, a warm one at least 99%.
-inline constexpr double kColdMaxResident = 0.01;
-inline constexpr double kWarmMinResident = 0.99;
 
 // The summary table of a set of run records (as in runs.jsonl): per strategy and cache state,
 // the ok runs' median/min/max wall time, GB/s, median peak RSS and faults, and how many runs
