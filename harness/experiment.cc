@@ -2,9 +2,12 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -32,6 +35,8 @@ class Reader {
   Reader(const std::string& path, const std::string& data_dir) : path_(path), data_(data_dir) {}
 
   Status Read(const toml::table& top, Experiment* e) {
+    std::vector<int> procs;
+    std::vector<uint64_t> limits;
     for (const auto& [key, node] : top) {
       const std::string k(key.str());
       if (k == "name") {
@@ -41,9 +46,11 @@ class Reader {
         LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
         e->reps = static_cast<int>(v);
       } else if (k == "timeout_s") {
-        int64_t v = 0;
-        LB_RETURN_IF_ERROR(Integer(node, "timeout_s", 0, 7 * 24 * 3600, &v));
-        e->timeout_s = static_cast<double>(v);
+        const std::optional<double> v = node.value<double>();  // an integer converts too
+        if (!v || !(*v >= 0 && *v <= 7 * 24 * 3600)) {
+          return BadAt(path_, node.source(), "timeout_s must be a number of seconds, 0 to 604800");
+        }
+        e->timeout_s = *v;
       } else if (k == "order") {
         std::string order;
         LB_RETURN_IF_ERROR(String(node, "order", &order));
@@ -52,6 +59,22 @@ class Reader {
                        fmt::format("order '{}' is not interleaved or grouped", order));
         }
         e->interleaved = order == "interleaved";
+      } else if (k == "procs") {
+        LB_RETURN_IF_ERROR(Each(node, "procs", [&](const toml::node& v) {
+          int64_t n = 0;
+          LB_RETURN_IF_ERROR(Integer(v, "procs", 1, 64, &n));
+          procs.push_back(static_cast<int>(n));
+          return Status::Ok();
+        }));
+        e->procs = procs;
+      } else if (k == "memory_limit") {
+        LB_RETURN_IF_ERROR(Each(node, "memory_limit", [&](const toml::node& v) {
+          uint64_t bytes = 0;
+          LB_RETURN_IF_ERROR(Bytes(v, "memory_limit", /*none_ok=*/true, &bytes));
+          limits.push_back(bytes);
+          return Status::Ok();
+        }));
+        e->memory_limits = limits;
       } else if (k == "cache") {
         LB_RETURN_IF_ERROR(Caches(node, &e->caches));
       } else if (k == "file") {
@@ -79,6 +102,36 @@ class Reader {
     auto v = n.value<std::string>();
     if (!v) return BadAt(path_, n.source(), fmt::format("{} must be a string", what));
     *out = *v;
+    return Status::Ok();
+  }
+
+  // A scalar or a list of scalars, each given to `fn`; a list must not be empty.
+  template <typename Fn>
+  Status Each(const toml::node& n, const char* what, Fn&& fn) {
+    if (const toml::array* a = n.as_array()) {
+      if (a->empty()) return BadAt(path_, n.source(), fmt::format("{} is an empty list", what));
+      for (const toml::node& v : *a) LB_RETURN_IF_ERROR(fn(v));
+      return Status::Ok();
+    }
+    return fn(n);
+  }
+
+  // A size: "4GiB", an integer number of bytes, or (none_ok) "none" for 0.
+  Status Bytes(const toml::node& n, const char* what, bool none_ok, uint64_t* out) {
+    if (n.is_integer() && *n.value<int64_t>() > 0) {
+      *out = static_cast<uint64_t>(*n.value<int64_t>());
+      return Status::Ok();
+    }
+    auto text = n.value<std::string>();
+    if (text && none_ok && *text == "none") {
+      *out = 0;
+      return Status::Ok();
+    }
+    Status s = text ? ParseBytes(*text, what, out)
+                    : Status::BadInput(fmt::format("{} must be a size such as \"4GiB\"{}", what,
+                                                   none_ok ? " or \"none\"" : ""));
+    if (s.ok() && *out == 0) s = Status::BadInput(fmt::format("{} must not be 0", what));
+    if (!s.ok()) return BadAt(path_, n.source(), s.message());
     return Status::Ok();
   }
 
@@ -139,7 +192,7 @@ class Reader {
         LB_RETURN_IF_ERROR(String(node, "preset", &f.gen.preset));
       } else if (k == "size") {
         LB_RETURN_IF_ERROR(String(node, "size", &size));
-        Status s = ParseBytes(size, "size", &f.gen.size_bytes);
+        Status s = SizeOf(size, &f.gen.size_bytes, &size);
         if (!s.ok()) return BadAt(path_, node.source(), s.message());
       } else if (k == "format") {
         LB_RETURN_IF_ERROR(String(node, "format", &f.gen.format));
@@ -178,6 +231,37 @@ class Reader {
     f.path = f.gen.out_path;
     out->push_back(std::move(f));
     return Status::Ok();
+  }
+
+  // "4GiB", or "1.25xRAM": a multiple of this machine's memory (MemTotal), rounded down to
+  // whole MiB, which then names the file ("30720MiB").
+  static Status SizeOf(const std::string& text, uint64_t* bytes, std::string* name) {
+    constexpr std::string_view kRam = "xRAM";
+    if (!text.ends_with(kRam)) return ParseBytes(text, "size", bytes);
+    const std::string factor_text = text.substr(0, text.size() - kRam.size());
+    char* end = nullptr;
+    const double factor = std::strtod(factor_text.c_str(), &end);
+    if (factor_text.empty() || end != factor_text.c_str() + factor_text.size() ||
+        !(factor > 0 && factor <= 64)) {
+      return Status::BadInput(fmt::format(
+          "size '{}': a multiple of memory is written like \"1.25xRAM\" (above 0, at most 64)",
+          text));
+    }
+    const uint64_t ram = MemTotalBytes();
+    if (ram == 0) return Status::BadInput("size: MemTotal is not readable in /proc/meminfo");
+    *bytes = static_cast<uint64_t>(factor * static_cast<double>(ram)) / (1 << 20) * (1 << 20);
+    *name = fmt::format("{}MiB", *bytes >> 20);
+    return Status::Ok();
+  }
+
+  static uint64_t MemTotalBytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key, unit;
+    uint64_t kib = 0;
+    while (in >> key >> kib >> unit) {
+      if (key == "MemTotal:") return kib * 1024;
+    }
+    return 0;
   }
 
   // "4GiB" stays "4GiB"; spaces and slashes cannot reach a file name.
@@ -256,15 +340,38 @@ class Reader {
   const std::string& data_;
 };
 
-void Plan(Experiment* e) {
+// The opening comment from "# Question:" on, its lines joined, the #s and the label dropped.
+std::string QuestionOf(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line) && line.starts_with("#")) {
+    std::string text = line.substr(line.find_first_not_of("# ") == std::string::npos
+                                       ? line.size()
+                                       : line.find_first_not_of("# "));
+    if (out.empty() && !text.starts_with("Question:")) break;
+    if (out.empty()) text = text.substr(std::string_view("Question:").size());
+    out += (out.empty() ? "" : " ") + text;
+  }
+  const size_t first = out.find_first_not_of(' ');
+  return first == std::string::npos ? "" : out.substr(first);
+}
+
+}  // namespace
+
+void PlanRuns(Experiment* e) {
   const size_t nf = e->files.size(), ns = e->strategies.size();
   e->runs.clear();
   if (e->interleaved) {
     for (int rep = 0; rep < e->reps; ++rep) {
       for (const std::string& cache : e->caches) {
-        for (size_t f = 0; f < nf; ++f) {
-          for (size_t k = 0; k < ns; ++k) {
-            e->runs.push_back({f, (k + static_cast<size_t>(rep)) % ns, cache, rep});
+        for (uint64_t limit : e->memory_limits) {
+          for (int procs : e->procs) {
+            for (size_t f = 0; f < nf; ++f) {
+              for (size_t k = 0; k < ns; ++k) {
+                e->runs.push_back(
+                    {f, (k + static_cast<size_t>(rep)) % ns, cache, rep, procs, limit});
+              }
+            }
           }
         }
       }
@@ -273,14 +380,18 @@ void Plan(Experiment* e) {
   }
   for (size_t f = 0; f < nf; ++f) {
     for (size_t k = 0; k < ns; ++k) {
-      for (const std::string& cache : e->caches) {
-        for (int rep = 0; rep < e->reps; ++rep) e->runs.push_back({f, k, cache, rep});
+      for (uint64_t limit : e->memory_limits) {
+        for (int procs : e->procs) {
+          for (const std::string& cache : e->caches) {
+            for (int rep = 0; rep < e->reps; ++rep) {
+              e->runs.push_back({f, k, cache, rep, procs, limit});
+            }
+          }
+        }
       }
     }
   }
 }
-
-}  // namespace
 
 Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out) {
   toml::table top;
@@ -294,8 +405,10 @@ Status LoadExperiment(const std::string& path, const std::string& data_dir, Expe
     return BadAt(path, e.source(), what);
   }
   Experiment e;
+  e.path = path;
+  e.question = QuestionOf(path);
   LB_RETURN_IF_ERROR(Reader(path, data_dir).Read(top, &e));
-  Plan(&e);
+  PlanRuns(&e);
   *out = std::move(e);
   return Status::Ok();
 }

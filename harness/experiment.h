@@ -7,10 +7,13 @@
 //   cache = ["cold"]               # "cold", "warm", or a list of them (default both)
 //   order = "interleaved"          # or "grouped" (default interleaved)
 //   timeout_s = 600                # per run, 0 = none (default 0)
+//   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
+//   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
+//                                  # container; "none" for no cgroup (default none)
 //
 //   [[file]]                       # a file to generate (cached by spec in the data folder)...
 //   preset = "llama"
-//   size = "4GiB"
+//   size = "4GiB"                  # or a multiple of this machine's memory: "1.25xRAM"
 //   format = "wlf"                 # wlf, safetensors, gguf (default wlf)
 //   align = 4096                   # optional; the format's default otherwise
 //   seed = 0
@@ -24,9 +27,9 @@
 //   qd = [1, 4, 16, 64]
 //   chunk = ["256KiB", "1MiB", "4MiB"]
 //
-// Interleaved order: each repetition runs every file, strategy and cache state once, rotated by
-// one strategy per repetition, so that drift on a shared machine hits all alike. Grouped order:
-// all repetitions of one combination back to back.
+// Interleaved order: each repetition runs every file, strategy, cache state, procs count and
+// memory limit once, the strategies rotated by one per repetition, so that drift on a shared
+// machine hits all alike. Grouped order: all repetitions of one combination back to back.
 #pragma once
 
 #include <cstdint>
@@ -57,14 +60,20 @@ struct ExperimentRun {
   size_t strategy = 0;  // index into Experiment::strategies
   std::string cache;    // "cold" or "warm"
   int rep = 0;
+  int procs = 1;
+  uint64_t memory_limit = 0;  // bytes; 0: none
 };
 
 struct Experiment {
+  std::string path;      // the experiment file
   std::string name;
+  std::string question;  // the file's opening "# Question:" comment, without the #s
   int reps = 3;
   std::vector<std::string> caches = {"cold", "warm"};
   bool interleaved = true;
   double timeout_s = 0;
+  std::vector<int> procs = {1};
+  std::vector<uint64_t> memory_limits = {0};
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made
@@ -74,5 +83,9 @@ struct Experiment {
 // file is kBadInput with "PATH:LINE: reason". A strategy that does not exist here or an option
 // it does not take is not an error: its runs are planned and reported `unsupported`.
 Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out);
+
+// Expands the files, strategies, cache states, procs, memory limits and reps into e->runs in
+// the experiment's order (LoadExperiment does this; call it again after changing reps).
+void PlanRuns(Experiment* e);
 
 }  // namespace loadbench

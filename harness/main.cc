@@ -1,5 +1,5 @@
 // loadbench: how do multi-GB model weights get from disk into memory fastest, and at what cost?
-// The command line: gen, inspect, run, list, cache, probe, and the internal worker.
+// The command line: gen, inspect, run, experiment, list, cache, probe, and the internal worker.
 #include <unistd.h>
 
 #include <climits>
@@ -15,6 +15,7 @@
 #include "loadbench_commit.h"
 #include "harness/cache.h"
 #include "harness/counters.h"
+#include "harness/experiment_run.h"
 #include "harness/gen/generator.h"
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
@@ -265,6 +266,34 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
 
+  std::string run_memory_limit;
+  run_cmd->add_option("--memory-limit", run_memory_limit,
+                      "Run every worker in a memory cgroup with this limit (e.g. 4GiB), so that "
+                      "its page cache and anonymous memory are charged as in a container "
+                      "(cgroup v2, else v1; root only)");
+
+  // experiment
+  ExperimentOptions exp;
+  int exp_reps = 0;
+  auto* exp_cmd = app.add_subcommand(
+      "experiment",
+      "Run an experiment file (experiments/*.toml): generate its files, run its plan with a "
+      "progress line, and resume it when its results folder already holds some of its runs");
+  exp_cmd->add_option("file", exp.path, "Experiment file (TOML)")->required();
+  exp_cmd->add_option("--out", exp.out_dir,
+                      "Results folder (default: results/<experiment name>); one that holds "
+                      "some of this experiment's runs is resumed");
+  exp_cmd->add_option("--data", exp.data_dir, "Where generated files are cached by spec")
+      ->capture_default_str();
+  exp_cmd->add_option("--reps", exp_reps, "Repetitions, instead of the file's reps")
+      ->check(CLI::Range(1, 100000));
+  exp_cmd->add_flag("--dry-run", exp.dry_run,
+                    "Print the plan (runs, disk needed, a time estimate from the probe); run "
+                    "and write nothing");
+  exp_cmd->add_flag("--quiet", exp.quiet, "No progress line and no per-run lines");
+  exp_cmd->add_flag("--cleanup", exp.cleanup,
+                    "Remove the files this command generated once every run is done");
+
   bool list_json = false;
   auto* list_cmd = app.add_subcommand(
       "list", "List the strategies, their options and flags, and whether each runs here");
@@ -374,6 +403,11 @@ int main(int argc, char** argv) {
     }
     return WorkerMain(worker, worker_fd);
   }
+  if (*exp_cmd) {
+    exp.reps = exp_reps;
+    exp.command_line = JoinArgs(argc, argv);
+    return RunExperiment(exp);
+  }
   if (*run_cmd) {
     Status s = ParseStrategyList(run_strategies, &run.strategies);
     if (s.ok()) s = ParseCounterList(run_counters, &run.counters);
@@ -382,6 +416,11 @@ int main(int argc, char** argv) {
       run.caches = {"cold", "warm"};
     } else {
       run.caches = {run_cache};
+    }
+    if (!run_memory_limit.empty()) {
+      s = ParseBytes(run_memory_limit, "--memory-limit", &run.memory_limit);
+      if (s.ok() && run.memory_limit == 0) s = Status::BadInput("--memory-limit: must not be 0");
+      if (!s.ok()) return Fail("run", s);
     }
     run.command_line = JoinArgs(argc, argv);
     return RunBenchmark(run);

@@ -1,12 +1,18 @@
 // Experiment files: grids expand to every combination, the plan has the order the file asks
 // for, a strategy this build lacks is planned as unsupported, and a malformed file names the
 // line.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "harness/experiment.h"
 #include "tests/support/wlf_fixture.h"
@@ -114,6 +120,56 @@ TEST_F(ExperimentTest, GeneratedFilesAreNamedBySpecInTheDataFolder) {
   EXPECT_FALSE(e.files[0].generate);
   EXPECT_EQ(e.files[0].path, "/models/x.safetensors");
   EXPECT_EQ(e.name, "e");  // from the file name when not given
+}
+
+TEST_F(ExperimentTest, ProcsAndMemoryLimitsAreAxesOfThePlan) {
+  Experiment e;
+  const Status s = Load(R"(reps = 2
+cache = "cold"
+procs = [1, 4]
+memory_limit = ["none", "2GiB", 1048576]
+timeout_s = 2.5
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "mmap"
+[[strategy]]
+name = "fread"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.procs, (std::vector<int>{1, 4}));
+  EXPECT_EQ(e.memory_limits, (std::vector<uint64_t>{0, uint64_t{2} << 30, 1u << 20}));
+  EXPECT_EQ(e.timeout_s, 2.5);
+  // 2 reps x 1 cache x 3 limits x 2 procs x 2 strategies, each once.
+  ASSERT_EQ(e.runs.size(), 24u);
+  std::set<std::tuple<size_t, int, int, uint64_t>> seen;
+  for (const auto& r : e.runs) {
+    EXPECT_TRUE(seen.insert({r.strategy, r.rep, r.procs, r.memory_limit}).second);
+  }
+  // Interleaved: one repetition of everything before the next starts.
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(e.runs[i].rep, 0) << i;
+  EXPECT_NE(Refusal("procs = 0\n").find("e.toml:1: procs = 0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(Refusal("memory_limit = []\n").find("memory_limit is an empty list"),
+            std::string::npos);
+  EXPECT_NE(Refusal("memory_limit = \"lots\"\n").find("e.toml:1:"), std::string::npos);
+  EXPECT_NE(Refusal("timeout_s = -1\n").find("timeout_s must be"), std::string::npos);
+}
+
+// "1.25xRAM" is a multiple of this machine's memory, resolved when the plan is made and
+// naming the file by its size in MiB, so that the same file is found again.
+TEST_F(ExperimentTest, SizesCanBeMultiplesOfMemory) {
+  Experiment e;
+  const Status s = Load("[[file]]\npreset = \"llama\"\nsize = \"0.01xRAM\"\n"
+                        "[[strategy]]\nname = \"mmap\"\n", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const uint64_t ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                       static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t want = static_cast<uint64_t>(0.01 * static_cast<double>(ram)) >> 20;
+  EXPECT_EQ(e.files[0].gen.size_bytes, want << 20);
+  EXPECT_NE(e.files[0].path.find(fmt::format("llama-{}MiB-", want)), std::string::npos)
+      << e.files[0].path;
+  EXPECT_NE(Refusal("[[file]]\nsize = \"twoxRAM\"\n").find("1.25xRAM"), std::string::npos);
 }
 
 // A strategy this build does not have, or an option it does not take, is planned: its runs
