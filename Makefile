@@ -1,14 +1,11 @@
 # loadbench: `make` builds, `make run` measures, `make test` tests. See README.md.
 
 BUILD    ?= build
-SIZE     ?= 2GiB
-PRESET   ?= llama
-REPS     ?= 3
-STRATEGIES ?= all
+EXPERIMENT ?= quick
+REPS     ?=
 DATA     ?= data
 JOBS     ?= $(shell nproc)
-RESULTS  ?= results/quick-$(shell date +%Y%m%d-%H%M%S)
-DATAFILE := $(DATA)/$(PRESET)-$(SIZE).wlf
+RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
@@ -32,11 +29,11 @@ build: $(BUILD)/CMakeCache.txt
 setup:
 	bash scripts/setup.sh
 
+# An experiment file (experiments/$(EXPERIMENT).toml) into a fresh results folder; RESULTS of an
+# interrupted one resumes it.
 run: build
-	@mkdir -p $(DATA)
-	$(BIN) gen --preset $(PRESET) --size $(SIZE) --format wlf --out $(DATAFILE)
-	$(BIN) run --file $(DATAFILE) --strategies $(STRATEGIES) --cache both \
-	  --reps $(REPS) --experiment quick --out $(RESULTS)
+	$(BIN) experiment experiments/$(EXPERIMENT).toml --data $(DATA) --out $(RESULTS) \
+	  $(if $(REPS),--reps $(REPS))
 
 # Microbenchmarks of the building blocks; the JSON goes beside the other results.
 BENCH_OUT ?= results/bench-$(shell date +%Y%m%d-%H%M%S)
