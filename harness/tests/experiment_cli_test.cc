@@ -168,7 +168,8 @@ TEST_F(ExperimentCliTest, AWorkerPastItsTimeoutIsRecordedFailedAndTheRestRuns) {
 }
 
 // A worker the OOM killer kills under a memory limit is a failed run that says so, and the
-// next strategy runs: fread's copy does not fit in 32 MiB; mmap's page cache is reclaimable.
+// next strategy runs: fread's 256 MiB copy does not fit in 128 MiB; mmap maps the page cache,
+// which the warm-up charged elsewhere, and needs little of its own (even under ASan).
 TEST_F(ExperimentCliTest, AWorkerKilledByTheOomKillerIsRecordedAndTheRestRuns) {
   if (::geteuid() != 0) GTEST_SKIP() << "not root: memory cgroups need root";
   if (const std::string why = MemoryCgroupUnsupportedReason(); !why.empty()) GTEST_SKIP() << why;
@@ -176,12 +177,12 @@ TEST_F(ExperimentCliTest, AWorkerKilledByTheOomKillerIsRecordedAndTheRestRuns) {
 name = "oom"
 reps = 1
 cache = "warm"
-memory_limit = "32MiB"
+memory_limit = "128MiB"
 order = "grouped"
 
 [[file]]
 preset = "llama"
-size = "64MiB"
+size = "256MiB"
 
 [[strategy]]
 name = "fread"
@@ -195,10 +196,10 @@ name = "mmap"
   EXPECT_EQ(runs[0]["strategy"], "fread");
   EXPECT_EQ(runs[0]["status"], "failed") << runs[0].dump();
   EXPECT_TRUE(Contains(runs[0]["error"].get<std::string>(), "OOM killer")) << runs[0].dump();
-  EXPECT_EQ(runs[0]["memory_limit_bytes"], 32u << 20);
+  EXPECT_EQ(runs[0]["memory_limit_bytes"], 128u << 20);
   EXPECT_EQ(runs[1]["strategy"], "mmap");
   EXPECT_EQ(runs[1]["status"], "ok") << runs[1].dump();
-  EXPECT_LE(runs[1]["memory"]["cgroup_peak_bytes"].get<uint64_t>(), (32u << 20) + (1u << 20));
+  EXPECT_LE(runs[1]["memory"]["cgroup_peak_bytes"].get<uint64_t>(), (128u << 20) + (2u << 20));
 }
 
 }  // namespace
