@@ -21,7 +21,7 @@ $(BUILD)/.setup-done: scripts/setup.sh
 $(BUILD)/CMakeCache.txt: $(BUILD)/.setup-done CMakeLists.txt
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-# The binaries; the GoogleTest binary is built where it runs, in the sanitizer tree (test-asan).
+# The binaries; the tests are built where they run, in the sanitizer tree (`make test`).
 # `cmake --build build` still builds everything, for working on the tests.
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target loadbench loadbench_bench
@@ -56,21 +56,27 @@ fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)-fuzz
 
 # The tests, one at a time (some drop the page cache, which would disturb a warm-cache test
-# running beside them). This build runs what drives its optimized binaries (labelled `binary`:
-# the scripts' pytest, the real-file pytest, the microbenchmark smoke run); the GoogleTest suite
-# runs in the sanitizer build, where its CLI tests drive that build's binary. Each suite is built
-# and run once: the two builds are most of the time `make test` takes on two cores.
-test: build
-	cd $(BUILD) && ctest --output-on-failure -L binary
-	$(MAKE) --no-print-directory test-asan
+# running beside them), all in one build under AddressSanitizer and UndefinedBehaviorSanitizer:
+# every parser of untrusted files must survive them, and on two cores one build is most of the
+# time `make test` takes. The GoogleTest suite runs in one process (an ASan binary starts slowly,
+# and ctest would start it once per test: three to four times longer here); then ctest runs what
+# drives the binaries (labelled `binary`: the scripts' pytest, the real-file pytest, every
+# microbenchmark once). Line tables only (-g1): sanitizer reports keep file and line, the build
+# is faster.
+ASAN_BUILD := $(BUILD)-asan
+test: $(BUILD)/.setup-done
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
+	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L binary
 
-# The GoogleTest suite under AddressSanitizer and UndefinedBehaviorSanitizer: every parser of
-# untrusted files must survive them. One process runs them all: an ASan binary starts slowly,
-# and ctest would start it once per test (three to four times longer here).
+# Only the GoogleTest suite, in the same build.
 test-asan: $(BUILD)/.setup-done
-	cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON
-	cmake --build $(BUILD)-asan -j $(JOBS)
-	cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
+	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target loadbench_tests
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
