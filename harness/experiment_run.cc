@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -124,25 +125,50 @@ class Progress {
   bool on_;
 };
 
-// The time left: the estimates of the runs still to do, scaled by how the runs done so far
-// compared with their estimates; without estimates, the mean time of a run so far.
+// The time left. A run whose combination (all but the repetition) has been measured in this
+// session is expected to take what it took (interleaved order measures every combination in the
+// first repetition); another, its estimate scaled by how the measured runs compared with
+// theirs; without estimates, the mean time of a run so far.
 class Eta {
  public:
-  void Done(double estimate, double actual) {
-    est_done_ += estimate;
+  struct Item {
+    std::string combination;
+    double estimate = 0;
+  };
+  explicit Eta(std::vector<Item> items) : items_(std::move(items)) {}
+
+  void Done(size_t i, double actual) {
+    auto& [sum, n] = measured_[items_[i].combination];
+    sum += actual;
+    ++n;
+    est_done_ += items_[i].estimate;
     actual_done_ += actual;
     ++runs_;
   }
-  std::string Left(double estimate_left, int runs_left) const {
-    if (runs_ == 0) {
-      return estimate_left > 0 ? "~" + Duration(estimate_left) + " (estimate)" : "unknown";
+
+  // The time left before item `next` starts.
+  std::string Left(size_t next) const {
+    const double ratio = est_done_ > 0 ? actual_done_ / est_done_ : 1;
+    double left = 0;
+    bool any_estimate = runs_ > 0;
+    for (size_t i = next; i < items_.size(); ++i) {
+      const auto m = measured_.find(items_[i].combination);
+      if (m != measured_.end()) {
+        left += m->second.first / m->second.second;
+      } else if (items_[i].estimate > 0) {
+        left += items_[i].estimate * ratio;
+        any_estimate = true;
+      } else if (runs_ > 0) {
+        left += actual_done_ / runs_;
+      }
     }
-    if (estimate_left > 0 && est_done_ > 0)
-      return Duration(estimate_left * actual_done_ / est_done_);
-    return Duration(actual_done_ / runs_ * runs_left);
+    if (!any_estimate) return "unknown";
+    return runs_ == 0 ? "~" + Duration(left) + " (estimate)" : Duration(left);
   }
 
  private:
+  std::vector<Item> items_;
+  std::map<std::string, std::pair<double, int>> measured_;
   double est_done_ = 0, actual_done_ = 0;
   int runs_ = 0;
 };
@@ -400,8 +426,8 @@ int RunExperiment(const ExperimentOptions& opts) {
   std::string why;
   if (auto probe = CachedProbe(files[0].path, &why)) ceilings = CeilingsOf(*probe);
   // The plan's runs not yet recorded, with their estimates for the time left.
-  std::vector<std::pair<const ExperimentRun*, double>> todo;
-  double estimate_left = 0;
+  std::vector<const ExperimentRun*> todo;
+  std::vector<Eta::Item> eta_items;
   int total_records = 0, done_records = 0;
   for (const ExperimentRun& r : e.runs) {
     total_records += r.procs;
@@ -416,8 +442,10 @@ int RunExperiment(const ExperimentOptions& opts) {
                                p.procs);
       if (e.timeout_s > 0) est = std::min(est, e.timeout_s);
     }
-    todo.emplace_back(&r, est);
-    estimate_left += est;
+    todo.push_back(&r);
+    RunPoint combination = p;
+    combination.rep = -1;
+    eta_items.push_back({RunKey(files[r.file].path, combination), est});
   }
   rs.total = total_records;
   rs.done = done_records;
@@ -442,24 +470,22 @@ int RunExperiment(const ExperimentOptions& opts) {
   } cleanup_guard{specs, files};
 
   bool interrupted = false;
-  Eta eta;
-  int runs_left = static_cast<int>(todo.size());
-  for (const auto& [run, est] : todo) {
+  Eta eta(std::move(eta_items));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const ExperimentRun* run = todo[i];
     const RunPoint p = PointOf(e, *run);
     progress.Show(fmt::format("[{}/{}] {} {} rep {}{}{} ... ETA {}", rs.done, rs.total, p.cache,
                               p.spec.text, p.rep,
                               p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
                               p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
-                              eta.Left(estimate_left, runs_left)));
+                              eta.Left(i)));
     rs.clear_line = progress.on();
     const auto t0 = Clock::now();
     Status s = MeasureRun(rs, files[run->file], p, &interrupted);
     progress.Clear();
     if (!s.ok()) return Fail(s.message(), 1);
     if (interrupted) break;
-    eta.Done(est, std::chrono::duration<double>(Clock::now() - t0).count());
-    estimate_left -= est;
-    --runs_left;
+    eta.Done(i, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   progress.Clear();
 
