@@ -460,13 +460,18 @@ int RunExperiment(const ExperimentOptions& opts) {
   }
   std::vector<StrategySpec> specs;
   for (const auto& s : e.strategies) specs.push_back(s.spec);
-  // What strategies leave behind (a shared segment) goes when the command does.
+  // What strategies leave behind (a shared segment) goes when the command does, and before
+  // --cleanup removes the files it belongs to.
   struct CleanupGuard {
     const std::vector<StrategySpec>& specs;
     const std::vector<PreparedFile>& files;
-    ~CleanupGuard() {
+    bool done = false;
+    void Now() {
+      if (done) return;
+      done = true;
       for (const auto& f : files) CleanupStrategies(specs, f.path, kWho);
     }
+    ~CleanupGuard() { Now(); }
   } cleanup_guard{specs, files};
 
   bool interrupted = false;
@@ -510,6 +515,7 @@ int RunExperiment(const ExperimentOptions& opts) {
     return 130;
   }
   if (opts.cleanup) {
+    cleanup_guard.Now();
     for (const std::string& path : generated) {
       if (::unlink(path.c_str()) == 0) {
         fmt::print(stderr, "{}: removed {}\n", kWho, path);
