@@ -9,7 +9,7 @@ RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run bench probe fuzz test test-asan setup clean
+.PHONY: all build run report compare bench probe fuzz test test-asan setup clean
 
 all: build
 
@@ -34,6 +34,17 @@ setup:
 run: build
 	$(BIN) experiment experiments/$(EXPERIMENT).toml --data $(DATA) --out $(RESULTS) \
 	  $(if $(REPS),--reps $(REPS))
+
+# A results folder (RESULTS=DIR) into DIR/report.md, DIR/report.html, DIR/figures/ and
+# DIR/summary.json.
+report: $(BUILD)/.setup-done
+	@$(if $(filter file,$(origin RESULTS)),echo "make report: give RESULTS=DIR (a results folder)" >&2; exit 2)
+	/usr/bin/python3 -m analysis.report $(RESULTS)
+
+# Two results folders side by side (A=DIR B=DIR): compare.md and compare.json into OUT (default B).
+compare: $(BUILD)/.setup-done
+	@$(if $(and $(A),$(B)),,echo "make compare: give A=DIR B=DIR (two results folders)" >&2; exit 2)
+	/usr/bin/python3 -m analysis.compare $(A) $(B) $(if $(OUT),--out $(OUT))
 
 # Microbenchmarks of the building blocks; the JSON goes beside the other results.
 BENCH_OUT ?= results/bench-$(shell date +%Y%m%d-%H%M%S)
@@ -61,7 +72,7 @@ fuzz:
 # time `make test` takes. The GoogleTest suite runs in one process (an ASan binary starts slowly,
 # and ctest would start it once per test: three to four times longer here); then ctest runs what
 # drives the binaries (labelled `binary`: the scripts' pytest, the real-file pytest, every
-# microbenchmark once). Line tables only (-g1): sanitizer reports keep file and line, the build
+# microbenchmark once) and the analysis pytest (labelled `python`). Line tables only (-g1): sanitizer reports keep file and line, the build
 # is faster.
 ASAN_BUILD := $(BUILD)-asan
 test: $(BUILD)/.setup-done
@@ -69,7 +80,7 @@ test: $(BUILD)/.setup-done
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L binary
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'
 
 # Only the GoogleTest suite, in the same build.
 test-asan: $(BUILD)/.setup-done

@@ -11,7 +11,7 @@ packages=(
   libgtest-dev libgmock-dev
   liburing-dev libboost-dev libpfm4-dev libbenchmark-dev libtomlplusplus-dev
   fio
-  python3 python3-pandas python3-matplotlib python3-pytest python3-numpy
+  python3 python3-pandas python3-matplotlib python3-pytest python3-numpy python3-scipy
 )
 if [[ ${1:-} == fuzz ]]; then
   packages+=(clang libclang-rt-dev)

@@ -1,0 +1,403 @@
+"""`make report RESULTS=DIR`: a results folder into DIR/report.md, a self-contained
+DIR/report.html (figures embedded), the figures as PNG and SVG in DIR/figures/, and
+DIR/summary.json, the table for other tools.
+
+    /usr/bin/python3 -m analysis.report DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import json
+import math
+import os
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on a server
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis import stats  # noqa: E402
+from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
+
+# The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
+# 14 GB file, on another machine.
+PUBLISHED = {"fread": (26.0, 18.0), "mmap": (10.0, 14.0), "mmap_seq": (8.0, 14.0)}
+
+# Probe ceilings drawn as reference lines on throughput plots: (key in env.probe.ceilings, label).
+CEILINGS = {
+    "cold": [("cold_buffered_read", "device, buffered"), ("cold_direct_read", "device, O_DIRECT")],
+    "warm": [("warm_read", "page cache read"), ("memcpy", "memcpy")],
+}
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def why(row: pd.Series) -> str:
+    """One phrase on what the run's own counts say its time went to."""
+    pages = row["file_bytes"] / 4096
+    if row["minor_faults"] > 0.5 * pages:
+        return f"a fresh page per 4 KiB: {row['minor_faults']:,.0f} minor faults"
+    if row["cache"] == "warm" and row["read_bytes"] == 0:
+        return "served from the page cache, nothing read"
+    if row["minor_faults"] < 0.05 * pages:
+        return f"maps the page cache: {row['minor_faults']:,.0f} faults for {pages:,.0f} pages"
+    return ""
+
+
+class Figures:
+    """Writes each figure as PNG and SVG and keeps its caption."""
+
+    def __init__(self, folder: str):
+        self.dir = os.path.join(folder, "figures")
+        os.makedirs(self.dir, exist_ok=True)
+        self.items: list[tuple[str, str]] = []  # (name, caption)
+
+    def save(self, fig, name: str, caption: str) -> None:
+        fig.tight_layout()
+        for ext in ("png", "svg"):
+            fig.savefig(os.path.join(self.dir, f"{name}.{ext}"), dpi=110)
+        plt.close(fig)
+        self.items.append((name, caption))
+
+
+def label(row: pd.Series, files: int) -> str:
+    text = row["strategy_spec"]
+    if row["procs"] > 1:
+        text += f" ×{row['procs']}"
+    if row["memory_limit_bytes"] > 0:
+        text += f" ≤{gib(row['memory_limit_bytes'])}"
+    if files > 1:
+        text += f" [{os.path.basename(row['file'])}]"
+    return text
+
+
+def plot_times(table: pd.DataFrame, figs: Figures) -> None:
+    files = table["file"].nunique()
+    caches = [c for c in ("cold", "warm") if c in set(table["cache"])]
+    fig, axes = plt.subplots(1, len(caches), figsize=(6 * len(caches), 0.35 * len(table) + 2),
+                             squeeze=False)
+    for ax, cache in zip(axes[0], caches):
+        t = table[table["cache"] == cache].sort_values("median_s", ascending=False)
+        y = range(len(t))
+        ax.barh(y, t["median_s"], color="#4c72b0")
+        ax.errorbar(t["median_s"], y, xerr=[t["median_s"] - t["ci_low_s"],
+                                            t["ci_high_s"] - t["median_s"]],
+                    fmt="none", ecolor="black", capsize=3)
+        ax.set_yticks(list(y), [label(r, files) for _, r in t.iterrows()])
+        ax.set_xlabel("load time, median (s)")
+        ax.set_title(f"{cache} cache")
+    figs.save(fig, "time", "Median load time per strategy, cold and warm; whiskers are the 95% "
+                           "bootstrap interval of the median.")
+
+
+def plot_memory(table: pd.DataFrame, figs: Figures) -> None:
+    files = table["file"].nunique()
+    t = table.sort_values(["cache", "peak_rss_bytes"])
+    labels = [f"{r['cache']} {label(r, files)}" for _, r in t.iterrows()]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.3 * len(t) + 2))
+    a.barh(labels, t["peak_rss_bytes"] / 2**30, color="#55a868")
+    a.set_xlabel("peak RSS, median (GiB)")
+    b.barh(labels, t["minor_faults"], color="#c44e52", label="minor")
+    b.barh(labels, t["major_faults"], left=t["minor_faults"], color="#8172b2", label="major")
+    b.set_xscale("symlog")
+    b.set_xlabel("page faults, median (count, log)")
+    b.legend()
+    figs.save(fig, "memory", "Peak RSS and page faults of each strategy's worker (medians of "
+                             "the ok runs).")
+
+
+def plot_throughput(table: pd.DataFrame, env: dict, figs: Figures) -> None:
+    files = table["file"].nunique()
+    ceilings = env.get("probe", {}).get("ceilings", {})
+    for cache in [c for c in ("cold", "warm") if c in set(table["cache"])]:
+        t = table[table["cache"] == cache].sort_values("gb_per_s")
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(t) + 2))
+        ax.barh([label(r, files) for _, r in t.iterrows()], t["gb_per_s"], color="#4c72b0")
+        drawn = []
+        for key, name in CEILINGS[cache]:
+            gbps = (ceilings.get(key) or {}).get("gb_per_s")
+            if gbps:
+                ax.axvline(gbps, linestyle="--", color="grey")
+                ax.text(gbps, len(t) - 0.5, f" {name}\n {gbps:.2f} GB/s", fontsize=8, va="top")
+                drawn.append(f"{name} {gbps:.2f} GB/s")
+        ax.set_xlabel("throughput, file bytes / median time (GB/s)")
+        ax.set_title(f"{cache} cache")
+        ref = ("; dashed: the probe's " + ", ".join(drawn)) if drawn else \
+            "; no probe ceilings in env.json"
+        figs.save(fig, f"throughput-{cache}",
+                  f"{cache.capitalize()} throughput per strategy{ref}.")
+
+
+def plot_timelines(r: Results, table: pd.DataFrame, figs: Figures) -> None:
+    """One representative run per strategy (the ok run nearest its group's median)."""
+    for cache in [c for c in ("cold", "warm") if c in set(table["cache"])]:
+        curves = []
+        for _, row in table[table["cache"] == cache].iterrows():
+            group = r.ok[(r.ok["strategy_spec"] == row["strategy_spec"]) &
+                         (r.ok["cache"] == cache) & (r.ok["file"] == row["file"]) &
+                         (r.ok["procs"] == row["procs"]) &
+                         (r.ok["memory_limit_bytes"] == row["memory_limit_bytes"])]
+            pick = group.iloc[(group["wall_s"] - row["median_s"]).abs().argsort().iloc[0]]
+            tl = r.timeline(pick["run_id"])
+            if tl is not None and not tl.empty:
+                curves.append((label(row, table["file"].nunique()), tl))
+        if not curves:
+            continue
+        fig, axes = plt.subplots(3, 1, figsize=(9, 9), sharex=True)
+        for name, tl in curves:
+            t = tl[tl["t_s"] >= 0]
+            axes[0].plot(t["t_s"], t["rss_bytes"] / 2**30, label=name)
+            axes[1].plot(t["t_s"], t["file_cached_bytes"] / 2**30, label=name)
+            axes[2].plot(t["t_s"], (t["read_bytes"] - t["read_bytes"].iloc[0]) / 2**30,
+                         label=name)
+        axes[0].set_ylabel("RSS (GiB)")
+        axes[1].set_ylabel("file in page cache (GiB)")
+        axes[2].set_ylabel("bytes read (GiB)")
+        axes[2].set_xlabel("time since the load started (s)")
+        axes[0].legend(fontsize=7, ncol=2)
+        figs.save(fig, f"timeline-{cache}",
+                  f"How a {cache} load unfolds: RSS, the file's pages in the page cache, and "
+                  "bytes read from storage, for the run of median time of each strategy.")
+
+
+def plot_scaling(table: pd.DataFrame, figs: Figures) -> None:
+    sizes = table.groupby(["strategy_spec", "cache"])["file_bytes"].nunique()
+    if sizes.max() < 2:
+        return
+    fig, ax = plt.subplots(figsize=(8, 6))
+    for (spec, cache), t in table.groupby(["strategy_spec", "cache"]):
+        if t["file_bytes"].nunique() < 2:
+            continue
+        t = t.sort_values("file_bytes")
+        ax.errorbar(t["file_bytes"] / 2**30, t["median_s"],
+                    yerr=[t["median_s"] - t["ci_low_s"], t["ci_high_s"] - t["median_s"]],
+                    marker="o", capsize=3, label=f"{cache} {spec}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("file size (GiB, log)")
+    ax.set_ylabel("load time, median (s, log)")
+    ax.legend(fontsize=7)
+    figs.save(fig, "scaling", "Load time against file size, log-log: a slope of 1 is linear "
+                              "scaling; whiskers are 95% intervals.")
+
+
+def plot_sweeps(r: Results, table: pd.DataFrame, figs: Figures) -> None:
+    """Throughput against each numeric option that varies within one strategy."""
+    if "params" not in r.ok:
+        return
+    params = r.ok[["strategy_spec", "strategy", "params"]].drop_duplicates("strategy_spec")
+    spec_params = {row["strategy_spec"]: row["params"] for _, row in params.iterrows()
+                   if isinstance(row["params"], dict)}
+    for strategy, t in table.groupby("strategy"):
+        specs = [s for s in t["strategy_spec"].unique() if s in spec_params]
+        if len(specs) < 2:
+            continue
+        keys = {k for s in specs for k, v in spec_params[s].items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        for key in sorted(keys):
+            values = {spec_params[s].get(key) for s in specs}
+            if len(values) < 2:
+                continue
+            t2 = t.assign(x=t["strategy_spec"].map(lambda s: spec_params.get(s, {}).get(key)))
+            others = [k for k in sorted(keys | {k for s in specs for k in spec_params[s]})
+                      if k != key]
+            t2 = t2.assign(series=t2["strategy_spec"].map(
+                lambda s: ", ".join(f"{k}={spec_params[s].get(k)}" for k in others
+                                    if len({str(spec_params[x].get(k)) for x in specs}) > 1)))
+            fig, ax = plt.subplots(figsize=(8, 5))
+            for (cache, series), g in t2.groupby(["cache", "series"]):
+                g = g.sort_values("x")
+                ax.plot(g["x"], g["gb_per_s"], marker="o", label=f"{cache} {series}".strip())
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel(f"{key} (log)")
+            ax.set_ylabel("throughput (GB/s)")
+            ax.legend(fontsize=7)
+            figs.save(fig, f"sweep-{strategy}-{key}",
+                      f"{strategy}: throughput against {key}, one line per setting of its other "
+                      "options.")
+
+
+def table_md(table: pd.DataFrame, cache: str, files: int) -> str:
+    t = table[table["cache"] == cache]
+    if t.empty:
+        return ""
+    lines = [f"| strategy | n | median s (95% CI) | GB/s | × fread (95% CI) | peak RSS | why |",
+             "|---|---|---|---|---|---|---|"]
+    for _, r in t.iterrows():
+        speed = "" if math.isnan(r["speedup"]) else \
+            f"{r['speedup']:.2f} ({r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f})"
+        lines.append(f"| {label(r, files)} | {r['n']} | {r['median_s']:.3f} "
+                     f"({r['ci_low_s']:.3f}–{r['ci_high_s']:.3f}) | {r['gb_per_s']:.2f} | "
+                     f"{speed} | {gib(r['peak_rss_bytes'])} | {why(r)} |")
+    return "\n".join(lines)
+
+
+def reference_md(table: pd.DataFrame) -> str:
+    cold = table[(table["cache"] == "cold") & table["strategy_spec"].isin(PUBLISHED)]
+    if set(cold["strategy_spec"]) != set(PUBLISHED):
+        return ""
+    by = cold.set_index("strategy_spec")
+    lines = ["| strategy | here: s | here: × fread time | published: s | published: × fread "
+             "time | here: peak RSS GB | published: GB | here: × fread RSS | published: × fread "
+             "RSS |", "|---|---|---|---|---|---|---|---|---|"]
+    f_here, f_rss = by.loc["fread", "median_s"], by.loc["fread", "peak_rss_bytes"]
+    for spec, (sec, gb) in PUBLISHED.items():
+        r = by.loc[spec]
+        lines.append(f"| {spec} | {r['median_s']:.2f} | {r['median_s'] / f_here:.3f} | {sec:.0f} | "
+                     f"{sec / PUBLISHED['fread'][0]:.2f} | {r['peak_rss_bytes'] / 1e9:.2f} | "
+                     f"{gb:.0f} | {r['peak_rss_bytes'] / f_rss:.2f} | "
+                     f"{gb / PUBLISHED['fread'][1]:.2f} |")
+    here_order = list(cold.sort_values("median_s")["strategy_spec"])
+    pub_order = sorted(PUBLISHED, key=lambda s: PUBLISHED[s][0])
+    verdict = ("The order of the three holds here" if here_order == pub_order else
+               "The order differs here: " + " < ".join(here_order))
+    return ("The published cold-start table (about 26 s / 10 s / 8 s and 18 / 14 / 14 GB peak "
+            "RSS for a 14 GB file, on another machine) beside this run, as ratios to fread:\n\n"
+            + "\n".join(lines) + f"\n\n{verdict}.")
+
+
+def machine_facts(env: dict) -> dict[str, str]:
+    """The facts that shape results, as short texts (also what compare sets side by side)."""
+    host, kernel = env.get("host", {}), env.get("kernel", {})
+    storage, fs, thp = env.get("storage", {}), env.get("filesystem", {}), env.get("thp", {})
+    virt = env.get("virtualization", {})
+    lb = env.get("loadbench", {})
+    return {
+        "cpu": f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores",
+        "memory": f"{gib(host.get('memory_bytes', 0))}, swap "
+                  f"{gib(env.get('memory', {}).get('swap_total_bytes', 0))}",
+        "virtualization": "yes (hypervisor flag)" if virt.get("hypervisor_flag") else "no",
+        "kernel": str(kernel.get("release", "?")),
+        "storage": f"{storage.get('device', '?')} ({storage.get('driver', '?')}, model "
+                   f"{storage.get('model') or '?'}, rotational {storage.get('rotational')}, "
+                   f"scheduler {storage.get('scheduler', '?')}, read-ahead "
+                   f"{storage.get('read_ahead_kb', '?')} KiB)",
+        "filesystem": f"{fs.get('type', '?')} on {fs.get('source', '?')} "
+                      f"({fs.get('mount_options', '')})",
+        "thp": f"enabled {thp.get('enabled', '?')}, defrag {thp.get('defrag', '?')}",
+        "loadbench": f"{lb.get('version', '?')} ({lb.get('commit', '?')}), root: "
+                     f"{env.get('root')}",
+    }
+
+
+def machine_md(env: dict) -> str:
+    return "\n".join(f"- {k}: {v}" for k, v in machine_facts(env).items())
+
+
+def excluded_md(r: Results) -> str:
+    if r.excluded.empty:
+        return "Every run was ok."
+    lines = ["| strategy | cache | status | runs | reason |", "|---|---|---|---|---|"]
+    for _, x in r.excluded.iterrows():
+        lines.append(f"| {x['strategy_spec']} | {x['cache']} | {x['status']} | {x['count']} | "
+                     f"{'; '.join(x['errors'])[:300]} |")
+    return ("Runs left out of every statistic (not ok):\n\n" + "\n".join(lines))
+
+
+def build(folder: str) -> dict:
+    r = load(folder)
+    table = stats.summarize(r)
+    if table.empty:
+        raise ResultsError(f"{folder}: no ok runs to report")
+    files = table["file"].nunique()
+    figs = Figures(folder)
+    plot_times(table, figs)
+    plot_throughput(table, r.env, figs)
+    plot_memory(table, figs)
+    plot_timelines(r, table, figs)
+    plot_scaling(table, figs)
+    plot_sweeps(r, table, figs)
+
+    title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
+    question = r.env.get("experiment_file", {}).get("question", "")
+    sections = [f"# {title}", question,
+                f"{len(r.runs)} runs in `{folder}`: {len(r.ok)} ok, {len(r.runs) - len(r.ok)} "
+                "left out (below). Figures are medians of the ok runs with 95% bootstrap "
+                "intervals; × fread is fread's median time over the strategy's.",
+                "## The machine", machine_md(r.env)]
+    for cache in ("cold", "warm"):
+        md = table_md(table, cache, files)
+        if md:
+            sections += [f"## {cache.capitalize()} start", md]
+    ref = reference_md(table)
+    if ref:
+        sections += ["## The published reference table", ref]
+    sections += ["## Runs left out", excluded_md(r), "## Figures"]
+    md_parts = list(sections)
+    html_parts = []
+    for name, caption in figs.items:
+        md_parts.append(f"![{caption}](figures/{name}.png)\n\n*{caption}*")
+        with open(os.path.join(figs.dir, f"{name}.png"), "rb") as f:
+            data = base64.b64encode(f.read()).decode()
+        html_parts.append(f'<figure><img alt="{html.escape(caption)}" '
+                          f'src="data:image/png;base64,{data}"><figcaption>'
+                          f"{html.escape(caption)}</figcaption></figure>")
+    markdown = "\n\n".join(p for p in md_parts if p) + "\n"
+    with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
+        f.write(markdown)
+    with open(os.path.join(folder, "report.html"), "w", encoding="utf-8") as f:
+        f.write(to_html(title, sections, html_parts))
+    # NaN (no fread to compare with) as null: JSON has no NaN.
+    summary = table.drop(columns=["major_faults"]).astype(object).where(table.notna(), None)
+    with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
+        json.dump({"folder": folder, "groups": summary.to_dict(orient="records")}, f, indent=2,
+                  default=json_default)
+    return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
+
+
+def to_html(title: str, sections: list[str], figures: list[str]) -> str:
+    """The markdown sections as HTML: headings, tables, lists and paragraphs are all they use."""
+    body = []
+    for s in sections:
+        if not s:
+            continue
+        if s.startswith("#"):
+            level = len(s) - len(s.lstrip("#"))
+            body.append(f"<h{level}>{html.escape(s.lstrip('# '))}</h{level}>")
+            continue
+        for block in s.split("\n\n"):
+            lines = block.splitlines()
+            if lines and lines[0].startswith("|"):
+                rows = [ln.strip("|").split(" | ") for ln in lines if not ln.startswith("|---")]
+                head = "".join(f"<th>{html.escape(c.strip())}</th>" for c in rows[0])
+                cells = "".join("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r)
+                                + "</tr>" for r in rows[1:])
+                body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
+            elif lines and lines[0].startswith("- "):
+                body.append("<ul>" + "".join(f"<li>{html.escape(ln[2:])}</li>" for ln in lines)
+                            + "</ul>")
+            else:
+                body.append(f"<p>{html.escape(block)}</p>")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
+             "collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
+             "img{max-width:100%}figcaption{font-style:italic}")
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{style}</style></head><body>{''.join(body)}{''.join(figures)}"
+            "</body></html>\n")
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="analysis.report", description=__doc__.splitlines()[0])
+    p.add_argument("folder", help="a results folder (runs.jsonl, env.json)")
+    args = p.parse_args(argv)
+    t0 = time.monotonic()
+    try:
+        out = build(args.folder)
+    except ResultsError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    print(f"{out['report']} (+ report.html, summary.json, {out['figures']} figures in "
+          f"{os.path.join(args.folder, 'figures')}) in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,87 @@
+"""The report builds from a small fixture: every strategy's row is in the tables, every figure
+is a non-empty image, summary.json is there for other tools, and bad input is one line and
+exit 2."""
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from analysis import report
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+@pytest.fixture()
+def built(tmp_path):
+    folder = tmp_path / "results"
+    shutil.copytree(FIXTURE, folder)
+    report.build(str(folder))
+    return folder
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+def test_every_strategy_has_its_row(built):
+    md = (built / "report.md").read_text()
+    for spec in ("| fread |", "| mmap |", "| io_uring:qd=4 |"):
+        assert spec in md
+    assert "## Cold start" in md and "## Warm start" in md
+    assert "| mmap | cold | invalid | 1 |" in md  # left out, and said so
+    html = (built / "report.html").read_text()
+    assert html.count("<table>") >= 3 and "io_uring:qd=4" in html
+
+
+def test_figures_are_non_empty_images_embedded_in_the_html(built):
+    figures = sorted(p for p in os.listdir(built / "figures") if p.endswith(".png"))
+    assert {"time.png", "memory.png", "throughput-cold.png"} <= set(figures)
+    for name in figures:
+        width, height = png_size(built / "figures" / name)
+        assert width > 100 and height > 100
+        assert (built / "figures" / name.replace(".png", ".svg")).stat().st_size > 0
+    html = (built / "report.html").read_text()
+    assert html.count('src="data:image/png;base64,') == len(figures)
+
+
+def test_summary_json_has_every_group(built):
+    groups = json.loads((built / "summary.json").read_text())["groups"]
+    keys = {(g["strategy_spec"], g["cache"]) for g in groups}
+    assert keys == {("fread", "cold"), ("mmap", "cold"), ("fread", "warm"),
+                    ("io_uring:qd=4", "warm")}
+    mmap = next(g for g in groups if g["strategy_spec"] == "mmap")
+    assert mmap["n"] == 3 and mmap["median_s"] == 3.0
+    assert mmap["speedup"] == pytest.approx(11 / 3)
+
+
+def test_the_reference_table_is_set_beside_the_published_one(tmp_path):
+    folder = tmp_path / "ref"
+    folder.mkdir()
+    rows = []
+    for i, (spec, wall) in enumerate([("fread", 100.0), ("mmap", 5.0), ("mmap_seq", 4.0)]):
+        rows.append({"run_id": f"r{i}", "strategy": spec, "strategy_spec": spec, "file": "/f",
+                     "file_bytes": 14 * 10**9, "cache": "cold", "status": "ok", "error": None,
+                     "wall_s": wall, "peak_rss_bytes": 14 * 10**9, "major_faults": 0,
+                     "minor_faults": 10, "timeline": None})
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report.build(str(folder))
+    md = (folder / "report.md").read_text()
+    assert "## The published reference table" in md
+    assert "| mmap | 5.00 | 0.050 | 10 | 0.38 |" in md
+    assert "The order of the three holds here." in md
+
+
+def test_a_folder_without_runs_is_exit_2_in_one_line(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "analysis.report", str(tmp_path)], cwd=REPO,
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "runs.jsonl: no such file" in p.stderr
