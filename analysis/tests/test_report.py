@@ -85,3 +85,26 @@ def test_a_folder_without_runs_is_exit_2_in_one_line(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "runs.jsonl: no such file" in p.stderr
+
+
+def test_sweeps_and_sizes_get_their_figures(tmp_path):
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    rows = []
+    for qd in (1, 4, 16):
+        for size_gib in (1, 2):
+            for rep in range(2):
+                rows.append({"run_id": f"q{qd}-{size_gib}-{rep}", "strategy": "io_uring",
+                             "strategy_spec": f"io_uring:qd={qd}",
+                             "params": {"qd": qd, "chunk": 1048576, "direct": "off"},
+                             "file": f"/d/llama-{size_gib}GiB.wlf",
+                             "file_bytes": size_gib << 30, "cache": "cold", "status": "ok",
+                             "error": None, "wall_s": size_gib * (1 + 1 / qd) + rep * 0.01,
+                             "peak_rss_bytes": 1, "major_faults": 0, "minor_faults": 0,
+                             "timeline": None})
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report.build(str(folder))
+    figures = set(os.listdir(folder / "figures"))
+    assert {"scaling.png", "sweep-io_uring-qd.png"} <= figures
+    md = (folder / "report.md").read_text()
+    assert "throughput against qd" in md and "log-log" in md
