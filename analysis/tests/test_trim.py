@@ -1,0 +1,25 @@
+"""trim keeps a results folder's records whole and thins its timelines, first and last row
+kept."""
+
+import os
+import shutil
+
+import pandas as pd
+
+from analysis import trim
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
+
+
+def test_timelines_are_thinned_and_records_kept(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    (src / "timelines").mkdir()
+    pd.DataFrame({"t_s": [i / 100 for i in range(1000)], "rss_bytes": range(1000)}).to_csv(
+        src / "timelines" / "t-0000.csv", index=False)
+    assert trim.trim(str(src), str(tmp_path / "dst"), 200) == 1
+    t = pd.read_csv(tmp_path / "dst" / "timelines" / "t-0000.csv")
+    assert len(t) == 200
+    assert t["rss_bytes"].iloc[0] == 0 and t["rss_bytes"].iloc[-1] == 999
+    assert t["t_s"].is_monotonic_increasing
+    assert (tmp_path / "dst" / "runs.jsonl").read_text() == (src / "runs.jsonl").read_text()
