@@ -12,6 +12,7 @@ packages=(
   liburing-dev libboost-dev libpfm4-dev libbenchmark-dev libtomlplusplus-dev
   fio
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy python3-scipy
+  chromium
 )
 if [[ ${1:-} == fuzz ]]; then
   packages+=(clang libclang-rt-dev)

@@ -1,0 +1,58 @@
+"""report.html seen by a real browser: headless Chromium (Debian's `chromium`, installed by
+scripts/setup.sh) loads it, and every embedded figure must have decoded (naturalWidth > 0) and
+the tables must be there. The check runs in the page: a copy of the report gets a script that,
+once the page has loaded, writes what it finds into the DOM that Chromium dumps."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from analysis import report
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+CHECK = """<script>
+window.addEventListener('load', () => {
+  const images = [...document.images];
+  const found = {
+    images: images.length,
+    decoded: images.filter(i => i.complete && i.naturalWidth > 0).length,
+    tables: document.querySelectorAll('table').length,
+    rows: [...document.querySelectorAll('td:first-child')].map(td => td.textContent),
+  };
+  const out = document.createElement('pre');
+  out.id = 'loadbench-check';
+  out.textContent = JSON.stringify(found);
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (scripts/setup.sh "
+                                              "installs it)")
+def test_every_figure_loads_and_the_tables_are_there(tmp_path):
+    folder = tmp_path / "results"
+    shutil.copytree(FIXTURE, folder)
+    report.build(str(folder))
+    page = (folder / "report.html").read_text()
+    checked = folder / "checked.html"
+    checked.write_text(page.replace("</body>", CHECK + "</body>"))
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+         "--dump-dom", checked.as_uri()],
+        capture_output=True, text=True, timeout=120).stdout
+    match = re.search(r'<pre id="loadbench-check">(.*?)</pre>', dom)
+    assert match, "the page did not finish loading in Chromium:\n" + dom[:2000]
+    found = json.loads(match.group(1).replace("&quot;", '"'))
+    figures = len([p for p in os.listdir(folder / "figures") if p.endswith(".png")])
+    assert found["images"] == figures > 0
+    assert found["decoded"] == figures
+    assert found["tables"] >= 3
+    for spec in ("fread", "mmap", "io_uring:qd=4"):
+        assert spec in found["rows"]
