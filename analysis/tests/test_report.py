@@ -74,6 +74,9 @@ def test_the_reference_table_is_set_beside_the_published_one(tmp_path):
                      "minor_faults": 10, "timeline": None})
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     report.build(str(folder))
+    assert "published" not in (folder / "report.md").read_text()  # only for reference-table
+    (folder / "env.json").write_text(json.dumps({"experiment": "reference-table"}))
+    report.build(str(folder))
     md = (folder / "report.md").read_text()
     assert "## The published reference table" in md
     assert "| mmap | 5.00 | 0.050 | 10 | 0.38 |" in md
