@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import zlib
@@ -42,10 +43,13 @@ def compare(a_dir: str, b_dir: str, seed: int = 0) -> dict:
         ratio_boot = stats.bootstrap_medians(y, rng) / stats.bootstrap_medians(x, rng)
         low, high = stats.interval(ratio_boot)
         p = float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+        # The smallest two-sided p the exact test can give these sample sizes: with 3 runs a
+        # side it is 0.1, and no difference can ever be significant.
+        min_p = min(1.0, 2 / math.comb(len(x) + len(y), len(x)))
         rows.append({**dict(zip(MATCH, key)), "n_a": len(x), "n_b": len(y),
                      "median_a_s": float(np.median(x)), "median_b_s": float(np.median(y)),
                      "ratio": float(np.median(y) / np.median(x)), "ci_low": low,
-                     "ci_high": high, "p_value": p,
+                     "ci_high": high, "p_value": p, "min_p_possible": min_p,
                      # Both must agree: a small p alone flags a shift too small to matter only
                      # when the interval also leaves out 1.
                      "significant": bool(p < ALPHA and (low > 1 or high < 1))})
@@ -54,6 +58,12 @@ def compare(a_dir: str, b_dir: str, seed: int = 0) -> dict:
             "only_in_a": [dict(zip(MATCH, k)) for k in sorted(set(wa) - set(wb), key=str)],
             "only_in_b": [dict(zip(MATCH, k)) for k in sorted(set(wb) - set(wa), key=str)],
             "machine_differences": {k: {"a": fa[k], "b": fb[k]} for k in fa if fa[k] != fb[k]}}
+
+
+def too_few(r: dict, alpha: float) -> str:
+    if r["min_p_possible"] < alpha:
+        return ""
+    return f"too few runs ({r['n_a']} and {r['n_b']}) for p < {alpha}"
 
 
 def to_markdown(c: dict) -> str:
@@ -67,7 +77,7 @@ def to_markdown(c: dict) -> str:
         lines.append(f"| {r['strategy_spec']} | {r['cache']} | {r['file_name']} | "
                      f"{r['median_a_s']:.3f} | {r['median_b_s']:.3f} | {r['ratio']:.2f} "
                      f"({r['ci_low']:.2f}–{r['ci_high']:.2f}) | {r['p_value']:.3g} | "
-                     f"{'significant' if r['significant'] else ''} |")
+                     f"{'significant' if r['significant'] else too_few(r, c['alpha'])} |")
     lines += ["", "## How the machines differ", ""]
     diffs = c["machine_differences"]
     lines += [f"- {k}: A {v['a']}; B {v['b']}" for k, v in diffs.items()] or ["- nothing recorded"]

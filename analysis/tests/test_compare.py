@@ -57,6 +57,9 @@ def test_the_command_writes_both_files_into_out(tmp_path):
     data = json.loads((tmp_path / "out" / "compare.json").read_text())
     assert [r["strategy_spec"] for r in data["rows"]] == ["fread"]
     assert (tmp_path / "out" / "compare.md").exists()
+    # 3 runs a side: the exact test cannot reach p < 0.05, and the table says so.
+    assert data["rows"][0]["min_p_possible"] == 0.1
+    assert "too few runs (3 and 3) for p < 0.05" in p.stdout
     bad = subprocess.run([sys.executable, "-m", "analysis.compare", str(tmp_path / "none"),
                           str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode == 2 and "runs.jsonl: no such file" in bad.stderr
