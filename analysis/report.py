@@ -13,6 +13,7 @@ import html
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -92,7 +93,11 @@ def plot_times(table: pd.DataFrame, figs: Figures) -> None:
                                             t["ci_high_s"] - t["median_s"]],
                     fmt="none", ecolor="black", capsize=3)
         ax.set_yticks(list(y), [label(r, files) for _, r in t.iterrows()])
-        ax.set_xlabel("load time, median (s)")
+        # Copies and mappings can differ by 100x here: a log axis keeps both readable.
+        wide = t["median_s"].max() > 20 * t["median_s"].min()
+        if wide:
+            ax.set_xscale("log")
+        ax.set_xlabel("load time, median (s" + (", log)" if wide else ")"))
         ax.set_title(f"{cache} cache")
     figs.save(fig, "time", "Median load time per strategy, cold and warm; whiskers are the 95% "
                            "bootstrap interval of the median.")
@@ -353,6 +358,11 @@ def build(folder: str) -> dict:
     return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
 
 
+def code(text: str) -> str:
+    """Markdown `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
 def to_html(title: str, sections: list[str], figures: list[str]) -> str:
     """The markdown sections as HTML: headings, tables, lists and paragraphs are all they use."""
     body = []
@@ -368,14 +378,15 @@ def to_html(title: str, sections: list[str], figures: list[str]) -> str:
             if lines and lines[0].startswith("|"):
                 rows = [ln.strip("|").split(" | ") for ln in lines if not ln.startswith("|---")]
                 head = "".join(f"<th>{html.escape(c.strip())}</th>" for c in rows[0])
-                cells = "".join("<tr>" + "".join(f"<td>{html.escape(c.strip())}</td>" for c in r)
-                                + "</tr>" for r in rows[1:])
+                cells = "".join(
+                    "<tr>" + "".join(f"<td>{code(html.escape(c.strip()))}</td>" for c in r)
+                    + "</tr>" for r in rows[1:])
                 body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
             elif lines and lines[0].startswith("- "):
-                body.append("<ul>" + "".join(f"<li>{html.escape(ln[2:])}</li>" for ln in lines)
-                            + "</ul>")
+                items = "".join(f"<li>{code(html.escape(ln[2:]))}</li>" for ln in lines)
+                body.append(f"<ul>{items}</ul>")
             else:
-                body.append(f"<p>{html.escape(block)}</p>")
+                body.append(f"<p>{code(html.escape(block))}</p>")
     style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
              "collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
              "img{max-width:100%}figcaption{font-style:italic}")
