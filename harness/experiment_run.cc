@@ -108,6 +108,17 @@ Status ReadRecorded(const std::string& path, const std::string& experiment,
   return Status::Ok();
 }
 
+// Every line of runs.jsonl that is a JSON object, for reading only (ReadRecorded checks them).
+std::vector<Json> RecordsIn(const std::string& path) {
+  std::vector<Json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    Json r = Json::parse(line, nullptr, false);
+    if (r.is_object()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 // The progress line: runs done of the total, the current run, and the time left; redrawn in
 // place on a terminal, absent otherwise.
 class Progress {
@@ -338,12 +349,8 @@ int RunExperiment(const ExperimentOptions& opts) {
   size_t recorded_records = 0;
   if (opts.dry_run) {
     // Read only: a dry run changes nothing, not even a cut-short line.
-    std::ifstream probe_in(runs_path);
-    if (probe_in) {
-      for (std::string line; std::getline(probe_in, line);) {
-        const Json r = Json::parse(line, nullptr, false);
-        if (r.is_object() && r.value("experiment", "") == e.name) recorded.insert(RunKey(r));
-      }
+    for (const Json& r : RecordsIn(runs_path)) {
+      if (r.value("experiment", "") == e.name) recorded.insert(RunKey(r));
     }
     return PrintPlan(e, opts, out_dir, recorded);
   }
@@ -495,14 +502,7 @@ int RunExperiment(const ExperimentOptions& opts) {
   progress.Clear();
 
   // The summary covers every run of the experiment, earlier sessions' included.
-  std::vector<Json> all;
-  {
-    std::ifstream in(runs_path);
-    for (std::string line; std::getline(in, line);) {
-      Json r = Json::parse(line, nullptr, false);
-      if (r.is_object()) all.push_back(std::move(r));
-    }
-  }
+  const std::vector<Json> all = RecordsIn(runs_path);
   if (!opts.quiet) fmt::print("\n{}", SummaryTable(all));
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path, all.size(), out_dir);
   std::fflush(stdout);  // the summary before the messages below

@@ -421,7 +421,6 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     if (!s.ok() && unsupported.empty()) unsupported = s.message();
     if (unsupported.empty()) unsupported = info->unsupported_reason();
   }
-  if (unsupported.empty() && p.memory_limit > 0) unsupported = MemoryCgroupUnsupportedReason();
   if (info == nullptr || params.empty()) {
     for (const auto& [k, v] : p.spec.options) params[k] = v;  // as asked, for the record
   }
@@ -466,11 +465,17 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     DropMethod drop = rs.root ? DropMethod::kDropCaches : DropMethod::kFadvise;
     Residency before;
     Status prep = Status::Ok();
-    if (p.cache == "cold" && info->cleanup != nullptr) prep = info->cleanup(file.path);
-    if (prep.ok()) prep = PrepareCache(file.path, p.cache, &drop, &before);
+    // The cgroup first: where none can be made, the run is unsupported before any work.
     std::unique_ptr<MemoryCgroup> cgroup;
-    if (prep.ok() && p.memory_limit > 0) prep = MemoryCgroup::Create(p.memory_limit, &cgroup);
-    if (!prep.ok()) {
+    if (p.memory_limit > 0) prep = MemoryCgroup::Create(p.memory_limit, &cgroup);
+    if (prep.ok() && p.cache == "cold" && info->cleanup != nullptr) prep = info->cleanup(file.path);
+    if (prep.ok()) prep = PrepareCache(file.path, p.cache, &drop, &before);
+    if (prep.code() == Status::Code::kUnsupported) {
+      for (auto& r : batch) {  // no memory cgroup can be made here
+        r["status"] = "unsupported";
+        r["error"] = prep.message();
+      }
+    } else if (!prep.ok()) {
       // A state that cannot be made or checked is not a failure of the strategy, but no
       // figure measured from it may count.
       for (auto& r : batch) {
