@@ -18,6 +18,7 @@
 //   align = 4096                   # optional; the format's default otherwise
 //   seed = 0
 //   dtype = "bf16"
+//   endian = "little"              # or "big" (WLF only); misalign = 0..63 (safetensors only)
 //
 //   [[file]]                       # ...or one to use as it is
 //   path = "models/model.gguf"

@@ -2,6 +2,7 @@
 // content, in parallel, under a temporary name that is renamed only when the file is complete.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,6 +22,12 @@ struct GenOptions {
   uint64_t seed = 0;
   uint64_t align = 0;  // 0: the format's default (WLF 4096, GGUF 32); safetensors has none
   std::string dtype = "bf16";
+  // "little" or "big"; "big" (WLF only) stores every field and tensor element big-endian: the
+  // same numbers as the little-endian file of the same seed, each element byte-swapped.
+  std::string endian = "little";
+  // 0 to 63 (safetensors only): the data area, and with it every tensor (their sizes are
+  // multiples of 64), starts this many bytes past a 64-byte boundary. 0 keeps the usual layout.
+  uint64_t misalign = 0;
   int threads = 0;        // generator threads; 0 = number of cores
   bool progress = false;  // progress on stderr
 };
@@ -40,6 +47,8 @@ struct GenResult {
 struct GenPlan {
   ModelPlan model;
   uint64_t align = 0;
+  std::endian byte_order = std::endian::little;
+  uint64_t misalign = 0;
   uint64_t spec_id = 0;
   FileLayout layout;
 };

@@ -496,8 +496,14 @@ std::string SafetensorsDTypeName(WlfDType dtype) {
 
 Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
                              const std::vector<std::pair<std::string, std::string>>& metadata,
-                             FileLayout* layout, std::vector<std::byte>* head) {
+                             FileLayout* layout, std::vector<std::byte>* head,
+                             uint64_t misalign) {
   constexpr uint64_t kLimit = 1ull << 62;
+  constexpr uint64_t kMisalignPeriod = 64;  // a cache line, and the widest vector load
+  if (misalign >= kMisalignPeriod) {
+    return Status::BadInput(
+        fmt::format("misalign {} must be below {}", misalign, kMisalignPeriod));
+  }
   // The JSON text is built entry by entry: an ordered_json object looks keys up linearly, which
   // makes 20,000 tensors cost seconds.
   std::string text = "{";
@@ -537,7 +543,14 @@ Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
     pos += size;
   }
   text += '}';
-  text.append((8 - (8 + text.size()) % 8) % 8, ' ');
+  // Trailing spaces are JSON whitespace, which every reader skips.
+  if (misalign == 0) {
+    text.append((8 - (8 + text.size()) % 8) % 8, ' ');
+  } else {
+    text.append((kMisalignPeriod + misalign - (8 + text.size()) % kMisalignPeriod) %
+                    kMisalignPeriod,
+                ' ');
+  }
   if (text.size() > kSafetensorsMaxHeader) {
     return Status::BadInput(fmt::format("safetensors header of {} bytes exceeds the {} byte limit",
                                         text.size(), kSafetensorsMaxHeader));

@@ -38,9 +38,13 @@ std::string SafetensorsDTypeName(WlfDType dtype);
 
 // Plans a file of `tensors` in this order, contiguous as the reference writer lays them out,
 // and encodes its head: length, compact JSON with `metadata` first, space padding to a multiple
-// of 8. The head's size depends on the metadata only through its length.
+// of 8. With `misalign` (1 to 63) the padding instead makes the data area start `misalign`
+// bytes past a 64-byte boundary, as an unpadded file's may: tensors whose sizes are multiples
+// of 64 then all start there. kBadInput for misalign above 63. The head's size depends on the
+// metadata only through its length.
 Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
                              const std::vector<std::pair<std::string, std::string>>& metadata,
-                             FileLayout* layout, std::vector<std::byte>* head);
+                             FileLayout* layout, std::vector<std::byte>* head,
+                             uint64_t misalign = 0);
 
 }  // namespace loadbench

@@ -1,12 +1,14 @@
-// WLF reading, validation and writing. Validation follows one rule: no field is used before it
-// has been checked, every bounds check is overflow-safe (`off <= size && len <= size - off`),
-// and every value read from a dynamic offset is copied out with memcpy.
+// WLF reading, validation and writing, in either byte order. Validation follows one rule: no
+// field is used before it has been checked, every bounds check is overflow-safe
+// (`off <= size && len <= size - off`), and every value read from a dynamic offset is copied out
+// with memcpy and then, in a big-endian file, byte-swapped into host order.
 #include "loaders/format/wlf.h"
 
 #include <bit>
 #include <cstring>
 #include <limits>
 
+#include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 
 #include "loaders/file_io.h"
@@ -16,7 +18,51 @@ namespace loadbench {
 namespace {
 
 static_assert(std::endian::native == std::endian::little,
-              "WLF fields are read and written as host integers; this build needs little-endian");
+              "WLF fields are read as host integers and swapped when the file is big-endian; "
+              "this build needs a little-endian host");
+
+using boost::endian::endian_reverse_inplace;
+
+// Each integer field reversed in place: a big-endian file's fields into host order and host
+// fields into a big-endian file's (the swap is its own inverse).
+void Reverse(WlfHeader* h) {
+  endian_reverse_inplace(h->magic);
+  endian_reverse_inplace(h->version);
+  endian_reverse_inplace(h->tensor_count);
+  endian_reverse_inplace(h->meta_offset);
+  endian_reverse_inplace(h->data_offset);
+  endian_reverse_inplace(h->file_size);
+  endian_reverse_inplace(h->flags);
+  endian_reverse_inplace(h->reserved[0]);
+  endian_reverse_inplace(h->reserved[1]);
+}
+
+void Reverse(WlfTensorEntry* e) {
+  endian_reverse_inplace(e->name_offset);
+  endian_reverse_inplace(e->dtype);
+  endian_reverse_inplace(e->pad);
+  endian_reverse_inplace(e->shape_offset);
+  endian_reverse_inplace(e->shape_count);
+  endian_reverse_inplace(e->data_offset);
+  endian_reverse_inplace(e->data_size);
+}
+
+void Reverse(WlfTail* t) {
+  endian_reverse_inplace(t->magic);
+  endian_reverse_inplace(t->file_size);
+}
+
+// Reverses every element of `T` in [data, data + count * sizeof(T)); memcpy because tensor
+// bytes carry no alignment promise for T.
+template <typename T>
+void ReverseElements(std::byte* data, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof v, sizeof v);
+    endian_reverse_inplace(v);
+    std::memcpy(data + i * sizeof v, &v, sizeof v);
+  }
+}
 
 struct DTypeRow {
   const char* name;
@@ -61,8 +107,12 @@ bool WlfDTypeFromName(const std::string& name, WlfDType* out) {
 }
 
 Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+  bool big_endian = false;
+  // A big-endian file is named as such in every message: a corrupted magic that happens to
+  // read swapped then explains why every other field looks wrong.
   auto bad = [&](const std::string& what) {
-    return Status::BadInput(fmt::format("{}: invalid WLF file: {}", path, what));
+    return Status::BadInput(fmt::format("{}: invalid {}WLF file: {}", path,
+                                        big_endian ? "big-endian " : "", what));
   };
   if (real_size < sizeof(WlfHeader)) {
     return bad(fmt::format("{} bytes is shorter than the 64-byte header", real_size));
@@ -70,10 +120,8 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   WlfHeader h;
   LB_RETURN_IF_ERROR(PreadExact(fd, path, &h, sizeof h, 0));
   if (h.magic == kWlfMagicSwapped) {
-    return Status::BadInput(
-        fmt::format("{}: big-endian WLF file (byte-swapped magic 0x{:08x}); this build reads "
-                    "little-endian WLF only",
-                    path, h.magic));
+    big_endian = true;
+    Reverse(&h);
   }
   if (h.magic != kWlfMagic) return bad(fmt::format("wrong magic 0x{:08x}", h.magic));
   if (h.version != kWlfVersion) {
@@ -91,6 +139,7 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   // before any strategy maps the end of the file.
   WlfTail tail;
   LB_RETURN_IF_ERROR(PreadExact(fd, path, &tail, sizeof tail, real_size - sizeof tail));
+  if (big_endian) Reverse(&tail);
   if (tail.magic != kWlfTailMagic || tail.file_size != h.file_size) {
     return bad(fmt::format("tail sentinel missing or wrong at offset {} (incomplete write?)",
                            real_size - sizeof tail));
@@ -134,12 +183,14 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   t.format = "wlf";
   t.file_size = real_size;
   t.data_offset = h.data_offset;
+  t.big_endian = big_endian;
   t.tensors.reserve(h.tensor_count);
   uint64_t prev_end = h.data_offset;
   uint64_t total = 0;
   for (uint64_t i = 0; i < h.tensor_count; ++i) {
     WlfTensorEntry e;
     std::memcpy(&e, meta.data() + i * sizeof e, sizeof e);
+    if (big_endian) Reverse(&e);
     auto bad_tensor = [&](const std::string& what) {
       return bad(fmt::format("tensor {}: {}", i, what));
     };
@@ -173,6 +224,7 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
     info.shape.resize(e.shape_count);
     for (uint64_t d = 0; d < e.shape_count; ++d) {
       std::memcpy(&info.shape[d], meta.data() + rel + d * sizeof(uint64_t), sizeof(uint64_t));
+      if (big_endian) endian_reverse_inplace(info.shape[d]);
       if (info.shape[d] != 0 && elements > std::numeric_limits<uint64_t>::max() / info.shape[d]) {
         return bad_named("shape product overflows");
       }
@@ -206,6 +258,7 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
   if (h.flags & kWlfFlagChecksum) t.expected_checksum = h.reserved[0];
 
   t.header["magic"] = fmt::format("0x{:08x}", h.magic);
+  t.header["byte_order"] = big_endian ? "big" : "little";
   t.header["version"] = h.version;
   t.header["tensor_count"] = h.tensor_count;
   t.header["meta_offset"] = h.meta_offset;
@@ -274,7 +327,8 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLa
 
 std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
                                      const FileLayout& layout, uint64_t flags, uint64_t checksum,
-                                     uint64_t gen_spec_id) {
+                                     uint64_t gen_spec_id, std::endian order) {
+  const bool big_endian = order == std::endian::big;
   std::vector<std::byte> buf(layout.data_offset);
   WlfHeader h{};
   h.magic = kWlfMagic;
@@ -286,6 +340,7 @@ std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
   h.flags = flags;
   h.reserved[0] = (flags & kWlfFlagChecksum) ? checksum : 0;
   h.reserved[1] = (flags & kWlfFlagGenSpec) ? gen_spec_id : 0;
+  if (big_endian) Reverse(&h);
   std::memcpy(buf.data(), &h, sizeof h);
 
   uint64_t aux = sizeof(WlfHeader) + tensors.size() * sizeof(WlfTensorEntry);
@@ -298,16 +353,35 @@ std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
     aux = AlignUp(aux, 8);
     e.shape_offset = aux;
     e.shape_count = t.shape.size();
-    std::memcpy(buf.data() + aux, t.shape.data(), t.shape.size() * sizeof(uint64_t));
-    aux += t.shape.size() * sizeof(uint64_t);
+    for (uint64_t d : t.shape) {
+      if (big_endian) endian_reverse_inplace(d);
+      std::memcpy(buf.data() + aux, &d, sizeof d);
+      aux += sizeof d;
+    }
     e.dtype = static_cast<uint32_t>(t.dtype);
     e.data_offset = layout.tensor_offsets[i];
     e.data_size = layout.tensor_sizes[i];
+    if (big_endian) Reverse(&e);
     std::memcpy(buf.data() + sizeof(WlfHeader) + i * sizeof e, &e, sizeof e);
   }
   return buf;
 }
 
-WlfTail EncodeWlfTail(const FileLayout& layout) { return WlfTail{kWlfTailMagic, layout.file_size}; }
+WlfTail EncodeWlfTail(const FileLayout& layout, std::endian order) {
+  WlfTail tail{kWlfTailMagic, layout.file_size};
+  if (order == std::endian::big) Reverse(&tail);
+  return tail;
+}
+
+void SwapWlfElements(WlfDType dtype, std::byte* data, size_t len) {
+  uint64_t size = 1;
+  WlfDTypeInfo(static_cast<uint32_t>(dtype), nullptr, &size);
+  switch (size) {
+    case 2: ReverseElements<uint16_t>(data, len / 2); break;
+    case 4: ReverseElements<uint32_t>(data, len / 4); break;
+    case 8: ReverseElements<uint64_t>(data, len / 8); break;
+    default: break;  // 1-byte elements have no byte order
+  }
+}
 
 }  // namespace loadbench

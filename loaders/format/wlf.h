@@ -1,5 +1,5 @@
 // WLF, the mappable weight format: the file's bytes are the in-memory layout, so a load only
-// claims them. Every integer is little-endian and fixed-width; every reference is a file offset.
+// claims them. Every integer is fixed-width; every reference is a file offset.
 //
 //   [0, 64)                  header (WlfHeader)
 //   [meta_offset, +48*n)     tensor table (WlfTensorEntry), meta_offset == 64
@@ -8,11 +8,21 @@
 //                            file's alignment (>= 64, a power of two); padding is zero bytes
 //   [file_size - 16, ..)     tail sentinel (WlfTail)
 //
+// Byte order: a file is little-endian unless its magic reads byte-swapped (kWlfMagicSwapped),
+// in which case it is big-endian throughout: every integer field of the header, the tensor
+// table, the shape arrays and the tail, and every tensor element (each element of 2, 4 or 8
+// bytes is stored byte-swapped; 1-byte elements are the same in both). Big-endian files exist
+// to price the byte swap a consumer on a little-endian machine must then do.
+//
 // flags bit 0 (kWlfFlagChecksum): reserved[0] holds the xxh3-64 of all tensor bytes in table
-// order. flags bit 1 (kWlfFlagGenSpec): reserved[1] holds the xxh3-64 of the generator's spec
-// string, so a generator can recognise a file it already wrote. Readers ignore unknown flags.
+// order, as stored (so for a big-endian file, of the swapped bytes: a load verifies exactly
+// the bytes it delivered). flags bit 1 (kWlfFlagGenSpec): reserved[1] holds the xxh3-64 of the
+// generator's spec string, so a generator can recognise a file it already wrote. Readers
+// ignore unknown flags.
 #pragma once
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -73,8 +83,9 @@ bool WlfDTypeInfo(uint32_t code, std::string* name, uint64_t* elem_size);
 // Code for a name; false when the name is unknown.
 bool WlfDTypeFromName(const std::string& name, WlfDType* out);
 
-// Parses and validates a WLF file open on `fd`. Every field is checked with overflow-safe
-// bounds before it is used; see the file comment for the layout.
+// Parses and validates a WLF file open on `fd`, of either byte order (table.big_endian and
+// header["byte_order"] say which). Every field is checked with overflow-safe bounds before it
+// is used; see the file comment for the layout.
 Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out);
 
 // ---- Writing ----
@@ -89,11 +100,18 @@ struct WlfTensorSpec {
 // kBadInput when align is not a power of two >= 64 or a size overflows.
 Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLayout* out);
 
-// The bytes [0, data_offset): header, tensor table, aux area, zero padding.
+// The bytes [0, data_offset): header, tensor table, aux area, zero padding, every integer in
+// `order`.
 std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
                                      const FileLayout& layout, uint64_t flags, uint64_t checksum,
-                                     uint64_t gen_spec_id);
-// The 16 bytes at data_end.
-WlfTail EncodeWlfTail(const FileLayout& layout);
+                                     uint64_t gen_spec_id,
+                                     std::endian order = std::endian::little);
+// The 16 bytes at data_end, in `order`: write them as they are.
+WlfTail EncodeWlfTail(const FileLayout& layout, std::endian order = std::endian::little);
+
+// Byte-swaps, in place, each whole element of `dtype` in [data, data + len): turns the
+// little-endian elements of a tensor into the big-endian ones of a big-endian file, and back.
+// 1-byte dtypes are left as they are.
+void SwapWlfElements(WlfDType dtype, std::byte* data, size_t len);
 
 }  // namespace loadbench

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 #include <xxhash.h>
 
@@ -78,7 +79,7 @@ std::vector<std::byte> TensorData(uint64_t seed, uint64_t index, uint64_t size) 
 }
 
 WrittenWlf WriteWlfFile(const std::string& path, const std::vector<WlfTensorSpec>& tensors,
-                        uint64_t align, uint64_t seed) {
+                        uint64_t align, uint64_t seed, std::endian order) {
   WrittenWlf w;
   Status s = PlanWlf(tensors, align, &w.layout);
   if (!s.ok()) throw std::runtime_error("WriteWlfFile " + path + ": " + s.message());
@@ -89,16 +90,17 @@ WrittenWlf WriteWlfFile(const std::string& path, const std::vector<WlfTensorSpec
                                                                  &XXH3_freeState);
   XXH3_64bits_reset(state.get());
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const std::vector<std::byte> data = TensorData(seed, i, w.layout.tensor_sizes[i]);
+    std::vector<std::byte> data = TensorData(seed, i, w.layout.tensor_sizes[i]);
+    if (order == std::endian::big) SwapWlfElements(tensors[i].dtype, data.data(), data.size());
     if (!data.empty()) std::memcpy(file.data() + w.layout.tensor_offsets[i], data.data(), data.size());
     XXH3_64bits_update(state.get(), data.data(), data.size());
   }
   w.checksum = XXH3_64bits_digest(state.get());
 
   const std::vector<std::byte> head =
-      EncodeWlfHead(tensors, w.layout, kWlfFlagChecksum, w.checksum, /*gen_spec_id=*/0);
+      EncodeWlfHead(tensors, w.layout, kWlfFlagChecksum, w.checksum, /*gen_spec_id=*/0, order);
   std::memcpy(file.data(), head.data(), head.size());
-  const WlfTail tail = EncodeWlfTail(w.layout);
+  const WlfTail tail = EncodeWlfTail(w.layout, order);
   std::memcpy(file.data() + w.layout.data_end, &tail, sizeof tail);
   WriteFileBytes(path, file);
   return w;
@@ -141,11 +143,13 @@ void PatchBytes(const std::string& path, uint64_t offset, const void* data, size
 }
 
 // The host is little-endian (wlf.cc static_asserts it), so host integers are the file's.
-void PatchU32(const std::string& path, uint64_t offset, uint32_t value) {
+void PatchU32(const std::string& path, uint64_t offset, uint32_t value, std::endian order) {
+  if (order != std::endian::native) boost::endian::endian_reverse_inplace(value);
   PatchBytes(path, offset, &value, sizeof value);
 }
 
-void PatchU64(const std::string& path, uint64_t offset, uint64_t value) {
+void PatchU64(const std::string& path, uint64_t offset, uint64_t value, std::endian order) {
+  if (order != std::endian::native) boost::endian::endian_reverse_inplace(value);
   PatchBytes(path, offset, &value, sizeof value);
 }
 

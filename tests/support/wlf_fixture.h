@@ -12,6 +12,7 @@
 // failure of the test that called it.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,10 +56,13 @@ std::vector<std::byte> TensorData(uint64_t seed, uint64_t index, uint64_t size);
 
 // Writes a valid WLF file of `tensors` at `path` (replacing any file there): layout from
 // PlanWlf with `align`, head from EncodeWlfHead with flags kWlfFlagChecksum, tensor bytes from
-// TensorData(seed, i, size), zero padding, tail from EncodeWlfTail. Throws when PlanWlf
-// refuses `align` or `tensors`, or when writing fails.
+// TensorData(seed, i, size), zero padding, tail from EncodeWlfTail. With `order` big, the head
+// and tail are big-endian and each tensor's TensorData is SwapWlfElements'd by its dtype; the
+// checksum is of the bytes as stored. Throws when PlanWlf refuses `align` or `tensors`, or when
+// writing fails.
 WrittenWlf WriteWlfFile(const std::string& path, const std::vector<WlfTensorSpec>& tensors,
-                        uint64_t align = 4096, uint64_t seed = 1);
+                        uint64_t align = 4096, uint64_t seed = 1,
+                        std::endian order = std::endian::little);
 
 // A handful of tensors with awkward sizes: odd byte counts, a 1-element and an empty tensor,
 // one larger than a page. Names are "odd.<n>".
@@ -70,9 +74,11 @@ std::vector<std::byte> ReadFileBytes(const std::string& path);
 void WriteFileBytes(const std::string& path, const std::vector<std::byte>& bytes);
 // Overwrites bytes at `offset` in an existing file (extending it when past the end).
 void PatchBytes(const std::string& path, uint64_t offset, const void* data, size_t len);
-// Overwrite a little-endian u32 / u64 at `offset`.
-void PatchU32(const std::string& path, uint64_t offset, uint32_t value);
-void PatchU64(const std::string& path, uint64_t offset, uint64_t value);
+// Overwrite a u32 / u64 at `offset`, little-endian unless `order` says big.
+void PatchU32(const std::string& path, uint64_t offset, uint32_t value,
+              std::endian order = std::endian::little);
+void PatchU64(const std::string& path, uint64_t offset, uint64_t value,
+              std::endian order = std::endian::little);
 
 // Byte offsets of WLF fields, taken from the structs in wlf.h (which DESIGN.md fixes):
 // header fields are absolute; entry fields are relative to the entry, see WlfEntryField.

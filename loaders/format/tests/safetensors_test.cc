@@ -348,6 +348,58 @@ TEST(SafetensorsRoundTripTest, EncodedHeadReadsBack) {
   }
 }
 
+// Every misalignment, against metadata values that move the end of the JSON through every
+// residue mod 64: the data area starts `misalign` past a 64-byte boundary, the padding is only
+// spaces, and the file reads back with the planned offsets. misalign 0 is the usual padding to 8.
+TEST(SafetensorsRoundTripTest, MisalignedDataArea) {
+  const std::vector<WlfTensorSpec> specs = {{"a", WlfDType::kBF16, {4, 32}},
+                                            {"b", WlfDType::kF32, {16}}};
+  test::TempDir dir;
+  const std::string path = dir.File("mis.safetensors");
+  for (uint64_t misalign = 0; misalign < 64; ++misalign) {
+    for (size_t extra : {size_t{0}, size_t{13}, size_t{40}}) {
+      SCOPED_TRACE(testing::Message() << "misalign " << misalign << ", extra " << extra);
+      FileLayout l;
+      std::vector<std::byte> head;
+      const Status e =
+          EncodeSafetensorsHead(specs, {{"pad", std::string(extra, 'p')}}, &l, &head, misalign);
+      ASSERT_TRUE(e.ok()) << e.message();
+      if (misalign == 0) {
+        EXPECT_EQ(l.data_offset % 8, 0u);
+      } else {
+        EXPECT_EQ(l.data_offset % 64, misalign);
+      }
+      // The JSON ends at its last '}', followed only by spaces, fewer than 64 of them.
+      const std::string text(reinterpret_cast<const char*>(head.data()) + 8, head.size() - 8);
+      const size_t close = text.find_last_of('}');
+      ASSERT_NE(close, std::string::npos);
+      EXPECT_EQ(text.find_first_not_of(' ', close + 1), std::string::npos);
+      EXPECT_LT(text.size() - close - 1, misalign == 0 ? 8u : 64u);
+
+      std::vector<std::byte> file = head;
+      const std::vector<std::byte> data = test::Filler(l.data_end - l.data_offset);
+      file.insert(file.end(), data.begin(), data.end());
+      test::WriteFileBytes(path, file);
+      TensorTable t;
+      const Status s = ReadTensorTableFromPath(path, &t);
+      ASSERT_TRUE(s.ok()) << s.message();
+      EXPECT_EQ(t.data_offset, l.data_offset);
+      ASSERT_EQ(t.tensors.size(), 2u);
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(t.tensors[i].offset, l.tensor_offsets[i]);
+        if (misalign != 0) {
+          EXPECT_EQ(t.tensors[i].offset % 64, misalign);  // sizes are 256 and 64
+        }
+      }
+    }
+  }
+  FileLayout l;
+  std::vector<std::byte> head;
+  const Status s = EncodeSafetensorsHead(specs, {}, &l, &head, 64);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find("misalign 64"), std::string::npos) << s.message();
+}
+
 // ---- The 8-byte header length ----
 
 TEST_F(SafetensorsTest, HeaderLengthPastTheEnd) {
