@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "loaders/units.h"
+#include "loaders/use.h"
 
 namespace loadbench {
 namespace {
@@ -198,6 +199,12 @@ class Reader {
         LB_RETURN_IF_ERROR(String(node, "format", &f.gen.format));
       } else if (k == "dtype") {
         LB_RETURN_IF_ERROR(String(node, "dtype", &f.gen.dtype));
+      } else if (k == "endian") {
+        LB_RETURN_IF_ERROR(String(node, "endian", &f.gen.endian));
+      } else if (k == "misalign") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "misalign", 0, 63, &v));
+        f.gen.misalign = static_cast<uint64_t>(v);
       } else if (k == "align" || k == "seed") {
         int64_t v = 0;
         LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 0, INT64_MAX, &v));
@@ -224,10 +231,11 @@ class Reader {
     if (!s.ok()) return BadAt(path_, t.source(), s.message());
     f.file_bytes = plan.layout.file_size;
     // Named by spec, so that every experiment asking for the same file finds it.
-    f.gen.out_path = fmt::format("{}/{}-{}-{}-s{}{}.{}", data_, f.gen.preset, FormatSize(size),
-                                 f.gen.dtype, f.gen.seed,
-                                 f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
-                                 f.gen.format);
+    f.gen.out_path = fmt::format(
+        "{}/{}-{}-{}-s{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size), f.gen.dtype,
+        f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
+        f.gen.endian == "big" ? "-be" : "",
+        f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "", f.gen.format);
     f.path = f.gen.out_path;
     out->push_back(std::move(f));
     return Status::Ok();
@@ -328,7 +336,8 @@ class Reader {
         s.unsupported = fmt::format("strategy '{}' does not exist in this build", name);
       } else {
         Params ignored;
-        Status st = Params::Resolve(name, info->options, s.spec.options, &ignored);
+        UseOptions ignored_use;
+        Status st = ResolveSpec(*info, s.spec, &ignored, &ignored_use);
         if (!st.ok()) s.unsupported = st.message();
       }
       out->push_back(std::move(s));

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/units.h"
+#include "loaders/use.h"
 
 namespace loadbench {
 namespace {
@@ -126,7 +128,15 @@ int List(bool json) {
       fmt::print("  {}={}  ({}) {}\n", o.name, o.default_value, KindText(o), o.help);
     }
   }
-  if (json) fmt::print("{}\n", all.dump(2));
+  if (json) {
+    fmt::print("{}\n", all.dump(2));
+    return 0;
+  }
+  fmt::print("\nevery strategy also takes these options, for what happens after the load "
+             "(mmap:consume=forward:bind=copy):\n");
+  for (const auto& o : UseOptionSpecs()) {
+    fmt::print("  {}={}  ({}) {}\n", o.name, o.default_value, KindText(o), o.help);
+  }
   return 0;
 }
 
@@ -202,6 +212,14 @@ int main(int argc, char** argv) {
                       "Tensor alignment in bytes, a power of two: WLF >= 64 (default 4096), "
                       "GGUF (default 32, as llama.cpp writes); safetensors has none");
   gen_cmd->add_option("--dtype", gen.dtype, "Element type: bf16 or f16")->capture_default_str();
+  gen_cmd->add_option("--endian", gen.endian,
+                      "Byte order: little or big (WLF only; every field and tensor element "
+                      "byte-swapped, the same numbers as the little-endian file)")
+      ->capture_default_str();
+  gen_cmd->add_option("--misalign", gen.misalign,
+                      "Start every tensor this many bytes (0 to 63) past a 64-byte boundary "
+                      "(safetensors only)")
+      ->capture_default_str();
   gen_cmd->add_option("--threads", gen.threads, "Generator threads (0: one per core)")
       ->capture_default_str();
   bool gen_quiet = false, gen_dry_run = false;
@@ -265,6 +283,19 @@ int main(int argc, char** argv) {
                       "record; memory is measured while all hold their load)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+
+  // Use options for every strategy that does not set its own (mmap:bind=copy keeps copy).
+  std::map<std::string, std::string> run_use;
+  for (const char* name : {"consume", "bind", "transform", "place"}) {
+    const OptionSpec* o = nullptr;
+    for (const OptionSpec& u : UseOptionSpecs()) o = u.name == name ? &u : o;
+    run_cmd
+        ->add_option(fmt::format("--{}", name), run_use[name],
+                     fmt::format("{} (default {}): {}; for every strategy that does not set "
+                                 "{}= itself",
+                                 fmt::join(o->choices, "|"), o->default_value, o->help, name))
+        ->check(CLI::IsMember(o->choices));
+  }
 
   std::string run_memory_limit;
   run_cmd->add_option("--memory-limit", run_memory_limit,
@@ -410,6 +441,13 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) {
     Status s = ParseStrategyList(run_strategies, &run.strategies);
+    for (StrategySpec& spec : run.strategies) {
+      for (const auto& [name, value] : run_use) {
+        if (value.empty() || spec.options.count(name)) continue;
+        spec.options[name] = value;
+        spec.text += fmt::format(":{}={}", name, value);
+      }
+    }
     if (s.ok()) s = ParseCounterList(run_counters, &run.counters);
     if (!s.ok()) return Fail("run", s);
     if (run_cache == "both") {

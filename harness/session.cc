@@ -33,6 +33,7 @@
 #include "loaders/checksum.h"
 #include "loaders/file_io.h"
 #include "loaders/units.h"
+#include "loaders/use.h"
 
 namespace loadbench {
 
@@ -410,14 +411,16 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
                   bool* interrupted) {
   const StrategyInfo* info = FindStrategy(p.spec.name);
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
+  nlohmann::ordered_json use = nullptr;
   std::string unsupported = p.unsupported;
   if (info == nullptr && unsupported.empty()) {
     unsupported = fmt::format("strategy '{}' does not exist in this build", p.spec.name);
   }
   if (info != nullptr) {
     Params resolved;
-    Status s = Params::Resolve(p.spec.name, info->options, p.spec.options, &resolved);
-    if (s.ok()) params = resolved.ToJson();
+    UseOptions resolved_use;
+    Status s = ResolveSpec(*info, p.spec, &resolved, &resolved_use);
+    if (s.ok()) params = resolved.ToJson(), use = resolved_use.ToJson();
     if (!s.ok() && unsupported.empty()) unsupported = s.message();
     if (unsupported.empty()) unsupported = info->unsupported_reason();
   }
@@ -431,6 +434,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
   base["strategy"] = p.spec.name;
   base["strategy_spec"] = p.spec.text;
   base["params"] = params;
+  base["use"] = use;
   base["file"] = file.path;
   base["format"] = file.table.format;
   base["file_bytes"] = file.table.file_size;
@@ -439,7 +443,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
   base["status"] = "failed";
   base["error"] = nullptr;
   base["checksum_ok"] = nullptr;
-  for (const char* k2 : {"wall_s", "ready_s", "first_tensor_s", "open_s", "process_s",
+  for (const char* k2 : {"wall_s", "ready_s", "first_use_s", "open_s", "process_s",
                          "user_s", "sys_s",
                          "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
                          "resident_before", "resident_after"}) {

@@ -12,15 +12,14 @@
 #include <fmt/format.h>
 
 #include "harness/counters.h"
-#include "loaders/checksum.h"
+#include "harness/pipeline.h"
 #include "loaders/file_io.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
+#include "loaders/use.h"
 
 namespace loadbench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -114,20 +113,25 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   if (specs.size() != 1) return fail(Status::BadInput("worker: exactly one strategy expected"));
   const StrategyInfo* info = FindStrategy(specs[0].name);
   Params params;
-  s = Params::Resolve(info->name, info->options, specs[0].options, &params);
+  UseOptions use;
+  s = ResolveSpec(*info, specs[0], &params, &use);
   if (!s.ok()) return fail(s);
+  r["params"] = params.ToJson();
+  r["use"] = use.ToJson();
   if (std::string why = info->unsupported_reason(); !why.empty()) {
     return fail(Status::Unsupported(why));
   }
-  std::unique_ptr<Loader> loader = info->make(params);
   CounterSet counters;
   s = counters.Open(req.counters);
   if (!s.ok()) return fail(s);
 
-  // ---- the timed region: open and validate, load, consume ----
+  // ---- the timed region: open and validate, load, transform, bind, consume ----
   // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
   // pages in its executable and libraries, which is not the load's I/O.
   const auto read_bytes_start = ProcField("/proc/self/io", "read_bytes");
+  // What the process held before the load (binary, libraries, heap): peak RSS minus this is
+  // what the load itself added.
+  const auto start_rss_kib = ProcField("/proc/self/status", "VmRSS");
   counters.Enable();
   const auto t0 = Clock::now();
   TensorTable table;
@@ -138,19 +142,16 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   }
   const auto t_open = Clock::now();
   if (!s.ok()) return fail(s);
-  std::vector<TensorBytes> views;
-  views.reserve(table.tensors.size());
-  s = loader->Load(req.file, table, &views);
-  const auto t_ready = Clock::now();
-  r["details"] = loader->Details();
+  UsePipeline pipeline(*info, params, use, req.file, table);
+  s = pipeline.Check();
+  if (!s.ok()) return fail(s);
+  s = pipeline.Run();
   r["load_start_mono_s"] = MonotonicSeconds(t0);
+  r["details"] = pipeline.Details();
   if (!s.ok()) {
     counters.Disable();
     return fail(s);
   }
-  auto t_first = t_ready;
-  const uint64_t checksum = ChecksumTensors(views, [&] { t_first = Clock::now(); });
-  const auto t_done = Clock::now();
   counters.Disable();
   // ---- end of the timed region ----
   // Read while the loader still holds its memory: the I/O counters should include nothing the
@@ -163,16 +164,30 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "measured");
   std::optional<uint64_t> read_bytes;
   if (read_bytes_start && read_bytes_end) read_bytes = *read_bytes_end - *read_bytes_start;
+  // After the memory figures: a verification pass must not change them.
+  std::vector<uint64_t> checksums;
+  std::string verify;
+  pipeline.Verify(&checksums, &verify);
+  // The first that does not match, if any: the one an error should name.
+  uint64_t checksum = checksums.empty() ? 0 : checksums.front();
+  const std::optional<uint64_t> expected =
+      table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+  for (uint64_t c : checksums) {
+    if (expected && c != *expected) {
+      checksum = c;
+      break;
+    }
+  }
 
   r["format"] = table.format;
   r["tensor_count"] = table.tensors.size();
   r["tensor_bytes"] = table.tensor_bytes;
   r["checksum"] = fmt::format("{:016x}", checksum);
   // What the bytes must hash to: what the file stores, else the runner's reference read.
-  const std::optional<uint64_t> expected =
-      table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+  r["verify"] = verify;
   if (expected) {
-    const bool ok = checksum == *expected;
+    bool ok = !checksums.empty();
+    for (uint64_t c : checksums) ok = ok && c == *expected;
     r["checksum_ok"] = ok;
     if (ok) {
       r["status"] = "ok";
@@ -188,20 +203,32 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
     r["checksum_ok"] = nullptr;
     r["status"] = "ok";
   }
+  auto or_null = [](std::optional<double> v) {
+    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+  };
   r["open_s"] = Seconds(t0, t_open);
-  r["ready_s"] = Seconds(t0, t_ready);
-  r["wall_s"] = Seconds(t0, t_done);
-  r["first_tensor_s"] =
-      views.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(Seconds(t0, t_first));
+  r["ready_s"] = Seconds(t0, pipeline.ready());
+  r["wall_s"] = Seconds(t0, pipeline.done());
+  r["first_use_s"] = pipeline.first_use() ? nlohmann::ordered_json(Seconds(t0, *pipeline.first_use()))
+                                          : nlohmann::ordered_json();
+  r["transform_s"] = or_null(pipeline.transform_s());
+  r["bind_s"] = or_null(pipeline.bind_s());
+  r["consume_s"] = pipeline.consume_s();
+  r["verify_s"] = or_null(pipeline.verify_s());
+  r["consume_result"] = fmt::format("{:016x}", pipeline.consume_result());
+  r["unaligned_tensors"] = pipeline.stats().unaligned_tensors;
+  r["untyped_tensors"] = pipeline.stats().untyped_tensors;
+  r["aligned_copy_bytes"] = pipeline.stats().aligned_copies;
+  r["transformed_bytes"] = pipeline.transformed_bytes();
+  r["loads"] = pipeline.loads();
   r["peak_rss_bytes"] = hwm_kib ? nlohmann::ordered_json(*hwm_kib * 1024) : nullptr;
+  r["start_rss_bytes"] = start_rss_kib ? nlohmann::ordered_json(*start_rss_kib * 1024) : nullptr;
   r["anon_huge_bytes"] = anon_huge_kib ? nlohmann::ordered_json(*anon_huge_kib * 1024) : nullptr;
   r["memory"] = std::move(memory);
   std::vector<std::string> scaled;
   r["counters"] = counters.Read(&scaled);
   if (!scaled.empty()) r["counters_scaled"] = scaled;
   r["read_bytes"] = OrNull(read_bytes);
-  r["params"] = params.ToJson();
-  r["details"] = loader->Details();
   return r;
 }
 

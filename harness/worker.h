@@ -25,10 +25,12 @@ struct WorkerRequest {
 };
 
 // Runs the load and returns the worker's part of the run record: status, error, checksum,
-// checksum_ok, open_s, ready_s, wall_s, peak_rss_bytes, read_bytes, tensor_count,
+// checksum_ok, verify, open_s, ready_s, first_use_s, transform_s, bind_s, consume_s, wall_s,
+// verify_s, consume_result, peak_rss_bytes, start_rss_bytes, read_bytes, tensor_count,
 // tensor_bytes, format, counters, memory (RSS split, PSS, shared/private at the end of the
-// load), and load_start_mono_s (CLOCK_MONOTONIC at the start, to align the parent's timeline). Timing starts before the file is opened and ends when the checksum
-// consumer has read every byte.
+// load), use, and load_start_mono_s (CLOCK_MONOTONIC at the start, to align the parent's
+// timeline). Timing starts before the file is opened and ends when the consumer has used every
+// tensor (harness/pipeline.h); a verification pass that is not part of the use comes after.
 nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd);
 
 // The `worker` subcommand: runs RunWorker and writes its record as one JSON line to `result_fd`.

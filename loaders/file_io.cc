@@ -117,16 +117,18 @@ Status PwriteExact(int fd, const std::string& path, const void* buf, size_t len,
   return WriteLoop(fd, path, buf, len, static_cast<int64_t>(offset));
 }
 
-Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out) {
-  if (len == 0) return Status::BadInput(fmt::format("{}: cannot map an empty file", path));
-  void* addr = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | extra_flags, fd, 0);
+Status MapPrivate(int fd, const std::string& path, uint64_t offset, size_t len, int extra_flags,
+                  bool writable, Mapping* out) {
+  if (len == 0) return Status::BadInput(fmt::format("{}: cannot map an empty range", path));
+  const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
+  void* addr = ::mmap(nullptr, len, prot, MAP_PRIVATE | extra_flags, fd, static_cast<off_t>(offset));
   if (addr == MAP_FAILED) return Status::FromErrno(fmt::format("{}: mmap", path), errno);
   *out = Mapping(addr, len);
   return Status::Ok();
 }
 
 Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
-                    Mapping* out) {
+                    bool writable, Mapping* out) {
   UniqueFd fd;
   LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
   uint64_t size;
@@ -135,7 +137,8 @@ Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_f
     return Status::BadInput(fmt::format("{}: file changed size since it was validated ({} -> {})",
                                         path, expected_size, size));
   }
-  return MapReadOnly(fd.get(), path, size, extra_flags, out);
+  if (size == 0) return Status::BadInput(fmt::format("{}: cannot map an empty file", path));
+  return MapPrivate(fd.get(), path, 0, size, extra_flags, writable, out);
 }
 
 uint64_t DirectIoAlignment(int fd) {

@@ -63,11 +63,12 @@ class Mapping final {
 // kUnsupported.
 Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
 
-// Opens `path` and maps all of it read-only and MAP_PRIVATE (plus `extra_flags`), refusing
-// with kBadInput a file whose size is no longer `expected_size` (the size its table was
-// validated against): touching a mapped page past a shrunk end raises SIGBUS.
+// Opens `path` read-only and maps all of it MAP_PRIVATE (plus `extra_flags`), PROT_READ, or
+// with `writable` PROT_READ|PROT_WRITE (writes make private copies; the file never changes).
+// Refuses with kBadInput a file whose size is no longer `expected_size` (the size its table
+// was validated against): touching a mapped page past a shrunk end raises SIGBUS.
 Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
-                    Mapping* out);
+                    bool writable, Mapping* out);
 
 // Size in bytes of the open file.
 Status FileSize(int fd, const std::string& path, uint64_t* out);
@@ -92,7 +93,9 @@ uint64_t DirectIoAlignment(int fd);
 // `proc_path` gets /proc/self/fd/N, a path that opens the same file.
 Status OpenUnnamedFile(const std::string& dir, UniqueFd* fd, std::string* proc_path);
 
-// Maps `len` bytes of `fd` read-only, MAP_PRIVATE, plus `extra_flags` (e.g. MAP_POPULATE).
-Status MapReadOnly(int fd, const std::string& path, size_t len, int extra_flags, Mapping* out);
+// Maps `len` bytes of `fd` from `offset` (a multiple of the page size) MAP_PRIVATE, plus
+// `extra_flags` (e.g. MAP_POPULATE), PROT_READ, or PROT_READ|PROT_WRITE when `writable`.
+Status MapPrivate(int fd, const std::string& path, uint64_t offset, size_t len, int extra_flags,
+                  bool writable, Mapping* out);
 
 }  // namespace loadbench

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "loaders/units.h"
+#include "loaders/use.h"
 
 namespace loadbench {
 namespace {
@@ -94,10 +95,18 @@ nlohmann::json Params::ToJson() const {
   return j;
 }
 
+Status Loader::LoadGroups(const std::string& path, const TensorTable&,
+                          const std::vector<TensorGroup>&, const GroupUse&) {
+  return Status::Unsupported(
+      fmt::format("{}: this strategy loads every tensor at once (Load), not a group at a time",
+                  path));
+}
+
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
       {kEager, "eager"},       {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
       {kDirectIO, "direct-io"}, {kThreads, "threads"},   {kSharedSegment, "shared-segment"},
+      {kStreams, "streams"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {
@@ -164,7 +173,11 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
       colon = next;
     }
     Params ignored;
-    LB_RETURN_IF_ERROR(Params::Resolve(spec.name, info->options, spec.options, &ignored));
+    UseOptions ignored_use;
+    // A combination that cannot work (an in-place widening) is a run recorded unsupported
+    // with its reason, not bad usage.
+    Status s = ResolveSpec(*info, spec, &ignored, &ignored_use);
+    if (!s.ok() && s.code() != Status::Code::kUnsupported) return s;
     specs.push_back(std::move(spec));
   }
   *out = std::move(specs);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/format/tensor_table.h"
+#include "loaders/layers.h"
 #include "loaders/status.h"
 
 namespace loadbench {
@@ -74,10 +75,28 @@ class Loader {
   virtual Status Load(const std::string& path, const TensorTable& table,
                       std::vector<TensorBytes>* views) = 0;
 
+  // A strategy flagged kStreams holds one group of tensors at a time: instead of Load it
+  // implements this, which for each group in turn brings its tensors in, calls `use` with their
+  // views (in the group's order), and releases them before the next group. An error from `use`
+  // stops the walk and is returned.
+  using GroupUse = std::function<Status(const TensorGroup&, const std::vector<TensorBytes>&)>;
+  virtual Status LoadGroups(const std::string& path, const TensorTable& table,
+                            const std::vector<TensorGroup>& groups, const GroupUse& use);
+
+  // Asks for views into writable memory, before Load: an in-place transform writes through
+  // them. A file mapping is then made PROT_WRITE as well, still MAP_PRIVATE, so that every
+  // written page becomes a private copy and the file never changes; strategies that copy into
+  // buffers of their own are writable anyway. A strategy that cannot (a segment shared with
+  // other processes) returns kUnsupported from Load.
+  void RequestWritable() { writable_ = true; }
+
   // What this strategy observed that the common fields do not say (shm: its role; io_uring:
   // requeued short reads), as a JSON object for the run's `details` field. Called after Load,
   // whether it succeeded or not; empty by default.
   virtual nlohmann::json Details() const { return nlohmann::json::object(); }
+
+ protected:
+  bool writable_ = false;
 };
 
 // Capability flags: what a strategy does, declared beside it, shown by `list` and read by the
@@ -89,6 +108,7 @@ enum StrategyFlag : uint32_t {
   kDirectIO = 1u << 3,      // can bypass the page cache with O_DIRECT
   kThreads = 1u << 4,       // uses threads of its own
   kSharedSegment = 1u << 5, // leaves a named shared-memory segment; the runner removes it
+  kStreams = 1u << 6,       // one layer at a time through LoadGroups; Load is not offered
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);

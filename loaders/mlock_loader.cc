@@ -58,7 +58,7 @@ class MlockLoader final : public Loader {
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
     // mlock touches every page, so a file that shrank since validation must not be mapped.
-    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, &mapping_));
+    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, writable_, &mapping_));
     const uint64_t size = mapping_.size();
     if (table.data_offset < size) LB_RETURN_IF_ERROR(LockDataArea(path, table.data_offset));
     for (const auto& t : table.tensors) views->emplace_back(mapping_.data() + t.offset, t.size);

@@ -14,7 +14,7 @@ namespace loadbench {
 
 Status MmapLoader::Load(const std::string& path, const TensorTable& table,
                         std::vector<TensorBytes>* views) {
-  LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, map_flags_, &mapping_));
+  LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, map_flags_, writable_, &mapping_));
   const uint64_t size = mapping_.size();
   if (advice_ >= 0 && table.data_offset < size) {
     // madvise wants a page-aligned start; the data area of every format starts on one or is

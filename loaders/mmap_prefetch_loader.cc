@@ -41,7 +41,7 @@ class MmapPrefetchLoader final : public Loader {
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
     // The thread touches every page, so a file that shrank since validation must not be mapped.
-    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, &mapping_));
+    LB_RETURN_IF_ERROR(MapWholeFile(path, table.file_size, 0, writable_, &mapping_));
     const uint64_t size = mapping_.size();
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const uint64_t start = std::min<uint64_t>(table.data_offset / page * page, size);

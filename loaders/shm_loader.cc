@@ -112,6 +112,12 @@ class ShmLoader final : public Loader {
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
+    if (writable_) {
+      return Status::Unsupported(fmt::format(
+          "{}: shm's segment is shared with every other process loading the file; writing into "
+          "it in place would change their weights (use place=separate)",
+          path));
+    }
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
     struct stat st {};

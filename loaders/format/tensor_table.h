@@ -25,6 +25,9 @@ struct TensorTable {
   uint64_t data_offset = 0;      // start of the data area
   uint64_t tensor_bytes = 0;     // sum of all tensor sizes
   std::optional<uint64_t> expected_checksum;  // xxh3-64 over all tensor bytes in table order
+  // Tensor elements are stored big-endian (a WLF file written with `gen --endian big`): a
+  // consumer that computes with them must byte-swap them first (the `byteswap` transform).
+  bool big_endian = false;
   nlohmann::ordered_json header;  // format-specific header fields, for `inspect`
   std::vector<TensorInfo> tensors;
 };

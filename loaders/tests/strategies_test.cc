@@ -86,7 +86,12 @@ TEST_P(StrategyTest, AMissingFileIsBadInputNamingIt) {
   Params params;
   ASSERT_TRUE(Params::Resolve(info->name, info->options, {}, &params).ok());
   std::vector<TensorBytes> views;
-  Status s = info->make(params)->Load(path, table, &views);
+  Status s = (info->flags & kStreams)
+                 ? info->make(params)->LoadGroups(path, table, LayerGroups(table),
+                                                  [](const auto&, const auto&) {
+                                                    return Status::Ok();
+                                                  })
+                 : info->make(params)->Load(path, table, &views);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
@@ -196,7 +201,8 @@ INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
                                            "io_uring:buffer=thp", "mmap", "mmap_seq",
                                            "mmap_willneed", "mmap_populate",
                                            "mmap_populate_read", "mmap_prefetch",
-                                           "mmap_prefetch:rate=1", "mlock", "shm"),
+                                           "mmap_prefetch:rate=1", "mlock", "shm",
+                                           "layered", "layered:advice=none:ahead=off:drop=on"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n) {
@@ -209,7 +215,8 @@ TEST(StrategyRegistry, EveryRegisteredStrategyIsTested) {
   // A new strategy must be added to the list above: this fails until it is.
   std::set<std::string> tested = {"fread", "pread", "pread_mt", "odirect", "io_uring",
                                   "mmap", "mmap_seq", "mmap_willneed", "mmap_populate",
-                                  "mmap_populate_read", "mmap_prefetch", "mlock", "shm"};
+                                  "mmap_populate_read", "mmap_prefetch", "mlock", "shm",
+                                  "layered"};
   for (const StrategyInfo* s : Strategies()) EXPECT_TRUE(tested.count(s->name)) << s->name;
 }
 

@@ -1,0 +1,43 @@
+// What happens to the tensors after a strategy has brought them in: the "use options" every
+// strategy spec accepts beside its own (`mmap:consume=forward:bind=copy`). A framework binds the
+// bytes to its tensors (pointing into them or copying them), may transform them (byte order,
+// dtype), and then uses them; each of these can undo what the strategy gained, so each is
+// measured as part of the run.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/loader.h"
+#include "loaders/status.h"
+
+namespace loadbench {
+
+struct UseOptions {
+  std::string consume = "checksum";  // checksum | forward | random
+  std::string bind = "view";         // view | copy
+  std::string transform = "none";    // none | byteswap | bf16_to_f32
+  std::string place = "separate";    // separate | inplace
+  std::string bind_buffer = "malloc";  // malloc | thp: memory for copies and separate transforms
+  std::string unaligned = "read";    // read | copy: what forward does with an unaligned tensor
+  int instances = 1;                 // model instances in the process
+  bool registry = true;              // instances share one load through the registry
+  int64_t seed = 1;                  // the random consumer's order
+  nlohmann::ordered_json ToJson() const;
+};
+
+// The use options' declarations, shown by `list` beside every strategy's own.
+const std::vector<OptionSpec>& UseOptionSpecs();
+
+// Resolves a spec: its use options into `use` and the rest against the strategy's own options
+// into `params`. kBadInput names the strategy, the option and the reason; kUnsupported for a
+// combination that cannot be done at all (an in-place widening, a layered strategy with several
+// instances), with the reason.
+Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
+                   UseOptions* use);
+
+}  // namespace loadbench
