@@ -21,9 +21,10 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on a server
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import stats  # noqa: E402
+from analysis import after, stats  # noqa: E402
 from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
@@ -230,6 +231,60 @@ def plot_sweeps(r: Results, table: pd.DataFrame, figs: Figures) -> None:
                       "options.")
 
 
+def plot_first_use(use: pd.DataFrame, figs: Figures) -> None:
+    """Ready, first use and all layers side by side for every group that measured a first use."""
+    t = use[use["first_use_s"].notna()]
+    if t.empty:
+        return
+    files = use["file"].nunique()
+    t = t.sort_values(["cache", "wall_s"], ascending=[True, False])
+    fig, ax = plt.subplots(figsize=(10, 0.8 * len(t) + 2))
+    y = np.arange(len(t))
+    bars = [("ready_s", "ready", "#8da0cb"),
+            ("first_use_s", "first use", "#fc8d62"),
+            ("wall_s", "all layers", "#66c2a5")]
+    for i, (column, name, color) in enumerate(bars):
+        ax.barh(y + (1 - i) * 0.27, t[column].fillna(0), height=0.27, color=color, label=name)
+    ax.set_yticks(list(y), [f"{r['cache']} {label(r, files)}" for _, r in t.iterrows()])
+    times = t[["ready_s", "first_use_s", "wall_s"]].to_numpy(dtype=float).ravel()
+    times = times[times > 0]
+    # Views are ready in a millisecond while the layers take seconds: a log axis shows both.
+    wide = times.size > 0 and times.max() > 20 * times.min()
+    if wide:
+        ax.set_xscale("log")
+    ax.set_xlabel("seconds since the load started, median" + (" (log)" if wide else ""))
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3)
+    figs.save(fig, "first-use", "Time to first use vs all layers: per group with a forward "
+                                "consumer, the median time until views were handed out, until "
+                                "layer 0 and everything before it was consumed, and until every "
+                                "layer was.")
+
+
+def after_md(use: pd.DataFrame, files: int) -> str:
+    def s(v: float) -> str:
+        return "" if math.isnan(v) else f"{v:.3f}"
+
+    def gb(v: float) -> str:
+        return "" if math.isnan(v) else f"{v / 1e9:.2f}"
+
+    lines = ["| strategy | cache | ready s | first use s | all layers s | transform s | consume s "
+             "| peak RSS GB | anon RSS GB | private dirty GB | verify |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in use.iterrows():
+        lines.append(f"| {label(r, files)} | {r['cache']} | {s(r['ready_s'])} | "
+                     f"{s(r['first_use_s'])} | {s(r['wall_s'])} | {s(r['transform_s'])} | "
+                     f"{s(r['consume_s'])} | {gb(r['peak_rss_bytes'])} | "
+                     f"{gb(r['rss_anon_bytes'])} | {gb(r['private_dirty_bytes'])} | "
+                     f"{r['verify']} |")
+    return ("What each group did with the weights once loaded (its `use` options, in the "
+            "strategy spec; none given: a checksum over views), medians of the ok runs; an empty "
+            "cell is a phase or figure no run of the group recorded. First use: layer 0 and "
+            "everything before it consumed (forward consumer); all layers: the load's wall "
+            "time; private dirty: memory the worker wrote, its own copies and the "
+            "copy-on-write pages of a mapping alike.\n\n"
+            + "\n".join(lines))
+
+
 def table_md(table: pd.DataFrame, cache: str, files: int) -> str:
     t = table[table["cache"] == cache]
     if t.empty:
@@ -320,6 +375,9 @@ def build(folder: str) -> dict:
     plot_timelines(r, table, figs)
     plot_scaling(table, figs)
     plot_sweeps(r, table, figs)
+    use = after.summarize(r) if after.shown(r) else None
+    if use is not None:
+        plot_first_use(use, figs)
 
     title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
     question = r.env.get("experiment_file", {}).get("question", "")
@@ -335,6 +393,8 @@ def build(folder: str) -> dict:
     ref = reference_md(table) if r.env.get("experiment") == "reference-table" else ""
     if ref:
         sections += ["## The published reference table", ref]
+    if use is not None:
+        sections += ["## After the load", after_md(use, files)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
     md_parts = list(sections)
     html_parts = []
@@ -352,9 +412,11 @@ def build(folder: str) -> dict:
         f.write(to_html(title, sections, html_parts))
     # NaN (no fread to compare with) as null: JSON has no NaN.
     summary = table.drop(columns=["major_faults"]).astype(object).where(table.notna(), None)
+    out = {"folder": folder, "groups": summary.to_dict(orient="records")}
+    if use is not None:
+        out["after_load"] = use.astype(object).where(use.notna(), None).to_dict(orient="records")
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
-        json.dump({"folder": folder, "groups": summary.to_dict(orient="records")}, f, indent=2,
-                  default=json_default)
+        json.dump(out, f, indent=2, default=json_default)
     return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
 
 
