@@ -279,9 +279,9 @@ def after_md(use: pd.DataFrame, files: int) -> str:
     return ("What each group did with the weights once loaded (its `use` options, in the "
             "strategy spec; none given: a checksum over views), medians of the ok runs; an empty "
             "cell is a phase or figure no run of the group recorded. First use: layer 0 and "
-            "everything before it consumed (forward consumer); all layers: the load's wall "
-            "time; private dirty: memory the worker wrote, its own copies and the "
-            "copy-on-write pages of a mapping alike.\n\n"
+            "everything before it consumed, by any consumer (empty for a file without layer "
+            "names); all layers: the load's wall time; private dirty: memory the worker "
+            "wrote, its own copies and the copy-on-write pages of a mapping alike.\n\n"
             + "\n".join(lines))
 
 

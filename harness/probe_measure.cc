@@ -494,7 +494,9 @@ Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
   for (int i = 0; i < reps; ++i) {
     if (Interrupted()) return Fail(j, kInterrupted);
     Mapping m;
-    if (Status s = MapPrivate(fd.get(), path, 0, bytes, 0, false, &m); !s.ok()) return Fail(j, s.message());
+    if (Status s = MapPrivate(fd.get(), path, 0, bytes, 0, false, &m); !s.ok()) {
+      return Fail(j, s.message());
+    }
     done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/false));
   }
   RecordReps(done, &j);

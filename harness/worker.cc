@@ -209,8 +209,9 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   r["open_s"] = Seconds(t0, t_open);
   r["ready_s"] = Seconds(t0, pipeline.ready());
   r["wall_s"] = Seconds(t0, pipeline.done());
-  r["first_use_s"] = pipeline.first_use() ? nlohmann::ordered_json(Seconds(t0, *pipeline.first_use()))
-                                          : nlohmann::ordered_json();
+  r["first_use_s"] =
+      or_null(pipeline.first_use() ? std::optional<double>(Seconds(t0, *pipeline.first_use()))
+                                   : std::nullopt);
   r["transform_s"] = or_null(pipeline.transform_s());
   r["bind_s"] = or_null(pipeline.bind_s());
   r["consume_s"] = pipeline.consume_s();

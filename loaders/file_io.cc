@@ -121,7 +121,8 @@ Status MapPrivate(int fd, const std::string& path, uint64_t offset, size_t len, 
                   bool writable, Mapping* out) {
   if (len == 0) return Status::BadInput(fmt::format("{}: cannot map an empty range", path));
   const int prot = writable ? PROT_READ | PROT_WRITE : PROT_READ;
-  void* addr = ::mmap(nullptr, len, prot, MAP_PRIVATE | extra_flags, fd, static_cast<off_t>(offset));
+  void* addr =
+      ::mmap(nullptr, len, prot, MAP_PRIVATE | extra_flags, fd, static_cast<off_t>(offset));
   if (addr == MAP_FAILED) return Status::FromErrno(fmt::format("{}: mmap", path), errno);
   *out = Mapping(addr, len);
   return Status::Ok();
