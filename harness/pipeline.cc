@@ -87,6 +87,10 @@ Status UsePipeline::LoadModel(std::unique_ptr<Model>* out) {
   return Status::Ok();
 }
 
+BufferKind UsePipeline::BindBuffer() const {
+  return use_.bind_buffer == "thp" ? BufferKind::kThp : BufferKind::kMalloc;
+}
+
 TensorTable UsePipeline::SubTable(const std::vector<size_t>& idx) const {
   TensorTable sub;
   for (size_t i : idx) sub.tensors.push_back(bound_.tensors[i]);
@@ -102,8 +106,7 @@ Status UsePipeline::TransformInto(const std::vector<size_t>& idx,
   XXH3_state_t* h = (info_.flags & kStreams) ? layer_hash_.get() : hash.get();
   const bool inplace = use_.place == "inplace";
   if (!inplace) {
-    const BufferKind kind = use_.bind_buffer == "thp" ? BufferKind::kThp : BufferKind::kMalloc;
-    LB_RETURN_IF_ERROR(out->Allocate(kind, SubTable(idx), path_));
+    LB_RETURN_IF_ERROR(out->Allocate(BindBuffer(), SubTable(idx), path_));
   }
   for (size_t k = 0; k < idx.size(); ++k) {
     const size_t i = idx[k];
@@ -121,8 +124,7 @@ Status UsePipeline::Bind(const std::vector<size_t>& idx, const std::vector<Tenso
                          std::vector<TensorBytes>* dst, TensorBuffers* copies) {
   *dst = src;
   if (use_.bind == "view") return Status::Ok();
-  const BufferKind kind = use_.bind_buffer == "thp" ? BufferKind::kThp : BufferKind::kMalloc;
-  LB_RETURN_IF_ERROR(copies->Allocate(kind, SubTable(idx), path_));
+  LB_RETURN_IF_ERROR(copies->Allocate(BindBuffer(), SubTable(idx), path_));
   for (size_t k = 0; k < idx.size(); ++k) {
     const size_t i = idx[k];
     if (!src[i].empty()) std::memcpy(copies->at(k), src[i].data(), src[i].size());

@@ -72,6 +72,7 @@ class UsePipeline {
   void Consume(Consumer& c, const std::vector<size_t>& order,
                const std::vector<TensorBytes>& tensors, bool time_first_use);
   TensorTable SubTable(const std::vector<size_t>& idx) const;
+  BufferKind BindBuffer() const;  // for copies and separate transforms
 
   const StrategyInfo& info_;
   const Params& params_;

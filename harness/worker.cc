@@ -48,7 +48,8 @@ std::optional<uint64_t> ProcField(const char* file, const std::string& key) {
   return it->second;
 }
 
-nlohmann::ordered_json OrNull(std::optional<uint64_t> v) {
+template <typename T>
+nlohmann::ordered_json OrNull(std::optional<T> v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
 }
 
@@ -168,10 +169,11 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   std::vector<uint64_t> checksums;
   std::string verify;
   pipeline.Verify(&checksums, &verify);
-  // The first that does not match, if any: the one an error should name.
-  uint64_t checksum = checksums.empty() ? 0 : checksums.front();
+  // What the bytes must hash to: what the file stores, else the runner's reference read.
   const std::optional<uint64_t> expected =
       table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+  // The first that does not match, if any: the one an error should name.
+  uint64_t checksum = checksums.empty() ? 0 : checksums.front();
   for (uint64_t c : checksums) {
     if (expected && c != *expected) {
       checksum = c;
@@ -183,7 +185,6 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   r["tensor_count"] = table.tensors.size();
   r["tensor_bytes"] = table.tensor_bytes;
   r["checksum"] = fmt::format("{:016x}", checksum);
-  // What the bytes must hash to: what the file stores, else the runner's reference read.
   r["verify"] = verify;
   if (expected) {
     bool ok = !checksums.empty();
@@ -203,19 +204,16 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
     r["checksum_ok"] = nullptr;
     r["status"] = "ok";
   }
-  auto or_null = [](std::optional<double> v) {
-    return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
-  };
   r["open_s"] = Seconds(t0, t_open);
   r["ready_s"] = Seconds(t0, pipeline.ready());
   r["wall_s"] = Seconds(t0, pipeline.done());
   r["first_use_s"] =
-      or_null(pipeline.first_use() ? std::optional<double>(Seconds(t0, *pipeline.first_use()))
-                                   : std::nullopt);
-  r["transform_s"] = or_null(pipeline.transform_s());
-  r["bind_s"] = or_null(pipeline.bind_s());
+      OrNull(pipeline.first_use() ? std::optional<double>(Seconds(t0, *pipeline.first_use()))
+                                  : std::nullopt);
+  r["transform_s"] = OrNull(pipeline.transform_s());
+  r["bind_s"] = OrNull(pipeline.bind_s());
   r["consume_s"] = pipeline.consume_s();
-  r["verify_s"] = or_null(pipeline.verify_s());
+  r["verify_s"] = OrNull(pipeline.verify_s());
   r["consume_result"] = fmt::format("{:016x}", pipeline.consume_result());
   r["unaligned_tensors"] = pipeline.stats().unaligned_tensors;
   r["untyped_tensors"] = pipeline.stats().untyped_tensors;

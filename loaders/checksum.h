@@ -1,9 +1,8 @@
-// The checksum consumer: reads every byte of every tensor once, in table order, and computes
-// the xxh3-64 the file stores. Running it is what makes a load complete.
+// The checksum a file stores: the xxh3-64 of every tensor's bytes in table order, computed over
+// loaded views (how a run verifies what it delivered) or read from the file (the reference).
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "loaders/format/tensor_table.h"
@@ -12,10 +11,7 @@
 
 namespace loadbench {
 
-// `after_first`, when given, is called once the first tensor has been read: the moment the
-// consumer could have started using the model's first tensor.
-uint64_t ChecksumTensors(const std::vector<TensorBytes>& views,
-                         const std::function<void()>& after_first = nullptr);
+uint64_t ChecksumTensors(const std::vector<TensorBytes>& views);
 
 // The same checksum read straight from the file with plain preads, in table order: the
 // reference a file without a stored checksum is checked against.
