@@ -3,6 +3,10 @@ versions): per strategy, options and cache state the ratio of median times B/A w
 bootstrap interval and a Mann-Whitney U test, and how the two machines differ. Writes
 compare.md and compare.json into OUT (default B).
 
+Unpaired on purpose: a run of A and a run of B never shared a round (nor a machine, often), so
+the within-round ratios of analysis/paired.py do not apply across folders. Ceiling reads are
+not strategies and are not compared (results.load keeps them apart).
+
     /usr/bin/python3 -m analysis.compare A B [--out DIR]
 """
 

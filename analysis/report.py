@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import after, stats  # noqa: E402
+from analysis import after, noise, stats  # noqa: E402
 from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
@@ -285,19 +285,64 @@ def after_md(use: pd.DataFrame, files: int) -> str:
             + "\n".join(lines))
 
 
-def table_md(table: pd.DataFrame, cache: str, files: int) -> str:
+def speedup_cells(r: pd.Series) -> tuple[str, str]:
+    """The paired speed-up with its interval, and the verdict of the paired test."""
+    if r["is_baseline"]:
+        return "1 (baseline)", ""
+    if pd.isna(r["speedup"]):
+        return "", ""
+    if not r["bounded"]:
+        return f"{r['speedup']:.2f} (–)", r["verdict"]
+    return (f"{r['speedup']:.2f} ({r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f})",
+            r["verdict"])
+
+
+def baseline_of(t: pd.DataFrame) -> str:
+    names = sorted(set(t["baseline"].dropna()))
+    return names[0] if len(names) == 1 else "baseline"
+
+
+def paired_note(t: pd.DataFrame, device: bool) -> str:
+    base = baseline_of(t)
+    who = ("the condition's baseline's (its row says 1)" if base == "baseline" else
+           f"{base}'s")
+    text = (f"× {base}, paired: over the rounds both ran in, {who} time over the strategy's, "
+            "the Hodges–Lehmann estimate with the 95% interval of the signed-rank test (exact, "
+            "distribution-free); n says how many of the strategy's rounds were paired when "
+            "not all were. *faster* / *slower*: the interval leaves out 1 (the "
+            "test at level ≤ 0.05); *n.s.*: it holds 1; *too few rounds*: under 6 pairs, where "
+            "no interval reaches 95%; empty: no round shared with the baseline.")
+    if device:
+        text += (" Of device: the median over its rounds of the strategy's GB/s over the same "
+                 "round's ceiling read (a raw O_DIRECT read of the file, the device's speed "
+                 "then).")
+    return text
+
+
+def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True) -> str:
+    """The cache state's table; `note`: with the paragraph that explains its columns (else a
+    line that points to the one above)."""
     t = table[table["cache"] == cache]
     if t.empty:
         return ""
-    lines = [f"| strategy | n | median s (95% CI) | GB/s | × fread (95% CI) | peak RSS | why |",
-             "|---|---|---|---|---|---|---|"]
+    device = bool(t["of_device"].notna().any())
+    lines = [f"| strategy | n | median s (95% CI) | GB/s | × {baseline_of(t)}, paired (95% CI) "
+             "| paired test |" + (" of device |" if device else "") + " peak RSS | why |",
+             "|---|---|---|---|---|---|" + ("---|" if device else "") + "---|---|"]
     for _, r in t.iterrows():
-        speed = "" if math.isnan(r["speedup"]) else \
-            f"{r['speedup']:.2f} ({r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f})"
-        lines.append(f"| {label(r, files)} | {r['n']} | {r['median_s']:.3f} "
+        speed, mark = speedup_cells(r)
+        n = str(r["n"])
+        if not r["is_baseline"] and not pd.isna(r["pairs"]) and r["pairs"] != r["n"]:
+            n += f" ({r['pairs']:.0f} paired)"
+        of_device = ""
+        if device and not pd.isna(r["of_device"]):
+            of_device = f"{r['of_device']:.0%}"
+        lines.append(f"| {label(r, files)} | {n} | {r['median_s']:.3f} "
                      f"({r['ci_low_s']:.3f}–{r['ci_high_s']:.3f}) | {r['gb_per_s']:.2f} | "
-                     f"{speed} | {gib(r['peak_rss_bytes'])} | {why(r)} |")
-    return "\n".join(lines)
+                     f"{speed} | {mark} |" + (f" {of_device} |" if device else "") +
+                     f" {gib(r['peak_rss_bytes'])} | {why(r)} |")
+    text = paired_note(t, device) if note else f"× {baseline_of(t)}, paired: as above."
+    return text + "\n\n" + "\n".join(lines)
 
 
 def reference_md(table: pd.DataFrame) -> str:
@@ -375,19 +420,22 @@ def build(folder: str) -> dict:
     plot_timelines(r, table, figs)
     plot_scaling(table, figs)
     plot_sweeps(r, table, figs)
+    noise.plot_rounds(r, figs)
     use = after.summarize(r) if after.shown(r) else None
     if use is not None:
         plot_first_use(use, figs)
 
     title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
     question = r.env.get("experiment_file", {}).get("question", "")
+    ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
     sections = [f"# {title}", question,
-                f"{len(r.runs)} runs in `{folder}`: {len(r.ok)} ok, {len(r.runs) - len(r.ok)} "
-                "left out (below). Figures are medians of the ok runs with 95% bootstrap "
-                "intervals; × fread is fread's median time over the strategy's.",
+                f"{len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok, "
+                f"{len(r.runs) - len(r.ok)} left out (below). Figures are medians of the ok runs "
+                "with 95% bootstrap intervals; the speed-ups are paired, round by round, "
+                "against a baseline (below each table's heading).",
                 "## The machine", machine_md(r.env)]
     for cache in ("cold", "warm"):
-        md = table_md(table, cache, files)
+        md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections))
         if md:
             sections += [f"## {cache.capitalize()} start", md]
     ref = reference_md(table) if r.env.get("experiment") == "reference-table" else ""
@@ -395,6 +443,7 @@ def build(folder: str) -> dict:
         sections += ["## The published reference table", ref]
     if use is not None:
         sections += ["## After the load", after_md(use, files)]
+    sections += [f"## {noise.TITLE}", noise.section_md(r)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
     md_parts = list(sections)
     html_parts = []
@@ -410,19 +459,22 @@ def build(folder: str) -> dict:
         f.write(markdown)
     with open(os.path.join(folder, "report.html"), "w", encoding="utf-8") as f:
         f.write(to_html(title, sections, html_parts))
-    # NaN (no fread to compare with) as null: JSON has no NaN.
-    summary = table.drop(columns=["major_faults"]).astype(object).where(table.notna(), None)
-    out = {"folder": folder, "groups": summary.to_dict(orient="records")}
+    # NaN (no baseline to compare with) and the unbounded intervals' infinities as null: JSON
+    # has neither.
+    out = {"folder": folder, "groups": noise.records(table.drop(columns=["major_faults"]))}
     if use is not None:
-        out["after_load"] = use.astype(object).where(use.notna(), None).to_dict(orient="records")
+        out["after_load"] = noise.records(use)
+    out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)
     return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
 
 
 def code(text: str) -> str:
-    """Markdown `code` spans as <code>."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    """Markdown `code`, **strong** and *emphasis* spans as HTML."""
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+    return re.sub(r"\*([^*\s][^*]*)\*", r"<em>\1</em>", text)
 
 
 def to_html(title: str, sections: list[str], figures: list[str]) -> str:

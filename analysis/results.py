@@ -1,21 +1,27 @@
-"""The one loader of a results folder: env.json, runs.jsonl and the timelines they name.
+"""The one loader of a results folder: env.json, runs.jsonl, adaptive.json and the timelines
+they name.
 
 Every analysis module reads results through `load`, so that all of them agree on which runs
 count: only `ok` runs enter the statistics; failed, invalid and unsupported runs are kept aside
-and counted, never silently dropped.
+and counted, never silently dropped. Ceiling records (strategy "ceiling": a raw read of the
+file once per round, the device's speed at that moment) are not runs of a strategy: they are
+kept apart in `ceiling`, never in `runs`, `ok` or `excluded`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 # The columns a group of comparable runs shares: one strategy with its options, one cache
 # state, one file, one number of workers, one memory limit.
 GROUP = ["strategy_spec", "cache", "file", "procs", "memory_limit_bytes"]
+# What every strategy of a round shares: the runs of one rep of a condition are a round.
+CONDITION = ["file", "cache", "procs", "memory_limit_bytes"]
+CEILING = "ceiling"
 
 
 class ResultsError(Exception):
@@ -26,9 +32,12 @@ class ResultsError(Exception):
 class Results:
     folder: str
     env: dict
-    runs: pd.DataFrame      # every record, one row per run, in file order
+    runs: pd.DataFrame      # every record of a strategy, one row per run, in file order
     ok: pd.DataFrame        # the runs that count
     excluded: pd.DataFrame  # the others, counted: GROUP + strategy, status, count, errors
+    # The ceiling reads, every status, in file order (empty without them).
+    ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    adaptive: dict | None = None  # adaptive.json, when the experiment ran with reps = "auto"
 
     def timeline(self, run_id: str) -> pd.DataFrame | None:
         """The run's timeline CSV, or None when it has none."""
@@ -62,27 +71,41 @@ def _read_runs(path: str) -> list[dict]:
     return records
 
 
+def _read_json(path: str) -> dict | None:
+    """The file's object, or None when there is no such file."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}: not JSON ({e.msg})") from None
+
+
 def load(folder: str) -> Results:
     runs_path = os.path.join(folder, "runs.jsonl")
     env_path = os.path.join(folder, "env.json")
     if not os.path.exists(runs_path):
         raise ResultsError(f"{runs_path}: no such file (is {folder} a results folder?)")
-    env = {}
-    if os.path.exists(env_path):
-        try:
-            with open(env_path, encoding="utf-8") as f:
-                env = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ResultsError(f"{env_path}: not JSON ({e.msg})") from None
-    runs = pd.DataFrame(_read_runs(runs_path))
-    if runs.empty:
+    env = _read_json(env_path) or {}
+    records = pd.DataFrame(_read_runs(runs_path))
+    if records.empty:
         raise ResultsError(f"{runs_path}: holds no runs")
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
-        if column not in runs:
-            runs[column] = default
-        runs[column] = runs[column].fillna(default).astype("int64")
-    if "strategy_spec" not in runs:
-        runs["strategy_spec"] = runs["strategy"]
+        if column not in records:
+            records[column] = default
+        records[column] = records[column].fillna(default).astype("int64")
+    if "strategy_spec" not in records:
+        records["strategy_spec"] = records["strategy"]
+    if "error" not in records:
+        records["error"] = None
+    # The time order of the records: appended as each run ends (started_at has whole seconds).
+    records["order"] = range(len(records))
+    is_ceiling = records["strategy"] == CEILING
+    ceiling = records[is_ceiling].reset_index(drop=True)
+    if not ceiling.empty and "gb_per_s" not in ceiling:
+        ceiling["gb_per_s"] = float("nan")
+    runs = records[~is_ceiling].reset_index(drop=True)
     ok = runs[runs["status"] == "ok"].copy()
     others = runs[runs["status"] != "ok"]
     excluded = (
@@ -90,4 +113,5 @@ def load(folder: str) -> Results:
         .agg(count=("status", "size"), errors=("error", lambda e: sorted(set(map(str, e)))))
         .reset_index()
     )
-    return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded)
+    return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded, ceiling=ceiling,
+                   adaptive=_read_json(os.path.join(folder, "adaptive.json")))

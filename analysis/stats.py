@@ -1,6 +1,8 @@
 """Aggregates of the runs that count, per strategy, options, cache state and file: median, min,
-max, IQR, a 95% bootstrap interval of the median, GB/s, peak RSS, and the speed-up over fread
-(fread's median time over the strategy's) with its own bootstrap interval.
+max, IQR, a 95% bootstrap interval of the median, GB/s, peak RSS, and the speed-up over the
+condition's baseline: paired, from the rounds both ran in (analysis/paired.py: the baseline's
+time over the strategy's, the Hodges–Lehmann estimate with its signed-rank 95% interval), and
+with ceiling reads the strategy's fraction of the device's speed.
 """
 
 from __future__ import annotations
@@ -10,11 +12,18 @@ import zlib
 import numpy as np
 import pandas as pd
 
+from analysis import paired
 from analysis.results import GROUP, Results
 
 BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
-BASELINE = "fread"  # speed-ups are over plain fread with default options
+
+# What summarize takes from paired.paired_table, as its own column names.
+PAIRED = {"baseline": "baseline", "n": "pairs", "speedup": "speedup",
+          "speedup_low": "speedup_ci_low", "speedup_high": "speedup_ci_high",
+          "bounded": "bounded", "significant": "significant", "verdict": "verdict",
+          "half_width": "half_width"}
+DEVICE = ["of_device", "of_device_min", "of_device_max", "of_device_rounds"]
 
 
 def bootstrap_medians(values: np.ndarray, rng: np.random.Generator,
@@ -32,16 +41,15 @@ def interval(samples: np.ndarray) -> tuple[float, float]:
 
 def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP), sorted by cache state then median time.
-    The intervals are seeded: the same results give the same table."""
+    The intervals are seeded: the same results give the same table. The speed-up columns are
+    NaN where the group shares no round with its condition's baseline; the baseline's own row
+    is 1 with `is_baseline` set."""
     rows = []
-    boots = {}
     for key, group in results.ok.groupby(GROUP, sort=False):
         wall = group["wall_s"].to_numpy(dtype=float)
         # One stream per group, so that two groups' resamples are independent draws.
         rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-        boot = bootstrap_medians(wall, rng)
-        boots[key] = boot
-        ci_low, ci_high = interval(boot)
+        ci_low, ci_high = interval(bootstrap_medians(wall, rng))
         median = float(np.median(wall))
         q1, q3 = np.percentile(wall, [25, 75])
         file_bytes = float(group["file_bytes"].iloc[0])
@@ -66,19 +74,21 @@ def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    speedups = []
-    for _, row in table.iterrows():
-        base_key = (BASELINE, row["cache"], row["file"], row["procs"], row["memory_limit_bytes"])
-        if base_key not in boots:
-            speedups.append((np.nan, np.nan, np.nan))
-            continue
-        base = table.loc[(table["strategy_spec"] == BASELINE) & (table["cache"] == row["cache"]) &
-                         (table["file"] == row["file"]) & (table["procs"] == row["procs"]) &
-                         (table["memory_limit_bytes"] == row["memory_limit_bytes"])]
-        own_key = tuple(row[c] for c in GROUP)
-        # Resampled independently (the runs are not paired), ratio per resample.
-        ratio = boots[base_key] / boots[own_key]
-        low, high = interval(ratio)
-        speedups.append((float(base["median_s"].iloc[0]) / row["median_s"], low, high))
-    table["speedup"], table["speedup_ci_low"], table["speedup_ci_high"] = zip(*speedups)
+    pairs = paired.paired_table(results)
+    if pairs.empty:
+        table = table.assign(**{c: np.nan for c in PAIRED.values()})
+    else:
+        table = table.merge(pairs[GROUP + list(PAIRED)].rename(columns=PAIRED), on=GROUP,
+                            how="left")
+    chosen = paired.baselines(results)
+    base = [chosen.get(tuple(r[c] for c in paired.CONDITION), (None, ""))[0]
+            for _, r in table.iterrows()]
+    table["is_baseline"] = table["strategy_spec"] == pd.Series(base, index=table.index)
+    table["baseline"] = base
+    table.loc[table["is_baseline"], ["speedup", "speedup_ci_low", "speedup_ci_high"]] = 1.0
+    device = paired.device_fraction(results)
+    if device.empty:
+        table = table.assign(**{c: np.nan for c in DEVICE})
+    else:
+        table = table.merge(device, on=GROUP, how="left")
     return table.sort_values(["cache", "median_s"], kind="stable").reset_index(drop=True)

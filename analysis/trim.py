@@ -1,6 +1,6 @@
-"""A results folder made small enough to commit: env.json, runs.jsonl and the experiment file
-as they are, and every timeline thinned to at most --rows rows (the first and the last kept,
-the rest evenly spaced), so that a figure drawn from it keeps its shape.
+"""A results folder made small enough to commit: env.json, runs.jsonl, adaptive.json and the
+experiment file as they are, and every timeline thinned to at most --rows rows (the first and
+the last kept, the rest evenly spaced), so that a figure drawn from it keeps its shape.
 
     /usr/bin/python3 -m analysis.trim SRC DST [--rows 200]
 """
@@ -20,7 +20,7 @@ def trim(src: str, dst: str, rows: int) -> int:
     if not os.path.exists(os.path.join(src, "runs.jsonl")):
         raise FileNotFoundError(f"{os.path.join(src, 'runs.jsonl')}: no such file")
     os.makedirs(os.path.join(dst, "timelines"), exist_ok=True)
-    for name in ("env.json", "runs.jsonl", "experiment.toml"):
+    for name in ("env.json", "runs.jsonl", "adaptive.json", "experiment.toml"):
         if os.path.exists(os.path.join(src, name)):
             shutil.copy(os.path.join(src, name), os.path.join(dst, name))
     count = 0

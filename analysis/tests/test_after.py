@@ -17,9 +17,10 @@ OLD = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 LE = "/work/main/data/llama-2GiB-bf16-s0.wlf"
 
 
-@pytest.fixture()
-def built(tmp_path):
-    folder = tmp_path / "results"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Built once: the tests only read what the report wrote."""
+    folder = tmp_path_factory.mktemp("built") / "results"
     shutil.copytree(FIXTURE, folder)
     report.build(str(folder))
     return folder
@@ -73,6 +74,22 @@ def test_the_first_use_figure_and_the_existing_sections_are_there(built):
     assert "<h2>After the load</h2>" in page and "mmap:consume=forward:bind=copy" in page
     assert page.count('src="data:image/png;base64,') == len(
         [p for p in os.listdir(built / "figures") if p.endswith(".png")])
+
+
+def test_old_rounds_pair_but_too_few_for_an_interval(built):
+    """Records from before rounds were recorded still ran in rounds (rep the outer loop): three
+    reps of each strategy against fread's two give two pairs, too few for a 95% interval."""
+    md = (built / "report.md").read_text()
+    cold = md.split("## Cold start", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in cold.splitlines() if line.startswith("| mmap:consume=forward "))
+    # fread 12.02, 13.01 s; mmap 1.17, 1.22 s: the estimate is the mean of the two log ratios.
+    assert "| 3 (2 paired) |" in row and "| 10.47 (–) | too few rounds |" in row
+    # The other file has no fread: its one strategy is its own baseline, so the header names
+    # none.
+    assert "× baseline, paired (95% CI)" in cold
+    assert "| 1 (baseline) |" in next(line for line in cold.splitlines()
+                                      if line.startswith("| mmap:transform=byteswap"))
+    assert "env.json has no `rounds`" in md and (built / "figures" / "rounds.png").exists()
 
 
 def test_summary_json_carries_the_section(built):

@@ -17,9 +17,10 @@ FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-@pytest.fixture()
-def built(tmp_path):
-    folder = tmp_path / "results"
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """Built once: the tests only read what the report wrote."""
+    folder = tmp_path_factory.mktemp("built") / "results"
     shutil.copytree(FIXTURE, folder)
     report.build(str(folder))
     return folder
@@ -60,7 +61,25 @@ def test_summary_json_has_every_group(built):
                     ("io_uring:qd=4", "warm")}
     mmap = next(g for g in groups if g["strategy_spec"] == "mmap")
     assert mmap["n"] == 3 and mmap["median_s"] == 3.0
-    assert mmap["speedup"] == pytest.approx(11 / 3)
+    # No round holds both fread and mmap (reps 0-2 and 4-6): no paired speed-up, as null.
+    assert mmap["speedup"] is None and mmap["baseline"] == "fread"
+    fread = next(g for g in groups if (g["strategy_spec"], g["cache"]) == ("fread", "cold"))
+    assert fread["speedup"] == 1.0 and fread["is_baseline"] is True
+
+
+def test_the_noise_section_says_what_old_results_lack(built):
+    """The fixture predates rounds: its reps pair nothing (one strategy per rep), no ceiling,
+    no stability check, no adaptive.json."""
+    md = (built / "report.md").read_text()
+    noise = md.split("## Noise: rounds, ceiling, drift, outliers", 1)[1].split("\n## ", 1)[0]
+    assert "env.json has no `rounds`" in noise and "No ceiling reads" in noise
+    assert "Stability: no check recorded" in noise and "Adaptive" not in noise
+    assert "- the round factor of cold: no drift (6 rounds" in noise
+    assert "Outliers: none" in noise
+    assert not (built / "figures" / "rounds.png").exists()  # no round held two strategies
+    summary = json.loads((built / "summary.json").read_text())
+    assert summary["paired"] == [] and summary["ceiling"] == [] and summary["adaptive"] is None
+    assert summary["stability"] == {"before": None, "sessions": []}
 
 
 def test_the_reference_table_is_set_beside_the_published_one(tmp_path):

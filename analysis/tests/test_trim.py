@@ -23,3 +23,12 @@ def test_timelines_are_thinned_and_records_kept(tmp_path):
     assert t["rss_bytes"].iloc[0] == 0 and t["rss_bytes"].iloc[-1] == 999
     assert t["t_s"].is_monotonic_increasing
     assert (tmp_path / "dst" / "runs.jsonl").read_text() == (src / "runs.jsonl").read_text()
+    assert not (tmp_path / "dst" / "adaptive.json").exists()  # the fixture has none
+
+
+def test_the_adaptive_stop_record_is_kept(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURE, src)
+    (src / "adaptive.json").write_text('{"rounds": 9, "stopped": "target met"}')
+    trim.trim(str(src), str(tmp_path / "dst"), 200)
+    assert (tmp_path / "dst" / "adaptive.json").read_text() == (src / "adaptive.json").read_text()

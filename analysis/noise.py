@@ -1,0 +1,271 @@
+"""The report's section on noise: how the rounds ran, the device's speed in each (the ceiling
+reads), drift over the experiment, outlying runs, the machine's stability check, and the
+adaptive stop rule's figures; its figure of every round in time order; and the same in
+summary.json. The figures come from analysis/paired.py.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from analysis import paired
+from analysis.results import CONDITION, Results
+
+TITLE = "Noise: rounds, ceiling, drift, outliers"
+
+
+def clean(value):
+    """A value for JSON: numpy scalars as Python ones, NaN and infinities as None."""
+    if hasattr(value, "item") and not isinstance(value, (dict, list)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: clean(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def condition(row, files: int) -> str:
+    """A condition in words: cache state, and file, workers and memory limit where they
+    tell conditions apart."""
+    text = str(row["cache"])
+    if files > 1:
+        text += f" [{os.path.basename(str(row['file']))}]"
+    if row["procs"] > 1:
+        text += f" ×{row['procs']}"
+    if row["memory_limit_bytes"] > 0:
+        text += f" ≤{row['memory_limit_bytes'] / 2**30:.2f} GiB"
+    return text
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _number(value, fmt: str, unit: str = "") -> str:
+    return "?" if value is None else f"{value:{fmt}}{unit}"
+
+
+def _bytes(value) -> str:
+    if value is None:
+        return "?"
+    return f"{value / 2**20:.1f} MiB" if value < 2**30 else f"{value / 2**30:.2f} GiB"
+
+
+def rounds_md(r: Results) -> str:
+    values = paired.run_values(r)
+    if values.empty:
+        counted = "No rounds: the records carry no `rep`."
+    else:
+        per = values.groupby(CONDITION)["rep"].nunique()
+        spread = f"{per.min()}" if per.min() == per.max() else f"{per.min()} to {per.max()}"
+        counted = (f"{plural(int(per.sum()), 'round')} over {plural(len(per), 'condition')} "
+                   f"({spread} per condition); a round is one rep of a condition, every strategy once, back "
+                   "to back.")
+    rounds = r.env.get("rounds")
+    if not rounds:
+        how = ("env.json has no `rounds` (results from before they were recorded): the runs "
+               "are paired by rep, as the harness ran them in rounds then too (rep the outer "
+               "loop).")
+    else:
+        auto = rounds.get("auto") or {}
+        how = (f"Order within a round: {rounds.get('order', '?')} (seed {rounds.get('seed', '?')})"
+               f"; ceiling reads: {'on' if rounds.get('ceiling') else 'off'}; baseline: "
+               f"{rounds.get('baseline', '?')}; reps: {rounds.get('reps', '?')}.")
+        if auto:
+            budget = auto.get("budget_s") or 0
+            how += (f" Adaptive: until every paired interval is within "
+                    f"±{auto.get('target', float('nan')):.0%}, {auto.get('min_rounds', '?')} to "
+                    f"{auto.get('max_rounds', '?')} rounds, budget "
+                    f"{f'{budget:.0f} s' if budget else 'none'}.")
+    return counted + " " + how
+
+
+def ceiling_md(r: Results, files: int) -> str:
+    table = paired.ceiling_table(r)
+    if table.empty:
+        return ("No ceiling reads (the experiment did not set `ceiling = true`): the device's "
+                "speed per round is unknown, and drift is judged from the strategies' own "
+                "times.")
+    lines = ["| condition | reads | not ok | median GB/s | min GB/s | max GB/s | CV |",
+             "|---|---|---|---|---|---|---|"]
+    for _, c in table.iterrows():
+        lines.append(f"| {condition(c, files)} | {c['n']} | {c['not_ok']} | "
+                     f"{c['median_gb_per_s']:.2f} | {c['min_gb_per_s']:.2f} | "
+                     f"{c['max_gb_per_s']:.2f} | {c['cv']:.1%} |")
+    return ("The ceiling read of each round: the file read raw (O_DIRECT, io_uring at depth "
+            "32), the device's speed at that moment; CV: standard deviation over mean.\n\n"
+            + "\n".join(lines))
+
+
+def drift_md(r: Results, files: int) -> str:
+    table = paired.drift(r)
+    if table.empty:
+        return "Drift: no series of rounds to test."
+    lines = []
+    for _, d in table.iterrows():
+        if d["series"] == "ceiling":
+            name = f"the ceiling of {os.path.basename(str(d['file']))}"
+            unit, fmt = " GB/s", ".2f"
+        else:
+            name = f"the round factor of {condition(d, files)}"
+            unit, fmt = "× its usual time", ".2f"
+        if d["n"] < paired.DRIFT_MIN_ROUNDS:
+            lines.append(f"- {name}: {plural(d['n'], 'round')}, too few to test "
+                         f"({paired.DRIFT_MIN_ROUNDS} needed).")
+        elif d["detected"]:
+            lines.append(f"- **Warning: drift** in {name} over {d['n']} rounds (Kendall tau "
+                         f"{d['tau']:.2f}, p {d['p']:.2g}): {d['first_third']:{fmt}}{unit} in "
+                         f"the first third of the rounds, {d['last_third']:{fmt}}{unit} in the "
+                         "last. The paired ratios cancel what a round shares; medians pooled "
+                         "over the rounds do not.")
+        elif pd.isna(d["p"]):
+            lines.append(f"- {name}: no drift ({d['n']} rounds, all equal).")
+        else:
+            lines.append(f"- {name}: no drift ({d['n']} rounds, tau {d['tau']:.2f}, p "
+                         f"{d['p']:.2g}).")
+    return ("Drift, Kendall's trend test on each series in time order (p < 0.05 with 6 or "
+            "more rounds): the ceiling's GB/s per file where it was read, else the round "
+            "factor (per round, the median over the strategies of the strategy's time over "
+            "its median time).\n\n" + "\n".join(lines))
+
+
+def outliers_md(r: Results, files: int) -> str:
+    table = paired.outliers(r)
+    rule = ("modified z = 0.6745 (x − median) / MAD of x = ln(wall s) within the group "
+            "(strategy and condition; the ceiling reads per condition), |z| > 3.5, in groups "
+            "of 5 or more runs")
+    if table.empty:
+        return f"Outliers: none ({rule})."
+    lines = ["| run | strategy | condition | rep | wall s | group median s | z |",
+             "|---|---|---|---|---|---|---|"]
+    for _, o in table.iterrows():
+        rep = "" if o["rep"] is None or pd.isna(o["rep"]) else f"{o['rep']:.0f}"
+        lines.append(f"| {o['run_id']} | {o['strategy_spec']} | {condition(o, files)} | {rep} | "
+                     f"{o['wall_s']:.3f} | {o['median_s']:.3f} | {o['z']:.1f} |")
+    return (f"Outliers ({rule}): flagged here and kept in every statistic of this report.\n\n"
+            + "\n".join(lines))
+
+
+def stability_lines(check: dict, name: str) -> list[str]:
+    load = check.get("loadavg") or [None] * 3
+    busy = ", ".join(f"{p.get('comm', '?')} ({_number(p.get('cpu_percent'), '.0f', '%')})"
+                     for p in check.get("busy_processes") or []) or "none"
+    thp = check.get("khugepaged") or {}
+    line = (f"- {name}: load average {' / '.join(_number(x, '.2f') for x in load)} on "
+            f"{check.get('cores', '?')} cores (window {_number(check.get('window_s'), 'g', ' s')})"
+            f"; busy processes: {busy}; dirty {_bytes(check.get('dirty_bytes'))}, writeback "
+            f"{_bytes(check.get('writeback_bytes'))}; memory available "
+            f"{_bytes(check.get('mem_available_bytes'))} of {_bytes(check.get('mem_total_bytes'))}"
+            f"; swap used {_bytes(check.get('swap_used_bytes'))} of "
+            f"{_bytes(check.get('swap_total_bytes'))}; khugepaged "
+            f"{_number(thp.get('pages_collapsed_delta'), 'g')} pages collapsed, "
+            f"{_number(thp.get('cpu_percent'), '.1f', '%')} CPU.")
+    return [line] + [f"- **Warning** ({name}): {w}" for w in check.get("warnings") or []]
+
+
+def stability_md(env: dict) -> str:
+    lines = []
+    if isinstance(env.get("stability"), dict):
+        lines += stability_lines(env["stability"], "before the runs")
+    for i, session in enumerate(env.get("sessions") or []):
+        if isinstance(session.get("stability"), dict):
+            lines += stability_lines(session["stability"],
+                                     f"session {i + 1} ({session.get('started_at', '?')})")
+    if not lines:
+        return "Stability: no check recorded (results from before the check existed)."
+    return "Stability of the machine, checked before the runs:\n\n" + "\n".join(lines)
+
+
+def adaptive_md(adaptive: dict | None, files: int) -> str:
+    if not adaptive:
+        return ""
+    budget = adaptive.get("budget_s") or 0
+    head = (f"Adaptive rounds: target ±{adaptive.get('target', float('nan')):.0%} (the half width "
+            f"of every paired 95% interval), {adaptive.get('min_rounds', '?')} to "
+            f"{adaptive.get('max_rounds', '?')} rounds, budget "
+            f"{f'{budget:.0f} s' if budget else 'none'}: {adaptive.get('rounds', '?')} rounds in "
+            f"{_number(adaptive.get('elapsed_s'), '.0f', ' s')}; target met: "
+            f"{'yes' if adaptive.get('met') else 'no'}; stopped: {adaptive.get('stopped', '?')}.")
+    lines = ["| strategy | condition | baseline | rounds | ratio (95% CI) | half width | met |",
+             "|---|---|---|---|---|---|---|"]
+    for c in adaptive.get("comparisons") or []:
+        row = {"cache": c.get("cache"), "file": c.get("file"), "procs": c.get("procs") or 1,
+               "memory_limit_bytes": c.get("memory_limit_bytes") or 0}
+        ci = ("(–)" if c.get("low") is None or c.get("high") is None else
+              f"({c['low']:.3f}–{c['high']:.3f})")
+        half = c.get("half_width")
+        lines.append(f"| {c.get('strategy_spec')} | {condition(row, files)} | "
+                     f"{c.get('baseline')} | {c.get('n')} | {_number(c.get('ratio'), '.3f')} "
+                     f"{ci} | {'∞' if half is None else f'±{half:.1%}'} | "
+                     f"{'yes' if c.get('met') else 'no'} |")
+    return head + "\n\n" + "\n".join(lines)
+
+
+def section_md(r: Results) -> str:
+    files = max(r.runs["file"].nunique(), 1)
+    parts = [rounds_md(r), ceiling_md(r, files), drift_md(r, files), outliers_md(r, files),
+             stability_md(r.env), adaptive_md(r.adaptive, files)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def summary(r: Results) -> dict:
+    sessions = r.env.get("sessions") or []
+    return {"paired": records(paired.paired_table(r)),
+            "ceiling": records(paired.ceiling_table(r)),
+            "drift": records(paired.drift(r)),
+            "outliers": records(paired.outliers(r)),
+            "adaptive": r.adaptive,
+            "stability": {"before": r.env.get("stability"),
+                          "sessions": [s.get("stability") for s in sessions]}}
+
+
+def plot_rounds(r: Results, figs) -> None:
+    """Per condition with two rounds or more: each strategy's time per round over its median,
+    and the ceiling's GB/s on the right axis, the rounds in time order. Drawn when some
+    condition has rounds to set side by side: two that each held two strategies or more, or
+    ceiling reads."""
+    values = paired.run_values(r)
+    if values.empty:
+        return
+    ceilings = paired.ceiling_values(r)
+    conditions = [(k, g) for k, g in values.groupby(CONDITION, sort=False)
+                  if g["rep"].nunique() >= 2]
+    shared = [k for k, g in conditions if (g.groupby("rep").size() >= 2).sum() >= 2]
+    if not shared and ceilings.empty:
+        return
+    files = values["file"].nunique()
+    fig, axes = plt.subplots(len(conditions), 1, figsize=(9, 3.2 * len(conditions)),
+                             squeeze=False)
+    for ax, (key, group) in zip(axes[:, 0], conditions):
+        order = group.groupby("rep")["order"].min().sort_values()
+        x_of = {rep: i for i, rep in enumerate(order.index)}
+        for spec, g in group.groupby("strategy_spec", sort=False):
+            g = g.sort_values("order")
+            ax.plot([x_of[rep] for rep in g["rep"]], g["wall_s"] / g["wall_s"].median(),
+                    marker=".", linewidth=0.8, label=spec)
+        ax.axhline(1, color="grey", linewidth=0.5)
+        ax.set_ylabel("time / its median")
+        ax.set_title(condition(dict(zip(CONDITION, key)), files))
+        c = ceilings[(ceilings[CONDITION] == pd.Series(key, index=CONDITION)).all(axis=1)]
+        c = c[c["rep"].isin(x_of)]
+        if not c.empty:
+            right = ax.twinx()
+            c = c.assign(x=c["rep"].map(x_of)).sort_values("x")
+            right.plot(c["x"], c["gb_per_s"], color="black", linewidth=2, label="ceiling")
+            right.set_ylabel("ceiling read (GB/s)")
+            right.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=6, ncol=3, loc="upper left")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes[-1, 0].set_xlabel("round, in time order")
+    figs.save(fig, "rounds", "Every round in time order: each strategy's time in the round over "
+                             "its median time (1: its usual time) and, where read, the ceiling "
+                             "read's GB/s (black, right axis). A drift moves every line "
+                             "together; the paired ratios cancel it.")

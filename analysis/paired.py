@@ -1,0 +1,345 @@
+"""Comparisons that hold on a noisy machine: within-round (paired) ratios of strategies against
+a baseline, the device's speed per round (the ceiling), drift over the experiment and outlying
+runs. The method is the one of harness/paired_stats.* (the contract of issue 9), so that the
+adaptive stop rule of the harness and the report agree figure for figure; the fixture
+tests/fixtures/paired_stats.json holds cases both must match.
+
+A *condition* is (file, cache, procs, memory limit); a *round* is one rep of a condition, in
+which every strategy ran once, back to back. A strategy's value in a round is its wall time
+(with several workers, the largest: the time until all had loaded); a round pairs a strategy
+with the baseline when both have an ok value in it.
+
+The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
+`fread` when the condition has it; else the condition's first strategy spec in runs.jsonl.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.results import CONDITION, GROUP, Results
+
+ALPHA = 0.05
+DRIFT_MIN_ROUNDS = 6
+OUTLIER_Z = 3.5
+OUTLIER_MIN_RUNS = 5
+
+
+@functools.lru_cache(maxsize=None)
+def signed_rank_cdf(n: int) -> np.ndarray:
+    """P(T+ <= t) for t = 0..n(n+1)/2, T+ the sum of the ranks 1..n given random signs, by
+    counting: each rank joins the sum or not with probability 1/2."""
+    dist = np.zeros(n * (n + 1) // 2 + 1)
+    dist[0] = 1.0
+    top = 0
+    for rank in range(1, n + 1):
+        # The right side is evaluated whole before the assignment: every t reads the old
+        # P(t) and P(t - rank).
+        dist[rank:top + rank + 1] = 0.5 * dist[rank:top + rank + 1] + 0.5 * dist[:top + 1]
+        dist[:rank] *= 0.5
+        top += rank
+    cdf = np.cumsum(dist)
+    cdf.setflags(write=False)
+    return cdf
+
+
+def critical(n: int) -> tuple[int, float]:
+    """(k, level): the interval is [W_(k), W_(M+1-k)] of the sorted Walsh averages and its
+    two-sided test level is `level` <= ALPHA; k = 0 (and level NaN) when no bounded interval
+    reaches 95% (n <= 5)."""
+    if n < 1:
+        return 0, math.nan
+    cdf = signed_rank_cdf(n)
+    within = np.flatnonzero(cdf <= ALPHA / 2)
+    if within.size == 0:
+        return 0, math.nan
+    t_star = int(within[-1])
+    return t_star + 1, float(2 * cdf[t_star])
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The Hodges–Lehmann estimate of the log ratio and its signed-rank 95% interval."""
+    n: int
+    estimate: float
+    low: float
+    high: float
+    bounded: bool
+    level: float  # the achieved two-sided level, NaN when unbounded
+
+    @property
+    def significant(self) -> bool:
+        return self.bounded and (self.low > 0 or self.high < 0)
+
+    @property
+    def half_width(self) -> float:
+        """Relative: how far the interval reaches from the estimate on the ratio scale."""
+        if not self.bounded:
+            return math.inf
+        return max(math.expm1(self.high - self.estimate),
+                   -math.expm1(self.low - self.estimate))
+
+
+def verdict(iv: Interval) -> str:
+    """The comparison in words: the strategy is faster / slower when the interval of its log
+    time ratio leaves out 0; n.s. when it holds 0; too few rounds when it is unbounded."""
+    if not iv.bounded:
+        return "too few rounds"
+    if not iv.significant:
+        return "n.s."
+    return "faster" if iv.high < 0 else "slower"
+
+
+def signed_rank_interval(d) -> Interval:
+    """The distribution-free interval of the Wilcoxon signed-rank test for the centre of `d`
+    (log ratios of paired rounds), with the Hodges–Lehmann estimate."""
+    x = np.asarray(d, dtype=float)
+    n = len(x)
+    if n == 0:
+        return Interval(0, math.nan, -math.inf, math.inf, False, math.nan)
+    walsh = np.sort((np.add.outer(x, x) / 2)[np.triu_indices(n)])
+    estimate = float(np.median(walsh))
+    k, level = critical(n)
+    if k == 0:
+        return Interval(n, estimate, -math.inf, math.inf, False, math.nan)
+    return Interval(n, estimate, float(walsh[k - 1]), float(walsh[len(walsh) - k]), True, level)
+
+
+def kendall(y) -> dict:
+    """Kendall's tau-b of `y` against its index (time order) and the two-sided p of the normal
+    approximation with the tie-corrected variance (scipy's kendalltau(method="asymptotic")).
+    NaNs, as the harness gives them, with fewer than 3 values or a constant series: no order to
+    measure."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    out = {"n": n, "tau": math.nan, "z": math.nan, "p": math.nan}
+    if n < 3:
+        return out
+    s = float(np.sign(y[None, :] - y[:, None])[np.triu_indices(n, 1)].sum())
+    ties = np.unique(y, return_counts=True)[1].astype(float)
+    pairs = n * (n - 1) / 2
+    tied = float(np.sum(ties * (ties - 1) / 2))
+    if tied == pairs:
+        return out
+    var = (n * (n - 1) * (2 * n + 5) - float(np.sum(ties * (ties - 1) * (2 * ties + 5)))) / 18
+    z = s / math.sqrt(var)
+    return {"n": n, "tau": s / math.sqrt(pairs * (pairs - tied)), "z": z,
+            "p": math.erfc(abs(z) / math.sqrt(2))}
+
+
+def modified_z(x) -> np.ndarray | None:
+    """0.6745 (x - median) / MAD per value; None when the group is too small (< 5) or its MAD
+    is 0, where no value can be called an outlier."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < OUTLIER_MIN_RUNS:
+        return None
+    med = np.median(x)
+    mad = np.median(np.abs(x - med))
+    if mad == 0:
+        return None
+    return 0.6745 * (x - med) / mad
+
+
+# --- results folders -------------------------------------------------------------------------
+
+def run_values(results: Results) -> pd.DataFrame:
+    """One row per run of a strategy in a round: CONDITION, strategy_spec, strategy, rep, its
+    wall_s (the largest of its ok workers), file_bytes, and `order`, its place in runs.jsonl."""
+    columns = CONDITION + ["strategy_spec", "strategy", "rep", "wall_s", "file_bytes", "order"]
+    ok = results.ok
+    if "rep" not in ok or ok.empty:
+        return pd.DataFrame(columns=columns)
+    ok = ok[ok["rep"].notna() & (pd.to_numeric(ok["wall_s"], errors="coerce") > 0)]
+    values = (ok.groupby(CONDITION + ["strategy_spec", "rep"], sort=False)
+              .agg(strategy=("strategy", "first"), wall_s=("wall_s", "max"),
+                   file_bytes=("file_bytes", "first"), order=("order", "min"))
+              .reset_index())
+    return values[columns].sort_values("order", kind="stable").reset_index(drop=True)
+
+
+def ceiling_values(results: Results) -> pd.DataFrame:
+    """The ok ceiling reads: CONDITION, rep, gb_per_s, wall_s, order."""
+    c = results.ceiling
+    columns = CONDITION + ["rep", "gb_per_s", "wall_s", "order", "run_id"]
+    if c.empty or "rep" not in c:
+        return pd.DataFrame(columns=columns)
+    c = c[(c["status"] == "ok") & pd.to_numeric(c["gb_per_s"], errors="coerce").notna()]
+    return c.assign(gb_per_s=c["gb_per_s"].astype(float))[columns].reset_index(drop=True)
+
+
+def baselines(results: Results, override: str | None = None) -> dict[tuple, tuple[str, str]]:
+    """condition -> (baseline spec, why it is the baseline)."""
+    given = override or ((results.env.get("rounds") or {}).get("baseline"))
+    out = {}
+    for key, group in results.runs.groupby(CONDITION, sort=False):
+        specs = list(dict.fromkeys(group["strategy_spec"]))
+        if given:
+            out[key] = (given, "given" if override else "env.json rounds.baseline")
+        elif "fread" in specs:
+            out[key] = ("fread", "fread, present in the condition")
+        else:
+            out[key] = (specs[0], "the condition's first strategy in runs.jsonl")
+    return out
+
+
+def device_fraction(results: Results) -> pd.DataFrame:
+    """Per group (GROUP): the median, min and max over its rounds of the fraction of device
+    speed, (file_bytes / wall_s) / the same round's ceiling GB/s, and the rounds counted."""
+    columns = GROUP + ["of_device", "of_device_min", "of_device_max", "of_device_rounds"]
+    ceilings = ceiling_values(results)
+    values = run_values(results)
+    if ceilings.empty or values.empty:
+        return pd.DataFrame(columns=columns)
+    per_round = ceilings.groupby(CONDITION + ["rep"])["gb_per_s"].median().rename("ceiling")
+    v = values.join(per_round, on=CONDITION + ["rep"]).dropna(subset=["ceiling"])
+    if v.empty:
+        return pd.DataFrame(columns=columns)
+    v = v.assign(fraction=v["file_bytes"].astype(float) / v["wall_s"] / 1e9 / v["ceiling"])
+    return (v.groupby(GROUP, sort=False)["fraction"]
+            .agg(of_device="median", of_device_min="min", of_device_max="max",
+                 of_device_rounds="size")
+            .reset_index()[columns])
+
+
+PAIRED_COLUMNS = GROUP + ["strategy", "baseline", "baseline_why", "n", "ratio", "ratio_low",
+                          "ratio_high", "speedup", "speedup_low", "speedup_high", "bounded",
+                          "significant", "verdict", "level", "half_width"]
+
+
+def paired_table(results: Results, baseline: str | None = None) -> pd.DataFrame:
+    """Per condition and strategy spec (not the baseline, not the ceiling) with at least one
+    round shared with the baseline: n pairs, ratio = strategy time / baseline time (the
+    Hodges–Lehmann estimate, exp of the log scale) with its interval, speedup = 1 / ratio with
+    its interval, whether the interval leaves out 1, the achieved test level and the relative
+    half width; with ceiling records, the strategy's fraction of device speed."""
+    values = run_values(results)
+    rows = []
+    chosen = baselines(results, baseline)
+    for key, group in values.groupby(CONDITION, sort=False):
+        base_spec, why = chosen.get(key, (None, ""))
+        wide = group.pivot(index="rep", columns="strategy_spec", values="wall_s")
+        if base_spec not in wide:
+            continue
+        # Pairs in the rounds' time order, so a reader of d sees the rounds as they ran.
+        rounds = group.groupby("rep")["order"].min().sort_values().index
+        wide = wide.loc[rounds]
+        for spec in dict.fromkeys(group["strategy_spec"]):
+            if spec == base_spec:
+                continue
+            both = wide[[spec, base_spec]].dropna()
+            if both.empty:
+                continue
+            iv = signed_rank_interval(np.log(both[spec] / both[base_spec]).to_numpy())
+            rows.append({
+                **dict(zip(CONDITION, key)), "strategy_spec": spec,
+                "strategy": group.loc[group["strategy_spec"] == spec, "strategy"].iloc[0],
+                "baseline": base_spec, "baseline_why": why, "n": iv.n,
+                "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
+                "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
+                "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),
+                "bounded": iv.bounded, "significant": iv.significant,
+                "verdict": verdict(iv), "level": iv.level, "half_width": iv.half_width})
+    table = pd.DataFrame(rows, columns=PAIRED_COLUMNS)
+    fraction = device_fraction(results)
+    if not fraction.empty and not table.empty:
+        table = table.merge(fraction, on=GROUP, how="left")
+    return table
+
+
+def ceiling_table(results: Results) -> pd.DataFrame:
+    """Per condition with ceiling reads: n ok, how many were not ok, the median, min and max
+    GB/s and the coefficient of variation (standard deviation over mean)."""
+    columns = CONDITION + ["n", "not_ok", "median_gb_per_s", "min_gb_per_s", "max_gb_per_s",
+                           "cv"]
+    c = results.ceiling
+    if c.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for key, group in c.groupby(CONDITION, sort=False):
+        gbps = pd.to_numeric(group.loc[group["status"] == "ok", "gb_per_s"],
+                             errors="coerce").dropna().to_numpy(dtype=float)
+        rows.append({**dict(zip(CONDITION, key)), "n": len(gbps),
+                     "not_ok": int((group["status"] != "ok").sum()),
+                     "median_gb_per_s": float(np.median(gbps)) if len(gbps) else math.nan,
+                     "min_gb_per_s": float(gbps.min()) if len(gbps) else math.nan,
+                     "max_gb_per_s": float(gbps.max()) if len(gbps) else math.nan,
+                     "cv": float(np.std(gbps, ddof=1) / np.mean(gbps)) if len(gbps) > 1
+                     else math.nan})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def round_factors(results: Results) -> pd.DataFrame:
+    """Per round of every condition, in time order: the median over the strategies of the
+    strategy's time in the round over its median time over all rounds (1: an ordinary round,
+    2: everything took twice as long)."""
+    values = run_values(results)
+    columns = CONDITION + ["rep", "order", "factor"]
+    if values.empty:
+        return pd.DataFrame(columns=columns)
+    own_median = values.groupby(CONDITION + ["strategy_spec"])["wall_s"].transform("median")
+    v = values.assign(relative=values["wall_s"] / own_median)
+    rounds = (v.groupby(CONDITION + ["rep"], sort=False)
+              .agg(order=("order", "min"), factor=("relative", "median")).reset_index())
+    return rounds.sort_values("order", kind="stable").reset_index(drop=True)[columns]
+
+
+def _drift_row(series: str, key: dict, y: np.ndarray) -> dict:
+    k = kendall(y)
+    third = len(y) // 3
+    return {"series": series, **key, "n": len(y), "tau": k["tau"], "z": k["z"], "p": k["p"],
+            "first_third": float(np.median(y[:third])) if third else math.nan,
+            "last_third": float(np.median(y[-third:])) if third else math.nan,
+            # NaN p (a constant series) compares false: no drift.
+            "detected": bool(len(y) >= DRIFT_MIN_ROUNDS and k["p"] < ALPHA)}
+
+
+def drift(results: Results) -> pd.DataFrame:
+    """Kendall's trend test on each series in time order: per file, the ceiling's GB/s per
+    round; per condition without ceiling reads (every warm one, and cold ones of experiments
+    without `ceiling`), the round factor. `detected` with 6 or more rounds and p < 0.05."""
+    columns = ["series"] + CONDITION + ["n", "tau", "z", "p", "first_third", "last_third",
+                                        "detected"]
+    rows = []
+    ceilings = ceiling_values(results).sort_values("order", kind="stable")
+    for file, group in ceilings.groupby("file", sort=False):
+        rows.append(_drift_row("ceiling", {"file": file, "cache": None, "procs": None,
+                                           "memory_limit_bytes": None},
+                               group["gb_per_s"].to_numpy(dtype=float)))
+    measured = {tuple(k) for k in ceilings[CONDITION].itertuples(index=False)}
+    for key, group in round_factors(results).groupby(CONDITION, sort=False):
+        if key in measured:
+            continue
+        rows.append(_drift_row("round factor", dict(zip(CONDITION, key)),
+                               group["factor"].to_numpy(dtype=float)))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def outliers(results: Results) -> pd.DataFrame:
+    """The ok records whose ln(wall_s) lies more than 3.5 modified z scores from their group's
+    (strategy spec and condition; ceiling reads per condition): flagged, and kept in every
+    statistic."""
+    columns = ["run_id"] + GROUP + ["rep", "wall_s", "median_s", "z"]
+    frames = [results.ok, results.ceiling[results.ceiling["status"] == "ok"]
+              if not results.ceiling.empty else results.ceiling]
+    rows = []
+    for frame in frames:
+        if frame.empty:
+            continue
+        frame = frame[pd.to_numeric(frame["wall_s"], errors="coerce") > 0]
+        for key, group in frame.groupby(GROUP, sort=False):
+            wall = group["wall_s"].to_numpy(dtype=float)
+            z = modified_z(np.log(wall))
+            if z is None:
+                continue
+            for i in np.flatnonzero(np.abs(z) > OUTLIER_Z):
+                rec = group.iloc[i]
+                rows.append({"run_id": rec["run_id"], **dict(zip(GROUP, key)),
+                             "rep": rec["rep"] if "rep" in group else None,
+                             "wall_s": float(wall[i]), "median_s": float(np.median(wall)),
+                             "z": float(z[i])})
+    return pd.DataFrame(rows, columns=columns)
