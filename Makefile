@@ -9,7 +9,7 @@ RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run report compare bench probe fuzz test test-asan setup clean
+.PHONY: all build run report compare aa bench probe fuzz test test-asan setup clean
 
 all: build
 
@@ -53,6 +53,13 @@ bench: build
 	LOADBENCH_BENCH_DIR=$(DATA) $(BUILD)/loadbench_bench --benchmark_out=$(BENCH_OUT)/bench.json \
 	  --benchmark_out_format=json
 	@echo "results: $(BENCH_OUT)/bench.json"
+
+# The A/A calibration: experiments/aa.toml AA_RUNS times into AA_OUT, then the false-positive
+# rate of the paired comparison over them.
+AA_RUNS ?= 20
+AA_OUT  ?= results/aa-calibration-$(shell date +%Y%m%d-%H%M%S)
+aa: build
+	bash scripts/aa.sh $(AA_RUNS) $(AA_OUT) $(DATA)
 
 # This machine's ceilings (device, page cache, memory, faults), with a scratch file in $(DATA).
 probe: build

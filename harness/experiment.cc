@@ -1,5 +1,6 @@
 #include "harness/experiment.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -10,8 +11,10 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "harness/session.h"
 #include "loaders/units.h"
 #include "loaders/use.h"
 
@@ -36,6 +39,10 @@ class Reader {
   Reader(const std::string& path, const std::string& data_dir) : path_(path), data_(data_dir) {}
 
   Status Read(const toml::table& top, Experiment* e) {
+    // Where keys checked against each other were written, for the message.
+    const toml::source_region* auto_where = nullptr;
+    const toml::source_region* baseline_where = nullptr;
+    const toml::source_region* order_where = nullptr;
     std::vector<int> procs;
     std::vector<uint64_t> limits;
     for (const auto& [key, node] : top) {
@@ -43,9 +50,48 @@ class Reader {
       if (k == "name") {
         LB_RETURN_IF_ERROR(String(node, "name", &e->name));
       } else if (k == "reps") {
+        if (node.value<std::string>() == "auto") {
+          e->auto_reps = true;
+        } else {
+          int64_t v = 0;
+          if (!node.is_integer()) {
+            return BadAt(path_, node.source(), "reps must be an integer or \"auto\"");
+          }
+          LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
+          e->reps = static_cast<int>(v);
+        }
+      } else if (k == "auto_target") {
+        const std::optional<double> v = node.value<double>();
+        if (!v) return BadAt(path_, node.source(), "auto_target must be a number such as 0.1");
+        e->autoreps.target = *v;
+        auto_where = &node.source();
+      } else if (k == "auto_min_rounds" || k == "auto_max_rounds") {
         int64_t v = 0;
-        LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
-        e->reps = static_cast<int>(v);
+        LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 1, 10000, &v));
+        (k == "auto_min_rounds" ? e->autoreps.min_rounds : e->autoreps.max_rounds) =
+            static_cast<int>(v);
+        auto_where = &node.source();
+      } else if (k == "auto_budget") {
+        std::string text;
+        if (node.is_integer() || node.is_floating_point()) {
+          text = fmt::format("{}", *node.value<double>());
+        } else {
+          LB_RETURN_IF_ERROR(String(node, "auto_budget", &text));
+        }
+        Status s = ParseDuration(text, "auto_budget", &e->autoreps.budget_s);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+        auto_where = &node.source();
+      } else if (k == "baseline") {
+        LB_RETURN_IF_ERROR(String(node, "baseline", &e->baseline));
+        baseline_where = &node.source();
+      } else if (k == "ceiling") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "ceiling must be true or false");
+        e->ceiling = *v;
+      } else if (k == "seed") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "seed", 0, INT64_MAX, &v));
+        e->seed = static_cast<uint64_t>(v);
       } else if (k == "timeout_s") {
         const std::optional<double> v = node.value<double>();  // an integer converts too
         if (!v || !(*v >= 0 && *v <= 7 * 24 * 3600)) {
@@ -55,11 +101,9 @@ class Reader {
       } else if (k == "order") {
         std::string order;
         LB_RETURN_IF_ERROR(String(node, "order", &order));
-        if (order != "interleaved" && order != "grouped") {
-          return BadAt(path_, node.source(),
-                       fmt::format("order '{}' is not interleaved or grouped", order));
-        }
-        e->interleaved = order == "interleaved";
+        Status s = ParseRoundOrder(order, &e->order);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+        order_where = &node.source();
       } else if (k == "procs") {
         LB_RETURN_IF_ERROR(Each(node, "procs", [&](const toml::node& v) {
           int64_t n = 0;
@@ -95,6 +139,28 @@ class Reader {
     }
     if (e->files.empty()) return Status::BadInput(fmt::format("{}: no [[file]]", path_));
     if (e->strategies.empty()) return Status::BadInput(fmt::format("{}: no [[strategy]]", path_));
+    std::vector<std::string> specs;
+    for (const ExperimentStrategy& st : e->strategies) specs.push_back(st.spec.text);
+    if (e->baseline.empty()) {
+      e->baseline = DefaultBaseline(specs);
+    } else if (std::find(specs.begin(), specs.end(), e->baseline) == specs.end()) {
+      return BadAt(path_, *baseline_where,
+                   fmt::format("baseline '{}' is not one of the strategy points ({})",
+                               e->baseline, fmt::join(specs, ", ")));
+    }
+    if (auto_where != nullptr && !e->auto_reps) {
+      return BadAt(path_, *auto_where, "auto_* keys need reps = \"auto\"");
+    }
+    if (e->auto_reps) {
+      if (Status s = CheckAutoReps(e->autoreps); !s.ok()) {
+        return BadAt(path_, auto_where ? *auto_where : top.source(), s.message());
+      }
+      if (e->order == RoundOrder::kGrouped) {
+        return BadAt(path_, *order_where, "reps = \"auto\" compares within rounds: order "
+                                          "must be interleaved or shuffled, not grouped");
+      }
+      e->reps = e->autoreps.max_rounds;
+    }
     return Status::Ok();
   }
 
@@ -370,15 +436,18 @@ std::string QuestionOf(const std::string& path) {
 void PlanRuns(Experiment* e) {
   const size_t nf = e->files.size(), ns = e->strategies.size();
   e->runs.clear();
-  if (e->interleaved) {
+  if (e->order != RoundOrder::kGrouped) {
     for (int rep = 0; rep < e->reps; ++rep) {
       for (const std::string& cache : e->caches) {
+        // The ceiling joins the rounds of cold conditions: the device speed is what a cold
+        // load is measured against.
+        const size_t members = ns + (e->ceiling && cache == "cold" ? 1 : 0);
+        const std::vector<size_t> order = MembersInOrder(members, rep, e->order, e->seed);
         for (uint64_t limit : e->memory_limits) {
           for (int procs : e->procs) {
             for (size_t f = 0; f < nf; ++f) {
-              for (size_t k = 0; k < ns; ++k) {
-                e->runs.push_back(
-                    {f, (k + static_cast<size_t>(rep)) % ns, cache, rep, procs, limit});
+              for (size_t k = 0; k < members; ++k) {
+                e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k)});
               }
             }
           }
@@ -393,7 +462,7 @@ void PlanRuns(Experiment* e) {
         for (int procs : e->procs) {
           for (const std::string& cache : e->caches) {
             for (int rep = 0; rep < e->reps; ++rep) {
-              e->runs.push_back({f, k, cache, rep, procs, limit});
+              e->runs.push_back({f, k, cache, rep, procs, limit, -1});
             }
           }
         }

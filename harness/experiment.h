@@ -3,9 +3,16 @@
 //
 //   # Question: how does io_uring's queue depth change a cold load?
 //   name = "io-depth"              # recorded as each run's `experiment`
-//   reps = 3                       # repetitions of every run (default 3)
+//   reps = 3                       # rounds (repetitions of every run; default 3), or "auto":
+//   auto_target = 0.10             #   rounds until every paired ratio with the baseline is
+//   auto_min_rounds = 6            #   known within ±10% (95% interval), between these
+//   auto_max_rounds = 30           #   bounds, within a time budget ("30min"; default none)
+//   auto_budget = "30min"
+//   baseline = "fread"             # the strategy point ratios are against (default: fread
+//                                  # when there is one, else the first point)
+//   ceiling = true                 # a device read in every round of a cold condition
 //   cache = ["cold"]               # "cold", "warm", or a list of them (default both)
-//   order = "interleaved"          # or "grouped" (default interleaved)
+//   order = "interleaved"          # "shuffled" (seeded by `seed`) or "grouped"
 //   timeout_s = 600                # per run, 0 = none (default 0)
 //   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
@@ -28,9 +35,11 @@
 //   qd = [1, 4, 16, 64]
 //   chunk = ["256KiB", "1MiB", "4MiB"]
 //
-// Interleaved order: each repetition runs every file, strategy, cache state, procs count and
-// memory limit once, the strategies rotated by one per repetition, so that drift on a shared
-// machine hits all alike. Grouped order: all repetitions of one combination back to back.
+// Rounds (harness/rounds.h): each repetition runs every file, cache state, procs count and
+// memory limit once, and in each of those conditions every strategy point (and the ceiling)
+// back to back: rotated by one per round (interleaved) or in a seeded shuffle (shuffled), so
+// that drift on a shared machine hits all alike. Grouped order: all repetitions of one
+// combination back to back (no rounds; not with reps = "auto").
 #pragma once
 
 #include <cstdint>
@@ -38,6 +47,7 @@
 #include <vector>
 
 #include "harness/gen/generator.h"
+#include "harness/rounds.h"
 #include "loaders/loader.h"
 #include "loaders/status.h"
 
@@ -58,20 +68,26 @@ struct ExperimentStrategy {
 
 struct ExperimentRun {
   size_t file = 0;      // index into Experiment::files
-  size_t strategy = 0;  // index into Experiment::strategies
+  size_t strategy = 0;  // index into Experiment::strategies; == strategies.size(): the ceiling
   std::string cache;    // "cold" or "warm"
   int rep = 0;
   int procs = 1;
   uint64_t memory_limit = 0;  // bytes; 0: none
+  int position = -1;          // place in its round; -1 in grouped order
 };
 
 struct Experiment {
   std::string path;      // the experiment file
   std::string name;
   std::string question;  // the file's opening "# Question:" comment, without the #s
-  int reps = 3;
+  int reps = 3;               // with auto_reps: the most rounds planned (auto.max_rounds)
+  bool auto_reps = false;
+  AutoReps autoreps;
+  std::string baseline;       // a strategy point's spec text
+  bool ceiling = false;
   std::vector<std::string> caches = {"cold", "warm"};
-  bool interleaved = true;
+  RoundOrder order = RoundOrder::kInterleaved;
+  uint64_t seed = 0;          // of the shuffled order
   double timeout_s = 0;
   std::vector<int> procs = {1};
   std::vector<uint64_t> memory_limits = {0};

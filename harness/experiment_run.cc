@@ -26,7 +26,9 @@
 #include "harness/probe.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/rounds.h"
 #include "harness/session.h"
+#include "harness/stability.h"
 #include "loaders/units.h"
 
 namespace loadbench {
@@ -184,11 +186,23 @@ class Eta {
   int runs_ = 0;
 };
 
+// env.json's `rounds`: how the runs were ordered and compared.
+Json RoundsEnv(const Experiment& e) {
+  return {{"order", RoundOrderName(e.order)}, {"seed", e.seed}, {"ceiling", e.ceiling},
+          {"baseline", e.baseline}, {"reps", e.auto_reps ? Json("auto") : Json(e.reps)},
+          {"auto", e.auto_reps ? e.autoreps.ToJson() : Json(nullptr)}};
+}
+
 RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   RunPoint p;
-  const ExperimentStrategy& st = e.strategies[r.strategy];
-  p.spec = st.spec;
-  p.unsupported = st.unsupported;
+  if (r.strategy == e.strategies.size()) {
+    p.spec = CeilingRunSpec();
+  } else {
+    const ExperimentStrategy& st = e.strategies[r.strategy];
+    p.spec = st.spec;
+    p.unsupported = st.unsupported;
+  }
+  p.position = r.position;
   p.cache = r.cache;
   p.rep = r.rep;
   p.procs = r.procs;
@@ -204,6 +218,15 @@ std::string RecordedPath(const std::string& path) {
 }
 
 std::string LimitText(uint64_t limit) { return limit ? FormatBytes(limit) : "none"; }
+
+std::string RepsText(const Experiment& e) {
+  if (!e.auto_reps) return std::to_string(e.reps);
+  const AutoReps& a = e.autoreps;
+  return fmt::format("auto (until every paired ratio with the baseline is known within ±{:.0f}%, "
+                     "{} to {} rounds{})",
+                     a.target * 100, a.min_rounds, a.max_rounds,
+                     a.budget_s > 0 ? ", budget " + Duration(a.budget_s) : "");
+}
 
 // --dry-run: what would run, what it needs, and roughly how long it takes.
 int PrintPlan(const Experiment& e, const ExperimentOptions& opts, const std::string& out_dir,
@@ -253,8 +276,10 @@ int PrintPlan(const Experiment& e, const ExperimentOptions& opts, const std::str
   std::string caches;
   for (const auto& c : e.caches) caches += (caches.empty() ? "" : ", ") + c;
   fmt::print("cache: {}; reps: {}; procs: {}; memory limit: {}; order: {}; timeout: {}\n",
-             caches, e.reps, procs, limits, e.interleaved ? "interleaved" : "grouped",
+             caches, RepsText(e), procs, limits, RoundOrderName(e.order),
              e.timeout_s > 0 ? Duration(e.timeout_s) : "none");
+  fmt::print("baseline: {} (paired ratios in every round are against it); ceiling: {}\n",
+             e.baseline, e.ceiling ? "a device read in every round of a cold condition" : "no");
   const bool any_limit = std::any_of(e.memory_limits.begin(), e.memory_limits.end(),
                                      [](uint64_t l) { return l > 0; });
   if (const std::string cg = MemoryCgroupUnsupportedReason(); any_limit && !cg.empty()) {
@@ -267,14 +292,14 @@ int PrintPlan(const Experiment& e, const ExperimentOptions& opts, const std::str
     const RunPoint p = PointOf(e, r);
     if (recorded.count(RunKey(RecordedPath(e.files[r.file].path), p))) continue;
     ++todo;
-    records += static_cast<size_t>(r.procs);
+    records += p.spec.name == kCeiling ? 1 : static_cast<size_t>(r.procs);
     if (ceilings && p.unsupported.empty()) {
       double t = EstimateRunSeconds(*ceilings, bytes[r.file], p.spec, p.cache, p.procs);
       if (e.timeout_s > 0) t = std::min(t, e.timeout_s);
       run_s += t;
     }
   }
-  fmt::print("runs: {} planned", e.runs.size());
+  fmt::print("runs: {} planned{}", e.runs.size(), e.auto_reps ? " (at most)" : "");
   if (todo != e.runs.size())
     fmt::print(", {} already recorded in {}", e.runs.size() - todo, out_dir);
   fmt::print(", {} to run ({} records)\n", todo, records);
@@ -339,8 +364,29 @@ double EstimateRunSeconds(const Ceilings& c, uint64_t file_bytes, const Strategy
 int RunExperiment(const ExperimentOptions& opts) {
   Experiment e;
   if (Status s = LoadExperiment(opts.path, opts.data_dir, &e); !s.ok()) return Fail(s.message());
-  if (opts.reps > 0) {
-    e.reps = opts.reps;
+  if (opts.reps > 0 || opts.auto_reps || opts.auto_target >= 0 || opts.auto_budget_s >= 0 ||
+      opts.auto_min_rounds >= 0 || opts.auto_max_rounds >= 0) {
+    if (opts.reps > 0) {
+      e.auto_reps = false;
+      e.reps = opts.reps;
+    }
+    if (opts.auto_reps) e.auto_reps = true;
+    if (opts.auto_target >= 0) e.autoreps.target = opts.auto_target;
+    if (opts.auto_budget_s >= 0) e.autoreps.budget_s = opts.auto_budget_s;
+    if (opts.auto_min_rounds >= 0) e.autoreps.min_rounds = opts.auto_min_rounds;
+    if (opts.auto_max_rounds >= 0) e.autoreps.max_rounds = opts.auto_max_rounds;
+    if (!e.auto_reps && (opts.auto_target >= 0 || opts.auto_budget_s >= 0 ||
+                         opts.auto_min_rounds >= 0 || opts.auto_max_rounds >= 0)) {
+      return Fail("--auto-* options need --reps auto (or reps = \"auto\" in the file)");
+    }
+    if (e.auto_reps) {
+      if (Status s = CheckAutoReps(e.autoreps); !s.ok()) return Fail(s.message());
+      if (e.order == RoundOrder::kGrouped) {
+        return Fail(fmt::format("{}: --reps auto compares within rounds; the experiment's "
+                                "order is grouped", e.path));
+      }
+      e.reps = e.autoreps.max_rounds;
+    }
     PlanRuns(&e);
   }
   const std::string out_dir = opts.out_dir.empty() ? "results/" + e.name : opts.out_dir;
@@ -397,9 +443,14 @@ int RunExperiment(const ExperimentOptions& opts) {
 
   if (Status s = MakeDirs(out_dir); !s.ok()) return Fail(s.message());
   // env.json: written by the first session; a resume adds itself to "sessions".
+  StabilityOptions check;
+  check.window_s = 0.5;  // every run and experiment pays it
+  check.file_bytes = files[0].table.file_size;
+  const Json stability = CheckStability(check);
   Json session{{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
                {"command_line", opts.command_line},
-               {"runs_recorded_before", recorded_records}};
+               {"runs_recorded_before", recorded_records},
+               {"stability", stability}};
   (void)ParseCounterList("default", &rs.counters);  // the same set as `run`'s default
   Json env;
   if (std::ifstream in(out_dir + "/env.json"); in && !recorded.empty()) {
@@ -411,12 +462,19 @@ int RunExperiment(const ExperimentOptions& opts) {
     env["command_line"] = opts.command_line;
     env["experiment"] = e.name;
     env["experiment_file"] = {{"path", e.path}, {"question", e.question}};
+    env["rounds"] = RoundsEnv(e);
+    env["stability"] = stability;
     env["files"] = Json::array();
     for (const PreparedFile& f : files) env["files"].push_back(FileEnv(f));
     if (files.size() == 1) env["file"] = FileEnv(files[0]);
     env["sessions"] = Json::array();
   }
+  // A resumed experiment may have changed its reps (--reps): the latest settings count.
+  env["rounds"] = RoundsEnv(e);
   env["sessions"].push_back(session);
+  for (const Json& w : stability["warnings"]) {
+    fmt::print(stderr, "{}: WARNING before the runs: {}\n", kWho, w.get<std::string>());
+  }
   if (Status s = WriteJsonFile(out_dir + "/env.json", env); !s.ok()) return Fail(s.message());
   // The experiment as it was run, beside its results.
   std::error_code ec;
@@ -437,10 +495,11 @@ int RunExperiment(const ExperimentOptions& opts) {
   std::vector<Eta::Item> eta_items;
   int total_records = 0, done_records = 0;
   for (const ExperimentRun& r : e.runs) {
-    total_records += r.procs;
     const RunPoint p = PointOf(e, r);
+    const int records = p.spec.name == kCeiling ? 1 : r.procs;  // a ceiling is one read
+    total_records += records;
     if (recorded.count(RunKey(files[r.file].path, p))) {
-      done_records += r.procs;
+      done_records += records;
       continue;
     }
     double est = 0;
@@ -483,27 +542,56 @@ int RunExperiment(const ExperimentOptions& opts) {
 
   bool interrupted = false;
   Eta eta(std::move(eta_items));
-  for (size_t i = 0; i < todo.size(); ++i) {
-    const ExperimentRun* run = todo[i];
-    const RunPoint p = PointOf(e, *run);
-    progress.Show(fmt::format("[{}/{}] {} {} rep {}{}{} ... ETA {}", rs.done, rs.total, p.cache,
-                              p.spec.text, p.rep,
-                              p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
-                              p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
-                              eta.Left(i)));
-    rs.clear_line = progress.on();
-    const auto t0 = Clock::now();
-    Status s = MeasureRun(rs, files[run->file], p, &interrupted);
-    progress.Clear();
-    if (!s.ok()) return Fail(s.message(), 1);
-    if (interrupted) break;
-    eta.Done(i, std::chrono::duration<double>(Clock::now() - t0).count());
+  size_t next = 0;  // into todo, which is in plan order: round by round
+  // Runs the planned runs up to and including round `last_rep`.
+  auto run_through = [&](int last_rep, bool* stop) -> Status {
+    for (; next < todo.size() && todo[next]->rep <= last_rep; ++next) {
+      const ExperimentRun* run = todo[next];
+      const RunPoint p = PointOf(e, *run);
+      const std::string left = e.auto_reps ? "ETA at most " + eta.Left(next) : "ETA " +
+                                                                                 eta.Left(next);
+      progress.Show(fmt::format("[{}/{}] {} {} rep {}{}{} ... {}", rs.done, rs.total, p.cache,
+                                p.spec.text, p.rep,
+                                p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
+                                p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
+                                left));
+      rs.clear_line = progress.on();
+      const auto t0 = Clock::now();
+      Status s = MeasureRun(rs, files[run->file], p, stop);
+      progress.Clear();
+      LB_RETURN_IF_ERROR(s);
+      if (*stop) return Status::Ok();
+      eta.Done(next, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    return Status::Ok();
+  };
+  std::string stopped;
+  RoundsVerdict verdict;
+  if (e.auto_reps) {
+    const auto start = Clock::now();
+    RoundDriver d;
+    d.run_round = [&](int round, bool* stop) { return run_through(round, stop); };
+    d.records = [&] { return RecordsIn(runs_path); };
+    d.now_s = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+    d.after_round = [&](const RoundsVerdict& v, const std::string& why) {
+      const Json j = AdaptiveJson(e.autoreps, v, d.now_s(), why);
+      if (Status w = WriteJsonFile(out_dir + "/adaptive.json", j); !w.ok()) {
+        fmt::print(stderr, "{}: {}\n", kWho, w.message());
+      }
+    };
+    if (Status s = RunAutoRounds(e.autoreps, e.baseline, d, &stopped, &verdict); !s.ok()) {
+      return Fail(s.message(), 1);
+    }
+    interrupted = stopped == "interrupted";
+  } else if (Status s = run_through(e.reps, &interrupted); !s.ok()) {
+    return Fail(s.message(), 1);
   }
   progress.Clear();
 
   // The summary covers every run of the experiment, earlier sessions' included.
   const std::vector<Json> all = RecordsIn(runs_path);
-  if (!opts.quiet) fmt::print("\n{}", SummaryTable(all));
+  if (!opts.quiet) fmt::print("\n{}{}", SummaryTable(all), NoiseSummary(all, e.baseline));
+  if (e.auto_reps) fmt::print("{}", AutoRepsLine(e.autoreps, verdict, stopped));
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path, all.size(), out_dir);
   std::fflush(stdout);  // the summary before the messages below
   if (interrupted || Interrupted()) {

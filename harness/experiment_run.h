@@ -20,6 +20,10 @@ struct ExperimentOptions {
   bool quiet = false;    // no progress, no per-run lines
   bool cleanup = false;  // remove the files this command generated once every run is done
   int reps = 0;          // > 0: instead of the file's reps
+  bool auto_reps = false;  // --reps auto: instead of the file's reps
+  // --auto-*: instead of the file's (or the defaults); unset fields are negative.
+  double auto_target = -1, auto_budget_s = -1;
+  int auto_min_rounds = -1, auto_max_rounds = -1;
   std::string command_line;
 };
 

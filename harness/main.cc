@@ -2,6 +2,7 @@
 // The command line: gen, inspect, run, experiment, list, cache, probe, and the internal worker.
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "harness/gen/presets.h"
 #include "harness/interrupt.h"
 #include "harness/probe.h"
+#include "harness/rounds.h"
 #include "harness/runner.h"
 #include "harness/worker.h"
 #include "loaders/file_io.h"
@@ -180,6 +182,56 @@ int CacheCommand(const std::string& action, const std::string& file, bool json) 
   return 0;
 }
 
+// --reps N|auto and the --auto-* options, which `run` and `experiment` share.
+struct RepsCli {
+  std::string reps, target, budget;
+  int min_rounds = -1, max_rounds = -1;
+};
+
+void AddRepsOptions(CLI::App* cmd, RepsCli* r, const std::string& reps_help) {
+  cmd->add_option("--reps", r->reps,
+                  reps_help + "; 'auto': rounds until every paired ratio with the baseline is "
+                              "known within ±target (95% interval), see --auto-*");
+  cmd->add_option("--auto-target", r->target,
+                  "With --reps auto: the interval's half width to reach, relative (0.1 or 10%; "
+                  "default 10%)");
+  cmd->add_option("--auto-min-rounds", r->min_rounds,
+                  "With --reps auto: rounds before the target is looked at (default 6: fewer "
+                  "pairs give no 95% interval)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--auto-max-rounds", r->max_rounds,
+                  "With --reps auto: the most rounds (default 30)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--auto-budget", r->budget,
+                  "With --reps auto: no round is started that would end past this time (90s, "
+                  "30min, 2h; default none)");
+}
+
+// Fills the options given; `reps` 0 when --reps was not.
+Status ParseReps(const RepsCli& r, int* reps, bool* auto_reps, double* target, double* budget_s,
+                 int* min_rounds, int* max_rounds) {
+  *auto_reps = r.reps == "auto";
+  if (!r.reps.empty() && !*auto_reps) {
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(r.reps, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != r.reps.size() || v < 1 || v > 100000) {
+      return Status::BadInput(
+          fmt::format("--reps: '{}' is not a number of rounds (1 to 100000) or auto", r.reps));
+    }
+    *reps = static_cast<int>(v);
+  }
+  if (!r.target.empty()) LB_RETURN_IF_ERROR(ParseTarget(r.target, "--auto-target", target));
+  if (!r.budget.empty()) LB_RETURN_IF_ERROR(ParseDuration(r.budget, "--auto-budget", budget_s));
+  *min_rounds = r.min_rounds;
+  *max_rounds = r.max_rounds;
+  return Status::Ok();
+}
+
 }  // namespace
 }  // namespace loadbench
 
@@ -249,9 +301,22 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--cache", run_cache, "Cache state: cold, warm or both")
       ->check(CLI::IsMember({"cold", "warm", "both"}))
       ->capture_default_str();
-  run_cmd->add_option("--reps", run.reps, "Repetitions of every strategy and cache state")
-      ->check(CLI::Range(1, 100000))
+  RepsCli run_reps;
+  AddRepsOptions(run_cmd, &run_reps,
+                 "Rounds: in each, every strategy runs once per cache state (default 5)");
+  std::string run_order = "interleaved";
+  run_cmd->add_option("--order", run_order,
+                      "Order of the strategies within each round: interleaved (rotated by one "
+                      "each round) or shuffled (seeded by --seed)")
+      ->check(CLI::IsMember({"interleaved", "shuffled"}))
       ->capture_default_str();
+  run_cmd->add_option("--seed", run.seed, "Seed of the shuffled order")->capture_default_str();
+  run_cmd->add_flag("--ceiling", run.ceiling,
+                    "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
+                    "io_uring at depth 32, the device's speed at that moment");
+  run_cmd->add_option("--baseline", run.baseline,
+                      "The strategy (as written in --strategies) every paired ratio is against "
+                      "(default: fread when listed, else the first)");
   run_cmd->add_option("--out", run.out_dir,
                       "Results folder (default: results/run-<UTC time>); must not hold runs yet");
   run_cmd->add_option("--experiment", run.experiment, "Name recorded in every run")
@@ -305,7 +370,6 @@ int main(int argc, char** argv) {
 
   // experiment
   ExperimentOptions exp;
-  int exp_reps = 0;
   auto* exp_cmd = app.add_subcommand(
       "experiment",
       "Run an experiment file (experiments/*.toml): generate its files, run its plan with a "
@@ -316,8 +380,8 @@ int main(int argc, char** argv) {
                       "some of this experiment's runs is resumed");
   exp_cmd->add_option("--data", exp.data_dir, "Where generated files are cached by spec")
       ->capture_default_str();
-  exp_cmd->add_option("--reps", exp_reps, "Repetitions, instead of the file's reps")
-      ->check(CLI::Range(1, 100000));
+  RepsCli exp_reps;
+  AddRepsOptions(exp_cmd, &exp_reps, "Rounds, instead of the file's reps");
   exp_cmd->add_flag("--dry-run", exp.dry_run,
                     "Print the plan (runs, disk needed, a time estimate from the probe); run "
                     "and write nothing");
@@ -435,12 +499,16 @@ int main(int argc, char** argv) {
     return WorkerMain(worker, worker_fd);
   }
   if (*exp_cmd) {
-    exp.reps = exp_reps;
+    Status s = ParseReps(exp_reps, &exp.reps, &exp.auto_reps, &exp.auto_target,
+                         &exp.auto_budget_s, &exp.auto_min_rounds, &exp.auto_max_rounds);
+    if (!s.ok()) return Fail("experiment", s);
     exp.command_line = JoinArgs(argc, argv);
     return RunExperiment(exp);
   }
   if (*run_cmd) {
     Status s = ParseStrategyList(run_strategies, &run.strategies);
+    std::vector<std::string> written;  // as given, before --consume and the like join them
+    for (const StrategySpec& spec : run.strategies) written.push_back(spec.text);
     for (StrategySpec& spec : run.strategies) {
       for (const auto& [name, value] : run_use) {
         if (value.empty() || spec.options.count(name)) continue;
@@ -449,6 +517,38 @@ int main(int argc, char** argv) {
       }
     }
     if (s.ok()) s = ParseCounterList(run_counters, &run.counters);
+    int reps = 0, min_rounds = -1, max_rounds = -1;
+    double target = -1, budget = -1;
+    if (s.ok()) {
+      s = ParseReps(run_reps, &reps, &run.auto_reps, &target, &budget, &min_rounds, &max_rounds);
+    }
+    if (s.ok() && !run.auto_reps && (target >= 0 || budget >= 0 || min_rounds >= 0 ||
+                                     max_rounds >= 0)) {
+      s = Status::BadInput("--auto-* options need --reps auto");
+    }
+    if (reps > 0) run.reps = reps;
+    if (target >= 0) run.autoreps.target = target;
+    if (budget >= 0) run.autoreps.budget_s = budget;
+    if (min_rounds >= 0) run.autoreps.min_rounds = min_rounds;
+    if (max_rounds >= 0) run.autoreps.max_rounds = max_rounds;
+    if (s.ok() && run.auto_reps) s = CheckAutoReps(run.autoreps);
+    if (s.ok()) s = ParseRoundOrder(run_order, &run.order);
+    std::vector<std::string> specs;
+    for (const StrategySpec& spec : run.strategies) specs.push_back(spec.text);
+    if (run.baseline.empty()) {
+      run.baseline = specs.empty() ? "" : specs[0];
+      for (size_t i = 0; i < specs.size(); ++i) {
+        if (written[i] == "fread") run.baseline = specs[i];
+      }
+    } else if (s.ok()) {
+      const auto it = std::find(written.begin(), written.end(), run.baseline);
+      if (it != written.end()) {
+        run.baseline = specs[static_cast<size_t>(it - written.begin())];
+      } else if (std::find(specs.begin(), specs.end(), run.baseline) == specs.end()) {
+        s = Status::BadInput(fmt::format("--baseline '{}' is not one of --strategies ({})",
+                                         run.baseline, fmt::join(written, ",")));
+      }
+    }
     if (!s.ok()) return Fail("run", s);
     if (run_cache == "both") {
       run.caches = {"cold", "warm"};

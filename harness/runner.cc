@@ -2,12 +2,16 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "harness/counters.h"
 #include "harness/env.h"
 #include "harness/interrupt.h"
 #include "harness/results.h"
+#include "harness/stability.h"
 #include "loaders/units.h"
 
 namespace loadbench {
@@ -42,6 +46,15 @@ int RunBenchmark(const RunOptions& options) {
   env["command_line"] = opts.command_line;
   env["experiment"] = opts.experiment;
   env["file"] = FileEnv(file);
+  env["rounds"] = {{"order", RoundOrderName(opts.order)}, {"seed", opts.seed},
+                   {"ceiling", opts.ceiling}, {"baseline", opts.baseline},
+                   {"reps", opts.auto_reps ? nlohmann::ordered_json("auto")
+                                           : nlohmann::ordered_json(opts.reps)},
+                   {"auto", opts.auto_reps ? opts.autoreps.ToJson() : nullptr}};
+  StabilityOptions check;
+  check.window_s = 0.5;  // every run and experiment pays it
+  check.file_bytes = file.table.file_size;
+  env["stability"] = CheckStability(check);
   if (opts.procs > 1) env["procs"] = opts.procs;
   if (opts.memory_limit > 0) env["memory_limit_bytes"] = opts.memory_limit;
   s = WriteJsonFile(opts.out_dir + "/env.json", env);
@@ -63,11 +76,17 @@ int RunBenchmark(const RunOptions& options) {
   rs.sample_ms = opts.sample_ms;
   rs.timeout_s = opts.timeout_s;
   rs.out = &runs_out;
-  rs.total =
-      opts.reps * opts.procs * static_cast<int>(opts.caches.size() * opts.strategies.size());
-  fmt::print(stderr, "loadbench run: {} ({}, {} tensors), {} runs -> {}\n", file.path,
+  const int ceiling_runs = opts.ceiling && std::count(opts.caches.begin(), opts.caches.end(),
+                                                      std::string("cold")) > 0;
+  const int rounds = opts.auto_reps ? opts.autoreps.max_rounds : opts.reps;
+  rs.total = rounds * (opts.procs * static_cast<int>(opts.caches.size() * opts.strategies.size()) +
+                       ceiling_runs);
+  fmt::print(stderr, "loadbench run: {} ({}, {} tensors), {} runs{} -> {}\n", file.path,
              FormatBytes(file.table.file_size), file.table.tensors.size(), rs.total,
-             opts.out_dir);
+             opts.auto_reps ? " at most" : "", opts.out_dir);
+  for (const nlohmann::ordered_json& w : env["stability"]["warnings"]) {
+    fmt::print(stderr, "loadbench run: WARNING before the runs: {}\n", w.get<std::string>());
+  }
 
   // What strategies leave behind (a shared segment) goes when the runner does, however it ends.
   struct CleanupGuard {
@@ -76,30 +95,57 @@ int RunBenchmark(const RunOptions& options) {
     ~CleanupGuard() { CleanupStrategies(opts.strategies, file, "loadbench run"); }
   } cleanup_guard{opts, file.path};
 
-  bool interrupted = false;
-  const size_t n_strat = opts.strategies.size();
-  for (int rep = 0; rep < opts.reps && !interrupted; ++rep) {
+  // One round: every strategy once per cache state (and the ceiling in a cold one).
+  auto run_round = [&](int rep, bool* interrupted) -> Status {
     for (const std::string& cache : opts.caches) {
-      for (size_t k = 0; k < n_strat && !interrupted; ++k) {
-        // Rotate the order every repetition so that no strategy always runs first after a
-        // state change, and drift on a shared machine hits all of them alike.
+      std::vector<StrategySpec> members = opts.strategies;
+      if (opts.ceiling && cache == "cold") members.push_back(CeilingRunSpec());
+      const std::vector<size_t> order = MembersInOrder(members.size(), rep, opts.order, opts.seed);
+      for (size_t k = 0; k < members.size(); ++k) {
         RunPoint p;
-        p.spec = opts.strategies[(k + static_cast<size_t>(rep)) % n_strat];
+        p.spec = members[order[k]];
         p.cache = cache;
         p.rep = rep;
+        p.position = static_cast<int>(k);
         p.procs = opts.procs;
         p.memory_limit = opts.memory_limit;
-        s = MeasureRun(rs, file, p, &interrupted);
-        if (!s.ok()) {
-          fmt::print(stderr, "loadbench run: {}\n", s.message());
-          return 1;
-        }
+        LB_RETURN_IF_ERROR(MeasureRun(rs, file, p, interrupted));
+        if (*interrupted) return Status::Ok();
       }
-      if (interrupted) break;
+    }
+    return Status::Ok();
+  };
+
+  bool interrupted = false;
+  std::string stopped;
+  RoundsVerdict verdict;
+  if (opts.auto_reps) {
+    const auto start = std::chrono::steady_clock::now();
+    RoundDriver d;
+    d.run_round = run_round;
+    d.records = [&] { return rs.records; };
+    d.now_s = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
+    d.after_round = [&](const RoundsVerdict& v, const std::string& why) {
+      const Status w = WriteJsonFile(opts.out_dir + "/adaptive.json",
+                                     AdaptiveJson(opts.autoreps, v, d.now_s(), why));
+      if (!w.ok()) fmt::print(stderr, "loadbench run: {}\n", w.message());
+    };
+    s = RunAutoRounds(opts.autoreps, opts.baseline, d, &stopped, &verdict);
+    interrupted = stopped == "interrupted";
+  } else {
+    for (int rep = 0; rep < opts.reps && s.ok() && !interrupted; ++rep) {
+      s = run_round(rep, &interrupted);
     }
   }
+  if (!s.ok()) {
+    fmt::print(stderr, "loadbench run: {}\n", s.message());
+    return 1;
+  }
 
-  fmt::print("\n{}", SummaryTable(rs.records));
+  fmt::print("\n{}{}", SummaryTable(rs.records), NoiseSummary(rs.records, opts.baseline));
+  if (opts.auto_reps) fmt::print("{}", AutoRepsLine(opts.autoreps, verdict, stopped));
   fmt::print("results: {}/runs.jsonl ({} runs), {}/env.json\n", opts.out_dir, rs.records.size(),
              opts.out_dir);
   if (interrupted || Interrupted()) {

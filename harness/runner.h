@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/rounds.h"
 #include "harness/session.h"
 #include "loaders/loader.h"
 #include "loaders/status.h"
@@ -17,7 +18,13 @@ struct RunOptions {
   std::string file;
   std::vector<StrategySpec> strategies;
   std::vector<std::string> caches;  // "cold", "warm"
-  int reps = 5;
+  int reps = 5;                       // rounds; with auto_reps the most is autoreps'
+  bool auto_reps = false;
+  AutoReps autoreps;
+  RoundOrder order = RoundOrder::kInterleaved;
+  uint64_t seed = 0;                   // of the shuffled order
+  bool ceiling = false;                // a ceiling run in every cold round
+  std::string baseline;                // the spec text paired ratios are against
   std::string out_dir;  // empty: results/run-<UTC time>
   std::string experiment = "run";
   double timeout_s = 0;  // per run; 0 = none

@@ -29,6 +29,7 @@
 #include "harness/env.h"
 #include "harness/interrupt.h"
 #include "harness/probe.h"
+#include "harness/probe_measure.h"
 #include "harness/timeline.h"
 #include "loaders/checksum.h"
 #include "loaders/file_io.h"
@@ -407,8 +408,117 @@ int CountBad(const std::vector<nlohmann::ordered_json>& records) {
   return bad;
 }
 
+StrategySpec CeilingRunSpec() {
+  StrategySpec s;
+  s.name = s.text = kCeiling;
+  return s;
+}
+
+namespace {
+
+// The fields every record of `p` starts with, in the contract's order.
+nlohmann::ordered_json BaseRecord(const RunSession& rs, const PreparedFile& file,
+                                  const RunPoint& p) {
+  nlohmann::ordered_json base;
+  base["run_id"] = nullptr;  // set per worker: the first field, as in the contract
+  base["experiment"] = rs.experiment;
+  base["strategy"] = p.spec.name;
+  base["strategy_spec"] = p.spec.text;
+  base["params"] = nlohmann::ordered_json::object();
+  base["use"] = nullptr;
+  if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) base["label"] = label;
+  base["file"] = file.path;
+  base["format"] = file.table.format;
+  base["file_bytes"] = file.table.file_size;
+  base["cache"] = p.cache;
+  base["rep"] = p.rep;
+  if (p.position >= 0) base["position"] = p.position;
+  base["status"] = "failed";
+  base["error"] = nullptr;
+  base["checksum_ok"] = nullptr;
+  return base;
+}
+
+// Appends the records of one run to runs.jsonl and logs them.
+Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+              std::vector<nlohmann::ordered_json>& batch) {
+  for (nlohmann::ordered_json& r : batch) {
+    ++rs.seq;
+    ++rs.done;
+    r.erase("load_start_mono_s");
+    LB_RETURN_IF_ERROR(rs.out->Append(r));
+    rs.records.push_back(r);
+    if (!rs.log) continue;
+    const std::string status = r["status"];
+    std::string detail;
+    if (status == "ok" && p.spec.name == kCeiling) {
+      detail = fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r["wall_s"].get<double>(),
+                           r["gb_per_s"].get<double>());
+    } else if (status == "ok") {
+      detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
+                           file.table.file_size / r["wall_s"].get<double>() / 1e9,
+                           FormatBytes(r["peak_rss_bytes"].is_number()
+                                           ? r["peak_rss_bytes"].get<uint64_t>()
+                                           : 0));
+    } else {
+      detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
+    }
+    fmt::print(stderr, "{}[{}/{}] {} {} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
+               rs.done, rs.total, p.cache, p.spec.text, p.rep,
+               p.memory_limit > 0 ? fmt::format(" limit {}", FormatBytes(p.memory_limit)) : "",
+               p.procs > 1 ? fmt::format(" proc {}", r["proc"].get<int>()) : "", status, detail);
+  }
+  return Status::Ok();
+}
+
+// The ceiling run, in this process (its buffers are 32 MiB): the probe's cold direct read of
+// the file's whole MiBs, which drops the file's pages and checks them gone first.
+Status MeasureCeiling(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                      bool* interrupted) {
+  nlohmann::ordered_json r = BaseRecord(rs, file, p);
+  r["run_id"] = fmt::format("{}-{:04d}", rs.stamp, rs.seq + 1);
+  r["params"] = {{"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes},
+                 {"direct", "on"}};
+  r["wall_s"] = nullptr;
+  r["ceiling_bytes"] = nullptr;
+  r["gb_per_s"] = nullptr;
+  if (p.procs > 1) r["procs"] = p.procs;
+  if (p.memory_limit > 0) r["memory_limit_bytes"] = p.memory_limit;
+  r["started_at"] = NowStamp("%Y-%m-%dT%H:%M:%SZ");
+  const uint64_t bytes = file.table.file_size / probe::kBlockBytes * probe::kBlockBytes;
+  UniqueFd direct;
+  if (bytes == 0) {
+    r["status"] = "unsupported";
+    r["error"] = "the file is smaller than one 1 MiB request";
+  } else if (Status s = OpenReadOnly(file.path, O_DIRECT, &direct); !s.ok()) {
+    r["status"] = "unsupported";
+    r["error"] = fmt::format("O_DIRECT: {}", s.message());
+  } else {
+    direct.reset();
+    const nlohmann::ordered_json m = probe::ColdDirectRead(file.path, bytes, 1);
+    if (Interrupted()) {
+      *interrupted = true;
+      return Status::Ok();  // no record: the run did not finish
+    }
+    const auto g = m.find("gb_per_s");
+    if (g != m.end() && g->is_number() && g->get<double>() > 0) {
+      r["status"] = "ok";
+      r["wall_s"] = static_cast<double>(bytes) / (g->get<double>() * 1e9);
+      r["ceiling_bytes"] = bytes;
+      r["gb_per_s"] = *g;
+    } else {
+      r["error"] = m.value("reason", "the ceiling read gave no figure");
+    }
+  }
+  std::vector<nlohmann::ordered_json> batch = {std::move(r)};
+  return Record(rs, file, p, batch);
+}
+
+}  // namespace
+
 Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
                   bool* interrupted) {
+  if (p.spec.name == kCeiling) return MeasureCeiling(rs, file, p, interrupted);
   const StrategyInfo* info = FindStrategy(p.spec.name);
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
   nlohmann::ordered_json use = nullptr;
@@ -428,21 +538,9 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     for (const auto& [k, v] : p.spec.options) params[k] = v;  // as asked, for the record
   }
 
-  nlohmann::ordered_json base;
-  base["run_id"] = nullptr;  // set per worker below: the first field, as in the contract
-  base["experiment"] = rs.experiment;
-  base["strategy"] = p.spec.name;
-  base["strategy_spec"] = p.spec.text;
+  nlohmann::ordered_json base = BaseRecord(rs, file, p);
   base["params"] = params;
   base["use"] = use;
-  base["file"] = file.path;
-  base["format"] = file.table.format;
-  base["file_bytes"] = file.table.file_size;
-  base["cache"] = p.cache;
-  base["rep"] = p.rep;
-  base["status"] = "failed";
-  base["error"] = nullptr;
-  base["checksum_ok"] = nullptr;
   for (const char* k2 : {"wall_s", "ready_s", "first_use_s", "open_s", "process_s",
                          "user_s", "sys_s",
                          "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
@@ -578,30 +676,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     }
   }
 
-  for (nlohmann::ordered_json& r : batch) {
-    ++rs.seq;
-    ++rs.done;
-    r.erase("load_start_mono_s");
-    LB_RETURN_IF_ERROR(rs.out->Append(r));
-    rs.records.push_back(r);
-    if (!rs.log) continue;
-    const std::string status = r["status"];
-    std::string detail;
-    if (status == "ok") {
-      detail = fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r["wall_s"].get<double>(),
-                           file.table.file_size / r["wall_s"].get<double>() / 1e9,
-                           FormatBytes(r["peak_rss_bytes"].is_number()
-                                           ? r["peak_rss_bytes"].get<uint64_t>()
-                                           : 0));
-    } else {
-      detail = r["error"].is_string() ? r["error"].get<std::string>() : "";
-    }
-    fmt::print(stderr, "{}[{}/{}] {} {} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
-               rs.done, rs.total, p.cache, p.spec.text, p.rep,
-               p.memory_limit > 0 ? fmt::format(" limit {}", FormatBytes(p.memory_limit)) : "",
-               p.procs > 1 ? fmt::format(" proc {}", r["proc"].get<int>()) : "", status, detail);
-  }
-  return Status::Ok();
+  return Record(rs, file, p, batch);
 }
 
 }  // namespace loadbench

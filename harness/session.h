@@ -41,11 +41,20 @@ nlohmann::ordered_json FileEnv(const PreparedFile& f);
 void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& counters,
                        double sample_ms, nlohmann::ordered_json* env);
 
-// One run as planned: a strategy point, a cache state, a repetition, and how it is run.
+// The strategy name of a ceiling run: in a round of a cold condition, a raw sequential read
+// of the same file, O_DIRECT through io_uring at depth 32 (the probe's cold direct read), so
+// that every strategy's time can also be read as a fraction of the device's speed at that
+// moment. Not a strategy: analyses keep its records apart.
+inline constexpr const char* kCeiling = "ceiling";
+StrategySpec CeilingRunSpec();
+
+// One run as planned: a strategy point (or the ceiling), a cache state, a repetition, and how
+// it is run.
 struct RunPoint {
   StrategySpec spec;
   std::string cache;  // "cold" or "warm"
-  int rep = 0;
+  int rep = 0;        // the round
+  int position = -1;  // place in its round from 0; -1: not run in rounds
   int procs = 1;              // workers loading the file at the same time
   uint64_t memory_limit = 0;  // bytes; 0: no memory cgroup
   std::string unsupported;    // a reason known before the run (unknown strategy, bad option)

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "harness/probe_measure.h"
 #include "harness/runner.h"
+#include "harness/session.h"
 
 namespace loadbench {
 namespace {
@@ -33,7 +35,14 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   // order within each.
   std::vector<std::pair<std::string, std::string>> order;
   std::map<std::pair<std::string, std::string>, Group> groups;
+  std::vector<double> ceiling;  // GB/s of the ok ceiling runs
+  int ceiling_runs = 0;
   for (const auto& r : runs) {
+    if (r.value("strategy", "") == kCeiling) {
+      ++ceiling_runs;
+      if (r.value("status", "") == "ok") ceiling.push_back(Num(r, "gb_per_s"));
+      continue;
+    }
     std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
     // A strategy whose runs play different roles (shm: creator, attacher) gets a row per role.
     if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
@@ -84,6 +93,15 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
         *std::max_element(g.wall.begin(), g.wall.end()), med > 0 ? g.bytes / med / 1e9 : 0.0,
         Median(g.ready), Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major),
         Median(g.minor));
+  }
+  if (ceiling_runs > 0) {
+    out += ceiling.empty()
+               ? fmt::format("ceiling: none of {} device reads was ok\n", ceiling_runs)
+               : fmt::format("ceiling (device read, O_DIRECT io_uring QD{}): {}/{} ok, median "
+                             "{:.2f} GB/s, min {:.2f}, max {:.2f}\n",
+                             probe::kQueueDepth, ceiling.size(), ceiling_runs, Median(ceiling),
+                             *std::min_element(ceiling.begin(), ceiling.end()),
+                             *std::max_element(ceiling.begin(), ceiling.end()));
   }
   return out;
 }

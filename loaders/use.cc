@@ -1,5 +1,8 @@
 #include "loaders/use.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 
 namespace loadbench {
@@ -49,10 +52,29 @@ nlohmann::ordered_json UseOptions::ToJson() const {
           {"seed", seed}};
 }
 
+Status LabelOf(const StrategySpec& spec, std::string* label) {
+  const auto it = spec.options.find(kLabelOption);
+  label->clear();
+  if (it == spec.options.end()) return Status::Ok();
+  const std::string& v = it->second;
+  const bool good = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+  if (!good) {
+    return Status::BadInput(fmt::format(
+        "{}: label '{}': a label is letters, digits, '_', '-' and '.'", spec.text, it->second));
+  }
+  *label = it->second;
+  return Status::Ok();
+}
+
 Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
                    UseOptions* use) {
+  std::string label;
+  LB_RETURN_IF_ERROR(LabelOf(spec, &label));
   std::map<std::string, std::string> own, common;
   for (const auto& [k, v] : spec.options) {
+    if (k == kLabelOption) continue;
     bool is_use = false;
     for (const OptionSpec& o : UseOptionSpecs()) is_use = is_use || o.name == k;
     (is_use ? common : own)[k] = v;
@@ -62,7 +84,8 @@ Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* p
                                                             std::string::npos) {
     std::string names;
     for (const OptionSpec& o : UseOptionSpecs()) names += (names.empty() ? "" : ", ") + o.name;
-    return Status::BadInput(fmt::format("{}; every strategy also takes {}", s.message(), names));
+    return Status::BadInput(
+        fmt::format("{}; every strategy also takes {} and {}", s.message(), names, kLabelOption));
   }
   LB_RETURN_IF_ERROR(s);
   Params u;

@@ -33,8 +33,17 @@ struct UseOptions {
 // The use options' declarations, shown by `list` beside every strategy's own.
 const std::vector<OptionSpec>& UseOptionSpecs();
 
-// Resolves a spec: its use options into `use` and the rest against the strategy's own options
-// into `params`. kBadInput names the strategy, the option and the reason; kUnsupported for a
+// `label=TEXT`, taken by every strategy and changing nothing in the load: two points of one
+// strategy under two labels are two groups of runs (an A/A comparison). It stays in the spec's
+// text and goes into the record as `label`.
+inline constexpr const char* kLabelOption = "label";
+
+// The label of a spec, empty without one; kBadInput for one that is empty or holds characters
+// other than letters, digits, '_', '-' and '.'.
+Status LabelOf(const StrategySpec& spec, std::string* label);
+
+// Resolves a spec: its use options into `use`, its label aside, and the rest against the
+// strategy's own options into `params`. kBadInput names the strategy, the option and the reason; kUnsupported for a
 // combination that cannot be done at all (an in-place widening, a layered strategy with several
 // instances), with the reason.
 Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,

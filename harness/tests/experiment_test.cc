@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -83,7 +85,7 @@ TEST_F(ExperimentTest, GridsExpandToEveryCombination) {
 TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
   Experiment e;
   ASSERT_TRUE(Load(kGrid, &e).ok());
-  ASSERT_TRUE(e.interleaved);
+  ASSERT_EQ(e.order, RoundOrder::kInterleaved);
   // Rep 0 runs strategies 0..4 cold, then warm; rep 1 starts one strategy later.
   EXPECT_EQ(e.runs[0].rep, 0);
   EXPECT_EQ(e.runs[0].cache, "cold");
@@ -94,13 +96,85 @@ TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
   EXPECT_EQ(e.runs[14].strategy, 0u);
 }
 
+TEST_F(ExperimentTest, RoundsHoldEveryPointOnceTheCeilingOnlyWhenCold) {
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 3\norder = \"shuffled\"\nseed = 7\nceiling = true");
+  Experiment e;
+  const Status s = Load(text, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.order, RoundOrder::kShuffled);
+  EXPECT_TRUE(e.ceiling);
+  EXPECT_EQ(e.baseline, "fread");  // there is a fread: the default baseline
+  // Per rep: 5 points + the ceiling cold, 5 points warm.
+  ASSERT_EQ(e.runs.size(), 3u * 11u);
+  std::map<std::pair<int, std::string>, std::vector<size_t>> rounds;
+  for (const auto& r : e.runs) {
+    EXPECT_EQ(r.position, static_cast<int>(rounds[{r.rep, r.cache}].size()));
+    rounds[{r.rep, r.cache}].push_back(r.strategy);
+  }
+  std::set<std::vector<size_t>> orders;
+  for (auto& [key, members] : rounds) {
+    orders.insert(members);
+    std::sort(members.begin(), members.end());
+    std::vector<size_t> want = {0, 1, 2, 3, 4};
+    if (key.second == "cold") want.push_back(5);  // strategies.size(): the ceiling
+    EXPECT_EQ(members, want) << key.first << " " << key.second;
+  }
+  EXPECT_GT(orders.size(), 1u);  // shuffled, not one fixed order
+  // The same file plans the same rounds (a resume relies on it).
+  Experiment again;
+  ASSERT_TRUE(Load(text, &again).ok());
+  for (size_t i = 0; i < e.runs.size(); ++i) EXPECT_EQ(again.runs[i].strategy, e.runs[i].strategy);
+}
+
+TEST_F(ExperimentTest, AutoRepsPlansTheMostRoundsAndChecksItsKeys) {
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8,
+               "reps = \"auto\"\nauto_target = 0.05\nauto_max_rounds = 12\nauto_budget = \"20min\""
+               "\nbaseline = \"io_uring:chunk=1MiB:qd=4\"");
+  Experiment e;
+  const Status s = Load(text, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(e.auto_reps);
+  EXPECT_EQ(e.reps, 12);
+  EXPECT_DOUBLE_EQ(e.autoreps.target, 0.05);
+  EXPECT_DOUBLE_EQ(e.autoreps.budget_s, 1200);
+  EXPECT_EQ(e.autoreps.min_rounds, 6);
+  EXPECT_EQ(e.baseline, "io_uring:chunk=1MiB:qd=4");
+  EXPECT_EQ(e.runs.size(), 12u * 10u);
+
+  auto with = [&](const std::string& lines) {
+    std::string t = kGrid;
+    t.replace(t.find("reps = 2"), 8, lines);
+    return t;
+  };
+  EXPECT_NE(Refusal(with("reps = \"many\"")).find("e.toml:3: reps must be an integer or \"auto\""),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\nauto_target = 0.1")).find("auto_* keys need reps = \"auto\""),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_target = 1.5")).find("below 1"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_min_rounds = 9\nauto_max_rounds = 8"))
+                .find("min 9 and max 8"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\norder = \"grouped\"")).find("not grouped"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_budget = \"soon\"")).find("not a duration"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\nbaseline = \"mmap\"")).find(
+                "e.toml:4: baseline 'mmap' is not one of the strategy points"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\norder = \"random\"")).find("not interleaved, shuffled or"),
+            std::string::npos);
+}
+
 TEST_F(ExperimentTest, GroupedOrderKeepsRepetitionsTogether) {
   Experiment e;
   ASSERT_TRUE(Load(std::string(kGrid) + "", &e).ok());
   std::string text = kGrid;
   text.replace(text.find("reps = 2"), 8, "reps = 2\norder = \"grouped\"");
   ASSERT_TRUE(Load(text, &e).ok());
-  EXPECT_FALSE(e.interleaved);
+  EXPECT_EQ(e.order, RoundOrder::kGrouped);
   ASSERT_EQ(e.runs.size(), 20u);
   for (size_t i = 0; i < 4; ++i) EXPECT_EQ(e.runs[i].strategy, 0u) << i;
   EXPECT_EQ(e.runs[0].rep, 0);

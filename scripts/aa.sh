@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The A/A calibration: runs experiments/aa.toml N times, each into its own folder under OUT
+# (an interrupted folder resumes when run again with the same OUT), then prints the
+# false-positive rate of the paired comparison over them (analysis/aa.py).
+#   scripts/aa.sh N OUT [DATA]
+set -euo pipefail
+n=${1:?usage: scripts/aa.sh N OUT [DATA]}
+out=${2:?usage: scripts/aa.sh N OUT [DATA]}
+data=${3:-data}
+bin=${LOADBENCH:-build/loadbench}
+[[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "aa.sh: N must be a positive number, not '$n'" >&2; exit 2; }
+for ((i = 1; i <= n; ++i)); do
+  dir=$(printf '%s/%02d' "$out" "$i")
+  echo "aa.sh: repetition $i of $n -> $dir" >&2
+  "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --quiet >/dev/null
+done
+folders=()
+for ((i = 1; i <= n; ++i)); do folders+=("$(printf '%s/%02d' "$out" "$i")"); done
+/usr/bin/python3 -m analysis.aa "${folders[@]}"
