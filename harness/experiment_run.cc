@@ -276,7 +276,9 @@ int PrintPlan(const Experiment& e, const ExperimentOptions& opts, const std::str
   std::string caches;
   for (const auto& c : e.caches) caches += (caches.empty() ? "" : ", ") + c;
   fmt::print("cache: {}; reps: {}; procs: {}; memory limit: {}; order: {}; timeout: {}\n",
-             caches, RepsText(e), procs, limits, RoundOrderName(e.order),
+             caches, RepsText(e), procs, limits,
+             e.order == RoundOrder::kShuffled ? fmt::format("shuffled (seed {})", e.seed)
+                                              : RoundOrderName(e.order),
              e.timeout_s > 0 ? Duration(e.timeout_s) : "none");
   fmt::print("baseline: {} (paired ratios in every round are against it); ceiling: {}\n",
              e.baseline, e.ceiling ? "a device read in every round of a cold condition" : "no");
@@ -364,6 +366,10 @@ double EstimateRunSeconds(const Ceilings& c, uint64_t file_bytes, const Strategy
 int RunExperiment(const ExperimentOptions& opts) {
   Experiment e;
   if (Status s = LoadExperiment(opts.path, opts.data_dir, &e); !s.ok()) return Fail(s.message());
+  if (opts.seed) {
+    e.seed = *opts.seed;
+    PlanRuns(&e);
+  }
   if (opts.reps > 0 || opts.auto_reps || opts.auto_target >= 0 || opts.auto_budget_s >= 0 ||
       opts.auto_min_rounds >= 0 || opts.auto_max_rounds >= 0) {
     if (opts.reps > 0) {

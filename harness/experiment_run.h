@@ -19,6 +19,7 @@ struct ExperimentOptions {
   bool dry_run = false;  // print the plan; run and write nothing
   bool quiet = false;    // no progress, no per-run lines
   bool cleanup = false;  // remove the files this command generated once every run is done
+  std::optional<uint64_t> seed;  // --seed: instead of the file's
   int reps = 0;          // > 0: instead of the file's reps
   bool auto_reps = false;  // --reps auto: instead of the file's reps
   // --auto-*: instead of the file's (or the defaults); unset fields are negative.

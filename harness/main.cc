@@ -139,6 +139,9 @@ int List(bool json) {
   for (const auto& o : UseOptionSpecs()) {
     fmt::print("  {}={}  ({}) {}\n", o.name, o.default_value, KindText(o), o.help);
   }
+  fmt::print("and {}=TEXT (letters, digits, _ - .), which changes nothing in the load: two "
+             "labels of one strategy are two groups of runs, an A/A comparison "
+             "(mmap_seq:label=a,mmap_seq:label=b)\n", kLabelOption);
   return 0;
 }
 
@@ -386,6 +389,9 @@ int main(int argc, char** argv) {
                     "Print the plan (runs, disk needed, a time estimate from the probe); run "
                     "and write nothing");
   exp_cmd->add_flag("--quiet", exp.quiet, "No progress line and no per-run lines");
+  exp_cmd->add_option("--seed", exp.seed,
+                      "Seed of the shuffled order, instead of the file's (each repetition of an "
+                      "A/A calibration draws its own orders)");
   exp_cmd->add_flag("--cleanup", exp.cleanup,
                     "Remove the files this command generated once every run is done");
 

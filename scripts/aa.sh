@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The A/A calibration: runs experiments/aa.toml N times, each into its own folder under OUT
-# (an interrupted folder resumes when run again with the same OUT), then prints the
+# with its own seed for the shuffled order (so that no order effect repeats in every one; an
+# interrupted folder resumes when run again with the same OUT), then prints the
 # false-positive rate of the paired comparison over them (analysis/aa.py).
 #   scripts/aa.sh N OUT [DATA]
 set -euo pipefail
@@ -12,7 +13,8 @@ bin=${LOADBENCH:-build/loadbench}
 for ((i = 1; i <= n; ++i)); do
   dir=$(printf '%s/%02d' "$out" "$i")
   echo "aa.sh: repetition $i of $n -> $dir" >&2
-  "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --quiet >/dev/null
+  "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --seed "$i" --quiet \
+    >/dev/null
 done
 folders=()
 for ((i = 1; i <= n; ++i)); do folders+=("$(printf '%s/%02d' "$out" "$i")"); done

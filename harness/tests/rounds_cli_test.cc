@@ -145,7 +145,10 @@ TEST_F(RoundsCliTest, TheDryRunShowsRoundsBaselineAndCeiling) {
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_TRUE(Contains(r.out, "reps: auto (until every paired ratio with the baseline is known "
                               "within ±10%, 2 to 3 rounds)")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "order: shuffled")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "order: shuffled (seed 5)")) << r.out;
+  const auto seeded = RunLoadbench({"experiment", dir_.File("auto.toml"), "--out", out_,
+                                    "--data", data_, "--dry-run", "--seed", "9"});
+  EXPECT_TRUE(Contains(seeded.out, "order: shuffled (seed 9)")) << Describe(seeded);
   EXPECT_TRUE(Contains(r.out, "baseline: fread")) << r.out;
   EXPECT_TRUE(Contains(r.out, "runs: 12 planned (at most)")) << r.out;
 }
