@@ -47,15 +47,6 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
-
 // The file's content, trimmed; nullopt when unreadable or empty.
 std::optional<std::string> ReadTrimmed(const std::string& path) {
   auto s = ReadFile(path);
@@ -408,6 +399,15 @@ Json Limits() {
 }
 
 }  // namespace
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return ss.str();
+}
 
 nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   const auto cpuinfo = ReadFile("/proc/cpuinfo");

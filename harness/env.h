@@ -1,6 +1,7 @@
 // env.json: what a result depends on besides the code, recorded once per results folder.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,5 +15,8 @@ namespace loadbench {
 // "limits": whether /proc/sys/vm/drop_caches is writable, RLIMIT_MEMLOCK soft and hard (bytes,
 // or "unlimited"), kernel.io_uring_disabled and kernel.perf_event_paranoid.
 nlohmann::ordered_json CollectEnv(const std::string& file_path);
+
+// A whole small file (/proc, /sys), nullopt when it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path);
 
 }  // namespace loadbench

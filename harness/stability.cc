@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "harness/env.h"
 
 namespace loadbench {
 namespace {
@@ -49,15 +50,6 @@ constexpr int64_t kLowAvailableBytes = kGiB;
 // share it is scanning hard, copying pages into huge pages and taking the memory bandwidth and
 // mmap locks the runs use.
 constexpr double kKhugepagedCpuPercent = 5.0;
-
-std::optional<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return std::nullopt;
-  return ss.str();
-}
 
 std::string_view Trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
