@@ -340,7 +340,8 @@ std::string NoiseSummary(const std::vector<Json>& records, const std::string& ba
   // Outliers, per group, on log time.
   std::map<std::pair<Condition, std::string>, std::vector<const Json*>> groups;
   for (const Json& r : records) {
-    if (IsOk(r) && Wall(r) > 0) groups[{ConditionOf(r), r.value("strategy_spec", "")}].push_back(&r);
+    if (!IsOk(r) || Wall(r) <= 0) continue;
+    groups[{ConditionOf(r), r.value("strategy_spec", "")}].push_back(&r);
   }
   std::vector<std::string> lines;
   for (const auto& [key, rs] : groups) {

@@ -98,7 +98,8 @@ TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
 
 TEST_F(ExperimentTest, RoundsHoldEveryPointOnceTheCeilingOnlyWhenCold) {
   std::string text = kGrid;
-  text.replace(text.find("reps = 2"), 8, "reps = 3\norder = \"shuffled\"\nseed = 7\nceiling = true");
+  text.replace(text.find("reps = 2"), 8,
+               "reps = 3\norder = \"shuffled\"\nseed = 7\nceiling = true");
   Experiment e;
   const Status s = Load(text, &e);
   ASSERT_TRUE(s.ok()) << s.message();
