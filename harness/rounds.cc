@@ -287,12 +287,16 @@ std::string NoiseSummary(const std::vector<Json>& records, const std::string& ba
                            ConditionText(cond, many_files), c.spec, baseline);
         continue;
       }
+      if (c.half_width == kInf) {
+        out += fmt::format("  {:<5} {}: {:.3f}x, {} rounds: too few for an interval (6)\n",
+                           ConditionText(cond, many_files), c.spec, c.ratio, c.n);
+        continue;
+      }
       out += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n",
                          ConditionText(cond, many_files), c.spec, c.ratio, Figure(c.low),
                          Figure(c.high), c.n,
-                         c.half_width == kInf ? "too few rounds for an interval"
-                         : c.significant      ? (c.ratio < 1 ? "faster" : "slower")
-                                              : "no difference shown");
+                         c.significant ? (c.ratio < 1 ? "faster" : "slower")
+                                       : "no difference shown");
     }
   }
 

@@ -131,6 +131,7 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
       << r.out;
   EXPECT_TRUE(Contains(r.out, "reps auto: 3 rounds, stopped: max rounds")) << r.out;
   EXPECT_TRUE(Contains(r.out, "paired, time over fread's in the same round")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "x, 3 rounds: too few for an interval (6)")) << r.out;
 
   // Run again, it resumes: every round is recorded, nothing more runs.
   const auto again = RunLoadbench(

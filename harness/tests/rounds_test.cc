@@ -110,6 +110,9 @@ TEST(RoundsCompare, FewerThanSixRoundsGiveNoIntervalAndMeetNothing) {
   EXPECT_TRUE(j["comparisons"][0]["low"].is_null());
   EXPECT_TRUE(j["comparisons"][0]["half_width"].is_null());
   EXPECT_EQ(j["stopped"], "running");
+  const std::string summary = NoiseSummary(records, "fread");
+  EXPECT_NE(summary.find("cold  mmap_seq: 0.5"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("x, 5 rounds: too few for an interval (6)"), std::string::npos) << summary;
 }
 
 // The adaptive loop over synthetic rounds, as the experiment drives it: a round already
