@@ -223,23 +223,21 @@ Status RunAutoRounds(const AutoReps& a, const std::string& baseline, const Round
                      std::string* stopped, RoundsVerdict* verdict) {
   const double t0 = d.now_s();
   double last_round_s = 0;
+  // Also before the first round: a resumed experiment may have enough already.
+  *verdict = CompareWithBaseline(d.records(), baseline, a.target);
   for (int round = 0;; ++round) {
-    // Also before the first round: a resumed experiment may have enough already.
-    *verdict = CompareWithBaseline(d.records(), baseline, a.target);
     *stopped = StopReason(a, *verdict, round, d.now_s() - t0, last_round_s);
     if (!stopped->empty()) break;
     const double start = d.now_s();
     bool interrupted = false;
     LB_RETURN_IF_ERROR(d.run_round(round, &interrupted));
+    *verdict = CompareWithBaseline(d.records(), baseline, a.target);
     if (interrupted) {
-      *verdict = CompareWithBaseline(d.records(), baseline, a.target);
       *stopped = "interrupted";
       break;
     }
     last_round_s = d.now_s() - start;
-    if (d.after_round) {
-      d.after_round(CompareWithBaseline(d.records(), baseline, a.target), "running");
-    }
+    if (d.after_round) d.after_round(*verdict, "running");
   }
   if (d.after_round) d.after_round(*verdict, *stopped);
   return Status::Ok();

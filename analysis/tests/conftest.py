@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -10,6 +11,17 @@ sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..",
 FILE = "/data/llama-4GiB.wlf"
 FILE_BYTES = 4 * 10**9
 DEVICE_GB_PER_S = 2.0  # the synthetic device's speed at the first round
+
+
+def build_report_of(tmp_path_factory, fixture):
+    """A copy of the results folder `fixture` with its report built, once per test module: the
+    tests only read what the report wrote."""
+    from analysis import report
+
+    folder = tmp_path_factory.mktemp("built") / "results"
+    shutil.copytree(fixture, folder)
+    report.build(str(folder))
+    return folder
 
 
 def stability(warnings=()):

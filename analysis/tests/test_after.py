@@ -9,6 +9,7 @@ import os
 import shutil
 
 import pytest
+from conftest import build_report_of
 
 from analysis import after, compare, report, results
 
@@ -19,11 +20,7 @@ LE = "/work/main/data/llama-2GiB-bf16-s0.wlf"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Built once: the tests only read what the report wrote."""
-    folder = tmp_path_factory.mktemp("built") / "results"
-    shutil.copytree(FIXTURE, folder)
-    report.build(str(folder))
-    return folder
+    return build_report_of(tmp_path_factory, FIXTURE)
 
 
 def section(md: str) -> str:

@@ -4,12 +4,12 @@ exit 2."""
 
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
 
 import pytest
+from conftest import build_report_of
 
 from analysis import report
 
@@ -19,11 +19,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """Built once: the tests only read what the report wrote."""
-    folder = tmp_path_factory.mktemp("built") / "results"
-    shutil.copytree(FIXTURE, folder)
-    report.build(str(folder))
-    return folder
+    return build_report_of(tmp_path_factory, FIXTURE)
 
 
 def png_size(path):
