@@ -399,7 +399,7 @@ class Reader {
       for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
       s.spec.options = std::move(options);
       if (info == nullptr) {
-        s.unsupported = fmt::format("strategy '{}' does not exist in this build", name);
+        s.unsupported = NotBuiltReason(name);
       } else {
         Params ignored;
         UseOptions ignored_use;

@@ -134,6 +134,10 @@ int List(bool json) {
     fmt::print("{}\n", all.dump(2));
     return 0;
   }
+  if (const std::string why = CudaNotBuiltReason(); !why.empty()) {
+    fmt::print("\ncuda_pageable, cuda_bounce, cuda_register, cuda_gds (into GPU memory)\n"
+               "  not built: {}\n", why);
+  }
   fmt::print("\nevery strategy also takes these options, for what happens after the load "
              "(mmap:consume=forward:bind=copy):\n");
   for (const auto& o : UseOptionSpecs()) {

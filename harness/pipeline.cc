@@ -71,7 +71,35 @@ Status UsePipeline::Check() const {
 }
 
 Status UsePipeline::Run() {
+  if (info_.flags & kDevice) return RunDevice();
   return (info_.flags & kStreams) ? RunStreaming() : RunWhole();
+}
+
+// The strategy does it all: into the GPU, then the checksum kernel there. Ready is when the
+// last copy finished; done is when the device's checksum is back.
+Status UsePipeline::RunDevice() {
+  std::unique_ptr<Loader> loader = info_.make(params_);
+  DeviceLoad d;
+  Status s = loader->LoadToDevice(path_, table_, &d);
+  details_ = loader->Details();
+  LB_RETURN_IF_ERROR(s);
+  ready_ = d.on_device;
+  done_ = d.verified;
+  consume_s_ = std::chrono::duration<double>(d.verified - d.on_device).count();
+  results_.push_back(d.checksum);
+  device_ = d;
+  return Status::Ok();
+}
+
+nlohmann::ordered_json UsePipeline::DeviceJson(Clock::time_point t0) const {
+  if (!device_) return nullptr;
+  auto secs = [t0](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
+  return {{"on_device_s", secs(device_->on_device)},
+          {"device_verify_s", std::chrono::duration<double>(device_->verified -
+                                                            device_->on_device).count()},
+          {"device_bytes", device_->device_bytes},
+          {"pinned_bytes", device_->pinned_bytes},
+          {"copied_bytes", device_->copied_bytes}};
 }
 
 Status UsePipeline::LoadModel(std::unique_ptr<Model>* out) {
@@ -241,6 +269,9 @@ void UsePipeline::Verify(std::vector<uint64_t>* checksums, std::string* how) {
   if (use_.transform != "none") {
     *how = "transform";
     *checksums = source_checksums_;
+  } else if (info_.flags & kDevice) {
+    *how = "device";
+    *checksums = results_;
   } else if (use_.consume == "checksum") {
     *how = "consumer";
     *checksums = results_;
@@ -257,7 +288,7 @@ void UsePipeline::Verify(std::vector<uint64_t>* checksums, std::string* how) {
 }
 
 size_t UsePipeline::loads() const {
-  if (info_.flags & kStreams) return 1;
+  if (info_.flags & (kStreams | kDevice)) return 1;
   std::vector<const Model*> seen;
   for (const Instance& inst : instances_) {
     if (std::find(seen.begin(), seen.end(), inst.model.get()) == seen.end()) {

@@ -57,6 +57,9 @@ class UsePipeline {
   uint64_t transformed_bytes() const { return transformed_bytes_; }
   size_t loads() const;  // distinct loads the instances hold: 1 when they share
   nlohmann::json Details() const;  // the (first) strategy's Details
+  // A device strategy's figures (kDevice): on_device_s, device_verify_s and the byte counts;
+  // null for the others.
+  nlohmann::ordered_json DeviceJson(Clock::time_point t0) const;
 
  private:
   struct Model;
@@ -64,6 +67,7 @@ class UsePipeline {
 
   Status RunWhole();
   Status RunStreaming();
+  Status RunDevice();
   Status LoadModel(std::unique_ptr<Model>* out);
   Status TransformInto(const std::vector<size_t>& idx, const std::vector<TensorBytes>& src,
                        std::vector<TensorBytes>* dst, TensorBuffers* out);
@@ -88,6 +92,7 @@ class UsePipeline {
   std::vector<Instance> instances_;
   std::vector<uint64_t> source_checksums_;  // from the transform or per-layer hashing
   std::vector<uint64_t> results_;           // one consumer result per instance
+  std::optional<DeviceLoad> device_;        // kDevice: what the strategy put on the GPU
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> layer_hash_;
   nlohmann::json details_ = nlohmann::json::object();
 

@@ -524,7 +524,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
   nlohmann::ordered_json use = nullptr;
   std::string unsupported = p.unsupported;
   if (info == nullptr && unsupported.empty()) {
-    unsupported = fmt::format("strategy '{}' does not exist in this build", p.spec.name);
+    unsupported = NotBuiltReason(p.spec.name);
   }
   if (info != nullptr) {
     Params resolved;

@@ -15,6 +15,7 @@
 #include "harness/pipeline.h"
 #include "loaders/file_io.h"
 #include "loaders/format/format.h"
+#include "loaders/gpu.h"
 #include "loaders/loader.h"
 #include "loaders/use.h"
 
@@ -125,6 +126,13 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   CounterSet counters;
   s = counters.Open(req.counters);
   if (!s.ok()) return fail(s);
+  std::optional<double> context_s;
+  if (info->flags & kDevice) {
+    double secs = 0;
+    s = gpu::Warm(&secs);
+    if (!s.ok()) return fail(s);
+    context_s = secs;
+  }
 
   // ---- the timed region: open and validate, load, transform, bind, consume ----
   // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
@@ -220,6 +228,10 @@ nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd) {
   r["aligned_copy_bytes"] = pipeline.stats().aligned_copies;
   r["transformed_bytes"] = pipeline.transformed_bytes();
   r["loads"] = pipeline.loads();
+  if (info->flags & kDevice) {
+    r["device"] = pipeline.DeviceJson(t0);
+    r["device"]["context_s"] = OrNull(context_s);  // before the timed region, not in wall_s
+  }
   r["peak_rss_bytes"] = hwm_kib ? nlohmann::ordered_json(*hwm_kib * 1024) : nullptr;
   r["start_rss_bytes"] = start_rss_kib ? nlohmann::ordered_json(*start_rss_kib * 1024) : nullptr;
   r["anon_huge_bytes"] = anon_huge_kib ? nlohmann::ordered_json(*anon_huge_kib * 1024) : nullptr;

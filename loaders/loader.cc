@@ -102,11 +102,33 @@ Status Loader::LoadGroups(const std::string& path, const TensorTable&,
                   path));
 }
 
+std::string CudaNotBuiltReason() {
+#ifdef LOADBENCH_CUDA_ABSENT
+  return LOADBENCH_CUDA_ABSENT;
+#else
+  return "";
+#endif
+}
+
+std::string NotBuiltReason(const std::string& name) {
+  if (name.starts_with("cuda_") && !CudaNotBuiltReason().empty()) {
+    return fmt::format("strategy '{}' is not built: the CUDA strategies need the CUDA toolkit "
+                       "at build time ({})",
+                       name, CudaNotBuiltReason());
+  }
+  return fmt::format("strategy '{}' does not exist in this build", name);
+}
+
+Status Loader::LoadToDevice(const std::string& path, const TensorTable&, DeviceLoad*) {
+  return Status::Unsupported(
+      fmt::format("{}: this strategy loads into host memory (Load), not into a GPU", path));
+}
+
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
       {kEager, "eager"},       {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
       {kDirectIO, "direct-io"}, {kThreads, "threads"},   {kSharedSegment, "shared-segment"},
-      {kStreams, "streams"},
+      {kStreams, "streams"},   {kDevice, "device"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {
@@ -157,6 +179,9 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
     if (info == nullptr) {
       std::string known;
       for (const auto* s : Strategies()) known += (known.empty() ? "" : ", ") + s->name;
+      if (!CudaNotBuiltReason().empty() && spec.name.starts_with("cuda_")) {
+        return Status::BadInput("--strategies: " + NotBuiltReason(spec.name));
+      }
       return Status::BadInput(fmt::format("--strategies: unknown strategy '{}' (known: {})",
                                           spec.name, known));
     }

@@ -3,6 +3,7 @@
 // and registers itself by name at the bottom of that file with LOADBENCH_REGISTER_STRATEGY.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <climits>
@@ -22,6 +23,17 @@
 namespace loadbench {
 
 using TensorBytes = std::span<const std::byte>;
+
+// What a device strategy (kDevice) delivered: the tensors packed in table order in one
+// allocation of GPU memory, and the checksum a kernel computed over them there.
+struct DeviceLoad {
+  std::chrono::steady_clock::time_point on_device{};  // every copy into the device finished
+  std::chrono::steady_clock::time_point verified{};   // the device checksum came back
+  uint64_t checksum = 0;
+  uint64_t device_bytes = 0;  // GPU memory holding the tensors
+  uint64_t pinned_bytes = 0;  // page-locked host memory the strategy used at its peak
+  uint64_t copied_bytes = 0;  // bytes moved host to device (0 where storage wrote the device)
+};
 
 // One option of a strategy, e.g. fread's `chunk`.
 struct OptionSpec {
@@ -90,6 +102,12 @@ class Loader {
   // other processes) returns kUnsupported from Load.
   void RequestWritable() { writable_ = true; }
 
+  // A strategy flagged kDevice implements this instead of Load: it brings every tensor into GPU
+  // memory, packed in table order, and runs the device checksum over them there; the load is
+  // complete when that checksum is back. Errors as for Load; kUnsupported without a device.
+  virtual Status LoadToDevice(const std::string& path, const TensorTable& table,
+                              DeviceLoad* out);
+
   // What this strategy observed that the common fields do not say (shm: its role; io_uring:
   // requeued short reads), as a JSON object for the run's `details` field. Called after Load,
   // whether it succeeded or not; empty by default.
@@ -109,6 +127,7 @@ enum StrategyFlag : uint32_t {
   kThreads = 1u << 4,       // uses threads of its own
   kSharedSegment = 1u << 5, // leaves a named shared-memory segment; the runner removes it
   kStreams = 1u << 6,       // one layer at a time through LoadGroups; Load is not offered
+  kDevice = 1u << 7,        // into GPU memory through LoadToDevice, verified there
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);
@@ -134,6 +153,13 @@ bool RegisterStrategy(StrategyInfo info);
 std::vector<const StrategyInfo*> Strategies();
 // nullptr when no strategy has this name.
 const StrategyInfo* FindStrategy(const std::string& name);
+
+// Why a strategy of this name is not in this build: "strategy 'cuda_bounce' is not built: no
+// CUDA compiler ..." for the CUDA strategies of a build without the toolkit, else "strategy 'x'
+// does not exist in this build".
+std::string NotBuiltReason(const std::string& name);
+// The reason the CUDA strategies were left out of this build; empty when they are in it.
+std::string CudaNotBuiltReason();
 
 // A strategy with its options as written on the command line: "fread:chunk=4MiB".
 struct StrategySpec {

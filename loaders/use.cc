@@ -110,6 +110,12 @@ Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* p
         "{} holds one layer at a time; several instances cannot share it (use instances=1)",
         info.name));
   }
+  if ((info.flags & kDevice) && o.ToJson() != UseOptions().ToJson()) {
+    return Status::Unsupported(fmt::format(
+        "{} delivers into GPU memory and checks the bytes there; the use options (consume, "
+        "bind, transform, instances, ...) act on host memory and must keep their defaults",
+        info.name));
+  }
   *use = std::move(o);
   return Status::Ok();
 }

@@ -90,5 +90,22 @@ TEST(Registry, RejectsBadStrategyLists) {
   }
 }
 
+// A CUDA strategy named in a build without the toolkit says it is not built and why; in a build
+// with it, it exists whether or not a GPU is present.
+TEST(StrategyList, ACudaStrategyIsNotBuiltOrExists) {
+  EXPECT_EQ(NotBuiltReason("nosuch"), "strategy 'nosuch' does not exist in this build");
+  std::vector<StrategySpec> specs;
+  const Status s = ParseStrategyList("cuda_bounce", &specs);
+  if (CudaNotBuiltReason().empty()) {
+    EXPECT_TRUE(s.ok()) << s.message();
+    ASSERT_NE(FindStrategy("cuda_bounce"), nullptr);
+  } else {
+    EXPECT_EQ(s.code(), Status::Code::kBadInput);
+    EXPECT_NE(s.message().find("is not built"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(CudaNotBuiltReason()), std::string::npos) << s.message();
+    EXPECT_EQ(FindStrategy("cuda_bounce"), nullptr);
+  }
+}
+
 }  // namespace
 }  // namespace loadbench
