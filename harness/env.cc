@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "harness/cache.h"
+#include "loaders/gpu.h"
 
 namespace loadbench {
 namespace {
@@ -433,6 +434,10 @@ nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   env["root"] = ::geteuid() == 0;
   env["cgroup"] = Cgroup();
   env["limits"] = Limits();
+  // The GPU the CUDA strategies would use, or why there is none (not built, no driver, none).
+  const std::string no_gpu = gpu::UnsupportedReason();
+  env["gpu"] = no_gpu.empty() ? Json{{"available", true}, {"device", gpu::Info()}}
+                              : Json{{"available", false}, {"reason", no_gpu}};
   return env;
 }
 

@@ -259,6 +259,8 @@ Json QuickProbe(const std::string& file_path) {
                fmt::format("not measured: a run's quick probe does no device I/O; {}", kRunProbe)}};
   }
   c["memcpy"] = probe::MemcpyBandwidth(kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["h2d_pinned"] = probe::HostToDevice(true, kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["h2d_pageable"] = probe::HostToDevice(false, kQuickSizes.memcpy_bytes, kMemcpyReps);
   c["anon_4k_fault"] = probe::AnonFault4k(kQuickSizes.anon_bytes, kQuickFaultReps);
   c["thp_fault"] = probe::ThpFault(kQuickSizes.thp_bytes, kQuickFaultReps);
   c["file_minor_fault"] = s.ok() ? probe::FileMinorFault(scratch, kQuickFileBytes, kQuickFaultReps)
@@ -386,6 +388,14 @@ int ProbeMain(const ProbeOptions& opts) {
   const std::vector<Step> memory_steps = {
       {"memcpy", fmt::format("memcpy of {}", FormatBytes(kFullSizes.memcpy_bytes)),
        [] { return probe::MemcpyBandwidth(kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"h2d_pinned",
+       fmt::format("cudaMemcpy to the GPU from pinned memory, {}",
+                   FormatBytes(kFullSizes.memcpy_bytes)),
+       [] { return probe::HostToDevice(true, kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"h2d_pageable",
+       fmt::format("cudaMemcpy to the GPU from pageable memory, {}",
+                   FormatBytes(kFullSizes.memcpy_bytes)),
+       [] { return probe::HostToDevice(false, kFullSizes.memcpy_bytes, kMemcpyReps); }},
       {"anon_4k_fault",
        fmt::format("4 KiB anonymous faults over {}", FormatBytes(kFullSizes.anon_bytes)),
        [] { return probe::AnonFault4k(kFullSizes.anon_bytes, kFaultReps); }},

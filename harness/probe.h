@@ -32,6 +32,8 @@ inline constexpr CeilingSpec kCeilings[] = {
     {"cold_buffered_read", "gb_per_s", "cold read, buffered read() 1 MiB", "GB/s"},
     {"warm_read", "gb_per_s", "warm read from the page cache, read() 1 MiB", "GB/s"},
     {"memcpy", "gb_per_s", "memcpy", "GB/s"},
+    {"h2d_pinned", "gb_per_s", "host to GPU, cudaMemcpy from pinned memory", "GB/s"},
+    {"h2d_pageable", "gb_per_s", "host to GPU, cudaMemcpy from pageable memory", "GB/s"},
     {"anon_4k_fault", "us_per_fault", "first-touch 4 KiB anonymous fault", "us/fault"},
     {"thp_fault", "us_per_fault", "first-touch THP fault (2 MiB)", "us/fault"},
     {"file_minor_fault", "us_per_fault", "minor fault, cached file page via mmap", "us/fault"},

@@ -28,6 +28,7 @@
 #include "harness/cache.h"
 #include "harness/interrupt.h"
 #include "harness/runner.h"
+#include "loaders/gpu.h"
 #include "loaders/io_ring.h"
 
 namespace loadbench::probe {
@@ -475,6 +476,23 @@ Json MemcpyBandwidth(uint64_t bytes, int reps) {
         g_sink = static_cast<unsigned>(dst.data()[bytes - 1]);
         return Status::Ok();
       });
+}
+
+Json HostToDevice(bool pinned, uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(
+      bytes, reps,
+      pinned ? "cudaMemcpy host to device from pinned memory (cudaHostAlloc); GB/s is bytes "
+               "copied per second"
+             : "cudaMemcpy host to device from pageable memory (malloc, faulted in beforehand); "
+               "GB/s is bytes copied per second");
+  gpu::CopyBench bench;
+  if (Status s = bench.Init(pinned, bytes); !s.ok()) return Fail(j, s.message());
+  double warmup = 0;  // the first copy maps and pins on the driver's side
+  if (Status s = bench.Copy(&warmup); !s.ok()) return Fail(j, s.message());
+  j["device"] = gpu::Info();
+  return Bandwidth(
+      std::move(j), bytes, reps, [] { return std::string(); },
+      [&](double* seconds) { return bench.Copy(seconds); });
 }
 
 Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {

@@ -41,6 +41,9 @@ std::optional<bool> FreePageReporting();
 // Memory side.
 // memcpy between two pre-faulted anonymous buffers of `bytes` each.
 nlohmann::ordered_json MemcpyBandwidth(uint64_t bytes, int reps);
+// cudaMemcpy of `bytes` into GPU memory from pinned (cudaHostAlloc) or pageable (pre-faulted)
+// host memory; null with the reason where no GPU can be used.
+nlohmann::ordered_json HostToDevice(bool pinned, uint64_t bytes, int reps);
 // First-touch write faults on fresh anonymous memory with MADV_NOHUGEPAGE.
 nlohmann::ordered_json AnonFault4k(uint64_t bytes, int reps);
 // First-touch write faults on fresh huge-page-aligned anonymous memory with MADV_HUGEPAGE,

@@ -121,7 +121,7 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   const ProcessResult r =
       RunLoadbench({"probe", "--dir", data_, "--size", "4MiB", "--out", out_, "--json"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_NE(r.err.find("probe [1/8]"), std::string::npos) << Describe(r);
+  EXPECT_NE(r.err.find("probe [1/"), std::string::npos) << Describe(r);
 
   const Json env = ReadJson(out_ + "/env.json");
   ASSERT_TRUE(env.is_object());
@@ -204,7 +204,7 @@ TEST_F(ProbeCliTest, InterruptLeavesNothing) {
   const ProcessResult r =
       RunLoadbench({"probe", "--dir", data_, "--size", "4MiB", "--out", out_},
                    [&](const std::string& err, pid_t pid) {
-                     if (!sent && err.find("probe [1/8]") != std::string::npos) {
+                     if (!sent && err.find("probe [1/") != std::string::npos) {
                        sent = ::kill(pid, SIGINT) == 0;
                      }
                    });
