@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import after, noise, stats  # noqa: E402
+from analysis import after, gpu, noise, stats  # noqa: E402
 from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
@@ -44,6 +44,8 @@ def gib(n: float) -> str:
 
 def why(row: pd.Series) -> str:
     """One phrase on what the run's own counts say its time went to."""
+    if str(row.get("strategy", "")).startswith("cuda_"):
+        return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
     pages = row["file_bytes"] / 4096
     if row["minor_faults"] > 0.5 * pages:
         return f"a fresh page per 4 KiB: {row['minor_faults']:,.0f} minor faults"
@@ -410,16 +412,18 @@ def excluded_md(r: Results) -> str:
 def build(folder: str) -> dict:
     r = load(folder)
     table = stats.summarize(r)
-    if table.empty:
+    # Device strategies that could not run (no GPU here) still get a report that says why.
+    if table.empty and not gpu.shown(r):
         raise ResultsError(f"{folder}: no ok runs to report")
-    files = table["file"].nunique()
+    files = table["file"].nunique() if len(table) else 1
     figs = Figures(folder)
-    plot_times(table, figs)
-    plot_throughput(table, r.env, figs)
-    plot_memory(table, figs)
-    plot_timelines(r, table, figs)
-    plot_scaling(table, figs)
-    plot_sweeps(r, table, figs)
+    if len(table):
+        plot_times(table, figs)
+        plot_throughput(table, r.env, figs)
+        plot_memory(table, figs)
+        plot_timelines(r, table, figs)
+        plot_scaling(table, figs)
+        plot_sweeps(r, table, figs)
     noise.plot_rounds(r, figs)
     use = after.summarize(r) if after.shown(r) else None
     if use is not None:
@@ -434,15 +438,18 @@ def build(folder: str) -> dict:
                 "with 95% bootstrap intervals; the speed-ups are paired, round by round, "
                 "against a baseline (below each table's heading).",
                 "## The machine", machine_md(r.env)]
-    for cache in ("cold", "warm"):
+    for cache in ("cold", "warm") if len(table) else ():
         md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections))
         if md:
             sections += [f"## {cache.capitalize()} start", md]
-    ref = reference_md(table) if r.env.get("experiment") == "reference-table" else ""
+    ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
+        else ""
     if ref:
         sections += ["## The published reference table", ref]
     if use is not None:
         sections += ["## After the load", after_md(use, files)]
+    if gpu.shown(r):
+        sections += [f"## {gpu.TITLE}", gpu.section_md(r)]
     sections += [f"## {noise.TITLE}", noise.section_md(r)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
     md_parts = list(sections)
@@ -461,9 +468,12 @@ def build(folder: str) -> dict:
         f.write(to_html(title, sections, html_parts))
     # NaN (no baseline to compare with) and the unbounded intervals' infinities as null: JSON
     # has neither.
-    out = {"folder": folder, "groups": noise.records(table.drop(columns=["major_faults"]))}
+    out = {"folder": folder,
+           "groups": noise.records(table.drop(columns=["major_faults"], errors="ignore"))}
     if use is not None:
         out["after_load"] = noise.records(use)
+    if gpu.shown(r):
+        out["gpu"] = noise.records(gpu.summarize(r))
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)
