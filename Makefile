@@ -9,7 +9,7 @@ RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run report compare aa bench probe fuzz test test-asan setup clean
+.PHONY: all build run report compare aa gpu-check bench probe fuzz test test-asan setup clean
 
 all: build
 
@@ -60,6 +60,12 @@ AA_RUNS ?= 20
 AA_OUT  ?= results/aa-calibration-$(shell date +%Y%m%d-%H%M%S)
 aa: build
 	bash scripts/aa.sh $(AA_RUNS) $(AA_OUT) $(DATA)
+
+# On a machine with an NVIDIA GPU: the CUDA tests on the device, the probe and
+# experiments/gpu.toml into GPU_OUT, within 6 minutes (scripts/gpu-check.sh).
+GPU_OUT ?= results/gpu-$(shell date +%Y%m%d-%H%M%S)
+gpu-check:
+	bash scripts/gpu-check.sh $(GPU_OUT) $(DATA)
 
 # This machine's ceilings (device, page cache, memory, faults), with a scratch file in $(DATA).
 probe: build
