@@ -6,6 +6,8 @@
 # limit so that the whole stays under 6 minutes; an interrupted experiment keeps its finished
 # runs and resumes when run again with the same OUT.
 #   scripts/gpu-check.sh [OUT] [DATA]
+# With GPU_CHECK_ARCHIVE=FILE.tar.gz the results folder is also packed into that one file, for
+# carrying back from a machine that returns only a few files.
 # The binaries are build/ (made here with `make build`), or those of a bundle made by
 # scripts/gpu-bundle.sh on a machine that has the build's dependencies: LOADBENCH_BUNDLE=DIR.
 set -uo pipefail
@@ -14,10 +16,20 @@ data=${2:-data}
 started=$SECONDS
 say() { printf 'gpu-check [%3ds] %s\n' $((SECONDS - started)) "$*" >&2; }
 
+# cuFile where it comes as the nvidia-cufile Python package rather than in the library path
+# (asked before the bundle's libraries are on the path).
+if py_cufile=$(python3 -c 'import nvidia.cufile as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null) &&
+  [[ -d $py_cufile ]]; then
+  export LD_LIBRARY_PATH=$py_cufile${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 if [[ -n ${LOADBENCH_BUNDLE:-} ]]; then
   bin=$LOADBENCH_BUNDLE/bin/loadbench
   tests=$LOADBENCH_BUNDLE/bin/loadbench_tests
   export LD_LIBRARY_PATH=$LOADBENCH_BUNDLE/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if ! "$bin" --version >/dev/null 2>&1; then
+    say "the machine's C++ runtime is too old for the bundle: using the bundle's own"
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$LOADBENCH_BUNDLE/lib-cxx
+  fi
 else
   make build || { say "make build failed"; exit 1; }
   cmake --build build -j "$(nproc)" --target loadbench_tests || { say "the tests did not build"; exit 1; }
@@ -25,11 +37,6 @@ else
   tests=build/loadbench_tests
 fi
 [[ -x $bin ]] || { say "$bin: no loadbench binary"; exit 2; }
-# cuFile where it comes as the nvidia-cufile Python package rather than in the library path.
-if py_cufile=$(python3 -c 'import nvidia.cufile as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null) &&
-  [[ -d $py_cufile ]]; then
-  export LD_LIBRARY_PATH=$py_cufile${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
 mkdir -p "$out" "$data" || exit 2
 [[ -e $out/env.json ]] && say "$out holds a run: resuming it"
 
@@ -59,4 +66,8 @@ timeout --signal=INT --kill-after=15 "$left" "$bin" experiment experiments/gpu.t
   --data "$data" --out "$out" 2>&1 | tee "$out/experiment.log" | grep -vE '^\s*$' | tail -40
 status=${PIPESTATUS[0]}
 say "experiment: exit $status; results in $out"
+if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then
+  tar -czf "$GPU_CHECK_ARCHIVE" -C "$(dirname "$out")" "$(basename "$out")" &&
+    say "packed into $GPU_CHECK_ARCHIVE"
+fi
 exit "$status"
