@@ -19,6 +19,8 @@
 namespace loadbench {
 namespace {
 
+constexpr uint64_t kMaxChunk = uint64_t{1} << 30;
+
 class CudaBounceLoader final : public cuda::DeviceLoader {
  public:
   explicit CudaBounceLoader(const Params& params)
@@ -33,6 +35,12 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     table_ = &table;
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, direct_ ? O_DIRECT : 0, &fd));
+    if (chunk_ > kMaxChunk) {
+      // One io_uring read asks for at most 4 GiB - 1, and a pinned buffer this size is a
+      // different experiment.
+      return Status::BadInput(fmt::format("{}: cuda_bounce: chunk={} is over the 1 GiB a bounce "
+                                          "buffer may have", path, chunk_));
+    }
     const uint64_t align = direct_ ? DirectIoAlignment(fd.get()) : 1;
     if (chunk_ % align != 0) {
       return Status::BadInput(fmt::format(
@@ -196,7 +204,8 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
       if (ret == -EINTR) continue;
       if (ret < 0) {
         // Nothing can be reaped: the ring's teardown cancels what is left.
-        return Status::IOError(fmt::format("{}: io_uring_wait_cqe: {}", path_, std::strerror(-ret)));
+        return Status::IOError(
+            fmt::format("{}: io_uring_wait_cqe: {}", path_, std::strerror(-ret)));
       }
       const size_t k = ::io_uring_cqe_get_data64(cqe);
       const int res = cqe->res;

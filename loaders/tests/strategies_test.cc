@@ -203,13 +203,7 @@ INSTANTIATE_TEST_SUITE_P(All, StrategyTest,
                                            "mmap_populate_read", "mmap_prefetch",
                                            "mmap_prefetch:rate=1", "mlock", "shm",
                                            "layered", "layered:advice=none:ahead=off:drop=on"),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return n;
-                         });
+                         test::SpecName());
 
 TEST(StrategyRegistry, EveryRegisteredStrategyIsTested) {
   // A new strategy must be added to the list above: this fails until it is.

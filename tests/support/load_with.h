@@ -2,6 +2,7 @@
 // the way the worker does, minus the timing.
 #pragma once
 
+#include <cctype>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,5 +17,18 @@ namespace loadbench::test {
 // ReadTensorTableFromPath and Loader::Load give them.
 Status LoadWith(const std::string& strategy_text, const std::string& path,
                 std::unique_ptr<Loader>* loader, std::vector<TensorBytes>* views);
+
+// A strategy spec as a test name: "io_uring:qd=2" becomes "io_uring_qd_2" (GoogleTest takes
+// letters, digits and '_' only). For INSTANTIATE_TEST_SUITE_P over strategy specs.
+struct SpecName {
+  template <typename ParamInfo>
+  std::string operator()(const ParamInfo& info) const {
+    std::string n = info.param;
+    for (char& c : n) {
+      if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    return n;
+  }
+};
 
 }  // namespace loadbench::test
