@@ -34,6 +34,20 @@ const std::vector<std::string> kDeviceStrategies = {"cuda_bounce", "cuda_gds", "
     }                                                                            \
   } while (0)
 
+// LoadToDevice of the strategy `spec` names, with its options resolved, on a table already read:
+// the file may have changed since, as a test makes it.
+Status LoadToDeviceWith(const std::string& spec, const std::string& path,
+                        const TensorTable& table) {
+  std::vector<StrategySpec> specs;
+  LB_RETURN_IF_ERROR(ParseStrategyList(spec, &specs));
+  const StrategyInfo* info = FindStrategy(specs[0].name);
+  Params params;
+  UseOptions use;
+  LB_RETURN_IF_ERROR(ResolveSpec(*info, specs[0], &params, &use));
+  DeviceLoad d;
+  return info->make(params)->LoadToDevice(path, table, &d);
+}
+
 TensorTable Table(std::vector<std::pair<uint64_t, uint64_t>> offset_size) {
   TensorTable t;
   for (size_t i = 0; i < offset_size.size(); ++i) {
@@ -140,13 +154,7 @@ TEST(CudaStrategies, BounceRefusesAChunkItCannotReadInOneRequest) {
   TensorTable table;
   ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
   for (const char* spec : {"cuda_bounce:chunk=2GiB:direct=off", "cuda_bounce:chunk=5000"}) {
-    std::vector<StrategySpec> specs;
-    ASSERT_TRUE(ParseStrategyList(spec, &specs).ok());
-    Params params;
-    UseOptions use;
-    ASSERT_TRUE(ResolveSpec(*FindStrategy("cuda_bounce"), specs[0], &params, &use).ok());
-    DeviceLoad d;
-    const Status s = FindStrategy("cuda_bounce")->make(params)->LoadToDevice(path, table, &d);
+    const Status s = LoadToDeviceWith(spec, path, table);
     if (s.code() == Status::Code::kUnsupported &&
         s.message().find("O_DIRECT") != std::string::npos) {
       continue;  // a filesystem without O_DIRECT: the alignment rule cannot apply
@@ -257,13 +265,7 @@ TEST_P(CudaLoad, AFileShortenedAfterItsTableWasReadIsBadInput) {
   TensorTable table;
   ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(table.tensors[0].offset + 4096)), 0);
-  std::vector<StrategySpec> specs;
-  ASSERT_TRUE(ParseStrategyList(GetParam(), &specs).ok());
-  Params params;
-  UseOptions use;
-  ASSERT_TRUE(ResolveSpec(*FindStrategy(name), specs[0], &params, &use).ok());
-  DeviceLoad d;
-  const Status s = FindStrategy(name)->make(params)->LoadToDevice(path, table, &d);
+  const Status s = LoadToDeviceWith(GetParam(), path, table);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
