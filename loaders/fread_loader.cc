@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/destination.h"
+#include "loaders/base/destination.h"
 #include "loaders/loader.h"
 
 namespace loadbench {

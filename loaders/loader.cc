@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "loaders/units.h"
-#include "loaders/use.h"
+#include "loaders/base/units.h"
+#include "loaders/use/use.h"
 
 namespace loadbench {
 namespace {

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/format/tensor_table.h"
-#include "loaders/layers.h"
-#include "loaders/status.h"
+#include "loaders/use/layers.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 

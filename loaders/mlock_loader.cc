@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
-#include "loaders/units.h"
+#include "loaders/base/units.h"
 
 namespace loadbench {
 namespace {

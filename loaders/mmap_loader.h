@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
 
 namespace loadbench {

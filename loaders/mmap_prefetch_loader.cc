@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
 
 namespace loadbench {

@@ -6,10 +6,10 @@
 #include <memory>
 #include <string>
 
-#include "loaders/destination.h"
-#include "loaders/file_io.h"
+#include "loaders/base/destination.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
-#include "loaders/span_reader.h"
+#include "loaders/base/span_reader.h"
 
 namespace loadbench {
 namespace {

@@ -20,10 +20,10 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "loaders/destination.h"
-#include "loaders/file_io.h"
+#include "loaders/base/destination.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
-#include "loaders/units.h"
+#include "loaders/base/units.h"
 
 namespace loadbench {
 namespace {

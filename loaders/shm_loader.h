@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-600}
 out=${2:-build-fuzz}
 targets=(safetensors gguf)
-srcs=(loaders/format/*.cc loaders/file_io.cc loaders/status.cc)  # the readers and what they use
+srcs=(loaders/format/*.cc loaders/base/file_io.cc loaders/base/status.cc)  # the readers and what they use
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: SECONDS must be a whole number, not '$seconds'" >&2; exit 2; }
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found; run: bash scripts/setup.sh fuzz" >&2; exit 2; }
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "harness/bench/bench_util.h"
-#include "harness/env.h"
+#include "harness/system/env.h"
 
 namespace {
 

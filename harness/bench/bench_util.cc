@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/cache.h"
-#include "loaders/units.h"
+#include "harness/system/cache.h"
+#include "loaders/base/units.h"
 
 namespace loadbench::bench {
 namespace {

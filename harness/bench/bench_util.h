@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loaders/file_io.h"
-#include "loaders/status.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/status.h"
 
 namespace loadbench::bench {
 

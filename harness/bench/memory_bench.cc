@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "harness/bench/bench_util.h"
-#include "loaders/checksum.h"
+#include "loaders/base/checksum.h"
 
 namespace loadbench::bench {
 namespace {

@@ -30,12 +30,12 @@
 #include <fmt/format.h>
 
 #include "harness/gen/presets.h"
-#include "harness/interrupt.h"
-#include "loaders/file_io.h"
+#include "harness/system/interrupt.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
 #include "loaders/format/gguf.h"
 #include "loaders/format/safetensors.h"
-#include "loaders/units.h"
+#include "loaders/base/units.h"
 
 namespace loadbench {
 namespace {

@@ -10,7 +10,7 @@
 #include "harness/gen/presets.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 
@@ -58,7 +58,7 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out);
 
 // Generates (or reuses) the file described by `opts`. Checks free space before writing and
 // refuses with kBadInput naming the folder and both sizes when it is short. On interruption
-// (SIGINT/SIGTERM, see harness/interrupt.h) or error, the temporary file is removed.
+// (SIGINT/SIGTERM, see harness/system/interrupt.h) or error, the temporary file is removed.
 Status Generate(const GenOptions& opts, GenResult* result);
 
 // The content of tensor number `tensor_index` of a file generated with `seed`: writes bytes

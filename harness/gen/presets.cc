@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "loaders/units.h"
+#include "loaders/base/units.h"
 
 namespace loadbench {
 namespace {

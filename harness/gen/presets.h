@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "loaders/format/wlf.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "loaders/cuda/device.h"
-#include "loaders/destination.h"
-#include "loaders/file_io.h"
-#include "loaders/io_ring.h"
+#include "loaders/base/destination.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/io_ring.h"
 
 namespace loadbench {
 namespace {

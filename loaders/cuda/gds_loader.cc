@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "loaders/cuda/device.h"
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 
 namespace loadbench {
 namespace {

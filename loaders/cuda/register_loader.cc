@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "loaders/cuda/device.h"
-#include "loaders/destination.h"
-#include "loaders/file_io.h"
+#include "loaders/base/destination.h"
+#include "loaders/base/file_io.h"
 
 namespace loadbench {
 namespace {

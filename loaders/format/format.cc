@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/gguf.h"
 #include "loaders/format/safetensors.h"
 #include "loaders/format/wlf.h"

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "loaders/format/tensor_table.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 

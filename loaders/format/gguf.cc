@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/text.h"
 
 namespace loadbench {

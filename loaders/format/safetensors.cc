@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/text.h"
 
 namespace loadbench {

@@ -13,7 +13,7 @@
 
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench {
 

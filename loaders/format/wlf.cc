@@ -11,7 +11,7 @@
 #include <boost/endian/conversion.hpp>
 #include <fmt/format.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/text.h"
 
 namespace loadbench {

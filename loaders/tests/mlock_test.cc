@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/checksum.h"
-#include "loaders/file_io.h"
+#include "loaders/base/checksum.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/wlf_fixture.h"

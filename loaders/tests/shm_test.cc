@@ -21,12 +21,12 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
-#include "loaders/checksum.h"
-#include "loaders/destination.h"
+#include "loaders/base/checksum.h"
+#include "loaders/base/destination.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/shm_loader.h"
-#include "loaders/units.h"
+#include "loaders/base/units.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

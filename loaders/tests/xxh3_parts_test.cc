@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "loaders/checksum.h"
+#include "loaders/base/checksum.h"
 
 namespace loadbench::xxh3 {
 namespace {

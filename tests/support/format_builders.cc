@@ -6,7 +6,7 @@
 
 #include "loaders/format/format.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench::test {
 namespace {

@@ -1,7 +1,7 @@
 #include "tests/support/load_with.h"
 
 #include "loaders/format/format.h"
-#include "loaders/use.h"
+#include "loaders/use/use.h"
 
 namespace loadbench::test {
 

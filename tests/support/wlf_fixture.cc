@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 
 namespace loadbench::test {
 namespace {

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/experiment.h"
+#include "harness/experiment/experiment.h"
 #include "harness/gen/presets.h"
-#include "harness/interrupt.h"
-#include "loaders/checksum.h"
-#include "loaders/file_io.h"
+#include "harness/system/interrupt.h"
+#include "loaders/base/checksum.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
 #include "tests/support/run_cli.h"
 

@@ -12,12 +12,12 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "harness/worker.h"
+#include "harness/run/worker.h"
 #include "loaders/cuda/device.h"
 #include "loaders/cuda/device_checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
-#include "loaders/use.h"
+#include "loaders/use/use.h"
 #include "tests/support/load_with.h"
 #include "tests/support/wlf_fixture.h"
 

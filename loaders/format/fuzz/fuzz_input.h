@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "loaders/format/tensor_table.h"
-#include "loaders/status.h"
+#include "loaders/base/status.h"
 
 namespace loadbench::fuzz {
 

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
 #include "tests/support/format_builders.h"
 #include "tests/support/wlf_fixture.h"

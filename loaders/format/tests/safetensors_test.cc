@@ -11,7 +11,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include "loaders/file_io.h"
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
 #include "tests/support/format_builders.h"
 #include "tests/support/wlf_fixture.h"

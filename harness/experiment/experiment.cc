@@ -1,0 +1,494 @@
+#include "harness/experiment/experiment.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "harness/run/session.h"
+#include "loaders/base/units.h"
+#include "loaders/use/use.h"
+
+namespace loadbench {
+namespace {
+
+// "PATH:LINE: what", the one-line message of a malformed experiment.
+Status BadAt(const std::string& path, const toml::source_region& where, const std::string& what) {
+  return Status::BadInput(fmt::format("{}:{}: {}", path, where.begin.line, what));
+}
+
+// An option value as a user writes it on the command line: "4", "1MiB", "on".
+std::optional<std::string> OptionText(const toml::node& n) {
+  if (auto s = n.value<std::string>()) return *s;
+  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
+  if (auto b = n.value<bool>()) return *b ? "on" : "off";
+  return std::nullopt;
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, const std::string& data_dir) : path_(path), data_(data_dir) {}
+
+  Status Read(const toml::table& top, Experiment* e) {
+    // Where keys checked against each other were written, for the message.
+    const toml::source_region* auto_where = nullptr;
+    const toml::source_region* baseline_where = nullptr;
+    const toml::source_region* order_where = nullptr;
+    std::vector<int> procs;
+    std::vector<uint64_t> limits;
+    for (const auto& [key, node] : top) {
+      const std::string k(key.str());
+      if (k == "name") {
+        LB_RETURN_IF_ERROR(String(node, "name", &e->name));
+      } else if (k == "reps") {
+        if (node.value<std::string>() == "auto") {
+          e->auto_reps = true;
+        } else {
+          int64_t v = 0;
+          if (!node.is_integer()) {
+            return BadAt(path_, node.source(), "reps must be an integer or \"auto\"");
+          }
+          LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
+          e->reps = static_cast<int>(v);
+        }
+      } else if (k == "auto_target") {
+        const std::optional<double> v = node.value<double>();
+        if (!v) return BadAt(path_, node.source(), "auto_target must be a number such as 0.1");
+        e->autoreps.target = *v;
+        auto_where = &node.source();
+      } else if (k == "auto_min_rounds" || k == "auto_max_rounds") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 1, 10000, &v));
+        (k == "auto_min_rounds" ? e->autoreps.min_rounds : e->autoreps.max_rounds) =
+            static_cast<int>(v);
+        auto_where = &node.source();
+      } else if (k == "auto_budget") {
+        std::string text;
+        if (node.is_integer() || node.is_floating_point()) {
+          text = fmt::format("{}", *node.value<double>());
+        } else {
+          LB_RETURN_IF_ERROR(String(node, "auto_budget", &text));
+        }
+        Status s = ParseDuration(text, "auto_budget", &e->autoreps.budget_s);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+        auto_where = &node.source();
+      } else if (k == "baseline") {
+        LB_RETURN_IF_ERROR(String(node, "baseline", &e->baseline));
+        baseline_where = &node.source();
+      } else if (k == "ceiling") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "ceiling must be true or false");
+        e->ceiling = *v;
+      } else if (k == "seed") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "seed", 0, INT64_MAX, &v));
+        e->seed = static_cast<uint64_t>(v);
+      } else if (k == "timeout_s") {
+        const std::optional<double> v = node.value<double>();  // an integer converts too
+        if (!v || !(*v >= 0 && *v <= 7 * 24 * 3600)) {
+          return BadAt(path_, node.source(), "timeout_s must be a number of seconds, 0 to 604800");
+        }
+        e->timeout_s = *v;
+      } else if (k == "order") {
+        std::string order;
+        LB_RETURN_IF_ERROR(String(node, "order", &order));
+        Status s = ParseRoundOrder(order, &e->order);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+        order_where = &node.source();
+      } else if (k == "procs") {
+        LB_RETURN_IF_ERROR(Each(node, "procs", [&](const toml::node& v) {
+          int64_t n = 0;
+          LB_RETURN_IF_ERROR(Integer(v, "procs", 1, 64, &n));
+          procs.push_back(static_cast<int>(n));
+          return Status::Ok();
+        }));
+        e->procs = procs;
+      } else if (k == "memory_limit") {
+        LB_RETURN_IF_ERROR(Each(node, "memory_limit", [&](const toml::node& v) {
+          uint64_t bytes = 0;
+          LB_RETURN_IF_ERROR(Bytes(v, "memory_limit", /*none_ok=*/true, &bytes));
+          limits.push_back(bytes);
+          return Status::Ok();
+        }));
+        e->memory_limits = limits;
+      } else if (k == "cache") {
+        LB_RETURN_IF_ERROR(Caches(node, &e->caches));
+      } else if (k == "file") {
+        LB_RETURN_IF_ERROR(Tables(node, "file", [&](const toml::table& t) {
+          return File(t, &e->files);
+        }));
+      } else if (k == "strategy") {
+        LB_RETURN_IF_ERROR(Tables(node, "strategy", [&](const toml::table& t) {
+          return Strategy(t, &e->strategies);
+        }));
+      } else {
+        return BadAt(path_, node.source(), fmt::format("unknown key '{}'", k));
+      }
+    }
+    if (e->name.empty()) {
+      e->name = std::filesystem::path(path_).stem().string();
+    }
+    if (e->files.empty()) return Status::BadInput(fmt::format("{}: no [[file]]", path_));
+    if (e->strategies.empty()) return Status::BadInput(fmt::format("{}: no [[strategy]]", path_));
+    std::vector<std::string> specs;
+    for (const ExperimentStrategy& st : e->strategies) specs.push_back(st.spec.text);
+    if (e->baseline.empty()) {
+      e->baseline = DefaultBaseline(specs);
+    } else if (std::find(specs.begin(), specs.end(), e->baseline) == specs.end()) {
+      return BadAt(path_, *baseline_where,
+                   fmt::format("baseline '{}' is not one of the strategy points ({})",
+                               e->baseline, fmt::join(specs, ", ")));
+    }
+    if (auto_where != nullptr && !e->auto_reps) {
+      return BadAt(path_, *auto_where, "auto_* keys need reps = \"auto\"");
+    }
+    if (e->auto_reps) {
+      if (Status s = CheckAutoReps(e->autoreps); !s.ok()) {
+        return BadAt(path_, auto_where ? *auto_where : top.source(), s.message());
+      }
+      if (e->order == RoundOrder::kGrouped) {
+        return BadAt(path_, *order_where, "reps = \"auto\" compares within rounds: order "
+                                          "must be interleaved or shuffled, not grouped");
+      }
+      e->reps = e->autoreps.max_rounds;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status String(const toml::node& n, const char* what, std::string* out) {
+    auto v = n.value<std::string>();
+    if (!v) return BadAt(path_, n.source(), fmt::format("{} must be a string", what));
+    *out = *v;
+    return Status::Ok();
+  }
+
+  // A scalar or a list of scalars, each given to `fn`; a list must not be empty.
+  template <typename Fn>
+  Status Each(const toml::node& n, const char* what, Fn&& fn) {
+    if (const toml::array* a = n.as_array()) {
+      if (a->empty()) return BadAt(path_, n.source(), fmt::format("{} is an empty list", what));
+      for (const toml::node& v : *a) LB_RETURN_IF_ERROR(fn(v));
+      return Status::Ok();
+    }
+    return fn(n);
+  }
+
+  // A size: "4GiB", an integer number of bytes, or (none_ok) "none" for 0.
+  Status Bytes(const toml::node& n, const char* what, bool none_ok, uint64_t* out) {
+    if (n.is_integer() && *n.value<int64_t>() > 0) {
+      *out = static_cast<uint64_t>(*n.value<int64_t>());
+      return Status::Ok();
+    }
+    auto text = n.value<std::string>();
+    if (text && none_ok && *text == "none") {
+      *out = 0;
+      return Status::Ok();
+    }
+    Status s = text ? ParseBytes(*text, what, out)
+                    : Status::BadInput(fmt::format("{} must be a size such as \"4GiB\"{}", what,
+                                                   none_ok ? " or \"none\"" : ""));
+    if (s.ok() && *out == 0) s = Status::BadInput(fmt::format("{} must not be 0", what));
+    if (!s.ok()) return BadAt(path_, n.source(), s.message());
+    return Status::Ok();
+  }
+
+  Status Integer(const toml::node& n, const char* what, int64_t lo, int64_t hi, int64_t* out) {
+    if (!n.is_integer()) {
+      return BadAt(path_, n.source(), fmt::format("{} must be an integer", what));
+    }
+    *out = *n.value<int64_t>();
+    if (*out < lo || *out > hi) {
+      return BadAt(path_, n.source(), fmt::format("{} = {} is out of range ({} to {})", what,
+                                                  *out, lo, hi));
+    }
+    return Status::Ok();
+  }
+
+  Status Caches(const toml::node& n, std::vector<std::string>* out) {
+    std::vector<std::string> caches;
+    auto add = [&](const toml::node& c) {
+      auto v = c.value<std::string>();
+      if (!v || (*v != "cold" && *v != "warm" && *v != "both")) {
+        return BadAt(path_, c.source(), "cache must be \"cold\", \"warm\" or \"both\"");
+      }
+      if (*v == "both") {
+        caches.insert(caches.end(), {"cold", "warm"});
+      } else {
+        caches.push_back(*v);
+      }
+      return Status::Ok();
+    };
+    if (const toml::array* a = n.as_array()) {
+      for (const toml::node& c : *a) LB_RETURN_IF_ERROR(add(c));
+    } else {
+      LB_RETURN_IF_ERROR(add(n));
+    }
+    if (caches.empty()) return BadAt(path_, n.source(), "cache is an empty list");
+    *out = std::move(caches);
+    return Status::Ok();
+  }
+
+  template <typename Fn>
+  Status Tables(const toml::node& n, const char* what, Fn&& fn) {
+    const toml::array* a = n.as_array();
+    if (a == nullptr || !a->is_array_of_tables()) {
+      return BadAt(path_, n.source(), fmt::format("{} must be written [[{}]]", what, what));
+    }
+    for (const toml::node& t : *a) LB_RETURN_IF_ERROR(fn(*t.as_table()));
+    return Status::Ok();
+  }
+
+  Status File(const toml::table& t, std::vector<ExperimentFile>* out) {
+    ExperimentFile f;
+    std::string size;
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (k == "path") {
+        LB_RETURN_IF_ERROR(String(node, "path", &f.path));
+      } else if (k == "preset") {
+        LB_RETURN_IF_ERROR(String(node, "preset", &f.gen.preset));
+      } else if (k == "size") {
+        LB_RETURN_IF_ERROR(String(node, "size", &size));
+        Status s = SizeOf(size, &f.gen.size_bytes, &size);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+      } else if (k == "format") {
+        LB_RETURN_IF_ERROR(String(node, "format", &f.gen.format));
+      } else if (k == "dtype") {
+        LB_RETURN_IF_ERROR(String(node, "dtype", &f.gen.dtype));
+      } else if (k == "endian") {
+        LB_RETURN_IF_ERROR(String(node, "endian", &f.gen.endian));
+      } else if (k == "misalign") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "misalign", 0, 63, &v));
+        f.gen.misalign = static_cast<uint64_t>(v);
+      } else if (k == "align" || k == "seed") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 0, INT64_MAX, &v));
+        (k == "align" ? f.gen.align : f.gen.seed) = static_cast<uint64_t>(v);
+      } else {
+        return BadAt(path_, node.source(), fmt::format("[[file]]: unknown key '{}'", k));
+      }
+    }
+    if (!f.path.empty()) {
+      if (!size.empty()) {
+        return BadAt(path_, t.source(), "[[file]] has both path (a file to use) and size (one "
+                                        "to generate)");
+      }
+      out->push_back(std::move(f));
+      return Status::Ok();
+    }
+    if (size.empty()) {
+      return BadAt(path_, t.source(), "[[file]] needs path (a file to use) or size (one to "
+                                      "generate)");
+    }
+    f.generate = true;
+    GenPlan plan;
+    Status s = PlanGenerated(f.gen, &plan);
+    if (!s.ok()) return BadAt(path_, t.source(), s.message());
+    f.file_bytes = plan.layout.file_size;
+    // Named by spec, so that every experiment asking for the same file finds it.
+    f.gen.out_path = fmt::format(
+        "{}/{}-{}-{}-s{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size), f.gen.dtype,
+        f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
+        f.gen.endian == "big" ? "-be" : "",
+        f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "", f.gen.format);
+    f.path = f.gen.out_path;
+    out->push_back(std::move(f));
+    return Status::Ok();
+  }
+
+  // "4GiB", or "1.25xRAM": a multiple of this machine's memory (MemTotal), rounded down to
+  // whole MiB, which then names the file ("30720MiB").
+  static Status SizeOf(const std::string& text, uint64_t* bytes, std::string* name) {
+    constexpr std::string_view kRam = "xRAM";
+    if (!text.ends_with(kRam)) return ParseBytes(text, "size", bytes);
+    const std::string factor_text = text.substr(0, text.size() - kRam.size());
+    char* end = nullptr;
+    const double factor = std::strtod(factor_text.c_str(), &end);
+    if (factor_text.empty() || end != factor_text.c_str() + factor_text.size() ||
+        !(factor > 0 && factor <= 64)) {
+      return Status::BadInput(fmt::format(
+          "size '{}': a multiple of memory is written like \"1.25xRAM\" (above 0, at most 64)",
+          text));
+    }
+    const uint64_t ram = MemTotalBytes();
+    if (ram == 0) return Status::BadInput("size: MemTotal is not readable in /proc/meminfo");
+    *bytes = static_cast<uint64_t>(factor * static_cast<double>(ram)) / (1 << 20) * (1 << 20);
+    *name = fmt::format("{}MiB", *bytes >> 20);
+    return Status::Ok();
+  }
+
+  static uint64_t MemTotalBytes() {
+    std::ifstream in("/proc/meminfo");
+    std::string key, unit;
+    uint64_t kib = 0;
+    while (in >> key >> kib >> unit) {
+      if (key == "MemTotal:") return kib * 1024;
+    }
+    return 0;
+  }
+
+  // "4GiB" stays "4GiB"; spaces and slashes cannot reach a file name.
+  static std::string FormatSize(const std::string& size) {
+    std::string out;
+    for (char c : size) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '.') out += c;
+    }
+    return out;
+  }
+
+  Status Strategy(const toml::table& t, std::vector<ExperimentStrategy>* out) {
+    std::string name;
+    // Option name to its values: one for a scalar, several for a grid axis.
+    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (k == "name") {
+        LB_RETURN_IF_ERROR(String(node, "name", &name));
+        continue;
+      }
+      std::vector<std::string> values;
+      auto add = [&](const toml::node& v) {
+        auto text = OptionText(v);
+        if (!text) {
+          return BadAt(path_, v.source(),
+                       fmt::format("option {}: a value must be a string, integer or boolean", k));
+        }
+        values.push_back(*text);
+        return Status::Ok();
+      };
+      if (const toml::array* a = node.as_array()) {
+        for (const toml::node& v : *a) LB_RETURN_IF_ERROR(add(v));
+        if (values.empty()) {
+          return BadAt(path_, node.source(), fmt::format("option {}: empty list", k));
+        }
+      } else {
+        LB_RETURN_IF_ERROR(add(node));
+      }
+      axes.emplace_back(k, std::move(values));
+    }
+    if (name.empty()) return BadAt(path_, t.source(), "[[strategy]] has no name");
+    // The grid: every combination of the axes, the first axis varying slowest.
+    std::vector<std::map<std::string, std::string>> points = {{}};
+    for (const auto& [option, values] : axes) {
+      std::vector<std::map<std::string, std::string>> next;
+      for (const auto& p : points) {
+        for (const auto& v : values) {
+          auto q = p;
+          q[option] = v;
+          next.push_back(std::move(q));
+        }
+      }
+      points = std::move(next);
+    }
+    const StrategyInfo* info = FindStrategy(name);
+    for (auto& options : points) {
+      ExperimentStrategy s;
+      s.spec.name = name;
+      s.spec.text = name;
+      for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
+      s.spec.options = std::move(options);
+      if (info == nullptr) {
+        s.unsupported = NotBuiltReason(name);
+      } else {
+        Params ignored;
+        UseOptions ignored_use;
+        Status st = ResolveSpec(*info, s.spec, &ignored, &ignored_use);
+        if (!st.ok()) s.unsupported = st.message();
+      }
+      out->push_back(std::move(s));
+    }
+    return Status::Ok();
+  }
+
+  const std::string& path_;
+  const std::string& data_;
+};
+
+// The opening comment from "# Question:" on, its lines joined, the #s and the label dropped.
+std::string QuestionOf(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, out;
+  while (std::getline(in, line) && line.starts_with("#")) {
+    std::string text = line.substr(line.find_first_not_of("# ") == std::string::npos
+                                       ? line.size()
+                                       : line.find_first_not_of("# "));
+    if (out.empty() && !text.starts_with("Question:")) break;
+    if (out.empty()) text = text.substr(std::string_view("Question:").size());
+    out += (out.empty() ? "" : " ") + text;
+  }
+  const size_t first = out.find_first_not_of(' ');
+  return first == std::string::npos ? "" : out.substr(first);
+}
+
+}  // namespace
+
+void PlanRuns(Experiment* e) {
+  const size_t nf = e->files.size(), ns = e->strategies.size();
+  e->runs.clear();
+  if (e->order != RoundOrder::kGrouped) {
+    for (int rep = 0; rep < e->reps; ++rep) {
+      for (const std::string& cache : e->caches) {
+        // The ceiling joins the rounds of cold conditions: the device speed is what a cold
+        // load is measured against.
+        const size_t members = ns + (e->ceiling && cache == "cold" ? 1 : 0);
+        const std::vector<size_t> order = MembersInOrder(members, rep, e->order, e->seed);
+        for (uint64_t limit : e->memory_limits) {
+          for (int procs : e->procs) {
+            for (size_t f = 0; f < nf; ++f) {
+              for (size_t k = 0; k < members; ++k) {
+                e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k)});
+              }
+            }
+          }
+        }
+      }
+    }
+    return;
+  }
+  for (size_t f = 0; f < nf; ++f) {
+    for (size_t k = 0; k < ns; ++k) {
+      for (uint64_t limit : e->memory_limits) {
+        for (int procs : e->procs) {
+          for (const std::string& cache : e->caches) {
+            for (int rep = 0; rep < e->reps; ++rep) {
+              e->runs.push_back({f, k, cache, rep, procs, limit, -1});
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out) {
+  toml::table top;
+  try {
+    top = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const std::string what(e.description());
+    if (e.source().begin.line == 0) {
+      return Status::BadInput(fmt::format("{}: {}", path, what));  // unreadable, not malformed
+    }
+    return BadAt(path, e.source(), what);
+  }
+  Experiment e;
+  e.path = path;
+  e.question = QuestionOf(path);
+  LB_RETURN_IF_ERROR(Reader(path, data_dir).Read(top, &e));
+  PlanRuns(&e);
+  *out = std::move(e);
+  return Status::Ok();
+}
+
+}  // namespace loadbench

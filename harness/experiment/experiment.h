@@ -1,0 +1,108 @@
+// Experiment files: a TOML file that states a question and the runs that answer it, read and
+// expanded into the list of runs (the plan). The file's shape:
+//
+//   # Question: how does io_uring's queue depth change a cold load?
+//   name = "io-depth"              # recorded as each run's `experiment`
+//   reps = 3                       # rounds (repetitions of every run; default 3), or "auto":
+//   auto_target = 0.10             #   rounds until every paired ratio with the baseline is
+//   auto_min_rounds = 6            #   known within ±10% (95% interval), between these
+//   auto_max_rounds = 30           #   bounds, within a time budget ("30min"; default none)
+//   auto_budget = "30min"
+//   baseline = "fread"             # the strategy point ratios are against (default: fread
+//                                  # when there is one, else the first point)
+//   ceiling = true                 # a device read in every round of a cold condition
+//   cache = ["cold"]               # "cold", "warm", or a list of them (default both)
+//   order = "interleaved"          # "shuffled" (seeded by `seed`) or "grouped"
+//   timeout_s = 600                # per run, 0 = none (default 0)
+//   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
+//   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
+//                                  # container; "none" for no cgroup (default none)
+//
+//   [[file]]                       # a file to generate (cached by spec in the data folder)...
+//   preset = "llama"
+//   size = "4GiB"                  # or a multiple of this machine's memory: "1.25xRAM"
+//   format = "wlf"                 # wlf, safetensors, gguf (default wlf)
+//   align = 4096                   # optional; the format's default otherwise
+//   seed = 0
+//   dtype = "bf16"
+//   endian = "little"              # or "big" (WLF only); misalign = 0..63 (safetensors only)
+//
+//   [[file]]                       # ...or one to use as it is
+//   path = "models/model.gguf"
+//
+//   [[strategy]]                   # every other key is an option; a list is a grid axis
+//   name = "io_uring"
+//   qd = [1, 4, 16, 64]
+//   chunk = ["256KiB", "1MiB", "4MiB"]
+//
+// Rounds (harness/run/rounds.h): each repetition runs every file, cache state, procs count and
+// memory limit once, and in each of those conditions every strategy point (and the ceiling)
+// back to back: rotated by one per round (interleaved) or in a seeded shuffle (shuffled), so
+// that drift on a shared machine hits all alike. Grouped order: all repetitions of one
+// combination back to back (no rounds; not with reps = "auto").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/gen/generator.h"
+#include "harness/run/rounds.h"
+#include "loaders/loader.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+struct ExperimentFile {
+  std::string path;      // the file to load; for a generated one, where gen writes it
+  bool generate = false;
+  GenOptions gen;        // when generate
+  uint64_t file_bytes = 0;  // planned size of a generated file; 0 for a given one
+};
+
+// One point of a strategy's grid.
+struct ExperimentStrategy {
+  StrategySpec spec;        // name and options as a run gets them; spec.text as on the CLI
+  std::string unsupported;  // why it cannot run (unknown strategy, bad option), else empty
+};
+
+struct ExperimentRun {
+  size_t file = 0;      // index into Experiment::files
+  size_t strategy = 0;  // index into Experiment::strategies; == strategies.size(): the ceiling
+  std::string cache;    // "cold" or "warm"
+  int rep = 0;
+  int procs = 1;
+  uint64_t memory_limit = 0;  // bytes; 0: none
+  int position = -1;          // place in its round; -1 in grouped order
+};
+
+struct Experiment {
+  std::string path;      // the experiment file
+  std::string name;
+  std::string question;  // the file's opening "# Question:" comment, without the #s
+  int reps = 3;               // with auto_reps: the most rounds planned (auto.max_rounds)
+  bool auto_reps = false;
+  AutoReps autoreps;
+  std::string baseline;       // a strategy point's spec text
+  bool ceiling = false;
+  std::vector<std::string> caches = {"cold", "warm"};
+  RoundOrder order = RoundOrder::kInterleaved;
+  uint64_t seed = 0;          // of the shuffled order
+  double timeout_s = 0;
+  std::vector<int> procs = {1};
+  std::vector<uint64_t> memory_limits = {0};
+  std::vector<ExperimentFile> files;
+  std::vector<ExperimentStrategy> strategies;
+  std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made
+};
+
+// Reads and expands the experiment at `path`; generated files go to `data_dir`. A malformed
+// file is kBadInput with "PATH:LINE: reason". A strategy that does not exist here or an option
+// it does not take is not an error: its runs are planned and reported `unsupported`.
+Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out);
+
+// Expands the files, strategies, cache states, procs, memory limits and reps into e->runs in
+// the experiment's order (LoadExperiment does this; call it again after changing reps).
+void PlanRuns(Experiment* e);
+
+}  // namespace loadbench

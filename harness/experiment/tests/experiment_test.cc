@@ -1,0 +1,322 @@
+// Experiment files: grids expand to every combination, the plan has the order the file asks
+// for, a strategy this build lacks is planned as unsupported, and a malformed file names the
+// line.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/experiment/experiment.h"
+#include "tests/support/wlf_fixture.h"
+
+namespace loadbench {
+namespace {
+
+class ExperimentTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    const std::string path = dir_.File("e.toml");
+    std::ofstream(path) << text;
+    return path;
+  }
+  Status Load(const std::string& text, Experiment* e) {
+    return LoadExperiment(Write(text), dir_.File("data"), e);
+  }
+  // The message of a file that must be refused.
+  std::string Refusal(const std::string& text) {
+    Experiment e;
+    const Status s = Load(text, &e);
+    EXPECT_EQ(s.code(), Status::Code::kBadInput) << text;
+    return s.message();
+  }
+
+  test::TempDir dir_;
+};
+
+constexpr const char* kGrid = R"(# Question: a grid.
+name = "grid"
+reps = 2
+cache = "both"
+
+[[file]]
+preset = "llama"
+size = "4MiB"
+format = "gguf"
+
+[[strategy]]
+name = "io_uring"
+qd = [1, 4]
+chunk = ["256KiB", "1MiB"]
+
+[[strategy]]
+name = "fread"
+)";
+
+TEST_F(ExperimentTest, GridsExpandToEveryCombination) {
+  Experiment e;
+  const Status s = Load(kGrid, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.name, "grid");
+  ASSERT_EQ(e.strategies.size(), 5u);
+  std::set<std::string> texts;
+  for (const auto& st : e.strategies) {
+    texts.insert(st.spec.text);
+    EXPECT_EQ(st.unsupported, "") << st.spec.text;
+  }
+  EXPECT_EQ(texts, (std::set<std::string>{"io_uring:chunk=256KiB:qd=1",
+                                          "io_uring:chunk=256KiB:qd=4", "io_uring:chunk=1MiB:qd=1",
+                                          "io_uring:chunk=1MiB:qd=4", "fread"}));
+  // 2 reps x 2 cache states x 1 file x 5 strategies, each combination exactly once per rep.
+  ASSERT_EQ(e.runs.size(), 20u);
+  std::set<std::tuple<size_t, std::string, int>> seen;
+  for (const auto& r : e.runs) EXPECT_TRUE(seen.insert({r.strategy, r.cache, r.rep}).second);
+}
+
+TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
+  Experiment e;
+  ASSERT_TRUE(Load(kGrid, &e).ok());
+  ASSERT_EQ(e.order, RoundOrder::kInterleaved);
+  // Rep 0 runs strategies 0..4 cold, then warm; rep 1 starts one strategy later.
+  EXPECT_EQ(e.runs[0].rep, 0);
+  EXPECT_EQ(e.runs[0].cache, "cold");
+  EXPECT_EQ(e.runs[0].strategy, 0u);
+  EXPECT_EQ(e.runs[5].cache, "warm");
+  EXPECT_EQ(e.runs[10].rep, 1);
+  EXPECT_EQ(e.runs[10].strategy, 1u);
+  EXPECT_EQ(e.runs[14].strategy, 0u);
+}
+
+TEST_F(ExperimentTest, RoundsHoldEveryPointOnceTheCeilingOnlyWhenCold) {
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8,
+               "reps = 3\norder = \"shuffled\"\nseed = 7\nceiling = true");
+  Experiment e;
+  const Status s = Load(text, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.order, RoundOrder::kShuffled);
+  EXPECT_TRUE(e.ceiling);
+  EXPECT_EQ(e.baseline, "fread");  // there is a fread: the default baseline
+  // Per rep: 5 points + the ceiling cold, 5 points warm.
+  ASSERT_EQ(e.runs.size(), 3u * 11u);
+  std::map<std::pair<int, std::string>, std::vector<size_t>> rounds;
+  for (const auto& r : e.runs) {
+    EXPECT_EQ(r.position, static_cast<int>(rounds[{r.rep, r.cache}].size()));
+    rounds[{r.rep, r.cache}].push_back(r.strategy);
+  }
+  std::set<std::vector<size_t>> orders;
+  for (auto& [key, members] : rounds) {
+    orders.insert(members);
+    std::sort(members.begin(), members.end());
+    std::vector<size_t> want = {0, 1, 2, 3, 4};
+    if (key.second == "cold") want.push_back(5);  // strategies.size(): the ceiling
+    EXPECT_EQ(members, want) << key.first << " " << key.second;
+  }
+  EXPECT_GT(orders.size(), 1u);  // shuffled, not one fixed order
+  // The same file plans the same rounds (a resume relies on it).
+  Experiment again;
+  ASSERT_TRUE(Load(text, &again).ok());
+  for (size_t i = 0; i < e.runs.size(); ++i) EXPECT_EQ(again.runs[i].strategy, e.runs[i].strategy);
+}
+
+TEST_F(ExperimentTest, AutoRepsPlansTheMostRoundsAndChecksItsKeys) {
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8,
+               "reps = \"auto\"\nauto_target = 0.05\nauto_max_rounds = 12\nauto_budget = \"20min\""
+               "\nbaseline = \"io_uring:chunk=1MiB:qd=4\"");
+  Experiment e;
+  const Status s = Load(text, &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(e.auto_reps);
+  EXPECT_EQ(e.reps, 12);
+  EXPECT_DOUBLE_EQ(e.autoreps.target, 0.05);
+  EXPECT_DOUBLE_EQ(e.autoreps.budget_s, 1200);
+  EXPECT_EQ(e.autoreps.min_rounds, 6);
+  EXPECT_EQ(e.baseline, "io_uring:chunk=1MiB:qd=4");
+  EXPECT_EQ(e.runs.size(), 12u * 10u);
+
+  auto with = [&](const std::string& lines) {
+    std::string t = kGrid;
+    t.replace(t.find("reps = 2"), 8, lines);
+    return t;
+  };
+  EXPECT_NE(Refusal(with("reps = \"many\"")).find("e.toml:3: reps must be an integer or \"auto\""),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\nauto_target = 0.1")).find("auto_* keys need reps = \"auto\""),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_target = 1.5")).find("below 1"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_min_rounds = 9\nauto_max_rounds = 8"))
+                .find("min 9 and max 8"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\norder = \"grouped\"")).find("not grouped"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_budget = \"soon\"")).find("not a duration"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\nbaseline = \"mmap\"")).find(
+                "e.toml:4: baseline 'mmap' is not one of the strategy points"),
+            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = 2\norder = \"random\"")).find("not interleaved, shuffled or"),
+            std::string::npos);
+}
+
+TEST_F(ExperimentTest, GroupedOrderKeepsRepetitionsTogether) {
+  Experiment e;
+  ASSERT_TRUE(Load(std::string(kGrid) + "", &e).ok());
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 2\norder = \"grouped\"");
+  ASSERT_TRUE(Load(text, &e).ok());
+  EXPECT_EQ(e.order, RoundOrder::kGrouped);
+  ASSERT_EQ(e.runs.size(), 20u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(e.runs[i].strategy, 0u) << i;
+  EXPECT_EQ(e.runs[0].rep, 0);
+  EXPECT_EQ(e.runs[1].rep, 1);
+  EXPECT_EQ(e.runs[2].cache, "warm");
+}
+
+TEST_F(ExperimentTest, GeneratedFilesAreNamedBySpecInTheDataFolder) {
+  Experiment e;
+  ASSERT_TRUE(Load(kGrid, &e).ok());
+  ASSERT_EQ(e.files.size(), 1u);
+  EXPECT_TRUE(e.files[0].generate);
+  EXPECT_EQ(e.files[0].path, dir_.File("data") + "/llama-4MiB-bf16-s0.gguf");
+  EXPECT_GT(e.files[0].file_bytes, 4u << 20);
+  ASSERT_TRUE(Load("[[file]]\npath = \"/models/x.safetensors\"\n[[strategy]]\nname = \"mmap\"\n",
+                   &e).ok());
+  EXPECT_FALSE(e.files[0].generate);
+  EXPECT_EQ(e.files[0].path, "/models/x.safetensors");
+  EXPECT_EQ(e.name, "e");  // from the file name when not given
+}
+
+TEST_F(ExperimentTest, ProcsAndMemoryLimitsAreAxesOfThePlan) {
+  Experiment e;
+  const Status s = Load(R"(reps = 2
+cache = "cold"
+procs = [1, 4]
+memory_limit = ["none", "2GiB", 1048576]
+timeout_s = 2.5
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "mmap"
+[[strategy]]
+name = "fread"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.procs, (std::vector<int>{1, 4}));
+  EXPECT_EQ(e.memory_limits, (std::vector<uint64_t>{0, uint64_t{2} << 30, 1u << 20}));
+  EXPECT_EQ(e.timeout_s, 2.5);
+  // 2 reps x 1 cache x 3 limits x 2 procs x 2 strategies, each once.
+  ASSERT_EQ(e.runs.size(), 24u);
+  std::set<std::tuple<size_t, int, int, uint64_t>> seen;
+  for (const auto& r : e.runs) {
+    EXPECT_TRUE(seen.insert({r.strategy, r.rep, r.procs, r.memory_limit}).second);
+  }
+  // Interleaved: one repetition of everything before the next starts.
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(e.runs[i].rep, 0) << i;
+  EXPECT_NE(Refusal("procs = 0\n").find("e.toml:1: procs = 0 is out of range"),
+            std::string::npos);
+  EXPECT_NE(Refusal("memory_limit = []\n").find("memory_limit is an empty list"),
+            std::string::npos);
+  EXPECT_NE(Refusal("memory_limit = \"lots\"\n").find("e.toml:1:"), std::string::npos);
+  EXPECT_NE(Refusal("timeout_s = -1\n").find("timeout_s must be"), std::string::npos);
+}
+
+// "1.25xRAM" is a multiple of this machine's memory, resolved when the plan is made and
+// naming the file by its size in MiB, so that the same file is found again.
+TEST_F(ExperimentTest, SizesCanBeMultiplesOfMemory) {
+  Experiment e;
+  const Status s = Load("[[file]]\npreset = \"llama\"\nsize = \"0.01xRAM\"\n"
+                        "[[strategy]]\nname = \"mmap\"\n", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const uint64_t ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                       static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t want = static_cast<uint64_t>(0.01 * static_cast<double>(ram)) >> 20;
+  EXPECT_EQ(e.files[0].gen.size_bytes, want << 20);
+  EXPECT_NE(e.files[0].path.find(fmt::format("llama-{}MiB-", want)), std::string::npos)
+      << e.files[0].path;
+  EXPECT_NE(Refusal("[[file]]\nsize = \"twoxRAM\"\n").find("1.25xRAM"), std::string::npos);
+}
+
+// A strategy this build does not have, or an option it does not take, is planned: its runs
+// are reported unsupported with the reason, and the rest of the experiment runs.
+TEST_F(ExperimentTest, UnknownStrategiesAndOptionsArePlannedAsUnsupported) {
+  Experiment e;
+  const Status s = Load(R"([[file]]
+path = "x.wlf"
+[[strategy]]
+name = "nosuch"
+[[strategy]]
+name = "fread"
+flavour = "sweet"
+[[strategy]]
+name = "mmap"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(e.strategies.size(), 3u);
+  EXPECT_NE(e.strategies[0].unsupported.find("'nosuch' does not exist"), std::string::npos);
+  EXPECT_NE(e.strategies[1].unsupported.find("unknown option 'flavour'"), std::string::npos)
+      << e.strategies[1].unsupported;
+  EXPECT_EQ(e.strategies[2].unsupported, "");
+  EXPECT_EQ(e.runs.size(), 3u * 2u * 3u);  // 3 reps, both cache states by default
+}
+
+TEST_F(ExperimentTest, MalformedFilesNameTheLine) {
+  EXPECT_NE(Refusal("name = \"x\"\nreps = = 3\n").find("e.toml:2:"), std::string::npos);
+  EXPECT_NE(Refusal("reps = \"three\"\n").find("e.toml:1: reps must be an integer"),
+            std::string::npos);
+  EXPECT_NE(Refusal("\n\ncolour = 1\n").find("e.toml:3: unknown key 'colour'"),
+            std::string::npos);
+  EXPECT_NE(Refusal("cache = \"hot\"\n").find("cache must be"), std::string::npos);
+  EXPECT_NE(Refusal("order = \"random\"\n").find("order 'random'"), std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\nsize = \"lots\"\n[[strategy]]\nname = \"mmap\"\n").find("e.toml:2:"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npreset = \"llama\"\n[[strategy]]\nname = \"mmap\"\n")
+                .find("needs path"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n[[strategy]]\nqd = [1]\n").find("has no name"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n").find("no [[strategy]]"), std::string::npos);
+  EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n[[strategy]]\nname = \"mmap\"\nx = []\n")
+                .find("e.toml:5: option x: empty list"),
+            std::string::npos);
+  Experiment e;
+  const Status s = LoadExperiment(dir_.File("missing.toml"), dir_.path(), &e);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput);
+  EXPECT_NE(s.message().find("missing.toml"), std::string::npos) << s.message();
+}
+
+// Every shipped experiment parses, and names only strategies and options this build has.
+TEST(ShippedExperiments, ParseAndPlanWithEveryStrategySupported) {
+  const std::filesystem::path dir = std::filesystem::path(LOADBENCH_SOURCE_DIR) / "experiments";
+  test::TempDir data;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++count;
+    Experiment e;
+    const Status s = LoadExperiment(entry.path().string(), data.path(), &e);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_FALSE(e.runs.empty()) << entry.path();
+    for (const auto& st : e.strategies) {
+      EXPECT_EQ(st.unsupported, "") << entry.path() << ": " << st.spec.text;
+    }
+    std::ifstream in(entry.path());
+    std::string first;
+    std::getline(in, first);
+    EXPECT_EQ(first.rfind("# Question:", 0), 0u) << entry.path() << " must start with its question";
+  }
+  EXPECT_GE(count, 2);
+}
+
+}  // namespace
+}  // namespace loadbench

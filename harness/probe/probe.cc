@@ -1,0 +1,461 @@
+// The probe command and its cache: runs the measurements of harness/probe/probe_measure.h in order,
+// on a scratch file that never outlives the process, and records them beside the facts that
+// shape every result.
+#include "harness/probe/probe.h"
+
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/system/env.h"
+#include "harness/system/interrupt.h"
+#include "harness/probe/probe_measure.h"
+#include "harness/run/results.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/units.h"
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+using probe::kBlockBytes;
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+// Free space the scratch file must leave on its filesystem.
+constexpr uint64_t kHeadroomBytes = 64 * kMiB;
+constexpr int kDeviceReps = 3;
+constexpr int kMemcpyReps = 5;
+constexpr int kFaultReps = 5;
+constexpr int kQuickFaultReps = 3;
+
+// The full probe's memory-side sizes: memcpy buffers well past any last-level cache, and enough
+// faults that the clock's resolution does not matter. The quick probe's stay under about 2 s
+// even where a 4 KiB fault costs 20 us.
+struct MemorySizes {
+  uint64_t memcpy_bytes, anon_bytes, thp_bytes;
+};
+constexpr MemorySizes kFullSizes{256 * kMiB, 64 * kMiB, 256 * kMiB};
+constexpr MemorySizes kQuickSizes{32 * kMiB, 16 * kMiB, 64 * kMiB};
+constexpr uint64_t kQuickFileBytes = 16 * kMiB;
+
+constexpr const char* kRunProbe = "run `loadbench probe` (make probe) to measure it";
+
+std::string FirstLine(const std::string& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string BootId() { return FirstLine("/proc/sys/kernel/random/boot_id"); }
+
+// "major:minor" of the filesystem holding `path`, or "" when it cannot be stat'ed.
+std::string DeviceOf(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return "";
+  return fmt::format("{}:{}", major(st.st_dev), minor(st.st_dev));
+}
+
+std::string UtcStamp(std::time_t t, const char* format) {
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[64];
+  return std::string(buf, std::strftime(buf, sizeof buf, format, &tm));
+}
+
+Json Opt(const std::optional<bool>& v) { return v ? Json(*v) : Json(); }
+
+// The settings that shape results, repeated from env.json so that the probe (and its cache)
+// stands on its own.
+Json Facts(const Json& env) {
+  auto at = [&](const char* pointer) {
+    const Json::json_pointer p(pointer);
+    return env.contains(p) ? env[p] : Json();
+  };
+  return {{"kernel", at("/kernel/release")},
+          {"thp_enabled", at("/thp/enabled")},
+          {"thp_defrag", at("/thp/defrag")},
+          {"device", at("/storage/device")},
+          {"device_model", at("/storage/model")},
+          {"rotational", at("/storage/rotational")},
+          {"scheduler", at("/storage/scheduler")},
+          {"read_ahead_kb", at("/storage/read_ahead_kb")},
+          {"filesystem", at("/filesystem/type")},
+          {"mount_point", at("/filesystem/mount_point")},
+          {"mount_options", at("/filesystem/mount_options")},
+          {"super_options", at("/filesystem/super_options")},
+          {"drop_caches_writable", at("/limits/drop_caches_writable")},
+          {"memlock_soft_bytes", at("/limits/memlock_soft_bytes")},
+          {"memlock_hard_bytes", at("/limits/memlock_hard_bytes")},
+          {"io_uring_disabled", at("/limits/io_uring_disabled")},
+          {"perf_event_paranoid", at("/limits/perf_event_paranoid")},
+          {"virtual_machine", at("/virtualization/hypervisor_flag")},
+          {"vm_product", at("/virtualization/product_name")},
+          {"free_page_reporting", Opt(probe::FreePageReporting())},
+          {"root", at("/root")}};
+}
+
+// Every ceiling's key, in print order; each is filled in as it is measured.
+Json Ceilings() {
+  Json c = Json::object();
+  for (const CeilingSpec& spec : kCeilings) c[spec.key] = nullptr;
+  return c;
+}
+
+Json NewProbe(const char* kind, const std::string& dir, uint64_t bytes) {
+  const std::time_t now = std::time(nullptr);
+  return {{"kind", kind},
+          {"time_utc", UtcStamp(now, "%Y-%m-%dT%H:%M:%SZ")},
+          {"time_unix", static_cast<int64_t>(now)},
+          {"boot_id", BootId()},
+          {"wall_s", nullptr},
+          {"scratch", {{"dir", dir}, {"device", DeviceOf(dir)}, {"bytes", bytes}}},
+          {"ceilings", Ceilings()},
+          {"facts", nullptr}};
+}
+
+std::string Text(const Json& v) {
+  if (v.is_null()) return "?";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  return v.dump();
+}
+
+// " (text)", or nothing for a value that is not known.
+std::string Aside(const Json& v) { return v.is_null() ? "" : " (" + Text(v) + ")"; }
+
+std::string Memlock(const Json& v) {
+  return v.is_number_unsigned() ? FormatBytes(v.get<uint64_t>()) : Text(v);
+}
+
+// The figure of ceiling `c`, with a few words on how it was chosen, or why there is none.
+std::string Result(const CeilingSpec& c, const Json& m) {
+  const Json& f = m.contains(c.figure) ? m[c.figure] : Json();
+  if (!f.is_number()) {
+    return fmt::format("{:>9}  {:<9} {}", "n/a", "", Text(m.value("reason", Json())));
+  }
+  std::string how;
+  if (m.contains("seconds")) {
+    how = fmt::format("{:.2f} s, one pass", m["seconds"].get<double>());
+  } else if (m.contains("median_gb_per_s")) {
+    how = fmt::format("{}, median {:.2f}", Text(m["chosen"]), m["median_gb_per_s"].get<double>());
+  } else if (std::string(c.key) == "thp_fault") {
+    how = fmt::format("{:.2f} GB/s, {:.0f}% granted", m["gb_per_s"].get<double>(),
+                      m["granted_fraction"].get<double>() * 100);
+  } else if (std::string(c.key) == "file_minor_fault") {
+    how = fmt::format("{:.3f} us per 4 KiB page, {:.0f} pages per fault",
+                      m["us_per_page"].get<double>(), m["pages_per_fault"].get<double>());
+  } else if (m.contains("faults")) {
+    how = fmt::format("{} faults counted", Text(m["faults"]));
+  }
+  return fmt::format("{:>9.2f}  {:<9} {}", f.get<double>(), c.unit, how);
+}
+
+std::string Table(const Json& probe) {
+  std::string out = fmt::format("{:<46} {:>9}  {:<9} {}\n", "ceiling", "value", "unit", "how");
+  for (const CeilingSpec& c : kCeilings) {
+    out += fmt::format("{:<46} {}\n", c.label, Result(c, probe["ceilings"][c.key]));
+  }
+  const Json& f = probe["facts"];
+  out += "\nfacts\n";
+  auto line = [&](const char* name, const std::string& value) {
+    out += fmt::format("  {:<20} {}\n", name, value);
+  };
+  line("kernel", Text(f["kernel"]));
+  line("THP",
+       fmt::format("enabled [{}], defrag [{}]", Text(f["thp_enabled"]), Text(f["thp_defrag"])));
+  line("device", fmt::format("{}{}, scheduler {}, read_ahead_kb {}, rotational {}",
+                             Text(f["device"]), Aside(f["device_model"]), Text(f["scheduler"]),
+                             Text(f["read_ahead_kb"]), Text(f["rotational"])));
+  line("filesystem", fmt::format("{} on {} ({}; {})", Text(f["filesystem"]), Text(f["mount_point"]),
+                                 Text(f["mount_options"]), Text(f["super_options"])));
+  line("drop_caches", f["drop_caches_writable"] == true ? "writable" : "not writable");
+  line("RLIMIT_MEMLOCK", fmt::format("soft {}, hard {}", Memlock(f["memlock_soft_bytes"]),
+                                     Memlock(f["memlock_hard_bytes"])));
+  line("io_uring_disabled", Text(f["io_uring_disabled"]));
+  line("perf_event_paranoid", Text(f["perf_event_paranoid"]));
+  line("virtual machine", Text(f["virtual_machine"]) + Aside(f["vm_product"]));
+  line("free page reporting",
+       Text(f["free_page_reporting"]) + (f["free_page_reporting"] == true
+                                             ? " (freed guest memory goes back to the host: first "
+                                               "touches of it pay host faults)"
+                                             : ""));
+  line("root", Text(f["root"]));
+  return out;
+}
+
+struct Step {
+  const char* key;  // in kCeilings
+  std::string what;
+  std::function<Json()> run;
+};
+
+const CeilingSpec& Spec(const std::string& key) {
+  for (const CeilingSpec& c : kCeilings) {
+    if (key == c.key) return c;
+  }
+  std::abort();  // every Step names one of kCeilings
+}
+
+int BadInput(const std::string& message) {
+  fmt::print(stderr, "loadbench probe: {}\n", message);
+  return 2;
+}
+
+Status WriteCache(const Json& probe, std::string* path) {
+  *path = ProbeCachePath();
+  if (path->empty()) return Status::IOError("neither XDG_CACHE_HOME nor HOME is set");
+  LB_RETURN_IF_ERROR(MakeDirs(fs::path(*path).parent_path().string()));
+  return WriteJsonFile(*path, probe);
+}
+
+// A file of `bytes` in the page cache, written and not synced: no device I/O.
+Status FillCached(int fd, const std::string& path, uint64_t bytes) {
+  const std::vector<std::byte> block(kBlockBytes, std::byte{0x5a});
+  for (uint64_t off = 0; off < bytes; off += kBlockBytes) {
+    LB_RETURN_IF_ERROR(PwriteExact(fd, path, block.data(), block.size(), off));
+  }
+  return Status::Ok();
+}
+
+Json QuickProbe(const std::string& file_path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Beside the file, so that the file fault is priced on its filesystem; else a temp dir.
+  std::vector<std::string> dirs;
+  if (!file_path.empty()) dirs.push_back(fs::path(file_path).parent_path().string());
+  const char* tmp = std::getenv("TMPDIR");
+  dirs.push_back(tmp != nullptr && *tmp == '/' ? tmp : "/tmp");
+  UniqueFd fd;
+  std::string scratch, dir;
+  Status s = Status::IOError("no directory for a scratch file");
+  for (const std::string& d : dirs) {
+    dir = d.empty() ? "." : d;
+    s = OpenUnnamedFile(dir, &fd, &scratch);
+    if (s.ok()) break;
+  }
+  if (s.ok()) s = FillCached(fd.get(), scratch, kQuickFileBytes);
+
+  Json p = NewProbe("quick", dir, kQuickFileBytes);
+  Json& c = p["ceilings"];
+  for (const char* key :
+       {"sequential_write", "cold_direct_read", "cold_buffered_read", "warm_read"}) {
+    c[key] = {{"gb_per_s", nullptr},
+              {"reason",
+               fmt::format("not measured: a run's quick probe does no device I/O; {}", kRunProbe)}};
+  }
+  c["memcpy"] = probe::MemcpyBandwidth(kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["h2d_pinned"] = probe::HostToDevice(true, kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["h2d_pageable"] = probe::HostToDevice(false, kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["anon_4k_fault"] = probe::AnonFault4k(kQuickSizes.anon_bytes, kQuickFaultReps);
+  c["thp_fault"] = probe::ThpFault(kQuickSizes.thp_bytes, kQuickFaultReps);
+  c["file_minor_fault"] = s.ok() ? probe::FileMinorFault(scratch, kQuickFileBytes, kQuickFaultReps)
+                                 : Json{{"us_per_fault", nullptr}, {"reason", s.message()}};
+  p["facts"] = Facts(CollectEnv(file_path));
+  p["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return p;
+}
+
+}  // namespace
+
+std::string ProbeCachePath() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::string base;
+  if (xdg != nullptr && xdg[0] == '/') {
+    base = xdg;  // the XDG spec: a relative path is invalid and ignored
+  } else if (home != nullptr && home[0] == '/') {
+    base = std::string(home) + "/.cache";
+  } else {
+    return "";
+  }
+  return base + "/loadbench/probe.json";
+}
+
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path,
+                                                  std::string* why) {
+  const std::string path = ProbeCachePath();
+  if (path.empty()) {
+    *why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
+    return std::nullopt;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    *why = fmt::format("no probe of this machine cached at {}", path);
+    return std::nullopt;
+  }
+  Json cached = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const bool valid = cached.is_object() && cached.value("boot_id", Json()).is_string() &&
+                     cached.value("time_unix", Json()).is_number_integer() &&
+                     cached.value("ceilings", Json()).is_object() &&
+                     cached.value("scratch", Json()).is_object();
+  if (!valid) {
+    *why = fmt::format("the cached probe {} is corrupt and was ignored", path);
+    return std::nullopt;
+  }
+  if (const std::string boot = BootId(); boot.empty() || cached["boot_id"] != boot) {
+    *why = fmt::format("the cached probe {} is from an earlier boot and was ignored", path);
+    return std::nullopt;
+  }
+  cached["source"] = path;
+  cached["age_s"] = static_cast<int64_t>(std::time(nullptr)) - cached["time_unix"].get<int64_t>();
+  const std::string here = DeviceOf(file_path);
+  cached["same_device"] =
+      here.empty() ? Json() : Json(cached["scratch"].value("device", Json()) == here);
+  return cached;
+}
+
+nlohmann::ordered_json ProbeForRun(const std::string& file_path) {
+  std::string why;
+  if (auto cached = CachedProbe(file_path, &why)) return *cached;
+  Json p = QuickProbe(file_path);
+  p["source"] = "quick";
+  p["age_s"] = 0;
+  p["same_device"] = nullptr;
+  p["note"] = fmt::format("{}: a quick probe made here instead, without the device figures; {}",
+                          why, kRunProbe);
+  return p;
+}
+
+int ProbeMain(const ProbeOptions& opts) {
+  InstallInterruptHandlers();
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t size = 0;
+  if (Status s = ParseBytes(opts.size, "--size", &size); !s.ok()) return BadInput(s.message());
+  if (size < kBlockBytes) {
+    return BadInput(fmt::format("--size: at least 1 MiB, got '{}'", opts.size));
+  }
+
+  // Everything the user gave is checked before anything is written.
+  if (Status s = MakeDirs(opts.dir); !s.ok()) return BadInput(s.message());
+  std::error_code ec;
+  const std::string dir = fs::absolute(opts.dir, ec).lexically_normal().string();
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) {
+    return BadInput(Status::FromErrno(fmt::format("{}: statvfs", dir), errno).message());
+  }
+  const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (avail < kHeadroomBytes || avail - kHeadroomBytes < size) {
+    return BadInput(fmt::format(
+        "{}: not enough free space for the scratch file: needs {} plus {} to spare, {} free", dir,
+        FormatBytes(size), FormatBytes(kHeadroomBytes), FormatBytes(avail)));
+  }
+  size = (size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;  // cannot overflow: size <= avail
+  UniqueFd fd;
+  std::string scratch;
+  if (Status s = OpenUnnamedFile(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());
+  const std::string out = opts.out_dir.empty()
+                              ? "results/probe-" + UtcStamp(std::time(nullptr), "%Y%m%d-%H%M%S")
+                              : opts.out_dir;
+  const std::string env_path = out + "/env.json";
+  if (::access(env_path.c_str(), F_OK) == 0) {
+    return BadInput(fmt::format("{}: already exists; choose another --out", env_path));
+  }
+  if (Status s = MakeDirs(out); !s.ok()) return BadInput(s.message());
+
+  Json env = CollectEnv(dir);
+  env["command_line"] = opts.command_line;
+  Json probe = NewProbe("full", dir, size);
+  const std::string sz = FormatBytes(size);
+  std::string unwritten;  // why the file's measurements cannot run, once the write failed
+  const std::vector<Step> file_steps = {
+      {"sequential_write", fmt::format("sequential write of {}", sz),
+       [&] { return probe::SequentialWrite(fd.get(), scratch, size); }},
+      {"cold_direct_read",
+       fmt::format("cold O_DIRECT io_uring read of {}, {} times", sz, kDeviceReps),
+       [&] { return probe::ColdDirectRead(scratch, size, kDeviceReps); }},
+      {"cold_buffered_read", fmt::format("cold buffered read of {}, {} times", sz, kDeviceReps),
+       [&] { return probe::ColdBufferedRead(scratch, size, kDeviceReps); }},
+      {"warm_read", fmt::format("warm read of {}, {} times", sz, kDeviceReps),
+       [&] { return probe::WarmRead(scratch, size, kDeviceReps); }},
+      {"file_minor_fault", fmt::format("minor faults mapping the cached {}", sz),
+       [&] { return probe::FileMinorFault(scratch, size, kFaultReps); }},
+  };
+  const std::vector<Step> memory_steps = {
+      {"memcpy", fmt::format("memcpy of {}", FormatBytes(kFullSizes.memcpy_bytes)),
+       [] { return probe::MemcpyBandwidth(kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"h2d_pinned",
+       fmt::format("cudaMemcpy to the GPU from pinned memory, {}",
+                   FormatBytes(kFullSizes.memcpy_bytes)),
+       [] { return probe::HostToDevice(true, kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"h2d_pageable",
+       fmt::format("cudaMemcpy to the GPU from pageable memory, {}",
+                   FormatBytes(kFullSizes.memcpy_bytes)),
+       [] { return probe::HostToDevice(false, kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"anon_4k_fault",
+       fmt::format("4 KiB anonymous faults over {}", FormatBytes(kFullSizes.anon_bytes)),
+       [] { return probe::AnonFault4k(kFullSizes.anon_bytes, kFaultReps); }},
+      {"thp_fault", fmt::format("THP faults over {}", FormatBytes(kFullSizes.thp_bytes)),
+       [] { return probe::ThpFault(kFullSizes.thp_bytes, kFaultReps); }},
+  };
+  const size_t total = file_steps.size() + memory_steps.size();
+  size_t n = 0;
+  // One measurement with its line of progress; false when interrupted.
+  auto run = [&](const Step& step, bool needs_file) {
+    const CeilingSpec& spec = Spec(step.key);
+    fmt::print(stderr, "probe [{}/{}] {}: ", ++n, total, step.what);
+    Json m = needs_file && !unwritten.empty() ? Json{{spec.figure, nullptr}, {"reason", unwritten}}
+                                              : step.run();
+    fmt::print(stderr, "{}\n",
+               m[spec.figure].is_number()
+                   ? fmt::format("{:.2f} {}", m[spec.figure].get<double>(), spec.unit)
+                   : "n/a: " + Text(m.value("reason", Json())));
+    probe["ceilings"][step.key] = std::move(m);
+    return !Interrupted();
+  };
+  bool finished = true;
+  for (const Step& step : file_steps) {
+    if (!(finished = run(step, true))) break;
+    if (unwritten.empty() && !probe["ceilings"]["sequential_write"]["gb_per_s"].is_number()) {
+      unwritten = "the scratch file could not be written: " +
+                  Text(probe["ceilings"]["sequential_write"]["reason"]);
+    }
+  }
+  fd.reset();  // done with the scratch file: its space and cache are freed here
+  for (const Step& step : memory_steps) {
+    if (!finished || !(finished = run(step, false))) break;
+  }
+  if (!finished) {
+    ::rmdir(out.c_str());  // created above and still empty; a folder that holds anything stays
+    fmt::print(stderr, "loadbench probe: interrupted; the scratch file is gone, nothing written\n");
+    return 130;
+  }
+
+  probe["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  probe["facts"] = Facts(env);
+  env["probe"] = probe;
+  if (Status s = WriteJsonFile(env_path, env); !s.ok()) {
+    fmt::print(stderr, "loadbench probe: {}\n", s.message());
+    return 1;
+  }
+  std::string cache;
+  if (Status s = WriteCache(probe, &cache); !s.ok()) {
+    // Runs then make a quick probe of their own, which says so; not a reason to fail here.
+    fmt::print(stderr, "loadbench probe: the probe was not cached: {}\n", s.message());
+    cache.clear();
+  }
+  if (opts.json) {
+    fmt::print("{}\n", probe.dump(2, ' ', false, Json::error_handler_t::replace));
+  } else {
+    fmt::print("loadbench probe: {} scratch file in {} ({}), {:.1f} s\n\n{}", sz, dir,
+               Text(probe["facts"]["filesystem"]), probe["wall_s"].get<double>(), Table(probe));
+  }
+  fmt::print(stderr, "results: {}{}\n", env_path, cache.empty() ? "" : "; cached in " + cache);
+  return 0;
+}
+
+}  // namespace loadbench

@@ -1,0 +1,621 @@
+// The probe's measurements: each times one thing with steady_clock, on a page-cache state that
+// was checked, with faults counted by the kernel (getrusage), never inferred from sizes.
+#include "harness/probe/probe_measure.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/virtio_balloon.h>
+#include <linux/virtio_ids.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/system/cache.h"
+#include "harness/system/interrupt.h"
+#include "harness/run/runner.h"
+#include "loaders/cuda/gpu.h"
+#include "loaders/base/io_ring.h"
+
+namespace loadbench::probe {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+constexpr const char* kThpDir = "/sys/kernel/mm/transparent_hugepage/";
+constexpr const char* kInterrupted = "interrupted";
+
+// Keeps the compiler from dropping a read loop or a copy whose result nothing else reads.
+volatile unsigned g_sink = 0;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+size_t PageBytes() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
+
+// Every figure of `j` was set to null when it was made, and is set only on success.
+Json Fail(Json j, const std::string& why) {
+  j["reason"] = Interrupted() ? std::string(kInterrupted) : why;
+  return j;
+}
+
+struct Faults {
+  long minor = 0;
+  long major = 0;
+};
+Faults ThreadFaults() {
+  struct rusage ru {};
+  ::getrusage(RUSAGE_THREAD, &ru);
+  return {ru.ru_minflt, ru.ru_majflt};
+}
+
+// Touches one byte per `stride` bytes of [p, p + len): a write, or a read. Returns seconds.
+double Touch(std::byte* p, size_t len, size_t stride, bool write) {
+  const auto t0 = Clock::now();
+  unsigned sum = 0;
+  for (size_t off = 0; off < len; off += stride) {
+    if (write) {
+      *static_cast<volatile std::byte*>(p + off) = std::byte{1};
+    } else {
+      sum += static_cast<unsigned>(*static_cast<volatile const std::byte*>(p + off));
+    }
+  }
+  const double s = Since(t0);
+  g_sink = sum;
+  return s;
+}
+
+Status MapAnon(size_t len, Mapping* out) {
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status::FromErrno(fmt::format("mmap of {} anonymous bytes", len), errno);
+  }
+  *out = Mapping(p, len);
+  return Status::Ok();
+}
+
+// Empty when `path` is <= 1% resident after a drop, else why not. Appends the check to `checks`.
+std::string DropAndCheck(const std::string& path, Json* checks) {
+  DropMethod used = DropMethod::kDropCaches;
+  Residency r;
+  Status s = DropFileCache(path, &used);
+  if (s.ok()) s = MeasureResidency(path, &r);
+  if (!s.ok()) return s.message();
+  checks->push_back({{"drop_method", DropMethodName(used)}, {"resident", r.fraction()}});
+  if (r.fraction() <= kColdMaxResident) return "";
+  return fmt::format("not cold: still {:.1f}% resident after {} (a cold read needs <= {:.0f}%)",
+                     r.fraction() * 100, DropMethodName(used), kColdMaxResident * 100);
+}
+
+// Empty when `path` is >= 99% resident after reading it through the cache, else why not.
+std::string WarmAndCheck(const std::string& path, Json* j) {
+  Residency r;
+  Status s = WarmFile(path);
+  if (s.ok()) s = MeasureResidency(path, &r);
+  if (!s.ok()) return s.message();
+  (*j)["resident"] = r.fraction();
+  if (r.fraction() >= kWarmMinResident) return "";
+  return fmt::format("not warm: only {:.1f}% resident after reading it (needs >= {:.0f}%)",
+                     r.fraction() * 100, kWarmMinResident * 100);
+}
+
+// `reps` timed repetitions, each after `prepare` ("" when its state was reached, else why
+// not). The figure is the best rate: a ceiling is what the machine can do, and a slower
+// repetition is something else getting in the way. One failure voids the figure.
+Json Bandwidth(Json j, uint64_t bytes, int reps, const std::function<std::string()>& prepare,
+               const std::function<Status(double*)>& timed) {
+  std::vector<double> rates;
+  for (int i = 0; i < reps; ++i) {
+    if (Interrupted()) return Fail(j, kInterrupted);
+    if (const std::string why = prepare(); !why.empty()) return Fail(j, why);
+    double seconds = 0;
+    if (Status s = timed(&seconds); !s.ok()) return Fail(j, s.message());
+    rates.push_back(static_cast<double>(bytes) / seconds / 1e9);
+  }
+  j["gb_per_s"] = *std::max_element(rates.begin(), rates.end());
+  j["median_gb_per_s"] = Median(rates);
+  j["reps_gb_per_s"] = rates;
+  return j;
+}
+
+Json BandwidthRecord(uint64_t bytes, int reps, const std::string& method) {
+  return {{"gb_per_s", nullptr},
+          {"median_gb_per_s", nullptr},
+          {"reps_gb_per_s", nullptr},
+          {"bytes", bytes},
+          {"reps", reps},
+          {"chosen", fmt::format("best of {}", reps)},
+          {"method", method}};
+}
+
+// read() of kBlockBytes at a time until EOF; the bytes must come to `bytes`.
+Status ReadToEnd(int fd, const std::string& path, std::byte* buf, uint64_t bytes, double* seconds) {
+  uint64_t total = 0;
+  const auto t0 = Clock::now();
+  while (!Interrupted()) {
+    const ssize_t got = ::read(fd, buf, kBlockBytes);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::FromErrno(fmt::format("{}: read at offset {}", path, total), errno);
+    if (got == 0) break;
+    total += static_cast<uint64_t>(got);
+  }
+  *seconds = Since(t0);
+  if (Interrupted()) return Status::Failed(kInterrupted);
+  if (total != bytes) {
+    return Status::IOError(fmt::format("{}: read {} bytes, expected {}", path, total, bytes));
+  }
+  return Status::Ok();
+}
+
+std::string FirstWord(const std::string& file) {
+  std::ifstream in(file);
+  std::string word;
+  in >> word;
+  return word;
+}
+
+// Reads [0, bytes) of `fd` with kQueueDepth requests of kBlockBytes in flight, slot i reading
+// into buf + i * kBlockBytes. Short reads are requeued for the rest, -EAGAIN and -EINTR
+// retried. After an error or an interrupt nothing more is queued, but every request in flight
+// is still reaped.
+Status UringReadAll(io_uring* ring, int fd, const std::string& path, std::byte* buf,
+                    uint64_t bytes) {
+  struct Request {
+    uint64_t offset;
+    unsigned len;
+    unsigned done;
+  };
+  std::vector<Request> requests(kQueueDepth);
+  uint64_t next = 0;
+  unsigned in_flight = 0;
+  // The ring has an entry per slot, so an SQE is always free.
+  auto queue = [&](size_t slot) {
+    const Request& r = requests[slot];
+    io_uring_sqe* sqe = ::io_uring_get_sqe(ring);
+    ::io_uring_prep_read(sqe, fd, buf + slot * kBlockBytes + r.done, r.len - r.done,
+                         r.offset + r.done);
+    ::io_uring_sqe_set_data64(sqe, slot);
+    ++in_flight;
+  };
+  auto queue_next = [&](size_t slot) {
+    const auto len = static_cast<unsigned>(std::min(kBlockBytes, bytes - next));
+    requests[slot] = {next, len, 0};
+    next += len;
+    queue(slot);
+  };
+  for (size_t slot = 0; slot < kQueueDepth && next < bytes; ++slot) queue_next(slot);
+  Status error;
+  while (in_flight > 0) {
+    if (const int ret = ::io_uring_submit_and_wait(ring, 1); ret < 0 && ret != -EINTR) {
+      return Status::IOError(fmt::format("{}: io_uring_enter: {}", path, std::strerror(-ret)));
+    }
+    io_uring_cqe* cqe = nullptr;
+    while (::io_uring_peek_cqe(ring, &cqe) == 0) {
+      const auto slot = static_cast<size_t>(::io_uring_cqe_get_data64(cqe));
+      const int res = cqe->res;
+      ::io_uring_cqe_seen(ring, cqe);
+      --in_flight;
+      Request& r = requests[slot];
+      if (res == -EAGAIN || res == -EINTR) {
+        queue(slot);
+      } else if (res < 0 || (res == 0 && r.done < r.len)) {
+        if (error.ok()) {
+          error = Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}", path,
+                                              r.len - r.done, r.offset + r.done,
+                                              res < 0 ? std::strerror(-res) : "end of file"));
+        }
+      } else if (r.done += static_cast<unsigned>(res); r.done < r.len) {
+        queue(slot);
+      } else if (error.ok() && !Interrupted() && next < bytes) {
+        queue_next(slot);
+      }
+    }
+  }
+  if (error.ok() && Interrupted()) return Status::Failed(kInterrupted);
+  return error;
+}
+
+// One timed touch of a region, with the faults the kernel counted for it.
+struct Touched {
+  double seconds = 0;
+  long minor = 0;
+  long major = 0;
+  uint64_t huge_bytes = 0;  // AnonHugePages gained, for the THP measurement
+};
+
+Touched TouchCounted(std::byte* p, size_t len, bool write) {
+  const Faults before = ThreadFaults();
+  Touched t;
+  t.seconds = Touch(p, len, PageBytes(), write);
+  const Faults after = ThreadFaults();
+  t.minor = after.minor - before.minor;
+  t.major = after.major - before.major;
+  return t;
+}
+
+// Every repetition's microseconds per fault, in the order they ran.
+Json RepsUsPerFault(const std::vector<Touched>& reps) {
+  Json out = Json::array();
+  for (const Touched& t : reps) {
+    out.push_back(t.minor > 0 ? Json(t.seconds / static_cast<double>(t.minor) * 1e6) : Json());
+  }
+  return out;
+}
+
+// Every repetition's cost, the best of them, and on a VM that hands freed memory back to the
+// host, why they differ.
+void RecordReps(const std::vector<Touched>& reps, Json* j) {
+  Json all = RepsUsPerFault(reps);
+  Json best;
+  for (const Json& us : all) {
+    if (us.is_number() && (best.is_null() || us.get<double>() < best.get<double>())) best = us;
+  }
+  (*j)["best_us_per_fault"] = best;
+  (*j)["reps_us_per_fault"] = std::move(all);
+  if (FreePageReporting() == true) {
+    (*j)["vm_note"] =
+        "this VM reports free guest memory to the host (virtio-balloon free page reporting), "
+        "which takes it back: a first touch of memory the guest freed seconds earlier also "
+        "pays a host fault, so repetitions differ; best_us_per_fault is nearest the guest "
+        "kernel's own cost";
+  }
+}
+
+// A cost is typical, not best: the repetition of median time.
+Touched MedianRep(std::vector<Touched> reps) {
+  std::sort(reps.begin(), reps.end(),
+            [](const Touched& a, const Touched& b) { return a.seconds < b.seconds; });
+  return reps[reps.size() / 2];
+}
+
+Json FaultRecord(uint64_t bytes, int reps, const std::string& method) {
+  return {{"us_per_fault", nullptr},
+          {"faults", nullptr},
+          {"bytes", bytes},
+          {"page_bytes", PageBytes()},
+          {"reps", reps},
+          {"best_us_per_fault", nullptr},
+          {"reps_us_per_fault", nullptr},
+          {"chosen", fmt::format("the repetition of median time, of {}", reps)},
+          {"method", method}};
+}
+
+// The "AnonHugePages" of /proc/self/smaps_rollup in bytes: anonymous memory mapped by PMDs.
+std::optional<uint64_t> AnonHugeBytes() {
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key) {
+    if (key == "AnonHugePages:" && in >> kib) return kib * 1024;
+  }
+  return std::nullopt;
+}
+
+// The selected word of a THP setting ("always [madvise] never" -> "madvise"), or "".
+std::string ThpSetting(const std::string& name) {
+  std::ifstream in(kThpDir + name);
+  std::string word;
+  while (in >> word) {
+    if (word.size() > 2 && word.front() == '[' && word.back() == ']') {
+      return word.substr(1, word.size() - 2);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<bool> FreePageReporting() {
+  std::error_code ec;
+  fs::directory_iterator it("/sys/bus/virtio/devices", ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return false;  // no virtio devices at all
+    return std::nullopt;
+  }
+  for (const fs::directory_entry& dev : it) {
+    const std::string dir = dev.path().string();
+    if (std::strtoul(FirstWord(dir + "/device").c_str(), nullptr, 16) != VIRTIO_ID_BALLOON) {
+      continue;
+    }
+    // One character per feature bit, bit 0 first: those the driver and device agreed on.
+    const std::string features = FirstWord(dir + "/features");
+    if (features.size() > VIRTIO_BALLOON_F_REPORTING &&
+        features[VIRTIO_BALLOON_F_REPORTING] == '1') {
+      return true;
+    }
+  }
+  return false;
+}
+
+Json SequentialWrite(int fd, const std::string& path, uint64_t bytes) {
+  Json j{{"gb_per_s", nullptr},
+         {"seconds", nullptr},
+         {"bytes", bytes},
+         {"block_bytes", kBlockBytes},
+         {"reps", 1},
+         {"chosen", "one pass"},
+         {"method", "pwrite of 1 MiB blocks of pseudo-random bytes, then fsync; both timed"}};
+  // Eight different blocks, each stamped with its offset: no two blocks of the file are alike,
+  // so a device or host that compresses or deduplicates gets no easy ride.
+  constexpr uint64_t kPoolBlocks = 8;
+  std::vector<uint64_t> pool(kPoolBlocks * kBlockBytes / sizeof(uint64_t));
+  std::mt19937_64 gen(0x6c6f616462656e63);
+  for (uint64_t& w : pool) w = gen();
+  auto* base = reinterpret_cast<std::byte*>(pool.data());
+  const auto t0 = Clock::now();
+  for (uint64_t off = 0; off < bytes; off += kBlockBytes) {
+    if (Interrupted()) return Fail(j, kInterrupted);
+    std::byte* block = base + (off / kBlockBytes % kPoolBlocks) * kBlockBytes;
+    std::memcpy(block, &off, sizeof off);
+    if (Status s = PwriteExact(fd, path, block, kBlockBytes, off); !s.ok()) {
+      return Fail(j, s.message());
+    }
+  }
+  if (::fsync(fd) != 0) return Fail(j, Status::FromErrno(path + ": fsync", errno).message());
+  const double seconds = Since(t0);
+  j["gb_per_s"] = static_cast<double>(bytes) / seconds / 1e9;
+  j["seconds"] = seconds;
+  return j;
+}
+
+Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(bytes, reps,
+                           "io_uring reads with O_DIRECT, 32 requests of 1 MiB in flight; the "
+                           "file's cache dropped and checked <= 1% resident before each");
+  j["block_bytes"] = kBlockBytes;
+  j["queue_depth"] = kQueueDepth;
+  j["cold_checks"] = nullptr;
+  UniqueFd fd;
+  if (Status s = OpenReadOnly(path, O_DIRECT, &fd); !s.ok()) return Fail(j, s.message());
+  const uint64_t align = DirectIoAlignment(fd.get());
+  j["direct_align_bytes"] = align;
+  if (align > PageBytes() || kBlockBytes % align != 0) {
+    return Fail(j, fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
+                               "1 MiB requests are page-aligned",
+                               align));
+  }
+  // Faulted in before any timing: the figure is the device's, not first-touch faults'.
+  Mapping buf;
+  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  std::memset(buf.mutable_data(), 0, buf.size());
+  IoRing ring;
+  if (const int ret = ring.Init(kQueueDepth); ret < 0) return Fail(j, RingSetupFailure(-ret));
+  Json checks = Json::array();
+  j = Bandwidth(
+      std::move(j), bytes, reps, [&] { return DropAndCheck(path, &checks); },
+      [&](double* seconds) {
+        const auto t0 = Clock::now();
+        Status s = UringReadAll(ring.get(), fd.get(), path, buf.mutable_data(), bytes);
+        *seconds = Since(t0);
+        return s;
+      });
+  j["cold_checks"] = checks;
+  return j;
+}
+
+Json ColdBufferedRead(const std::string& path, uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(bytes, reps,
+                           "read() of 1 MiB at a time through the page cache, default "
+                           "read-ahead; the file's cache dropped and checked <= 1% resident "
+                           "before each");
+  j["block_bytes"] = kBlockBytes;
+  j["cold_checks"] = nullptr;
+  Mapping buf;
+  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  std::memset(buf.mutable_data(), 0, buf.size());
+  Json checks = Json::array();
+  j = Bandwidth(
+      std::move(j), bytes, reps, [&] { return DropAndCheck(path, &checks); },
+      [&](double* seconds) {
+        UniqueFd fd;  // a fresh open file: read-ahead starts from scratch
+        LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+        return ReadToEnd(fd.get(), path, buf.mutable_data(), bytes, seconds);
+      });
+  j["cold_checks"] = checks;
+  return j;
+}
+
+Json WarmRead(const std::string& path, uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(bytes, reps,
+                           "read() of 1 MiB at a time from the page cache; the file read "
+                           "through the cache first and checked >= 99% resident");
+  j["block_bytes"] = kBlockBytes;
+  j["resident"] = nullptr;
+  Mapping buf;
+  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  std::memset(buf.mutable_data(), 0, buf.size());
+  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Fail(j, why);
+  return Bandwidth(
+      std::move(j), bytes, reps, [] { return std::string(); },
+      [&](double* seconds) {
+        UniqueFd fd;
+        LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+        return ReadToEnd(fd.get(), path, buf.mutable_data(), bytes, seconds);
+      });
+}
+
+Json MemcpyBandwidth(uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(bytes, reps,
+                           "memcpy between two anonymous buffers faulted in beforehand; GB/s is "
+                           "bytes copied per second");
+  Mapping src, dst;
+  Status s = MapAnon(bytes, &src);
+  if (s.ok()) s = MapAnon(bytes, &dst);
+  if (!s.ok()) return Fail(j, s.message());
+  std::memset(src.mutable_data(), 0x5a, bytes);
+  std::memset(dst.mutable_data(), 0xa5, bytes);
+  return Bandwidth(
+      std::move(j), bytes, reps, [] { return std::string(); },
+      [&](double* seconds) {
+        const auto t0 = Clock::now();
+        std::memcpy(dst.mutable_data(), src.data(), bytes);
+        *seconds = Since(t0);
+        g_sink = static_cast<unsigned>(dst.data()[bytes - 1]);
+        return Status::Ok();
+      });
+}
+
+Json HostToDevice(bool pinned, uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(
+      bytes, reps,
+      pinned ? "cudaMemcpy host to device from pinned memory (cudaHostAlloc); GB/s is bytes "
+               "copied per second"
+             : "cudaMemcpy host to device from pageable memory (malloc, faulted in beforehand); "
+               "GB/s is bytes copied per second");
+  gpu::CopyBench bench;
+  if (Status s = bench.Init(pinned, bytes); !s.ok()) return Fail(j, s.message());
+  double warmup = 0;  // the first copy maps and pins on the driver's side
+  if (Status s = bench.Copy(&warmup); !s.ok()) return Fail(j, s.message());
+  j["device"] = gpu::Info();
+  return Bandwidth(
+      std::move(j), bytes, reps, [] { return std::string(); },
+      [&](double* seconds) { return bench.Copy(seconds); });
+}
+
+Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
+  Json j = FaultRecord(bytes, reps,
+                       "mmap PROT_READ, MAP_PRIVATE of the cached file, no advice, one byte "
+                       "read per page");
+  const uint64_t pages = bytes / PageBytes();
+  j["us_per_page"] = nullptr;
+  j["pages"] = pages;
+  j["pages_per_fault"] = nullptr;
+  j["major_faults"] = nullptr;
+  j["resident"] = nullptr;
+  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Fail(j, why);
+  UniqueFd fd;
+  if (Status s = OpenReadOnly(path, 0, &fd); !s.ok()) return Fail(j, s.message());
+  std::vector<Touched> done;
+  for (int i = 0; i < reps; ++i) {
+    if (Interrupted()) return Fail(j, kInterrupted);
+    Mapping m;
+    if (Status s = MapPrivate(fd.get(), path, 0, bytes, 0, false, &m); !s.ok()) {
+      return Fail(j, s.message());
+    }
+    done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/false));
+  }
+  RecordReps(done, &j);
+  const Touched t = MedianRep(done);
+  if (t.minor <= 0) return Fail(j, "the kernel counted no fault");
+  const double per_fault = static_cast<double>(pages) / static_cast<double>(t.minor);
+  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
+  j["faults"] = t.minor;
+  j["us_per_page"] = t.seconds / static_cast<double>(pages) * 1e6;
+  j["pages_per_fault"] = per_fault;
+  j["major_faults"] = t.major;
+  j["note"] = per_fault >= 2
+                  ? fmt::format(
+                        "one fault mapped {:.0f} pages on average: the page cache holds the file "
+                        "in large folios and a read fault maps a whole folio plus the "
+                        "fault-around window, so faults are far fewer than pages and "
+                        "us_per_page, not us_per_fault, prices a mapped byte",
+                        per_fault)
+                  : std::string("about one fault per page: no large folios or fault-around here");
+  return j;
+}
+
+Json AnonFault4k(uint64_t bytes, int reps) {
+  Json j = FaultRecord(bytes, reps,
+                       "mmap of fresh anonymous memory, madvise(MADV_NOHUGEPAGE), one byte "
+                       "written per page");
+  j["gb_per_s"] = nullptr;
+  std::vector<Touched> done;
+  for (int i = 0; i < reps; ++i) {
+    if (Interrupted()) return Fail(j, kInterrupted);
+    Mapping m;
+    if (Status s = MapAnon(bytes, &m); !s.ok()) return Fail(j, s.message());
+    // Also keeps multi-size THP (Linux 6.8+) from backing the region with larger folios.
+    if (::madvise(m.mutable_data(), bytes, MADV_NOHUGEPAGE) != 0) {
+      return Fail(j, fmt::format("madvise(MADV_NOHUGEPAGE): {}", std::strerror(errno)));
+    }
+    done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/true));
+  }
+  RecordReps(done, &j);
+  const Touched t = MedianRep(done);
+  if (t.minor <= 0) return Fail(j, "the kernel counted no fault");
+  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
+  j["faults"] = t.minor;
+  j["gb_per_s"] = static_cast<double>(bytes) / t.seconds / 1e9;
+  return j;
+}
+
+Json ThpFault(uint64_t bytes, int reps) {
+  Json j = FaultRecord(bytes, reps,
+                       "mmap of fresh anonymous memory aligned to the huge page size, "
+                       "madvise(MADV_HUGEPAGE), one byte written per base page");
+  const std::string enabled = ThpSetting("enabled");
+  const std::string defrag = ThpSetting("defrag");
+  j["gb_per_s"] = nullptr;
+  j["huge_page_bytes"] = nullptr;
+  j["anon_huge_bytes"] = nullptr;
+  j["granted_fraction"] = nullptr;
+  j["thp_enabled"] = enabled;
+  j["thp_defrag"] = defrag;
+  if (enabled.empty()) return Fail(j, fmt::format("{}enabled cannot be read", kThpDir));
+  if (enabled == "never") return Fail(j, fmt::format("THP is off: {}enabled is [never]", kThpDir));
+  const uint64_t huge =
+      std::strtoull(FirstWord(std::string(kThpDir) + "hpage_pmd_size").c_str(), nullptr, 10);
+  if (huge == 0 || huge % PageBytes() != 0) {
+    return Fail(j, fmt::format("{}hpage_pmd_size cannot be read", kThpDir));
+  }
+  bytes = (bytes + huge - 1) / huge * huge;
+  j["bytes"] = bytes;
+  j["huge_page_bytes"] = huge;
+  std::vector<Touched> done;
+  for (int i = 0; i < reps; ++i) {
+    if (Interrupted()) return Fail(j, kInterrupted);
+    // One huge page more than needed, so that an aligned region fits inside.
+    Mapping m;
+    if (Status s = MapAnon(bytes + huge, &m); !s.ok()) return Fail(j, s.message());
+    const auto addr = reinterpret_cast<uintptr_t>(m.mutable_data());
+    std::byte* p = m.mutable_data() + (huge - addr % huge) % huge;
+    if (::madvise(p, bytes, MADV_HUGEPAGE) != 0) {
+      return Fail(j, fmt::format("madvise(MADV_HUGEPAGE): {}", std::strerror(errno)));
+    }
+    const auto before = AnonHugeBytes();
+    Touched t = TouchCounted(p, bytes, /*write=*/true);
+    const auto after = AnonHugeBytes();
+    if (!before || !after) return Fail(j, "/proc/self/smaps_rollup has no AnonHugePages");
+    t.huge_bytes = *after > *before ? *after - *before : 0;
+    done.push_back(t);
+  }
+  RecordReps(done, &j);
+  const Touched t = MedianRep(done);
+  if (t.huge_bytes == 0) {
+    return Fail(j, fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
+                               "[{}], defrag [{}])",
+                               enabled, defrag));
+  }
+  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
+  j["faults"] = t.minor;
+  j["gb_per_s"] = static_cast<double>(bytes) / t.seconds / 1e9;
+  j["anon_huge_bytes"] = t.huge_bytes;
+  // Below 1: the kernel fell back to base pages for part of the region.
+  j["granted_fraction"] = static_cast<double>(t.huge_bytes) / static_cast<double>(bytes);
+  return j;
+}
+
+}  // namespace loadbench::probe

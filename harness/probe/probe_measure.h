@@ -1,0 +1,53 @@
+// The probe's measurements, one function each (harness/probe/probe.h puts them together). Each
+// returns one JSON object: its figure under a key that names the unit ("gb_per_s",
+// "us_per_fault"), with what was done (bytes, block size, repetitions, how the figure was
+// chosen); or that key null and a "reason". Never a guessed number. A measurement stopped by
+// SIGINT/SIGTERM (Interrupted()) returns null with the reason "interrupted".
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "loaders/base/file_io.h"
+#include "loaders/base/status.h"
+
+namespace loadbench::probe {
+
+inline constexpr uint64_t kBlockBytes = uint64_t{1} << 20;  // every read and write request
+inline constexpr unsigned kQueueDepth = 32;                 // io_uring reads in flight
+
+// Device side, on the scratch file at `path` (open as `fd`), `bytes` long, a multiple of
+// kBlockBytes.
+// Writes the file in kBlockBytes blocks of varied non-zero bytes, fsync in the timed region.
+nlohmann::ordered_json SequentialWrite(int fd, const std::string& path, uint64_t bytes);
+// Cold: io_uring, O_DIRECT, kQueueDepth reads of kBlockBytes in flight. Before each repetition
+// the file's cache is dropped and checked <= 1% resident.
+nlohmann::ordered_json ColdDirectRead(const std::string& path, uint64_t bytes, int reps);
+// Cold: read() of kBlockBytes at a time through the page cache; same cold check.
+nlohmann::ordered_json ColdBufferedRead(const std::string& path, uint64_t bytes, int reps);
+// Warm: WarmFile, checked >= 99% resident, then read() of kBlockBytes at a time.
+nlohmann::ordered_json WarmRead(const std::string& path, uint64_t bytes, int reps);
+// Read faults on a MAP_PRIVATE, PROT_READ mapping of the file, cached (checked >= 99%
+// resident, warmed first), one byte touched per 4 KiB page.
+nlohmann::ordered_json FileMinorFault(const std::string& path, uint64_t bytes, int reps);
+
+// Whether a virtio-balloon device reports free guest pages to the host (free page
+// reporting: the host takes them back, and the guest's next first touch of them pays a host
+// fault); false without such a device, nullopt when /sys/bus/virtio cannot be read.
+std::optional<bool> FreePageReporting();
+
+// Memory side.
+// memcpy between two pre-faulted anonymous buffers of `bytes` each.
+nlohmann::ordered_json MemcpyBandwidth(uint64_t bytes, int reps);
+// cudaMemcpy of `bytes` into GPU memory from pinned (cudaHostAlloc) or pageable (pre-faulted)
+// host memory; null with the reason where no GPU can be used.
+nlohmann::ordered_json HostToDevice(bool pinned, uint64_t bytes, int reps);
+// First-touch write faults on fresh anonymous memory with MADV_NOHUGEPAGE.
+nlohmann::ordered_json AnonFault4k(uint64_t bytes, int reps);
+// First-touch write faults on fresh huge-page-aligned anonymous memory with MADV_HUGEPAGE,
+// with the AnonHugePages the kernel granted.
+nlohmann::ordered_json ThpFault(uint64_t bytes, int reps);
+
+}  // namespace loadbench::probe

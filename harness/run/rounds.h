@@ -1,0 +1,112 @@
+// Rounds: a repetition is a round in which every strategy of a comparison runs once, back to
+// back, so that the machine's drift (this kind of VM's disk swings by a factor of several
+// within minutes) hits every strategy of the round alike and cancels in within-round ratios.
+// What `run` and `experiment` share: the order inside a round, the comparison of every strategy
+// with the baseline from the records (harness/stats/paired_stats.h), the rule that stops adaptive
+// repetitions (`--reps auto`), and the noise lines of the run summary (drift, outliers).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+enum class RoundOrder {
+  kInterleaved,  // rotated by one each round
+  kShuffled,     // a seeded shuffle each round
+  kGrouped,      // no rounds: every repetition of one point back to back
+};
+
+Status ParseRoundOrder(const std::string& text, RoundOrder* out);
+const char* RoundOrderName(RoundOrder order);
+
+// The order of `n` members in round `round`: a permutation of 0..n-1, the same for the same
+// arguments (a resumed experiment plans what the first session planned).
+std::vector<size_t> MembersInOrder(size_t n, int round, RoundOrder order, uint64_t seed);
+
+// `--reps auto`: rounds are added until the 95% interval of every paired ratio against the
+// baseline is within ±target of its estimate, or max_rounds or the time budget is reached.
+struct AutoReps {
+  double target = 0.10;
+  int min_rounds = 6;  // the signed-rank interval is unbounded below 6 pairs
+  int max_rounds = 30;
+  double budget_s = 0;  // 0: none
+  nlohmann::ordered_json ToJson() const;
+};
+
+// The fields of AutoReps from text (CLI): a target "0.1" or "10%", a budget "30min", "2h",
+// "90s" or plain seconds. kBadInput names the option.
+Status ParseTarget(const std::string& text, const char* what, double* out);
+Status ParseDuration(const std::string& text, const char* what, double* seconds);
+// Ranges shared by the CLI and experiment files; kBadInput with the reason.
+Status CheckAutoReps(const AutoReps& a);
+
+// One strategy against the baseline in one condition (file, cache, procs, memory limit), over
+// the rounds where both have an ok run. ratio: the strategy's time over the baseline's.
+struct Comparison {
+  std::string file, cache;
+  int procs = 1;
+  uint64_t memory_limit_bytes = 0;
+  std::string spec, baseline;
+  int n = 0;
+  double ratio = 0, low = 0, high = 0;  // low/high: 0 and +inf when unbounded
+  double half_width = 0;                // relative; +inf when unbounded
+  bool met = false;                     // half_width <= target
+  bool significant = false;
+};
+
+struct RoundsVerdict {
+  int rounds = 0;  // the most rounds any condition has
+  bool met = false;  // every comparison met the target (false when there is none)
+  std::vector<Comparison> comparisons;
+};
+
+// Compares every strategy with `baseline` (a strategy spec text) in every condition of
+// `records` (runs.jsonl objects; ceilings and other experiments' strategies aside).
+RoundsVerdict CompareWithBaseline(const std::vector<nlohmann::ordered_json>& records,
+                                  const std::string& baseline, double target);
+
+// Why adaptive repetitions stop after `rounds_done` rounds and `elapsed_s` seconds: "target
+// met", "max rounds", "budget", or "" to go on. The target is only looked at from min_rounds
+// on. `round_s` is the time the last round took: a round that would end past the budget is not
+// started.
+std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done,
+                       double elapsed_s, double round_s);
+
+// adaptive.json: the settings, the rounds, the verdict and why it stopped ("running" while
+// it has not).
+nlohmann::ordered_json AdaptiveJson(const AutoReps& a, const RoundsVerdict& v, double elapsed_s,
+                                    const std::string& stopped);
+
+// The adaptive loop. `run_round(r, &interrupted)` runs round r (a resumed run finds some
+// recorded already); `records()` gives every record so far; `after_round` sees the verdict
+// after each (it writes adaptive.json). The clock is injected so that tests can drive the loop
+// with synthetic timings. Returns why it stopped ("interrupted" too).
+struct RoundDriver {
+  std::function<Status(int round, bool* interrupted)> run_round;
+  std::function<std::vector<nlohmann::ordered_json>()> records;
+  std::function<double()> now_s;
+  std::function<void(const RoundsVerdict&, const std::string& stopped)> after_round;
+};
+Status RunAutoRounds(const AutoReps& a, const std::string& baseline, const RoundDriver& d,
+                     std::string* stopped, RoundsVerdict* verdict);
+
+// The summary's line on adaptive repetitions: rounds, why they stopped, the widest interval.
+std::string AutoRepsLine(const AutoReps& a, const RoundsVerdict& v, const std::string& stopped);
+
+// The run summary's lines on noise: the paired comparisons with the baseline, a drift of the
+// ceiling (or of every strategy together) over the records' order, and the outliers (MAD rule,
+// kept). Empty when there is nothing to say.
+std::string NoiseSummary(const std::vector<nlohmann::ordered_json>& records,
+                         const std::string& baseline);
+
+// The default baseline among strategy spec texts: "fread" when present, else the first.
+std::string DefaultBaseline(const std::vector<std::string>& specs);
+
+}  // namespace loadbench

@@ -1,0 +1,106 @@
+// What `run` and `experiment` share: a file made ready for measured runs (its tensor table and
+// reference checksum), and one measured run of one strategy in fresh worker processes, its
+// records appended to runs.jsonl as it ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/run/results.h"
+#include "loaders/format/format.h"
+#include "loaders/loader.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// Fraction bounds of the cache-state checks (DESIGN.md): a cold run must start at most 1%
+// resident, a warm one at least 99%.
+inline constexpr double kColdMaxResident = 0.01;
+inline constexpr double kWarmMinResident = 0.99;
+
+// A file ready for runs.
+struct PreparedFile {
+  std::string path;  // absolute
+  TensorTable table;  // expected_checksum always set once prepared
+  std::string checksum_source;
+};
+
+// Reads and checks the file's table, checks that its residency can be measured (every run
+// checks its cache state), and, for a file that stores no checksum, reads it once with plain
+// preads for the reference every run must match. `who` prefixes the note printed before that
+// read ("loadbench run"). Bad input is kBadInput, nothing written.
+Status PrepareFile(const std::string& path, const std::string& who, PreparedFile* out);
+
+// env.json's description of a prepared file.
+nlohmann::ordered_json FileEnv(const PreparedFile& f);
+
+// env.json's fields on how runs were measured: cache control, counters, timelines, probe.
+void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& counters,
+                       double sample_ms, nlohmann::ordered_json* env);
+
+// The strategy name of a ceiling run: in a round of a cold condition, a raw sequential read
+// of the same file, O_DIRECT through io_uring at depth 32 (the probe's cold direct read), so
+// that every strategy's time can also be read as a fraction of the device's speed at that
+// moment. Not a strategy: analyses keep its records apart.
+inline constexpr const char* kCeiling = "ceiling";
+StrategySpec CeilingRunSpec();
+
+// One run as planned: a strategy point (or the ceiling), a cache state, a repetition, and how
+// it is run.
+struct RunPoint {
+  StrategySpec spec;
+  std::string cache;  // "cold" or "warm"
+  int rep = 0;        // the round
+  int position = -1;  // place in its round from 0; -1: not run in rounds
+  int procs = 1;              // workers loading the file at the same time
+  uint64_t memory_limit = 0;  // bytes; 0: no memory cgroup
+  std::string unsupported;    // a reason known before the run (unknown strategy, bad option)
+};
+
+// The identity of a run for resuming: file, strategy spec, cache, repetition, procs and memory
+// limit, from a point or from a record of runs.jsonl.
+std::string RunKey(const std::string& file, const RunPoint& p);
+std::string RunKey(const nlohmann::ordered_json& record);
+
+// What the runs of a command share, and where their records go.
+struct RunSession {
+  std::string experiment;
+  std::string out_dir;
+  std::string exe;  // the loadbench binary the workers run
+  std::vector<std::string> counters;
+  double sample_ms = 10;
+  double timeout_s = 0;
+  bool root = false;
+  std::string stamp;  // run ids are <stamp>-<sequence>
+  int total = 0;      // runs planned (records, one per worker), for the progress lines
+  int done = 0;       // of those, recorded (including runs recorded before a resume)
+  bool log = true;    // print a line per record on stderr
+  bool clear_line = false;  // erase a progress line on the terminal before each
+  JsonlWriter* out = nullptr;
+  std::vector<nlohmann::ordered_json> records;  // appended by this session
+  int seq = 0;
+};
+
+// Starts a session: SIGINT/SIGTERM handlers, no SIGPIPE, the binary, root or not, the stamp.
+void StartSession(RunSession* rs);
+
+// One run of `p` on `file`: prepares and checks the cache, spawns p.procs workers (in a memory
+// cgroup of p.memory_limit), appends each worker's record to runs.jsonl and logs it.
+// Interrupted (*interrupted set), it writes no record. Fails only when a record cannot be
+// written.
+Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                  bool* interrupted);
+
+// Removes what strategies leave behind (a shared segment) for `file`, reporting failures.
+void CleanupStrategies(const std::vector<StrategySpec>& specs, const std::string& file,
+                       const std::string& who);
+
+// The number of records that are failed or invalid.
+int CountBad(const std::vector<nlohmann::ordered_json>& records);
+
+std::string NowStamp(const char* strftime_format);
+
+}  // namespace loadbench

@@ -1,0 +1,40 @@
+// The worker: one load of one file by one strategy, in a process of its own (the runner forks
+// and execs `loadbench worker`), so that its peak RSS, faults and I/O are its own.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace loadbench {
+
+struct WorkerRequest {
+  std::string file;
+  std::string strategy;  // with options: "fread:chunk=4MiB"
+  std::vector<std::string> counters;  // libpfm4 event names, counted over the timed region
+  // When >= 0: once the load is complete the worker writes "loaded\n" to its result fd and
+  // waits for a byte (or EOF) on this fd before it measures its memory; after writing its
+  // record it waits for EOF before exiting. Workers loading concurrently are so measured while
+  // all of them hold their memory.
+  int hold_fd = -1;
+  // The checksum a file that stores none must give: the runner's reference read of it.
+  std::optional<uint64_t> expect_checksum;
+};
+
+// Runs the load and returns the worker's part of the run record: status, error, checksum,
+// checksum_ok, verify, open_s, ready_s, first_use_s, transform_s, bind_s, consume_s, wall_s,
+// verify_s, consume_result, peak_rss_bytes, start_rss_bytes, read_bytes, tensor_count,
+// tensor_bytes, format, counters, memory (RSS split, PSS, shared/private at the end of the
+// load), use, and load_start_mono_s (CLOCK_MONOTONIC at the start, to align the parent's
+// timeline). Timing starts before the file is opened and ends when the consumer has used every
+// tensor (loaders/use/pipeline.h); a verification pass that is not part of the use comes after.
+nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd);
+
+// The `worker` subcommand: runs RunWorker and writes its record as one JSON line to `result_fd`.
+// Exit 0 when the record was written (whatever the run's status), 1 when it could not be.
+int WorkerMain(const WorkerRequest& req, int result_fd);
+
+}  // namespace loadbench

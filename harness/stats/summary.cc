@@ -1,0 +1,109 @@
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "harness/probe/probe_measure.h"
+#include "harness/run/runner.h"
+#include "harness/run/session.h"
+
+namespace loadbench {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Num(const nlohmann::ordered_json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+}  // namespace
+
+std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
+  struct Group {
+    std::vector<double> wall, ready, rss, major, minor, read;
+    double bytes = 0;
+    int not_ok = 0;
+    std::map<std::string, int> statuses;
+  };
+  // Keyed by cache state first, so cold rows come together, then warm; strategies in first-run
+  // order within each.
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Group> groups;
+  std::vector<double> ceiling;  // GB/s of the ok ceiling runs
+  int ceiling_runs = 0;
+  for (const auto& r : runs) {
+    if (r.value("strategy", "") == kCeiling) {
+      ++ceiling_runs;
+      if (r.value("status", "") == "ok") ceiling.push_back(Num(r, "gb_per_s"));
+      continue;
+    }
+    std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
+    // A strategy whose runs play different roles (shm: creator, attacher) gets a row per role.
+    if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
+      strategy += "[" + d->value("role", "?") + "]";
+    }
+    const auto key = std::make_pair(r.value("cache", "?"), strategy);
+    if (!groups.count(key)) order.push_back(key);
+    Group& g = groups[key];
+    const std::string status = r.value("status", "?");
+    if (status != "ok") {
+      ++g.not_ok;
+      ++g.statuses[status];
+      continue;
+    }
+    g.wall.push_back(Num(r, "wall_s"));
+    g.ready.push_back(Num(r, "ready_s"));
+    g.rss.push_back(Num(r, "peak_rss_bytes"));
+    g.major.push_back(Num(r, "major_faults"));
+    g.minor.push_back(Num(r, "minor_faults"));
+    g.read.push_back(Num(r, "read_bytes"));
+    g.bytes = Num(r, "file_bytes");
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return (a.first == "cold") > (b.first == "cold"); });
+
+  size_t width = 22;
+  for (const auto& key : order) width = std::max(width, key.second.size());
+  std::string out = fmt::format(
+      "{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n", "cache",
+      "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s", "peak_RSS", "read",
+      "major_flt", "minor_flt");
+  for (const auto& key : order) {
+    const Group& g = groups.at(key);
+    const int total = static_cast<int>(g.wall.size()) + g.not_ok;
+    std::string ok = fmt::format("{}/{}", g.wall.size(), total);
+    if (g.wall.empty()) {
+      std::string why;
+      for (const auto& [status, n] : g.statuses) why += fmt::format(" {} {}", n, status);
+      out += fmt::format("{:<5} {:<{}} {:>5}  no ok runs:{}\n", key.first, key.second, width, ok,
+                         why);
+      continue;
+    }
+    const double med = Median(g.wall);
+    out += fmt::format(
+        "{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>8.3f} {:>7.0f} MB {:>7.0f} MB "
+        "{:>9.0f} {:>10.0f}\n",
+        key.first, key.second, width, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
+        *std::max_element(g.wall.begin(), g.wall.end()), med > 0 ? g.bytes / med / 1e9 : 0.0,
+        Median(g.ready), Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major),
+        Median(g.minor));
+  }
+  if (ceiling_runs > 0) {
+    out += ceiling.empty()
+               ? fmt::format("ceiling: none of {} device reads was ok\n", ceiling_runs)
+               : fmt::format("ceiling (device read, O_DIRECT io_uring QD{}): {}/{} ok, median "
+                             "{:.2f} GB/s, min {:.2f}, max {:.2f}\n",
+                             probe::kQueueDepth, ceiling.size(), ceiling_runs, Median(ceiling),
+                             *std::min_element(ceiling.begin(), ceiling.end()),
+                             *std::max_element(ceiling.begin(), ceiling.end()));
+  }
+  return out;
+}
+
+}  // namespace loadbench

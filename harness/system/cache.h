@@ -1,0 +1,39 @@
+// Page-cache state of a file: measure it, empty it, fill it. Every cold or warm run rests on
+// these: a state is checked, never assumed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+struct Residency {
+  uint64_t resident_pages = 0;
+  uint64_t total_pages = 0;  // file size in 4 KiB pages, rounded up
+  double fraction() const {
+    return total_pages == 0 ? 0.0 : static_cast<double>(resident_pages) / total_pages;
+  }
+};
+
+// How much of `path` is in the page cache now, by cachestat(2) where the kernel has it
+// (Linux 6.5+) and mincore(2) over a PROT_READ mapping otherwise. Touches no page of the file.
+Status MeasureResidency(const std::string& path, Residency* out);
+// "cachestat" or "mincore": what MeasureResidency uses on this kernel.
+std::string ResidencyMethod();
+
+enum class DropMethod {
+  kDropCaches,  // sync, then "3" into /proc/sys/vm/drop_caches (needs root)
+  kFadvise,     // fdatasync, then posix_fadvise(POSIX_FADV_DONTNEED) on the file only
+};
+const char* DropMethodName(DropMethod m);  // "drop_caches", "fadvise"
+
+// Evicts `path` from the page cache: drop_caches where permitted, else the fadvise fallback.
+// `used` tells which method took effect. Does not check the result: call MeasureResidency.
+Status DropFileCache(const std::string& path, DropMethod* used);
+
+// Reads `path` fully through the page cache so that it becomes resident.
+Status WarmFile(const std::string& path);
+
+}  // namespace loadbench

@@ -1,0 +1,49 @@
+// Timelines: the runner samples a worker from outside while it loads (RSS by kind, how much of
+// the file is in the page cache, bytes read, faults), so that a run shows not only how long it
+// took but how its memory and I/O grew. Only cheap /proc files are read (status, io, stat:
+// none of them takes the worker's mmap lock), so the sampling does not slow the load it watches.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+struct TimelineSample {
+  double mono_s = 0;  // CLOCK_MONOTONIC, the clock the worker's steady_clock reads
+  uint64_t rss_bytes = 0, rss_anon_bytes = 0, rss_file_bytes = 0, rss_shmem_bytes = 0;
+  std::optional<uint64_t> file_cached_bytes;  // null where residency cannot be measured
+  std::optional<uint64_t> read_bytes, rchar_bytes;  // null where /proc/PID/io is not readable
+  uint64_t minor_faults = 0, major_faults = 0;
+};
+
+// Samples one process. Sample() returns false (and records nothing) once the process has exited
+// or become a zombie, whose /proc files no longer describe a load.
+class TimelineSampler {
+ public:
+  TimelineSampler(pid_t pid, std::string file) : pid_(pid), file_(std::move(file)) {}
+  bool Sample();
+  const std::vector<TimelineSample>& samples() const { return samples_; }
+
+ private:
+  pid_t pid_;
+  std::string file_;
+  std::vector<TimelineSample> samples_;
+};
+
+// Writes `samples` as CSV with time relative to `zero_mono_s` (the worker's load start: rows
+// before it, with negative t_s, are the worker starting up). Columns: t_s, rss_bytes,
+// rss_anon_bytes, rss_file_bytes, rss_shmem_bytes, file_cached_bytes, read_bytes, rchar_bytes,
+// minor_faults, major_faults; an unknown value is an empty field.
+Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSample>& samples,
+                        double zero_mono_s);
+
+// The current CLOCK_MONOTONIC time in seconds.
+double MonotonicNow();
+
+}  // namespace loadbench

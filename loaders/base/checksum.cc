@@ -1,0 +1,42 @@
+#include "loaders/base/checksum.h"
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "loaders/base/file_io.h"
+
+namespace loadbench {
+
+uint64_t ChecksumTensors(const std::vector<TensorBytes>& views) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                 &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  for (const TensorBytes& v : views) XXH3_64bits_update(state.get(), v.data(), v.size());
+  return XXH3_64bits_digest(state.get());
+}
+
+Status ChecksumFile(int fd, const std::string& path, const TensorTable& table, uint64_t* out) {
+  constexpr uint64_t kChunk = 8ull << 20;
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                 &XXH3_freeState);
+  XXH3_64bits_reset(state.get());
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // advice only
+  std::vector<std::byte> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(table.tensor_bytes, 1)));
+  for (const TensorInfo& t : table.tensors) {
+    for (uint64_t done = 0; done < t.size;) {
+      const uint64_t n = std::min<uint64_t>(buf.size(), t.size - done);
+      LB_RETURN_IF_ERROR(PreadExact(fd, path, buf.data(), n, t.offset + done));
+      XXH3_64bits_update(state.get(), buf.data(), n);
+      done += n;
+    }
+  }
+  *out = XXH3_64bits_digest(state.get());
+  return Status::Ok();
+}
+
+}  // namespace loadbench

@@ -1,0 +1,20 @@
+// The checksum a file stores: the xxh3-64 of every tensor's bytes in table order, computed over
+// loaded views (how a run verifies what it delivered) or read from the file (the reference).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "loaders/format/tensor_table.h"
+#include "loaders/loader.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+uint64_t ChecksumTensors(const std::vector<TensorBytes>& views);
+
+// The same checksum read straight from the file with plain preads, in table order: the
+// reference a file without a stored checksum is checked against.
+Status ChecksumFile(int fd, const std::string& path, const TensorTable& table, uint64_t* out);
+
+}  // namespace loadbench
