@@ -1,6 +1,6 @@
 """`make report RESULTS=DIR`: a results folder into DIR/report.md, a self-contained
-DIR/report.html (figures embedded), the figures as PNG and SVG in DIR/figures/, and
-DIR/summary.json, the table for other tools.
+DIR/report.html (figures embedded; the page itself is analysis/html_page.py's), the figures as
+PNG and SVG in DIR/figures/, and DIR/summary.json, the table for other tools.
 
     /usr/bin/python3 -m analysis.report DIR
 """
@@ -8,12 +8,9 @@ DIR/summary.json, the table for other tools.
 from __future__ import annotations
 
 import argparse
-import base64
-import html
 import json
 import math
 import os
-import re
 import sys
 import time
 
@@ -24,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import after, gpu, noise, stats  # noqa: E402
+from analysis import after, gpu, html_page, noise, stats  # noqa: E402
 from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
@@ -452,20 +449,14 @@ def build(folder: str) -> dict:
         sections += [f"## {gpu.TITLE}", gpu.section_md(r)]
     sections += [f"## {noise.TITLE}", noise.section_md(r)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
-    md_parts = list(sections)
-    html_parts = []
-    for name, caption in figs.items:
-        md_parts.append(f"![{caption}](figures/{name}.png)\n\n*{caption}*")
-        with open(os.path.join(figs.dir, f"{name}.png"), "rb") as f:
-            data = base64.b64encode(f.read()).decode()
-        html_parts.append(f'<figure><img alt="{html.escape(caption)}" '
-                          f'src="data:image/png;base64,{data}"><figcaption>'
-                          f"{html.escape(caption)}</figcaption></figure>")
+    md_parts = sections + [f"![{caption}](figures/{name}.png)\n\n*{caption}*"
+                           for name, caption in figs.items]
     markdown = "\n\n".join(p for p in md_parts if p) + "\n"
     with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
         f.write(markdown)
+    pngs = [(os.path.join(figs.dir, f"{name}.png"), caption) for name, caption in figs.items]
     with open(os.path.join(folder, "report.html"), "w", encoding="utf-8") as f:
-        f.write(to_html(title, sections, html_parts))
+        f.write(html_page.page(title, sections, pngs))
     # NaN (no baseline to compare with) and the unbounded intervals' infinities as null: JSON
     # has neither.
     out = {"folder": folder,
@@ -478,45 +469,6 @@ def build(folder: str) -> dict:
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)
     return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
-
-
-def code(text: str) -> str:
-    """Markdown `code`, **strong** and *emphasis* spans as HTML."""
-    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
-    return re.sub(r"\*([^*\s][^*]*)\*", r"<em>\1</em>", text)
-
-
-def to_html(title: str, sections: list[str], figures: list[str]) -> str:
-    """The markdown sections as HTML: headings, tables, lists and paragraphs are all they use."""
-    body = []
-    for s in sections:
-        if not s:
-            continue
-        if s.startswith("#"):
-            level = len(s) - len(s.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(s.lstrip('# '))}</h{level}>")
-            continue
-        for block in s.split("\n\n"):
-            lines = block.splitlines()
-            if lines and lines[0].startswith("|"):
-                rows = [ln.strip("|").split(" | ") for ln in lines if not ln.startswith("|---")]
-                head = "".join(f"<th>{html.escape(c.strip())}</th>" for c in rows[0])
-                cells = "".join(
-                    "<tr>" + "".join(f"<td>{code(html.escape(c.strip()))}</td>" for c in r)
-                    + "</tr>" for r in rows[1:])
-                body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
-            elif lines and lines[0].startswith("- "):
-                items = "".join(f"<li>{code(html.escape(ln[2:]))}</li>" for ln in lines)
-                body.append(f"<ul>{items}</ul>")
-            else:
-                body.append(f"<p>{code(html.escape(block))}</p>")
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
-             "collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}"
-             "img{max-width:100%}figcaption{font-style:italic}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{style}</style></head><body>{''.join(body)}{''.join(figures)}"
-            "</body></html>\n")
 
 
 def main(argv: list[str]) -> int:
