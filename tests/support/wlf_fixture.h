@@ -80,7 +80,7 @@ void PatchU32(const std::string& path, uint64_t offset, uint32_t value,
 void PatchU64(const std::string& path, uint64_t offset, uint64_t value,
               std::endian order = std::endian::little);
 
-// Byte offsets of WLF fields, taken from the structs in wlf.h (which DESIGN.md fixes):
+// Byte offsets of WLF fields, taken from the structs in wlf.h (which docs/formats.md fixes):
 // header fields are absolute; entry fields are relative to the entry, see WlfEntryField.
 inline constexpr uint64_t kHeaderMagic = offsetof(WlfHeader, magic);                // 0
 inline constexpr uint64_t kHeaderVersion = offsetof(WlfHeader, version);            // 4

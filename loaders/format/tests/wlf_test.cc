@@ -32,7 +32,7 @@
 namespace loadbench {
 namespace {
 
-// The layout DESIGN.md fixes, checked against the structs the fixture's offsets come from.
+// The layout docs/formats.md fixes, checked against the structs the fixture's offsets come from.
 static_assert(test::kHeaderMagic == 0 && test::kHeaderVersion == 4 &&
               test::kHeaderTensorCount == 8 && test::kHeaderMetaOffset == 16 &&
               test::kHeaderDataOffset == 24 && test::kHeaderFileSize == 32 &&
