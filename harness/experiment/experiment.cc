@@ -433,44 +433,6 @@ std::string QuestionOf(const std::string& path) {
 
 }  // namespace
 
-void PlanRuns(Experiment* e) {
-  const size_t nf = e->files.size(), ns = e->strategies.size();
-  e->runs.clear();
-  if (e->order != RoundOrder::kGrouped) {
-    for (int rep = 0; rep < e->reps; ++rep) {
-      for (const std::string& cache : e->caches) {
-        // The ceiling joins the rounds of cold conditions: the device speed is what a cold
-        // load is measured against.
-        const size_t members = ns + (e->ceiling && cache == "cold" ? 1 : 0);
-        const std::vector<size_t> order = MembersInOrder(members, rep, e->order, e->seed);
-        for (uint64_t limit : e->memory_limits) {
-          for (int procs : e->procs) {
-            for (size_t f = 0; f < nf; ++f) {
-              for (size_t k = 0; k < members; ++k) {
-                e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k)});
-              }
-            }
-          }
-        }
-      }
-    }
-    return;
-  }
-  for (size_t f = 0; f < nf; ++f) {
-    for (size_t k = 0; k < ns; ++k) {
-      for (uint64_t limit : e->memory_limits) {
-        for (int procs : e->procs) {
-          for (const std::string& cache : e->caches) {
-            for (int rep = 0; rep < e->reps; ++rep) {
-              e->runs.push_back({f, k, cache, rep, procs, limit, -1});
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
 Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out) {
   toml::table top;
   try {

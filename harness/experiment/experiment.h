@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,7 @@ struct ExperimentRun {
 };
 
 struct Experiment {
-  std::string path;      // the experiment file
+  std::string path;      // the experiment file; empty for one built from `run`'s flags
   std::string name;
   std::string question;  // the file's opening "# Question:" comment, without the #s
   int reps = 3;               // with auto_reps: the most rounds planned (auto.max_rounds)
@@ -100,6 +101,21 @@ struct Experiment {
 // file is kBadInput with "PATH:LINE: reason". A strategy that does not exist here or an option
 // it does not take is not an error: its runs are planned and reported `unsupported`.
 Status LoadExperiment(const std::string& path, const std::string& data_dir, Experiment* out);
+
+// --reps and --auto-* from the command line, over the experiment's own settings (a file's, or
+// `run`'s defaults); what was not given is unset.
+struct RepsOverrides {
+  std::optional<int> reps;
+  bool auto_reps = false;
+  std::optional<double> target, budget_s;
+  std::optional<int> min_rounds, max_rounds;
+  bool any() const;
+};
+
+// Applies the overrides and plans the runs again. kBadInput when an --auto-* option comes
+// without automatic reps, when the result is out of range (CheckAutoReps), or when automatic
+// reps meet grouped order.
+Status ApplyRepsOverrides(const RepsOverrides& o, Experiment* e);
 
 // Expands the files, strategies, cache states, procs, memory limits and reps into e->runs in
 // the experiment's order (LoadExperiment does this; call it again after changing reps).

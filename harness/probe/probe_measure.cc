@@ -27,7 +27,7 @@
 
 #include "harness/system/cache.h"
 #include "harness/system/interrupt.h"
-#include "harness/run/runner.h"
+#include "harness/stats/paired_stats.h"
 #include "loaders/cuda/gpu.h"
 #include "loaders/base/io_ring.h"
 
@@ -48,16 +48,10 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 size_t PageBytes() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
 // Every figure of `j` was set to null when it was made, and is set only on success.
-Json Fail(Json j, const std::string& why) {
+Json Unmeasured(Json j, const std::string& why) {
   j["reason"] = Interrupted() ? std::string(kInterrupted) : why;
   return j;
 }
@@ -129,14 +123,14 @@ Json Bandwidth(Json j, uint64_t bytes, int reps, const std::function<std::string
                const std::function<Status(double*)>& timed) {
   std::vector<double> rates;
   for (int i = 0; i < reps; ++i) {
-    if (Interrupted()) return Fail(j, kInterrupted);
-    if (const std::string why = prepare(); !why.empty()) return Fail(j, why);
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
+    if (const std::string why = prepare(); !why.empty()) return Unmeasured(j, why);
     double seconds = 0;
-    if (Status s = timed(&seconds); !s.ok()) return Fail(j, s.message());
+    if (Status s = timed(&seconds); !s.ok()) return Unmeasured(j, s.message());
     rates.push_back(static_cast<double>(bytes) / seconds / 1e9);
   }
   j["gb_per_s"] = *std::max_element(rates.begin(), rates.end());
-  j["median_gb_per_s"] = Median(rates);
+  j["median_gb_per_s"] = paired::Median(rates);
   j["reps_gb_per_s"] = rates;
   return j;
 }
@@ -367,14 +361,14 @@ Json SequentialWrite(int fd, const std::string& path, uint64_t bytes) {
   auto* base = reinterpret_cast<std::byte*>(pool.data());
   const auto t0 = Clock::now();
   for (uint64_t off = 0; off < bytes; off += kBlockBytes) {
-    if (Interrupted()) return Fail(j, kInterrupted);
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
     std::byte* block = base + (off / kBlockBytes % kPoolBlocks) * kBlockBytes;
     std::memcpy(block, &off, sizeof off);
     if (Status s = PwriteExact(fd, path, block, kBlockBytes, off); !s.ok()) {
-      return Fail(j, s.message());
+      return Unmeasured(j, s.message());
     }
   }
-  if (::fsync(fd) != 0) return Fail(j, Status::FromErrno(path + ": fsync", errno).message());
+  if (::fsync(fd) != 0) return Unmeasured(j, Status::FromErrno(path + ": fsync", errno).message());
   const double seconds = Since(t0);
   j["gb_per_s"] = static_cast<double>(bytes) / seconds / 1e9;
   j["seconds"] = seconds;
@@ -389,20 +383,20 @@ Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
   j["queue_depth"] = kQueueDepth;
   j["cold_checks"] = nullptr;
   UniqueFd fd;
-  if (Status s = OpenReadOnly(path, O_DIRECT, &fd); !s.ok()) return Fail(j, s.message());
+  if (Status s = OpenReadOnly(path, O_DIRECT, &fd); !s.ok()) return Unmeasured(j, s.message());
   const uint64_t align = DirectIoAlignment(fd.get());
   j["direct_align_bytes"] = align;
   if (align > PageBytes() || kBlockBytes % align != 0) {
-    return Fail(j, fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
+    return Unmeasured(j, fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
                                "1 MiB requests are page-aligned",
                                align));
   }
   // Faulted in before any timing: the figure is the device's, not first-touch faults'.
   Mapping buf;
-  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok()) return Unmeasured(j, s.message());
   std::memset(buf.mutable_data(), 0, buf.size());
   IoRing ring;
-  if (const int ret = ring.Init(kQueueDepth); ret < 0) return Fail(j, RingSetupFailure(-ret));
+  if (const int ret = ring.Init(kQueueDepth); ret < 0) return Unmeasured(j, RingSetupFailure(-ret));
   Json checks = Json::array();
   j = Bandwidth(
       std::move(j), bytes, reps, [&] { return DropAndCheck(path, &checks); },
@@ -424,7 +418,7 @@ Json ColdBufferedRead(const std::string& path, uint64_t bytes, int reps) {
   j["block_bytes"] = kBlockBytes;
   j["cold_checks"] = nullptr;
   Mapping buf;
-  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Unmeasured(j, s.message());
   std::memset(buf.mutable_data(), 0, buf.size());
   Json checks = Json::array();
   j = Bandwidth(
@@ -445,9 +439,9 @@ Json WarmRead(const std::string& path, uint64_t bytes, int reps) {
   j["block_bytes"] = kBlockBytes;
   j["resident"] = nullptr;
   Mapping buf;
-  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Fail(j, s.message());
+  if (Status s = MapAnon(kBlockBytes, &buf); !s.ok()) return Unmeasured(j, s.message());
   std::memset(buf.mutable_data(), 0, buf.size());
-  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Fail(j, why);
+  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Unmeasured(j, why);
   return Bandwidth(
       std::move(j), bytes, reps, [] { return std::string(); },
       [&](double* seconds) {
@@ -464,7 +458,7 @@ Json MemcpyBandwidth(uint64_t bytes, int reps) {
   Mapping src, dst;
   Status s = MapAnon(bytes, &src);
   if (s.ok()) s = MapAnon(bytes, &dst);
-  if (!s.ok()) return Fail(j, s.message());
+  if (!s.ok()) return Unmeasured(j, s.message());
   std::memset(src.mutable_data(), 0x5a, bytes);
   std::memset(dst.mutable_data(), 0xa5, bytes);
   return Bandwidth(
@@ -486,9 +480,9 @@ Json HostToDevice(bool pinned, uint64_t bytes, int reps) {
              : "cudaMemcpy host to device from pageable memory (malloc, faulted in beforehand); "
                "GB/s is bytes copied per second");
   gpu::CopyBench bench;
-  if (Status s = bench.Init(pinned, bytes); !s.ok()) return Fail(j, s.message());
+  if (Status s = bench.Init(pinned, bytes); !s.ok()) return Unmeasured(j, s.message());
   double warmup = 0;  // the first copy maps and pins on the driver's side
-  if (Status s = bench.Copy(&warmup); !s.ok()) return Fail(j, s.message());
+  if (Status s = bench.Copy(&warmup); !s.ok()) return Unmeasured(j, s.message());
   j["device"] = gpu::Info();
   return Bandwidth(
       std::move(j), bytes, reps, [] { return std::string(); },
@@ -505,21 +499,21 @@ Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
   j["pages_per_fault"] = nullptr;
   j["major_faults"] = nullptr;
   j["resident"] = nullptr;
-  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Fail(j, why);
+  if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Unmeasured(j, why);
   UniqueFd fd;
-  if (Status s = OpenReadOnly(path, 0, &fd); !s.ok()) return Fail(j, s.message());
+  if (Status s = OpenReadOnly(path, 0, &fd); !s.ok()) return Unmeasured(j, s.message());
   std::vector<Touched> done;
   for (int i = 0; i < reps; ++i) {
-    if (Interrupted()) return Fail(j, kInterrupted);
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
     Mapping m;
     if (Status s = MapPrivate(fd.get(), path, 0, bytes, 0, false, &m); !s.ok()) {
-      return Fail(j, s.message());
+      return Unmeasured(j, s.message());
     }
     done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/false));
   }
   RecordReps(done, &j);
   const Touched t = MedianRep(done);
-  if (t.minor <= 0) return Fail(j, "the kernel counted no fault");
+  if (t.minor <= 0) return Unmeasured(j, "the kernel counted no fault");
   const double per_fault = static_cast<double>(pages) / static_cast<double>(t.minor);
   j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
   j["faults"] = t.minor;
@@ -544,18 +538,18 @@ Json AnonFault4k(uint64_t bytes, int reps) {
   j["gb_per_s"] = nullptr;
   std::vector<Touched> done;
   for (int i = 0; i < reps; ++i) {
-    if (Interrupted()) return Fail(j, kInterrupted);
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
     Mapping m;
-    if (Status s = MapAnon(bytes, &m); !s.ok()) return Fail(j, s.message());
+    if (Status s = MapAnon(bytes, &m); !s.ok()) return Unmeasured(j, s.message());
     // Also keeps multi-size THP (Linux 6.8+) from backing the region with larger folios.
     if (::madvise(m.mutable_data(), bytes, MADV_NOHUGEPAGE) != 0) {
-      return Fail(j, fmt::format("madvise(MADV_NOHUGEPAGE): {}", std::strerror(errno)));
+      return Unmeasured(j, fmt::format("madvise(MADV_NOHUGEPAGE): {}", std::strerror(errno)));
     }
     done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/true));
   }
   RecordReps(done, &j);
   const Touched t = MedianRep(done);
-  if (t.minor <= 0) return Fail(j, "the kernel counted no fault");
+  if (t.minor <= 0) return Unmeasured(j, "the kernel counted no fault");
   j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
   j["faults"] = t.minor;
   j["gb_per_s"] = static_cast<double>(bytes) / t.seconds / 1e9;
@@ -574,38 +568,38 @@ Json ThpFault(uint64_t bytes, int reps) {
   j["granted_fraction"] = nullptr;
   j["thp_enabled"] = enabled;
   j["thp_defrag"] = defrag;
-  if (enabled.empty()) return Fail(j, fmt::format("{}enabled cannot be read", kThpDir));
-  if (enabled == "never") return Fail(j, fmt::format("THP is off: {}enabled is [never]", kThpDir));
+  if (enabled.empty()) return Unmeasured(j, fmt::format("{}enabled cannot be read", kThpDir));
+  if (enabled == "never") return Unmeasured(j, fmt::format("THP is off: {}enabled is [never]", kThpDir));
   const uint64_t huge =
       std::strtoull(FirstWord(std::string(kThpDir) + "hpage_pmd_size").c_str(), nullptr, 10);
   if (huge == 0 || huge % PageBytes() != 0) {
-    return Fail(j, fmt::format("{}hpage_pmd_size cannot be read", kThpDir));
+    return Unmeasured(j, fmt::format("{}hpage_pmd_size cannot be read", kThpDir));
   }
   bytes = (bytes + huge - 1) / huge * huge;
   j["bytes"] = bytes;
   j["huge_page_bytes"] = huge;
   std::vector<Touched> done;
   for (int i = 0; i < reps; ++i) {
-    if (Interrupted()) return Fail(j, kInterrupted);
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
     // One huge page more than needed, so that an aligned region fits inside.
     Mapping m;
-    if (Status s = MapAnon(bytes + huge, &m); !s.ok()) return Fail(j, s.message());
+    if (Status s = MapAnon(bytes + huge, &m); !s.ok()) return Unmeasured(j, s.message());
     const auto addr = reinterpret_cast<uintptr_t>(m.mutable_data());
     std::byte* p = m.mutable_data() + (huge - addr % huge) % huge;
     if (::madvise(p, bytes, MADV_HUGEPAGE) != 0) {
-      return Fail(j, fmt::format("madvise(MADV_HUGEPAGE): {}", std::strerror(errno)));
+      return Unmeasured(j, fmt::format("madvise(MADV_HUGEPAGE): {}", std::strerror(errno)));
     }
     const auto before = AnonHugeBytes();
     Touched t = TouchCounted(p, bytes, /*write=*/true);
     const auto after = AnonHugeBytes();
-    if (!before || !after) return Fail(j, "/proc/self/smaps_rollup has no AnonHugePages");
+    if (!before || !after) return Unmeasured(j, "/proc/self/smaps_rollup has no AnonHugePages");
     t.huge_bytes = *after > *before ? *after - *before : 0;
     done.push_back(t);
   }
   RecordReps(done, &j);
   const Touched t = MedianRep(done);
   if (t.huge_bytes == 0) {
-    return Fail(j, fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
+    return Unmeasured(j, fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
                                "[{}], defrag [{}])",
                                enabled, defrag));
   }

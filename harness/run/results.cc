@@ -6,8 +6,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
+
+#include "harness/run/session.h"
 
 namespace loadbench {
 Status MakeDirs(const std::string& dir) {
@@ -55,6 +59,51 @@ Status JsonlWriter::Append(const nlohmann::ordered_json& record) {
       record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
   LB_RETURN_IF_ERROR(WriteExact(fd_.get(), path_, line.data(), line.size()));
   if (::fdatasync(fd_.get()) != 0) return Status::FromErrno(fmt::format("{}: fdatasync", path_), errno);
+  return Status::Ok();
+}
+
+std::vector<nlohmann::ordered_json> ReadRecords(const std::string& path) {
+  std::vector<nlohmann::ordered_json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    auto r = nlohmann::ordered_json::parse(line, nullptr, false);
+    if (r.is_object()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status ReadRecorded(const std::string& path, const std::string& experiment,
+                    const std::string& who, std::set<std::string>* keys, size_t* records) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Ok();  // nothing recorded yet
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string text = all.str();
+  size_t pos = 0, line_no = 0, good_end = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) {
+      fmt::print(stderr, "{}: {}: line {} is cut short (an interrupted write); removing it\n",
+                 who, path, line_no);
+      if (::truncate(path.c_str(), static_cast<off_t>(good_end)) != 0) {
+        return Status::FromErrno(fmt::format("{}: truncate", path), errno);
+      }
+      break;
+    }
+    const auto r = nlohmann::ordered_json::parse(text.substr(pos, nl - pos), nullptr, false);
+    if (!r.is_object() || !r.contains("strategy_spec") || !r.contains("rep")) {
+      return Status::BadInput(fmt::format("{}:{}: not a run record", path, line_no));
+    }
+    if (r.value("experiment", "") != experiment) {
+      return Status::BadInput(fmt::format(
+          "{} holds runs of experiment '{}', not '{}'; choose another --out", path,
+          r.value("experiment", ""), experiment));
+    }
+    keys->insert(RunKey(r));
+    ++*records;
+    pos = good_end = nl + 1;
+  }
   return Status::Ok();
 }
 

@@ -2,7 +2,9 @@
 // durable before the next run starts, so an interrupted experiment loses nothing it finished.
 #pragma once
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,5 +31,16 @@ class JsonlWriter final {
   std::string path_;
   UniqueFd fd_;
 };
+
+// Every line of runs.jsonl that is a JSON object, for reading only (nothing when the file does
+// not exist).
+std::vector<nlohmann::ordered_json> ReadRecords(const std::string& path);
+
+// The identities (RunKey) of the runs runs.jsonl already holds, for resuming. A last line cut
+// short by a crash is removed (appends are whole lines, so only a crash inside the write can
+// leave one), saying so on stderr after `who`; any other line that is not a run record, or a
+// run of another experiment, is kBadInput.
+Status ReadRecorded(const std::string& path, const std::string& experiment,
+                    const std::string& who, std::set<std::string>* keys, size_t* records);
 
 }  // namespace loadbench

@@ -1,6 +1,5 @@
-// What `run` and `experiment` share: a file made ready for measured runs (its tensor table and
-// reference checksum), and one measured run of one strategy in fresh worker processes, its
-// records appended to runs.jsonl as it ends.
+// What every measured run of a command shares: a file made ready for runs (its tensor table and
+// reference checksum), a run as planned (RunPoint), and the session the runs are recorded in.
 #pragma once
 
 #include <cstdint>
@@ -9,17 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/experiment/experiment.h"
+#include "harness/run/record.h"
 #include "harness/run/results.h"
+#include "harness/system/cache.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {
-
-// Fraction bounds of the cache-state checks (DESIGN.md): a cold run must start at most 1%
-// resident, a warm one at least 99%.
-inline constexpr double kColdMaxResident = 0.01;
-inline constexpr double kWarmMinResident = 0.99;
 
 // A file ready for runs.
 struct PreparedFile {
@@ -60,6 +57,14 @@ struct RunPoint {
   std::string unsupported;    // a reason known before the run (unknown strategy, bad option)
 };
 
+// The run `r` of experiment `e` as a point to measure (the ceiling for strategy index
+// e.strategies.size()).
+RunPoint PointOf(const Experiment& e, const ExperimentRun& r);
+
+// A file's path as runs.jsonl records it (absolute, links resolved), for a file that may not
+// exist yet.
+std::string RecordedPath(const std::string& path);
+
 // The identity of a run for resuming: file, strategy spec, cache, repetition, procs and memory
 // limit, from a point or from a record of runs.jsonl.
 std::string RunKey(const std::string& file, const RunPoint& p);
@@ -80,26 +85,19 @@ struct RunSession {
   bool log = true;    // print a line per record on stderr
   bool clear_line = false;  // erase a progress line on the terminal before each
   JsonlWriter* out = nullptr;
-  std::vector<nlohmann::ordered_json> records;  // appended by this session
+  std::vector<RunRecord> records;  // appended by this session
   int seq = 0;
 };
 
 // Starts a session: SIGINT/SIGTERM handlers, no SIGPIPE, the binary, root or not, the stamp.
 void StartSession(RunSession* rs);
 
-// One run of `p` on `file`: prepares and checks the cache, spawns p.procs workers (in a memory
-// cgroup of p.memory_limit), appends each worker's record to runs.jsonl and logs it.
-// Interrupted (*interrupted set), it writes no record. Fails only when a record cannot be
-// written.
-Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
-                  bool* interrupted);
-
 // Removes what strategies leave behind (a shared segment) for `file`, reporting failures.
 void CleanupStrategies(const std::vector<StrategySpec>& specs, const std::string& file,
                        const std::string& who);
 
 // The number of records that are failed or invalid.
-int CountBad(const std::vector<nlohmann::ordered_json>& records);
+int CountBad(const std::vector<RunRecord>& records);
 
 std::string NowStamp(const char* strftime_format);
 

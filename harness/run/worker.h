@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "harness/run/record.h"
 
 namespace loadbench {
 
@@ -24,16 +24,16 @@ struct WorkerRequest {
   std::optional<uint64_t> expect_checksum;
 };
 
-// Runs the load and returns the worker's part of the run record: status, error, checksum,
-// checksum_ok, verify, open_s, ready_s, first_use_s, transform_s, bind_s, consume_s, wall_s,
-// verify_s, consume_result, peak_rss_bytes, start_rss_bytes, read_bytes, tensor_count,
-// tensor_bytes, format, counters, memory (RSS split, PSS, shared/private at the end of the
-// load), use, and load_start_mono_s (CLOCK_MONOTONIC at the start, to align the parent's
-// timeline). Timing starts before the file is opened and ends when the consumer has used every
-// tensor (loaders/use/pipeline.h); a verification pass that is not part of the use comes after.
-nlohmann::ordered_json RunWorker(const WorkerRequest& req, int result_fd);
+// Runs the load and returns the worker's part of the run record (harness/run/record.h): status,
+// error, params, use, the checksum and how it was verified, the timings, peak and start RSS,
+// bytes read, the memory split, counters, details, and load_start_mono_s (CLOCK_MONOTONIC at
+// the start, to align the runner's timeline). Timing starts before the file is opened and ends
+// when the consumer has used every tensor (loaders/use/pipeline.h); a verification pass that
+// is not part of the use comes after.
+RunRecord RunWorker(const WorkerRequest& req, int result_fd);
 
-// The `worker` subcommand: runs RunWorker and writes its record as one JSON line to `result_fd`.
+// The `worker` subcommand: runs RunWorker and writes its record as one JSON line (WireJson) to
+// `result_fd`.
 // Exit 0 when the record was written (whatever the run's status), 1 when it could not be.
 int WorkerMain(const WorkerRequest& req, int result_fd);
 

@@ -1,3 +1,5 @@
+#include "harness/stats/summary.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -5,17 +7,13 @@
 #include <fmt/format.h>
 
 #include "harness/probe/probe_measure.h"
-#include "harness/run/runner.h"
 #include "harness/run/session.h"
+#include "harness/stats/paired_stats.h"
 
 namespace loadbench {
 namespace {
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using paired::Median;
 
 double Num(const nlohmann::ordered_json& j, const char* key) {
   const auto it = j.find(key);

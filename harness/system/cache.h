@@ -9,6 +9,11 @@
 
 namespace loadbench {
 
+// Fraction bounds of the cache-state checks (docs/design.md): a cold run must start at most 1%
+// resident, a warm one at least 99%.
+inline constexpr double kColdMaxResident = 0.01;
+inline constexpr double kWarmMinResident = 0.99;
+
 struct Residency {
   uint64_t resident_pages = 0;
   uint64_t total_pages = 0;  // file size in 4 KiB pages, rounded up

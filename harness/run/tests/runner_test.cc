@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "harness/run/runner.h"
+#include "harness/run/session.h"
 #include "tests/support/run_cli.h"
 
 namespace loadbench {

@@ -1,0 +1,364 @@
+#include "harness/run/executor.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "harness/experiment/estimate.h"
+#include "harness/probe/probe.h"
+#include "harness/run/measure.h"
+#include "harness/run/progress.h"
+#include "harness/run/results.h"
+#include "harness/run/rounds.h"
+#include "harness/run/session.h"
+#include "harness/stats/summary.h"
+#include "harness/system/env.h"
+#include "harness/system/interrupt.h"
+#include "harness/system/stability.h"
+#include "loaders/base/units.h"
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// env.json's `rounds`: how the runs were ordered and compared.
+Json RoundsEnv(const Experiment& e) {
+  return {{"order", RoundOrderName(e.order)}, {"seed", e.seed}, {"ceiling", e.ceiling},
+          {"baseline", e.baseline}, {"reps", e.auto_reps ? Json("auto") : Json(e.reps)},
+          {"auto", e.auto_reps ? e.autoreps.ToJson() : Json(nullptr)}};
+}
+
+// One command's execution of a plan, phase by phase (Run reads as the table of contents).
+class Executor {
+ public:
+  Executor(const Experiment& e, const ExecuteOptions& o)
+      : e_(e), o_(o), runs_path_(o.out_dir + "/runs.jsonl"), progress_(!o.quiet) {}
+
+  int Run() {
+    if (Status s = CheckResultsFolder(); !s.ok()) return Fail(s.message());
+    if (Status s = CheckGivenFiles(); !s.ok()) return Fail(s.message());
+    StartSession(&rs_);
+    if (int code = GenerateFiles(); code != 0) return code;
+    if (Status s = PrepareFiles(); !s.ok()) return Fail(s.message());
+    if (Status s = OpenResults(); !s.ok()) return Fail(s.message());
+    PlanWhatIsLeft();
+    Announce();
+    // What strategies leave behind (a shared segment) goes when the command does, and before
+    // --cleanup removes the files it belongs to.
+    struct Guard {
+      Executor& x;
+      ~Guard() { x.CleanUpStrategies(); }
+    } guard{*this};
+    const Status s = e_.auto_reps ? RunAdaptive() : RunThrough(e_.reps, &interrupted_);
+    progress_.Clear();
+    if (!s.ok()) return Fail(s.message(), 1);
+    return Finish();
+  }
+
+ private:
+  int Fail(const std::string& message, int code = 2) const {
+    fmt::print(stderr, "{}: {}\n", o_.who, message);
+    return code;
+  }
+
+  Status CheckResultsFolder();
+  Status CheckGivenFiles();
+  int GenerateFiles();
+  Status PrepareFiles();
+  Json NewEnv(const Json& stability) const;
+  Status OpenResults();
+  void PlanWhatIsLeft();
+  void Announce();
+  Status RunThrough(int last_rep, bool* stop);
+  Status RunAdaptive();
+  void CleanUpStrategies();
+  void RemoveGenerated() const;
+  int Finish();
+
+  const Experiment& e_;
+  const ExecuteOptions& o_;
+  const std::string runs_path_;
+  std::set<std::string> recorded_;  // RunKey of every run already in runs.jsonl
+  size_t recorded_records_ = 0;
+  RunSession rs_;
+  Progress progress_;
+  std::vector<std::string> generated_;  // files this command wrote
+  std::vector<PreparedFile> files_;
+  Json stability_;
+  JsonlWriter out_;
+  std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
+  std::optional<Eta> eta_;
+  size_t next_ = 0;  // into todo_
+  bool interrupted_ = false, cleaned_up_ = false;
+  std::string stopped_;  // why adaptive rounds stopped
+  RoundsVerdict verdict_;
+};
+
+// A resumed folder must hold this experiment's runs only; a fresh one, none.
+Status Executor::CheckResultsFolder() {
+  if (o_.resume) return ReadRecorded(runs_path_, e_.name, o_.who, &recorded_, &recorded_records_);
+  struct stat st {};
+  if (::stat(runs_path_.c_str(), &st) == 0 && st.st_size > 0) {
+    return Status::BadInput(fmt::format(
+        "{}: already holds results (runs.jsonl); choose another --out", o_.out_dir));
+  }
+  return Status::Ok();
+}
+
+// Given files are checked before anything is generated or run.
+Status Executor::CheckGivenFiles() {
+  for (const ExperimentFile& f : e_.files) {
+    if (f.generate) continue;
+    TensorTable t;
+    LB_RETURN_IF_ERROR(ReadTensorTableFromPath(f.path, &t));
+  }
+  return Status::Ok();
+}
+
+// Generated files, reused when the data folder holds one of the same spec. Returns an exit
+// code, 0 to go on.
+int Executor::GenerateFiles() {
+  for (const ExperimentFile& f : e_.files) {
+    if (!f.generate) continue;
+    if (Status s = MakeDirs(o_.data_dir); !s.ok()) return Fail(s.message());
+    GenOptions gen = f.gen;
+    gen.progress = progress_.on();
+    GenResult r;
+    if (Status s = Generate(gen, &r); !s.ok()) {
+      if (Interrupted()) {
+        return Fail(fmt::format("interrupted while generating {}; nothing was run", f.path), 130);
+      }
+      return Fail(s.message());
+    }
+    if (r.reused) continue;
+    generated_.push_back(f.path);
+    if (!o_.quiet) {
+      fmt::print(stderr, "{}: generated {} ({}) in {:.1f} s\n", o_.who, f.path,
+                 FormatBytes(r.file_bytes), r.seconds);
+    }
+  }
+  return 0;
+}
+
+Status Executor::PrepareFiles() {
+  files_.resize(e_.files.size());
+  for (size_t i = 0; i < e_.files.size(); ++i) {
+    LB_RETURN_IF_ERROR(PrepareFile(e_.files[i].path, o_.who, &files_[i]));
+  }
+  return Status::Ok();
+}
+
+// env.json of a new results folder: the machine, how runs are measured, the plan's settings.
+Json Executor::NewEnv(const Json& stability) const {
+  Json env = CollectEnv(files_[0].path);
+  AddMeasurementEnv(files_[0].path, o_.counters, o_.sample_ms, &env);
+  env["command_line"] = o_.command_line;
+  env["experiment"] = e_.name;
+  if (!e_.path.empty()) env["experiment_file"] = {{"path", e_.path}, {"question", e_.question}};
+  env["rounds"] = RoundsEnv(e_);
+  env["stability"] = stability;
+  env["files"] = Json::array();
+  for (const PreparedFile& f : files_) env["files"].push_back(FileEnv(f));
+  if (files_.size() == 1) env["file"] = FileEnv(files_[0]);
+  if (e_.procs.size() == 1 && e_.procs[0] > 1) env["procs"] = e_.procs[0];
+  if (e_.memory_limits.size() == 1 && e_.memory_limits[0] > 0) {
+    env["memory_limit_bytes"] = e_.memory_limits[0];
+  }
+  env["sessions"] = Json::array();
+  return env;
+}
+
+// The results folder: env.json (a resume adds itself to its sessions), the experiment file
+// beside it, and runs.jsonl open for appending.
+Status Executor::OpenResults() {
+  LB_RETURN_IF_ERROR(MakeDirs(o_.out_dir));
+  StabilityOptions check;
+  check.window_s = 0.5;  // every run and experiment pays it
+  check.file_bytes = files_[0].table.file_size;
+  stability_ = CheckStability(check);
+  Json env;
+  if (std::ifstream in(o_.out_dir + "/env.json"); in && !recorded_.empty()) {
+    env = Json::parse(in, nullptr, false);
+  }
+  if (!env.is_object() || !env.contains("sessions")) env = NewEnv(stability_);
+  // A resumed experiment may have changed its reps (--reps): the latest settings count.
+  env["rounds"] = RoundsEnv(e_);
+  env["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
+                             {"command_line", o_.command_line},
+                             {"runs_recorded_before", recorded_records_},
+                             {"stability", stability_}});
+  LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env));
+  if (!e_.path.empty()) {
+    std::error_code ec;  // the experiment as it was run, beside its results
+    std::filesystem::copy_file(e_.path, o_.out_dir + "/experiment.toml",
+                               std::filesystem::copy_options::overwrite_existing, ec);
+  }
+  LB_RETURN_IF_ERROR(out_.Open(runs_path_));
+  rs_.experiment = e_.name;
+  rs_.out_dir = o_.out_dir;
+  rs_.counters = o_.counters;
+  rs_.sample_ms = o_.sample_ms;
+  rs_.timeout_s = e_.timeout_s;
+  rs_.out = &out_;
+  rs_.log = !o_.quiet;
+  return Status::Ok();
+}
+
+// The plan's runs not yet recorded, with their estimates for the time left.
+void Executor::PlanWhatIsLeft() {
+  std::optional<Ceilings> ceilings;
+  std::string why;
+  if (auto probe = CachedProbe(files_[0].path, &why)) ceilings = CeilingsOf(*probe);
+  std::vector<Eta::Item> items;
+  for (const ExperimentRun& r : e_.runs) {
+    const RunPoint p = PointOf(e_, r);
+    const int records = p.spec.name == kCeiling ? 1 : r.procs;  // a ceiling is one read
+    rs_.total += records;
+    if (recorded_.count(RunKey(files_[r.file].path, p))) {
+      rs_.done += records;
+      continue;
+    }
+    double est = 0;
+    if (ceilings && p.unsupported.empty()) {
+      est = EstimateRunSeconds(*ceilings, files_[r.file].table.file_size, p.spec, p.cache,
+                               p.procs);
+      if (e_.timeout_s > 0) est = std::min(est, e_.timeout_s);
+    }
+    todo_.push_back(&r);
+    RunPoint combination = p;
+    combination.rep = -1;
+    items.push_back({RunKey(files_[r.file].path, combination), est});
+  }
+  eta_.emplace(std::move(items));
+}
+
+// What is about to happen, and what may weigh on the figures.
+void Executor::Announce() {
+  for (const Json& w : stability_["warnings"]) {
+    fmt::print(stderr, "{}: WARNING before the runs: {}\n", o_.who, w.get<std::string>());
+  }
+  if (o_.quiet) return;
+  if (o_.resume) {
+    fmt::print(stderr, "{}: {}: {} runs planned, {} already recorded, {} to run -> {}\n", o_.who,
+               e_.name, e_.runs.size(), e_.runs.size() - todo_.size(), todo_.size(), o_.out_dir);
+  } else {
+    const PreparedFile& f = files_[0];
+    fmt::print(stderr, "{}: {} ({}, {} tensors), {} runs{} -> {}\n", o_.who, f.path,
+               FormatBytes(f.table.file_size), f.table.tensors.size(), rs_.total,
+               e_.auto_reps ? " at most" : "", o_.out_dir);
+  }
+  if (!rs_.root) {
+    fmt::print(stderr, "{}: not root: cold runs use posix_fadvise(DONTNEED) instead of "
+                       "drop_caches (recorded in env.json); each cold start is still checked\n",
+               o_.who);
+  }
+}
+
+// Runs the planned runs up to and including round `last_rep`.
+Status Executor::RunThrough(int last_rep, bool* stop) {
+  for (; next_ < todo_.size() && todo_[next_]->rep <= last_rep; ++next_) {
+    const ExperimentRun& run = *todo_[next_];
+    const RunPoint p = PointOf(e_, run);
+    progress_.Show(fmt::format(
+        "[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.done, rs_.total, p.cache, p.spec.text, p.rep,
+        p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
+        p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
+        e_.auto_reps ? "at most " : "", eta_->Left(next_)));
+    rs_.clear_line = progress_.on();
+    const auto t0 = Clock::now();
+    Status s = MeasureRun(rs_, files_[run.file], p, stop);
+    progress_.Clear();
+    LB_RETURN_IF_ERROR(s);
+    if (*stop) return Status::Ok();
+    eta_->Done(next_, SecondsSince(t0));
+  }
+  return Status::Ok();
+}
+
+// Rounds until every paired ratio with the baseline is known well enough, or a limit.
+Status Executor::RunAdaptive() {
+  const auto start = Clock::now();
+  RoundDriver d;
+  d.run_round = [&](int round, bool* stop) { return RunThrough(round, stop); };
+  d.records = [&] { return ReadRecords(runs_path_); };
+  d.now_s = [&] { return SecondsSince(start); };
+  d.after_round = [&](const RoundsVerdict& v, const std::string& why) {
+    const Json j = AdaptiveJson(e_.autoreps, v, d.now_s(), why);
+    if (Status w = WriteJsonFile(o_.out_dir + "/adaptive.json", j); !w.ok()) {
+      fmt::print(stderr, "{}: {}\n", o_.who, w.message());
+    }
+  };
+  LB_RETURN_IF_ERROR(RunAutoRounds(e_.autoreps, e_.baseline, d, &stopped_, &verdict_));
+  interrupted_ = stopped_ == "interrupted";
+  return Status::Ok();
+}
+
+void Executor::CleanUpStrategies() {
+  if (cleaned_up_) return;
+  cleaned_up_ = true;
+  std::vector<StrategySpec> specs;
+  for (const auto& s : e_.strategies) specs.push_back(s.spec);
+  for (const auto& f : files_) CleanupStrategies(specs, f.path, o_.who);
+}
+
+void Executor::RemoveGenerated() const {
+  for (const std::string& path : generated_) {
+    if (::unlink(path.c_str()) == 0) {
+      fmt::print(stderr, "{}: removed {}\n", o_.who, path);
+    } else {
+      fmt::print(stderr, "{}: could not remove {}: {}\n", o_.who, path, std::strerror(errno));
+    }
+  }
+}
+
+// The summary of every run in the folder (earlier sessions' included), and the exit code.
+int Executor::Finish() {
+  const std::vector<Json> all = ReadRecords(runs_path_);
+  if (!o_.quiet) fmt::print("\n{}{}", SummaryTable(all), NoiseSummary(all, e_.baseline));
+  if (e_.auto_reps) fmt::print("{}", AutoRepsLine(e_.autoreps, verdict_, stopped_));
+  fmt::print("results: {} ({} runs), {}/env.json\n", runs_path_, all.size(), o_.out_dir);
+  std::fflush(stdout);  // the summary before the messages below
+  if (interrupted_ || Interrupted()) {
+    if (!o_.resume) {
+      return Fail(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}",
+                              rs_.records.size(), rs_.total, runs_path_), 130);
+    }
+    return Fail(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
+                            "command again:\n  loadbench experiment {} --out {}{}",
+                            rs_.done, rs_.total, runs_path_, e_.path, o_.out_dir,
+                            o_.data_dir != "data" ? " --data " + o_.data_dir : ""), 130);
+  }
+  if (o_.cleanup) {
+    CleanUpStrategies();
+    RemoveGenerated();
+  }
+  if (const int bad = CountBad(rs_.records); bad > 0) {
+    return Fail(fmt::format("{} of {} runs{} failed or were invalid (see {})", bad,
+                            rs_.records.size(), o_.resume ? " of this session" : "",
+                            o_.resume ? runs_path_ : "runs.jsonl"), 1);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Execute(const Experiment& e, const ExecuteOptions& o) { return Executor(e, o).Run(); }
+
+}  // namespace loadbench

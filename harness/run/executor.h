@@ -1,0 +1,34 @@
+// The executor: carries out an experiment's plan into a results folder. `loadbench experiment`
+// hands it an experiment read from a file, `loadbench run` one built from its flags; both get
+// the same phases: the results folder checked (resumed or refused), files generated and
+// prepared, env.json with the stability check, the runs in rounds (a fixed number, or until the
+// paired ratios are known well enough), the summary, and an ending that keeps every finished
+// run however the command stops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/experiment/experiment.h"
+
+namespace loadbench {
+
+struct ExecuteOptions {
+  std::string who;      // prefixes every message: "loadbench run", "loadbench experiment"
+  std::string out_dir;  // the results folder
+  // true: a folder holding some of this experiment's runs is resumed (experiment); false: a
+  // folder holding any runs is refused (run).
+  bool resume = false;
+  bool quiet = false;                 // no progress line, no per-run lines, no summary table
+  std::string data_dir = "data";      // where generated files are written
+  bool cleanup = false;               // remove the files generated here once every run is done
+  std::vector<std::string> counters;  // libpfm4 events counted over every load
+  double sample_ms = 10;              // timeline sampling interval; 0: no timelines
+  std::string command_line;
+};
+
+// Returns the exit code of the CLI contract: 0 every run ok (unsupported ones aside), 1 some
+// run failed or was invalid, 2 bad input (nothing run), 130 interrupted (finished runs kept).
+int Execute(const Experiment& e, const ExecuteOptions& o);
+
+}  // namespace loadbench

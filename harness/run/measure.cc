@@ -1,0 +1,339 @@
+#include "harness/run/measure.h"
+
+#include <fcntl.h>
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/probe/probe_measure.h"
+#include "harness/run/spawn.h"
+#include "harness/system/cache.h"
+#include "harness/system/cgroup.h"
+#include "harness/system/interrupt.h"
+#include "harness/system/timeline.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
+#include "loaders/base/units.h"
+#include "loaders/use/use.h"
+
+namespace loadbench {
+namespace {
+
+double TimevalSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+// The run id of the `i`th record of the next run: <stamp>-<sequence>.
+std::string RunId(const RunSession& rs, size_t i) {
+  return fmt::format("{}-{:04d}", rs.stamp, rs.seq + 1 + static_cast<int>(i));
+}
+
+// What identifies every record of `p`: the runner's part before anything is measured.
+RunRecord BaseRecord(const RunSession& rs, const PreparedFile& file, const RunPoint& p) {
+  RunRecord r;
+  r.run_id = RunId(rs, 0);
+  r.experiment = rs.experiment;
+  r.strategy = p.spec.name;
+  r.strategy_spec = p.spec.text;
+  if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) r.label = label;
+  r.file = file.path;
+  r.format = file.table.format;
+  r.file_bytes = file.table.file_size;
+  r.cache = p.cache;
+  r.rep = p.rep;
+  if (p.position >= 0) r.position = p.position;
+  if (p.procs > 1) r.procs = p.procs;
+  if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
+  r.started_at = NowStamp("%Y-%m-%dT%H:%M:%SZ");
+  return r;
+}
+
+// The line logged for a record.
+std::string LogDetail(const PreparedFile& file, const RunRecord& r) {
+  if (r.status != "ok") return r.error.value_or("");
+  if (r.strategy == kCeiling) {
+    return fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r.wall_s.value_or(0),
+                       r.gb_per_s.value_or(0));
+  }
+  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r.wall_s.value_or(0),
+                     file.table.file_size / r.wall_s.value_or(0) / 1e9,
+                     FormatBytes(r.peak_rss_bytes.value_or(0)));
+}
+
+// Appends the records of one run to runs.jsonl and logs them.
+Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+              std::vector<RunRecord>& batch) {
+  for (RunRecord& r : batch) {
+    ++rs.seq;
+    ++rs.done;
+    LB_RETURN_IF_ERROR(rs.out->Append(RecordJson(r)));
+    if (rs.log) {
+      fmt::print(stderr, "{}[{}/{}] {} {} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
+                 rs.done, rs.total, p.cache, p.spec.text, p.rep,
+                 p.memory_limit > 0 ? fmt::format(" limit {}", FormatBytes(p.memory_limit)) : "",
+                 r.proc ? fmt::format(" proc {}", *r.proc) : "", r.status, LogDetail(file, r));
+    }
+    rs.records.push_back(std::move(r));
+  }
+  return Status::Ok();
+}
+
+// The ceiling run, in this process (its buffers are 32 MiB): the probe's cold direct read of
+// the file's whole MiBs, which drops the file's pages and checks them gone first.
+Status MeasureCeiling(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                      bool* interrupted) {
+  RunRecord r = BaseRecord(rs, file, p);
+  r.params = {{"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes},
+              {"direct", "on"}};
+  const uint64_t bytes = file.table.file_size / probe::kBlockBytes * probe::kBlockBytes;
+  UniqueFd direct;
+  if (bytes == 0) {
+    r.status = "unsupported";
+    r.error = "the file is smaller than one 1 MiB request";
+  } else if (Status s = OpenReadOnly(file.path, O_DIRECT, &direct); !s.ok()) {
+    r.status = "unsupported";
+    r.error = fmt::format("O_DIRECT: {}", s.message());
+  } else {
+    direct.reset();
+    const nlohmann::ordered_json m = probe::ColdDirectRead(file.path, bytes, 1);
+    if (Interrupted()) {
+      *interrupted = true;
+      return Status::Ok();  // no record: the run did not finish
+    }
+    const auto g = m.find("gb_per_s");
+    if (g != m.end() && g->is_number() && g->get<double>() > 0) {
+      r.status = "ok";
+      r.wall_s = static_cast<double>(bytes) / (g->get<double>() * 1e9);
+      r.ceiling_bytes = bytes;
+      r.gb_per_s = g->get<double>();
+    } else {
+      r.error = m.value("reason", "the ceiling read gave no figure");
+    }
+  }
+  std::vector<RunRecord> batch = {std::move(r)};
+  return Record(rs, file, p, batch);
+}
+
+// The strategy's options as the run resolves them, or why it cannot run here.
+struct Resolved {
+  const StrategyInfo* info = nullptr;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object(), use;
+  std::string unsupported;
+};
+
+Resolved Resolve(const RunPoint& p) {
+  Resolved out;
+  out.info = FindStrategy(p.spec.name);
+  out.unsupported = p.unsupported;
+  if (out.info == nullptr && out.unsupported.empty()) out.unsupported = NotBuiltReason(p.spec.name);
+  if (out.info != nullptr) {
+    Params params;
+    UseOptions use;
+    Status s = ResolveSpec(*out.info, p.spec, &params, &use);
+    if (s.ok()) out.params = params.ToJson(), out.use = use.ToJson();
+    if (!s.ok() && out.unsupported.empty()) out.unsupported = s.message();
+    if (out.unsupported.empty()) out.unsupported = out.info->unsupported_reason();
+  }
+  if (out.info == nullptr || out.params.empty()) {
+    for (const auto& [k, v] : p.spec.options) out.params[k] = v;  // as asked, for the record
+  }
+  return out;
+}
+
+// The cache state and the cgroup a run starts from, made and checked before its workers.
+struct Start {
+  std::unique_ptr<MemoryCgroup> cgroup;
+  DropMethod drop = DropMethod::kDropCaches;
+  Residency before;
+};
+
+// The cgroup first: where none can be made, the run is unsupported before any work.
+Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                    const StrategyInfo& info, Start* st) {
+  st->drop = rs.root ? DropMethod::kDropCaches : DropMethod::kFadvise;
+  if (p.memory_limit > 0) LB_RETURN_IF_ERROR(MemoryCgroup::Create(p.memory_limit, &st->cgroup));
+  if (p.cache == "cold" && info.cleanup != nullptr) LB_RETURN_IF_ERROR(info.cleanup(file.path));
+  if (p.cache == "cold") {
+    LB_RETURN_IF_ERROR(DropFileCache(file.path, &st->drop));
+  } else {
+    LB_RETURN_IF_ERROR(WarmFile(file.path));
+  }
+  return MeasureResidency(file.path, &st->before);
+}
+
+// Kills by the OOM killer since `before` (a cgroup's count when the run had one, else the
+// machine's), or nullopt when the kernel does not count them.
+std::optional<uint64_t> OomKillsSince(const MemoryCgroup* cg, std::optional<uint64_t> before) {
+  const std::optional<uint64_t> now = cg != nullptr ? cg->OomKills() : SystemOomKills();
+  if (!now) return std::nullopt;
+  return *now - (cg != nullptr ? 0 : before.value_or(*now));
+}
+
+// What the runner saw around the workers: the page cache, the file, the OOM killer.
+struct Around {
+  std::optional<uint64_t> cached_before, cached_after, oom_kills;
+  std::optional<Residency> after;
+};
+
+// The runner's fields that say what the run is, over whatever the worker sent.
+void Identify(const RunRecord& base, RunRecord* r) {
+  r->run_id = base.run_id;
+  r->experiment = base.experiment;
+  r->strategy = base.strategy;
+  r->strategy_spec = base.strategy_spec;
+  if (r->params.empty()) r->params = base.params;
+  if (r->use.is_null()) r->use = base.use;
+  r->label = base.label;
+  r->file = base.file;
+  r->format = base.format;
+  r->file_bytes = base.file_bytes;
+  r->cache = base.cache;
+  r->rep = base.rep;
+  r->position = base.position;
+  r->procs = base.procs;
+  r->memory_limit_bytes = base.memory_limit_bytes;
+  r->started_at = base.started_at;
+}
+
+// A record whose figures came from a cache state the run did not promise counts for nothing.
+void CheckStartState(const RunPoint& p, double frac, RunRecord* r) {
+  if (r->status != "ok") return;
+  if (p.cache == "cold" && frac > kColdMaxResident) {
+    r->status = "invalid";
+    r->error = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)", frac * 100,
+                           kColdMaxResident * 100);
+  } else if (p.cache == "warm" && frac < kWarmMinResident) {
+    r->status = "invalid";
+    r->error = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)", frac * 100,
+                           kWarmMinResident * 100);
+  }
+}
+
+// The page cache's growth over the run: the file's own pages, and the whole cache (which other
+// activity on the machine moves too); and what a container would have been charged.
+void CacheAndCgroup(const Start& st, const Around& a, MemoryFigures* m) {
+  if (a.after) {
+    m->file_cache_growth_bytes = (static_cast<int64_t>(a.after->resident_pages) -
+                                  static_cast<int64_t>(st.before.resident_pages)) * 4096;
+  }
+  if (a.cached_before && a.cached_after) {
+    m->page_cache_growth_bytes =
+        static_cast<int64_t>(*a.cached_after) - static_cast<int64_t>(*a.cached_before);
+  }
+  if (st.cgroup) {
+    m->cgroup_peak_bytes = st.cgroup->PeakBytes();
+    m->cgroup_oom_kills = a.oom_kills;
+  }
+}
+
+// A worker's record: its own part, then what the runner measured from outside.
+RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const Start& st,
+                   const Around& a, WorkerOutcome& w) {
+  RunRecord r = w.error.empty() ? std::move(w.record) : RunRecord{};
+  Identify(base, &r);
+  r.resident_before = st.before.fraction();
+  if (p.cache == "cold") r.drop_method = DropMethodName(st.drop);
+  if (!w.error.empty()) {
+    r.status = "failed";
+    r.error = w.error;
+    // SIGKILL with the OOM killer's count up over the run: it was the OOM killer.
+    if (w.signal == SIGKILL && a.oom_kills.value_or(0) > 0) {
+      r.error = p.memory_limit > 0
+                    ? fmt::format("killed by the OOM killer (SIGKILL) at the memory limit of {}",
+                                  FormatBytes(p.memory_limit))
+                    : std::string("killed by the OOM killer (SIGKILL): out of memory");
+      r.oom_killed = true;
+    }
+  }
+  if (p.procs > 1) r.proc = static_cast<int>(proc);
+  r.process_s = w.process_s;
+  r.user_s = TimevalSeconds(w.usage.ru_utime);
+  r.sys_s = TimevalSeconds(w.usage.ru_stime);
+  r.major_faults = static_cast<uint64_t>(w.usage.ru_majflt);
+  r.minor_faults = static_cast<uint64_t>(w.usage.ru_minflt);
+  if (a.after) r.resident_after = a.after->fraction();
+  CacheAndCgroup(st, a, &r.memory);
+  CheckStartState(p, st.before.fraction(), &r);
+  return r;
+}
+
+// timelines/RUN_ID.csv for each worker that was sampled, its time from the worker's load start.
+void WriteTimelines(const RunSession& rs, const std::vector<WorkerOutcome>& outcomes,
+                    std::vector<RunRecord>& batch) {
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto& samples = outcomes[i].timeline;
+    if (samples.empty()) continue;
+    const double zero = batch[i].load_start_mono_s.value_or(samples.front().mono_s);
+    const std::string rel = fmt::format("timelines/{}.csv", batch[i].run_id);
+    Status t = MakeDirs(rs.out_dir + "/timelines");
+    if (t.ok()) t = WriteTimelineCsv(rs.out_dir + "/" + rel, samples, zero);
+    if (t.ok()) {
+      batch[i].timeline = rel;
+    } else {
+      fmt::print(stderr, "loadbench: timeline: {}\n", t.message());
+    }
+  }
+}
+
+// Spawns the run's workers and completes their records; interrupted, leaves `batch` alone.
+void RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                const Start& st, std::vector<RunRecord>* batch, bool* interrupted) {
+  SpawnRequest spawn;
+  spawn.exe = rs.exe;
+  spawn.file = file.path;
+  spawn.strategy = p.spec.text;
+  spawn.counters = rs.counters.empty() ? "none" : fmt::format("{}", fmt::join(rs.counters, ","));
+  spawn.expect_checksum = fmt::format("{:016x}", *file.table.expected_checksum);
+  spawn.cgroup_procs = st.cgroup ? st.cgroup->procs_path() : "";
+  spawn.procs = p.procs;
+  spawn.timeout_s = rs.timeout_s;
+  spawn.sample_s = rs.sample_ms / 1000.0;
+  Around a;
+  a.cached_before = MeminfoBytes("Cached");
+  const auto oom_before = SystemOomKills();
+  std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, interrupted);
+  if (*interrupted) return;
+  a.cached_after = MeminfoBytes("Cached");
+  a.oom_kills = OomKillsSince(st.cgroup.get(), oom_before);
+  if (Residency after; MeasureResidency(file.path, &after).ok()) a.after = after;
+  for (size_t i = 0; i < batch->size(); ++i) {
+    (*batch)[i] = Complete((*batch)[i], p, i, st, a, outcomes[i]);
+  }
+  WriteTimelines(rs, outcomes, *batch);
+}
+
+}  // namespace
+
+Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                  bool* interrupted) {
+  if (p.spec.name == kCeiling) return MeasureCeiling(rs, file, p, interrupted);
+  const Resolved res = Resolve(p);
+  RunRecord base = BaseRecord(rs, file, p);
+  base.params = res.params;
+  base.use = res.use;
+  std::vector<RunRecord> batch(static_cast<size_t>(p.procs), base);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = RunId(rs, i);
+  Start st;
+  const Status prep =
+      res.unsupported.empty() ? PrepareStart(rs, file, p, *res.info, &st) : Status::Ok();
+  for (RunRecord& r : batch) {
+    if (!res.unsupported.empty() || prep.code() == Status::Code::kUnsupported) {
+      r.status = "unsupported";  // here, or no memory cgroup can be made here
+      r.error = res.unsupported.empty() ? prep.message() : res.unsupported;
+    } else if (!prep.ok()) {
+      // A state that cannot be made or checked is not a failure of the strategy, but no figure
+      // measured from it may count.
+      r.status = "invalid";
+      r.error = fmt::format("preparing the {} run: {}", p.cache, prep.message());
+    }
+  }
+  if (res.unsupported.empty() && prep.ok()) {
+    RunWorkers(rs, file, p, st, &batch, interrupted);
+    if (*interrupted) return Status::Ok();  // no record: the run did not finish
+  }
+  return Record(rs, file, p, batch);
+}
+
+}  // namespace loadbench

@@ -1,0 +1,107 @@
+// The run record: one line of runs.jsonl, as one typed struct. The worker fills what it
+// measures inside its own process and sends the struct to the runner over its result pipe; the
+// runner adds what it measures from outside (rusage, residency, the page cache, the cgroup) and
+// what identifies the run, and appends the record. Keys are written in one place (record.cc), in
+// the order of the fields below, which is the order docs/results-format.md documents (a test
+// holds the two together).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// The worker's memory at the end of the load (bytes, from /proc/self/status and
+// smaps_rollup), and what the runner saw the page cache and the cgroup do over the run.
+struct MemoryFigures {
+  std::optional<uint64_t> rss_bytes, rss_anon_bytes, rss_file_bytes, rss_shmem_bytes;
+  std::optional<uint64_t> pss_bytes, pss_anon_bytes, pss_file_bytes, pss_shmem_bytes;
+  std::optional<uint64_t> shared_clean_bytes, shared_dirty_bytes;
+  std::optional<uint64_t> private_clean_bytes, private_dirty_bytes;
+  std::optional<int64_t> file_cache_growth_bytes;  // the file's own pages (runner)
+  std::optional<int64_t> page_cache_growth_bytes;  // Cached in /proc/meminfo (runner)
+  std::optional<uint64_t> cgroup_peak_bytes;        // under a memory limit only (runner)
+  std::optional<uint64_t> cgroup_oom_kills;         // under a memory limit only (runner)
+};
+
+struct RunRecord {
+  using Json = nlohmann::ordered_json;
+
+  // What the run is.
+  std::string run_id;  // <UTC start>-<sequence>, unique within the results folder
+  std::string experiment;
+  std::string strategy;       // the name, or "ceiling"
+  std::string strategy_spec;  // as written: "fread:chunk=4MiB"
+  Json params = Json::object();  // every option resolved
+  Json use;                      // the use options resolved; null when not resolved
+  std::optional<std::string> label;
+  std::string file;  // absolute
+  std::string format;
+  uint64_t file_bytes = 0;
+  std::string cache;  // "cold" or "warm"
+  int rep = 0;
+  std::optional<int> position;               // in its round; absent in grouped order
+  std::optional<int> procs;                  // only when more than one worker loads at once
+  std::optional<int> proc;                   // which of those workers
+  std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
+  std::string started_at;                    // UTC
+
+  // How it ended.
+  std::string status = "failed";  // ok, failed, unsupported, invalid
+  std::optional<std::string> error;
+  std::optional<bool> checksum_ok;
+  std::optional<std::string> checksum;  // hex xxh3-64 of the loaded bytes
+  std::optional<std::string> verify;    // how the bytes were checked
+  std::optional<std::string> drop_method;  // cold runs only
+  std::optional<bool> oom_killed;          // only when the OOM killer killed the worker
+
+  // Times, in seconds from the start of the timed region (docs/design.md).
+  std::optional<double> wall_s, ready_s, first_use_s, open_s;
+  std::optional<double> transform_s, bind_s, consume_s, verify_s;
+  std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
+
+  // Memory, faults and I/O.
+  std::optional<uint64_t> peak_rss_bytes, start_rss_bytes, anon_huge_bytes;
+  std::optional<uint64_t> major_faults, minor_faults;  // runner: wait4's rusage
+  std::optional<uint64_t> read_bytes;
+  std::optional<double> resident_before, resident_after;  // runner
+  MemoryFigures memory;
+  Json counters = Json::object();  // event name to count, null where it cannot count here
+  std::vector<std::string> counters_scaled;  // only when the kernel multiplexed counters
+  std::optional<std::string> timeline;       // timelines/RUN_ID.csv (runner)
+
+  // What was loaded and what the use did with it.
+  std::optional<uint64_t> tensor_count, tensor_bytes;
+  std::optional<std::string> consume_result;
+  std::optional<uint64_t> unaligned_tensors, untyped_tensors, aligned_copy_bytes;
+  std::optional<uint64_t> transformed_bytes, loads;
+  Json details;  // what the strategy observed; null when it reported nothing
+  Json device;   // strategies into GPU memory only
+
+  // Ceiling records only.
+  std::optional<uint64_t> ceiling_bytes;
+  std::optional<double> gb_per_s;
+
+  // Sent by the worker, never written: CLOCK_MONOTONIC at the start of the timed region, where
+  // the runner's timeline of the run starts.
+  std::optional<double> load_start_mono_s;
+};
+
+// The record as runs.jsonl holds it: every field in order, the optional ones only when set.
+nlohmann::ordered_json RecordJson(const RunRecord& r);
+
+// The worker's line on its result pipe: every field, set or not, and load_start_mono_s.
+nlohmann::ordered_json WireJson(const RunRecord& r);
+// Reads a worker's line; kFailed when it is not a record.
+Status FromWireJson(const nlohmann::ordered_json& j, RunRecord* out);
+
+// Every key a record can hold, in order; nested ones as "memory.rss_bytes".
+std::vector<std::string> RecordKeys();
+
+}  // namespace loadbench

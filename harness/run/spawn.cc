@@ -1,0 +1,244 @@
+#include "harness/run/spawn.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "harness/system/cgroup.h"
+#include "harness/system/interrupt.h"
+#include "loaders/base/file_io.h"
+
+namespace loadbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One started worker, as the runner tracks it.
+struct Child {
+  pid_t pid = -1;
+  UniqueFd result;  // the read end of the worker's result pipe
+  UniqueFd hold;    // the write end of its hold pipe (several workers only)
+  std::string data;
+  bool open = true;  // result pipe not at EOF yet
+  bool loaded = false, measured = false;  // the worker's hold stages (several workers only)
+  std::unique_ptr<TimelineSampler> sampler;
+};
+
+// In the child, after fork: only async-signal-safe calls until exec.
+[[noreturn]] void ExecWorker(const SpawnRequest& req, int result_wr, int hold_rd) {
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+  // The OOM killer must pick a worker, never the harness that records its death.
+  SetOomScoreAdjFromChild(1000);
+  if (!req.cgroup_procs.empty() && !JoinCgroupFromChild(req.cgroup_procs.c_str())) ::_exit(126);
+  if (::dup2(result_wr, 3) < 0) ::_exit(127);  // dup2 clears O_CLOEXEC
+  if (hold_rd >= 0 && ::dup2(hold_rd, 4) < 0) ::_exit(127);
+  int devnull = ::open("/dev/null", O_RDONLY);
+  if (devnull >= 0) ::dup2(devnull, 0);
+  const char* hold_arg = hold_rd >= 0 ? "4" : "-1";
+  const char* argv[] = {req.exe.c_str(),      "worker",          "--file",
+                        req.file.c_str(),     "--strategy",      req.strategy.c_str(),
+                        "--result-fd",        "3",               "--counters",
+                        req.counters.c_str(), "--hold-fd",       hold_arg,
+                        "--expect-checksum",  req.expect_checksum.c_str(), nullptr};
+  ::execv(req.exe.c_str(), const_cast<char* const*>(argv));
+  ::_exit(127);
+}
+
+// Forks and execs one `loadbench worker`.
+Status StartChild(const SpawnRequest& req, Child* c) {
+  int fds[2], hold[2] = {-1, -1};
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  c->result.reset(fds[0]);
+  UniqueFd wr(fds[1]), hold_rd;
+  if (req.procs > 1) {
+    if (::pipe2(hold, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+    hold_rd.reset(hold[0]);
+    c->hold.reset(hold[1]);
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno("fork", errno);
+  if (pid == 0) ExecWorker(req, wr.get(), hold_rd.valid() ? hold_rd.get() : -1);
+  c->pid = pid;
+  if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(pid, req.file);
+  return Status::Ok();
+}
+
+// The workers of one run while they run.
+class Group {
+ public:
+  Group(const SpawnRequest& req, std::vector<WorkerOutcome>* out)
+      : req_(req), out_(*out), children_(out->size()), released_(req.procs == 1) {}
+
+  void StartAll() {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (Status s = StartChild(req_, &children_[i]); !s.ok()) {
+        out_[i].error = s.message();
+        children_[i].open = false;
+      }
+    }
+  }
+
+  // Waits for output, reads it, and moves the hold barriers; false once every pipe is closed,
+  // or when the workers were killed (*killed).
+  bool Step(bool* killed, bool* interrupted) {
+    std::vector<pollfd> polls;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (children_[i].open) {
+        polls.push_back({children_[i].result.get(), POLLIN, 0});
+        who.push_back(i);
+      }
+    }
+    if (polls.empty()) return false;
+    const int pr = ::poll(polls.data(), polls.size(), SampleAndWaitMs());
+    if (KillIfDue(interrupted)) {
+      *killed = true;
+      return false;
+    }
+    if (pr < 0 && errno != EINTR) return false;
+    for (size_t k = 0; pr > 0 && k < polls.size(); ++k) {
+      if (polls[k].revents != 0) ReadFrom(children_[who[k]]);
+    }
+    MoveBarriers();
+    return true;
+  }
+
+  void ReapAll(bool killed);
+
+ private:
+  // Samples the timelines when a sample is due; the poll's wait until the next one.
+  int SampleAndWaitMs() {
+    if (req_.sample_s <= 0) return 100;
+    if (Clock::now() >= next_sample_) {
+      for (auto& c : children_) {
+        if (c.sampler) c.sampler->Sample();
+      }
+      next_sample_ += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(req_.sample_s));
+    }
+    const auto until =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_sample_ - Clock::now());
+    return std::clamp(static_cast<int>(until.count()), 0, 100);
+  }
+
+  // Kills every worker on interruption or timeout.
+  bool KillIfDue(bool* interrupted) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - t0_).count();
+    if (!Interrupted() && !(req_.timeout_s > 0 && elapsed > req_.timeout_s)) return false;
+    for (auto& c : children_) {
+      if (c.pid > 0) ::kill(c.pid, SIGKILL);
+    }
+    *interrupted = Interrupted();
+    for (size_t i = 0; i < out_.size(); ++i) {
+      if (!*interrupted && children_[i].open) {
+        out_[i].error = fmt::format("timed out after {:.0f} s; worker killed", req_.timeout_s);
+      }
+    }
+    return true;
+  }
+
+  void ReadFrom(Child& c) {
+    char buf[4096];
+    const ssize_t n = ::read(c.result.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) return;
+    if (n <= 0) {
+      c.open = false;
+      return;
+    }
+    c.data.append(buf, static_cast<size_t>(n));
+    for (auto [stage, flag] : {std::pair<std::string_view, bool*>{"loaded\n", &c.loaded},
+                               {"measured\n", &c.measured}}) {
+      if (!*flag && c.data.starts_with(stage)) {
+        *flag = true;
+        c.data.erase(0, stage.size());
+      }
+    }
+  }
+
+  // Two barriers for several workers: all loaded -> one byte each (measure your memory now);
+  // all measured -> EOF (tear down and report).
+  void MoveBarriers() {
+    auto all = [&](bool Child::*stage) {
+      return std::all_of(children_.begin(), children_.end(),
+                         [&](const Child& c) { return c.*stage || !c.open; });
+    };
+    if (!released_) {
+      if (!all(&Child::loaded)) return;
+      for (auto& c : children_) {
+        if (c.hold.valid() && ::write(c.hold.get(), "g", 1) != 1) c.hold.reset();
+      }
+      released_ = true;
+    } else if (req_.procs > 1 && all(&Child::measured)) {
+      for (auto& c : children_) c.hold.reset();
+    }
+  }
+
+  void Judge(const Child& c, int wstatus, WorkerOutcome* o) const;
+
+  const SpawnRequest& req_;
+  std::vector<WorkerOutcome>& out_;
+  std::vector<Child> children_;
+  bool released_;
+  const Clock::time_point t0_ = Clock::now();
+  Clock::time_point next_sample_ = Clock::now();
+};
+
+// Why a reaped worker left no usable record, or its record.
+void Group::Judge(const Child& c, int wstatus, WorkerOutcome* o) const {
+  if (WIFSIGNALED(wstatus)) {
+    o->signal = WTERMSIG(wstatus);
+    o->error = fmt::format("worker killed by signal {} ({})", o->signal, ::strsignal(o->signal));
+  } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127) {
+    o->error = fmt::format("could not execute {}", req_.exe);
+  } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 126 && !req_.cgroup_procs.empty()) {
+    o->error =
+        fmt::format("the worker could not join its memory cgroup ({})", req_.cgroup_procs);
+  } else {
+    const auto j = nlohmann::ordered_json::parse(c.data, nullptr, false);
+    if (j.is_discarded() || !FromWireJson(j, &o->record).ok()) {
+      o->error = fmt::format("worker exited with status {} and no result",
+                             WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    }
+  }
+}
+
+void Group::ReapAll(bool killed) {
+  for (size_t i = 0; i < children_.size(); ++i) {
+    Child& c = children_[i];
+    WorkerOutcome& o = out_[i];
+    if (c.sampler) o.timeline = c.sampler->samples();
+    if (c.pid <= 0) continue;
+    int wstatus = 0;
+    while (::wait4(c.pid, &wstatus, 0, &o.usage) < 0 && errno == EINTR) {
+    }
+    o.process_s = std::chrono::duration<double>(Clock::now() - t0_).count();
+    if (!killed && o.error.empty()) Judge(c, wstatus, &o);
+  }
+}
+
+}  // namespace
+
+std::vector<WorkerOutcome> SpawnWorkers(const SpawnRequest& req, bool* interrupted) {
+  std::vector<WorkerOutcome> out(static_cast<size_t>(req.procs));
+  Group group(req, &out);
+  group.StartAll();
+  bool killed = false;
+  while (group.Step(&killed, interrupted)) {
+  }
+  group.ReapAll(killed);
+  return out;
+}
+
+}  // namespace loadbench

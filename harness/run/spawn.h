@@ -1,0 +1,40 @@
+// Spawning workers: forks and execs `loadbench worker` processes for one run, samples their
+// timelines from outside, reads each one's record from its result pipe, and reaps each with
+// wait4 for its rusage. Several workers loading at once are held after their loads until all
+// have loaded, so that their memory (shared pages, PSS) is measured side by side.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <string>
+#include <vector>
+
+#include "harness/run/record.h"
+#include "harness/system/timeline.h"
+
+namespace loadbench {
+
+struct SpawnRequest {
+  std::string exe, file, strategy, counters;
+  std::string expect_checksum = "none";  // hex, for a file that stores no checksum
+  std::string cgroup_procs;  // the memory cgroup's procs file the workers join; "" for none
+  int procs = 1;
+  double timeout_s = 0;
+  double sample_s = 0;  // 0: no timeline
+};
+
+// What the runner learns about one worker process.
+struct WorkerOutcome {
+  RunRecord record;      // the worker's part, when it sent one (error empty)
+  std::string error;     // why there is no usable record
+  rusage usage{};
+  double process_s = 0;  // from fork to reaping
+  std::vector<TimelineSample> timeline;
+  int signal = 0;  // the signal that killed the worker, when one did
+};
+
+// Runs `req.procs` workers to the end. On timeout or interruption kills them all; interrupted,
+// it sets *interrupted and the outcomes mean nothing.
+std::vector<WorkerOutcome> SpawnWorkers(const SpawnRequest& req, bool* interrupted);
+
+}  // namespace loadbench

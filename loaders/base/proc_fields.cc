@@ -1,0 +1,47 @@
+#include "loaders/base/proc_fields.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace loadbench {
+
+std::map<std::string, uint64_t> ParseProcFields(std::string_view text) {
+  std::map<std::string, uint64_t> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string line(text.substr(pos, nl - pos));
+    pos = nl + 1;
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const char* v = line.c_str() + colon + 1;
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v, &end, 10);
+    if (end != v) out[line.substr(0, colon)] = n;
+  }
+  return out;
+}
+
+std::map<std::string, uint64_t> ReadProcFields(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseProcFields(text.str());
+}
+
+std::optional<uint64_t> ProcField(const std::string& path, const std::string& key) {
+  const auto fields = ReadProcFields(path);
+  const auto it = fields.find(key);
+  if (it == fields.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<uint64_t> MeminfoBytes(const std::string& key) {
+  const auto kib = ProcField("/proc/meminfo", key);
+  if (!kib) return std::nullopt;
+  return *kib * 1024;
+}
+
+}  // namespace loadbench
