@@ -21,6 +21,7 @@
 #include "harness/run/progress.h"
 #include "harness/run/results.h"
 #include "harness/run/rounds.h"
+#include "harness/stats/noise.h"
 #include "harness/run/session.h"
 #include "harness/stats/summary.h"
 #include "harness/system/env.h"

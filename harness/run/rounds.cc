@@ -20,44 +20,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// A condition: runs of it are comparable with each other.
-using Condition = std::tuple<std::string, std::string, int, uint64_t>;  // file, cache, procs, limit
-
-Condition ConditionOf(const Json& r) {
-  return {r.value("file", ""), r.value("cache", ""), r.value("procs", 1),
-          r.value("memory_limit_bytes", uint64_t{0})};
-}
-
-std::string ConditionText(const Condition& c, bool with_file) {
-  const auto& [file, cache, procs, limit] = c;
-  std::string out = cache;
-  if (procs > 1) out += fmt::format(" x{} procs", procs);
-  if (limit > 0) out += fmt::format(" limit {} MiB", limit >> 20);
-  if (with_file) out += " " + file.substr(file.find_last_of('/') + 1);
-  return out;
-}
-
-bool IsOk(const Json& r) { return r.value("status", "") == "ok"; }
-
-double Wall(const Json& r) {
-  const auto it = r.find("wall_s");
-  return it != r.end() && it->is_number() ? it->get<double>() : 0.0;
-}
-
-// Per condition, per strategy spec, per round: the run's time (its slowest worker's).
-using Rounds = std::map<Condition, std::map<std::string, std::map<int, double>>>;
-
-Rounds RoundsOf(const std::vector<Json>& records) {
-  Rounds out;
-  for (const Json& r : records) {
-    if (!IsOk(r) || r.value("strategy", "") == kCeiling || Wall(r) <= 0) continue;
-    double& t = out[ConditionOf(r)][r.value("strategy_spec", "")][r.value("rep", 0)];
-    t = std::max(t, Wall(r));
-  }
-  return out;
-}
-
-std::string Figure(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "inf"; }
 
 }  // namespace
 
@@ -152,44 +114,6 @@ Status CheckAutoReps(const AutoReps& a) {
   return Status::Ok();
 }
 
-RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::string& baseline,
-                                  double target) {
-  RoundsVerdict v;
-  for (const auto& [condition, specs] : RoundsOf(records)) {
-    for (const auto& [spec, rounds] : specs) {
-      v.rounds = std::max(v.rounds, static_cast<int>(rounds.size()));
-    }
-    const auto base = specs.find(baseline);
-    for (const auto& [spec, rounds] : specs) {
-      if (spec == baseline) continue;
-      std::vector<double> d;
-      if (base != specs.end()) {
-        for (const auto& [rep, t] : rounds) {
-          const auto b = base->second.find(rep);
-          if (b != base->second.end()) d.push_back(std::log(t / b->second));
-        }
-      }
-      const paired::Interval i = paired::SignedRankInterval(d);
-      Comparison c;
-      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes) = condition;
-      c.spec = spec;
-      c.baseline = baseline;
-      c.n = i.n;
-      c.ratio = i.n > 0 ? std::exp(i.estimate) : 0;
-      c.low = i.bounded ? std::exp(i.low) : 0;
-      c.high = i.bounded ? std::exp(i.high) : kInf;
-      c.half_width = paired::HalfWidth(i);
-      c.met = c.half_width <= target;
-      c.significant = paired::Significant(i);
-      v.comparisons.push_back(c);
-    }
-  }
-  v.met = !v.comparisons.empty() &&
-          std::all_of(v.comparisons.begin(), v.comparisons.end(),
-                      [](const Comparison& c) { return c.met; });
-  return v;
-}
-
 std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done,
                        double elapsed_s, double round_s) {
   if (rounds_done >= a.min_rounds && v.met) return "target met";
@@ -265,106 +189,6 @@ std::string DefaultBaseline(const std::vector<std::string>& specs) {
     if (s == "fread") return s;
   }
   return specs.empty() ? "" : specs.front();
-}
-
-std::string NoiseSummary(const std::vector<Json>& records, const std::string& baseline) {
-  std::string out;
-  const Rounds rounds = RoundsOf(records);
-  std::map<std::string, bool> files;
-  for (const auto& [c, specs] : rounds) files[std::get<0>(c)] = true;
-  const bool many_files = files.size() > 1;
-
-  // Paired comparisons with the baseline.
-  const RoundsVerdict v = CompareWithBaseline(records, baseline, 0);
-  if (!v.comparisons.empty()) {
-    out += fmt::format("paired, time over {}'s in the same round (95% interval):\n", baseline);
-    for (const Comparison& c : v.comparisons) {
-      const Condition cond{c.file, c.cache, c.procs, c.memory_limit_bytes};
-      if (c.n == 0) {
-        out += fmt::format("  {:<5} {}: no rounds shared with {}\n",
-                           ConditionText(cond, many_files), c.spec, baseline);
-        continue;
-      }
-      if (c.half_width == kInf) {
-        out += fmt::format("  {:<5} {}: {:.3f}x, {} rounds: too few for an interval (6)\n",
-                           ConditionText(cond, many_files), c.spec, c.ratio, c.n);
-        continue;
-      }
-      out += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n",
-                         ConditionText(cond, many_files), c.spec, c.ratio, Figure(c.low),
-                         Figure(c.high), c.n,
-                         c.significant ? (c.ratio < 1 ? "faster" : "slower")
-                                       : "no difference shown");
-    }
-  }
-
-  // Drift: the ceiling per file.
-  std::map<std::string, std::vector<double>> ceilings;
-  for (const Json& r : records) {
-    if (r.value("strategy", "") != kCeiling || !IsOk(r)) continue;
-    const auto g = r.find("gb_per_s");
-    if (g != r.end() && g->is_number()) ceilings[r.value("file", "")].push_back(g->get<double>());
-  }
-  auto trend_line = [&](const std::string& what, const std::vector<double>& y,
-                        const std::string& unit) {
-    const paired::Trend t = paired::KendallTrend(y);
-    if (t.n < 6 || !(t.p < 0.05)) return;
-    const size_t third = std::max<size_t>(1, y.size() / 3);
-    const double first = paired::Median({y.begin(), y.begin() + static_cast<ptrdiff_t>(third)});
-    const double last = paired::Median({y.end() - static_cast<ptrdiff_t>(third), y.end()});
-    out += fmt::format("WARNING drift: {} moved from {:.3g}{} (first third) to {:.3g}{} (last "
-                       "third) over {} rounds (Kendall tau {:.2f}, p {:.3f}); compare within "
-                       "rounds, not across the experiment\n",
-                       what, first, unit, last, unit, t.n, t.tau, t.p);
-  };
-  for (const auto& [file, y] : ceilings) {
-    trend_line(many_files ? "the ceiling of " + file : "the ceiling (device read speed)", y,
-               " GB/s");
-  }
-  // Conditions without a ceiling (warm ones, or none asked for): every strategy together.
-  for (const auto& [cond, specs] : rounds) {
-    // A condition the ceiling measured (cold, its file) is judged by it.
-    if (std::get<1>(cond) == "cold" && ceilings.count(std::get<0>(cond))) continue;
-    // Each round's time of every strategy over that strategy's median, the median of those.
-    std::map<int, std::vector<double>> per_round;
-    for (const auto& [spec, times] : specs) {
-      std::vector<double> all;
-      for (const auto& [rep, t] : times) all.push_back(t);
-      const double med = paired::Median(all);
-      for (const auto& [rep, t] : times) per_round[rep].push_back(t / med);
-    }
-    std::vector<double> y;
-    for (auto& [rep, f] : per_round) y.push_back(paired::Median(f));
-    trend_line("every strategy together (" + ConditionText(cond, many_files) + ")", y,
-               "x its median");
-  }
-
-  // Outliers, per group, on log time.
-  std::map<std::pair<Condition, std::string>, std::vector<const Json*>> groups;
-  for (const Json& r : records) {
-    if (!IsOk(r) || Wall(r) <= 0) continue;
-    groups[{ConditionOf(r), r.value("strategy_spec", "")}].push_back(&r);
-  }
-  std::vector<std::string> lines;
-  for (const auto& [key, rs] : groups) {
-    std::vector<double> x;
-    for (const Json* r : rs) x.push_back(std::log(Wall(*r)));
-    const std::vector<bool> flags = paired::MadOutliers(x);
-    const double med = std::exp(paired::Median(x));
-    for (size_t i = 0; i < rs.size(); ++i) {
-      if (!flags[i]) continue;
-      lines.push_back(fmt::format("  {} {} rep {}: {:.3f} s, the group's median {:.3f} s ({})",
-                                  ConditionText(key.first, many_files), key.second,
-                                  rs[i]->value("rep", 0), Wall(*rs[i]), med,
-                                  rs[i]->value("run_id", "")));
-    }
-  }
-  if (!lines.empty()) {
-    out += fmt::format("outliers (MAD rule, kept in every figure): {}\n", lines.size());
-    for (size_t i = 0; i < lines.size() && i < 10; ++i) out += lines[i] + "\n";
-    if (lines.size() > 10) out += fmt::format("  ... and {} more\n", lines.size() - 10);
-  }
-  return out;
 }
 
 }  // namespace loadbench

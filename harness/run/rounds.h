@@ -1,9 +1,8 @@
 // Rounds: a repetition is a round in which every strategy of a comparison runs once, back to
 // back, so that the machine's drift (this kind of VM's disk swings by a factor of several
 // within minutes) hits every strategy of the round alike and cancels in within-round ratios.
-// What `run` and `experiment` share: the order inside a round, the comparison of every strategy
-// with the baseline from the records (harness/stats/paired_stats.h), the rule that stops adaptive
-// repetitions (`--reps auto`), and the noise lines of the run summary (drift, outliers).
+// Here: the order inside a round, and the rule that stops adaptive repetitions (`--reps auto`);
+// the comparison with the baseline they rest on is in harness/stats/comparison.h.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/stats/comparison.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {
@@ -47,31 +47,6 @@ Status ParseDuration(const std::string& text, const char* what, double* seconds)
 // Ranges shared by the CLI and experiment files; kBadInput with the reason.
 Status CheckAutoReps(const AutoReps& a);
 
-// One strategy against the baseline in one condition (file, cache, procs, memory limit), over
-// the rounds where both have an ok run. ratio: the strategy's time over the baseline's.
-struct Comparison {
-  std::string file, cache;
-  int procs = 1;
-  uint64_t memory_limit_bytes = 0;
-  std::string spec, baseline;
-  int n = 0;
-  double ratio = 0, low = 0, high = 0;  // low/high: 0 and +inf when unbounded
-  double half_width = 0;                // relative; +inf when unbounded
-  bool met = false;                     // half_width <= target
-  bool significant = false;
-};
-
-struct RoundsVerdict {
-  int rounds = 0;  // the most rounds any condition has
-  bool met = false;  // every comparison met the target (false when there is none)
-  std::vector<Comparison> comparisons;
-};
-
-// Compares every strategy with `baseline` (a strategy spec text) in every condition of
-// `records` (runs.jsonl objects; ceilings and other experiments' strategies aside).
-RoundsVerdict CompareWithBaseline(const std::vector<nlohmann::ordered_json>& records,
-                                  const std::string& baseline, double target);
-
 // Why adaptive repetitions stop after `rounds_done` rounds and `elapsed_s` seconds: "target
 // met", "max rounds", "budget", or "" to go on. The target is only looked at from min_rounds
 // on. `round_s` is the time the last round took: a round that would end past the budget is not
@@ -99,12 +74,6 @@ Status RunAutoRounds(const AutoReps& a, const std::string& baseline, const Round
 
 // The summary's line on adaptive repetitions: rounds, why they stopped, the widest interval.
 std::string AutoRepsLine(const AutoReps& a, const RoundsVerdict& v, const std::string& stopped);
-
-// The run summary's lines on noise: the paired comparisons with the baseline, a drift of the
-// ceiling (or of every strategy together) over the records' order, and the outliers (MAD rule,
-// kept). Empty when there is nothing to say.
-std::string NoiseSummary(const std::vector<nlohmann::ordered_json>& records,
-                         const std::string& baseline);
 
 // The default baseline among strategy spec texts: "fread" when present, else the first.
 std::string DefaultBaseline(const std::vector<std::string>& specs);

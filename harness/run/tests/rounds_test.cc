@@ -3,6 +3,7 @@
 // clock (it stops when the interval is narrow, goes on while it is wide, keeps to its budget),
 // and the summary's warnings on drift and outliers.
 #include "harness/run/rounds.h"
+#include "harness/stats/noise.h"
 
 #include <gtest/gtest.h>
 

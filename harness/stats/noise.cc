@@ -1,0 +1,133 @@
+#include "harness/stats/noise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "harness/run/session.h"
+#include "harness/stats/comparison.h"
+#include "harness/stats/paired_stats.h"
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string Figure(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "inf"; }
+
+// The paired comparisons with the baseline, one line each.
+std::string PairedLines(const std::vector<Json>& records, const std::string& baseline,
+                        bool many_files) {
+  const RoundsVerdict v = CompareWithBaseline(records, baseline, 0);
+  if (v.comparisons.empty()) return "";
+  std::string out =
+      fmt::format("paired, time over {}'s in the same round (95% interval):\n", baseline);
+  for (const Comparison& c : v.comparisons) {
+    const std::string cond =
+        ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes}, many_files);
+    if (c.n == 0) {
+      out += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, c.spec, baseline);
+    } else if (c.half_width == kInf) {
+      out += fmt::format("  {:<5} {}: {:.3f}x, {} rounds: too few for an interval (6)\n", cond,
+                         c.spec, c.ratio, c.n);
+    } else {
+      out += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
+                         Figure(c.low), Figure(c.high), c.n,
+                         c.significant ? (c.ratio < 1 ? "faster" : "slower")
+                                       : "no difference shown");
+    }
+  }
+  return out;
+}
+
+// A WARNING line when `y`, in the records' order, trends (Kendall, p < 0.05, 6 points or more).
+std::string TrendLine(const std::string& what, const std::vector<double>& y,
+                      const std::string& unit) {
+  const paired::Trend t = paired::KendallTrend(y);
+  if (t.n < 6 || !(t.p < 0.05)) return "";
+  const size_t third = std::max<size_t>(1, y.size() / 3);
+  const double first = paired::Median({y.begin(), y.begin() + static_cast<ptrdiff_t>(third)});
+  const double last = paired::Median({y.end() - static_cast<ptrdiff_t>(third), y.end()});
+  return fmt::format("WARNING drift: {} moved from {:.3g}{} (first third) to {:.3g}{} (last "
+                     "third) over {} rounds (Kendall tau {:.2f}, p {:.3f}); compare within "
+                     "rounds, not across the experiment\n",
+                     what, first, unit, last, unit, t.n, t.tau, t.p);
+}
+
+// Drift: of the ceiling per file; in conditions without a ceiling (warm ones, or none asked
+// for), of every strategy together.
+std::string DriftLines(const std::vector<Json>& records, const Rounds& rounds, bool many_files) {
+  std::string out;
+  std::map<std::string, std::vector<double>> ceilings;
+  for (const Json& r : records) {
+    if (r.value("strategy", "") != kCeiling || !IsOk(r)) continue;
+    const auto g = r.find("gb_per_s");
+    if (g != r.end() && g->is_number()) ceilings[r.value("file", "")].push_back(g->get<double>());
+  }
+  for (const auto& [file, y] : ceilings) {
+    out += TrendLine(many_files ? "the ceiling of " + file : "the ceiling (device read speed)", y,
+                     " GB/s");
+  }
+  for (const auto& [cond, specs] : rounds) {
+    // A condition the ceiling measured (cold, its file) is judged by it.
+    if (std::get<1>(cond) == "cold" && ceilings.count(std::get<0>(cond))) continue;
+    // Each round's time of every strategy over that strategy's median, the median of those.
+    std::map<int, std::vector<double>> per_round;
+    for (const auto& [spec, times] : specs) {
+      std::vector<double> all;
+      for (const auto& [rep, t] : times) all.push_back(t);
+      const double med = paired::Median(all);
+      for (const auto& [rep, t] : times) per_round[rep].push_back(t / med);
+    }
+    std::vector<double> y;
+    for (auto& [rep, f] : per_round) y.push_back(paired::Median(f));
+    out += TrendLine("every strategy together (" + ConditionText(cond, many_files) + ")", y,
+                     "x its median");
+  }
+  return out;
+}
+
+// Outliers, per group (condition and strategy), on log time: flagged, kept in every figure.
+std::string OutlierLines(const std::vector<Json>& records, bool many_files) {
+  std::map<std::pair<Condition, std::string>, std::vector<const Json*>> groups;
+  for (const Json& r : records) {
+    if (!IsOk(r) || WallOf(r) <= 0) continue;
+    groups[{ConditionOf(r), r.value("strategy_spec", "")}].push_back(&r);
+  }
+  std::vector<std::string> lines;
+  for (const auto& [key, rs] : groups) {
+    std::vector<double> x;
+    for (const Json* r : rs) x.push_back(std::log(WallOf(*r)));
+    const std::vector<bool> flags = paired::MadOutliers(x);
+    const double med = std::exp(paired::Median(x));
+    for (size_t i = 0; i < rs.size(); ++i) {
+      if (!flags[i]) continue;
+      lines.push_back(fmt::format("  {} {} rep {}: {:.3f} s, the group's median {:.3f} s ({})",
+                                  ConditionText(key.first, many_files), key.second,
+                                  rs[i]->value("rep", 0), WallOf(*rs[i]), med,
+                                  rs[i]->value("run_id", "")));
+    }
+  }
+  if (lines.empty()) return "";
+  std::string out = fmt::format("outliers (MAD rule, kept in every figure): {}\n", lines.size());
+  for (size_t i = 0; i < lines.size() && i < 10; ++i) out += lines[i] + "\n";
+  if (lines.size() > 10) out += fmt::format("  ... and {} more\n", lines.size() - 10);
+  return out;
+}
+
+}  // namespace
+
+std::string NoiseSummary(const std::vector<Json>& records, const std::string& baseline) {
+  const Rounds rounds = RoundsOf(records);
+  std::map<std::string, bool> files;
+  for (const auto& [c, specs] : rounds) files[std::get<0>(c)] = true;
+  const bool many_files = files.size() > 1;
+  return PairedLines(records, baseline, many_files) + DriftLines(records, rounds, many_files) +
+         OutlierLines(records, many_files);
+}
+
+}  // namespace loadbench
