@@ -39,104 +39,128 @@ class Reader {
   Reader(const std::string& path, const std::string& data_dir) : path_(path), data_(data_dir) {}
 
   Status Read(const toml::table& top, Experiment* e) {
-    // Where keys checked against each other were written, for the message.
-    const toml::source_region* auto_where = nullptr;
-    const toml::source_region* baseline_where = nullptr;
-    const toml::source_region* order_where = nullptr;
-    std::vector<int> procs;
-    std::vector<uint64_t> limits;
     for (const auto& [key, node] : top) {
       const std::string k(key.str());
-      if (k == "name") {
-        LB_RETURN_IF_ERROR(String(node, "name", &e->name));
-      } else if (k == "reps") {
-        if (node.value<std::string>() == "auto") {
-          e->auto_reps = true;
-        } else {
-          int64_t v = 0;
-          if (!node.is_integer()) {
-            return BadAt(path_, node.source(), "reps must be an integer or \"auto\"");
-          }
-          LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
-          e->reps = static_cast<int>(v);
-        }
-      } else if (k == "auto_target") {
-        const std::optional<double> v = node.value<double>();
-        if (!v) return BadAt(path_, node.source(), "auto_target must be a number such as 0.1");
-        e->autoreps.target = *v;
-        auto_where = &node.source();
-      } else if (k == "auto_min_rounds" || k == "auto_max_rounds") {
-        int64_t v = 0;
-        LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 1, 10000, &v));
-        (k == "auto_min_rounds" ? e->autoreps.min_rounds : e->autoreps.max_rounds) =
-            static_cast<int>(v);
-        auto_where = &node.source();
-      } else if (k == "auto_budget") {
-        std::string text;
-        if (node.is_integer() || node.is_floating_point()) {
-          text = fmt::format("{}", *node.value<double>());
-        } else {
-          LB_RETURN_IF_ERROR(String(node, "auto_budget", &text));
-        }
-        Status s = ParseDuration(text, "auto_budget", &e->autoreps.budget_s);
-        if (!s.ok()) return BadAt(path_, node.source(), s.message());
-        auto_where = &node.source();
-      } else if (k == "baseline") {
-        LB_RETURN_IF_ERROR(String(node, "baseline", &e->baseline));
-        baseline_where = &node.source();
-      } else if (k == "ceiling") {
-        const std::optional<bool> v = node.value<bool>();
-        if (!v) return BadAt(path_, node.source(), "ceiling must be true or false");
-        e->ceiling = *v;
-      } else if (k == "seed") {
-        int64_t v = 0;
-        LB_RETURN_IF_ERROR(Integer(node, "seed", 0, INT64_MAX, &v));
-        e->seed = static_cast<uint64_t>(v);
-      } else if (k == "timeout_s") {
-        const std::optional<double> v = node.value<double>();  // an integer converts too
-        if (!v || !(*v >= 0 && *v <= 7 * 24 * 3600)) {
-          return BadAt(path_, node.source(), "timeout_s must be a number of seconds, 0 to 604800");
-        }
-        e->timeout_s = *v;
-      } else if (k == "order") {
-        std::string order;
-        LB_RETURN_IF_ERROR(String(node, "order", &order));
-        Status s = ParseRoundOrder(order, &e->order);
-        if (!s.ok()) return BadAt(path_, node.source(), s.message());
-        order_where = &node.source();
-      } else if (k == "procs") {
-        LB_RETURN_IF_ERROR(Each(node, "procs", [&](const toml::node& v) {
-          int64_t n = 0;
-          LB_RETURN_IF_ERROR(Integer(v, "procs", 1, 64, &n));
-          procs.push_back(static_cast<int>(n));
-          return Status::Ok();
-        }));
-        e->procs = procs;
-      } else if (k == "memory_limit") {
-        LB_RETURN_IF_ERROR(Each(node, "memory_limit", [&](const toml::node& v) {
-          uint64_t bytes = 0;
-          LB_RETURN_IF_ERROR(Bytes(v, "memory_limit", /*none_ok=*/true, &bytes));
-          limits.push_back(bytes);
-          return Status::Ok();
-        }));
-        e->memory_limits = limits;
-      } else if (k == "cache") {
-        LB_RETURN_IF_ERROR(Caches(node, &e->caches));
-      } else if (k == "file") {
-        LB_RETURN_IF_ERROR(Tables(node, "file", [&](const toml::table& t) {
-          return File(t, &e->files);
-        }));
-      } else if (k == "strategy") {
-        LB_RETURN_IF_ERROR(Tables(node, "strategy", [&](const toml::table& t) {
-          return Strategy(t, &e->strategies);
-        }));
-      } else {
-        return BadAt(path_, node.source(), fmt::format("unknown key '{}'", k));
+      bool known = false;
+      LB_RETURN_IF_ERROR(RoundsKey(k, node, e, &known));
+      if (!known) LB_RETURN_IF_ERROR(PlanKey(k, node, e, &known));
+      if (!known) return BadAt(path_, node.source(), fmt::format("unknown key '{}'", k));
+    }
+    return Finish(top, e);
+  }
+
+ private:
+  // The keys of how rounds are run and compared: reps, auto_*, baseline, ceiling, seed, order.
+  Status RoundsKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
+    *known = true;
+    if (k == "reps") {
+      if (node.value<std::string>() == "auto") {
+        e->auto_reps = true;
+        return Status::Ok();
       }
+      if (!node.is_integer()) {
+        return BadAt(path_, node.source(), "reps must be an integer or \"auto\"");
+      }
+      int64_t v = 0;
+      LB_RETURN_IF_ERROR(Integer(node, "reps", 1, 100000, &v));
+      e->reps = static_cast<int>(v);
+    } else if (k.starts_with("auto_")) {
+      return AutoKey(k, node, &e->autoreps, known);
+    } else if (k == "baseline") {
+      LB_RETURN_IF_ERROR(String(node, "baseline", &e->baseline));
+      baseline_where_ = &node.source();
+    } else if (k == "ceiling") {
+      const std::optional<bool> v = node.value<bool>();
+      if (!v) return BadAt(path_, node.source(), "ceiling must be true or false");
+      e->ceiling = *v;
+    } else if (k == "seed") {
+      int64_t v = 0;
+      LB_RETURN_IF_ERROR(Integer(node, "seed", 0, INT64_MAX, &v));
+      e->seed = static_cast<uint64_t>(v);
+    } else if (k == "order") {
+      std::string order;
+      LB_RETURN_IF_ERROR(String(node, "order", &order));
+      Status s = ParseRoundOrder(order, &e->order);
+      if (!s.ok()) return BadAt(path_, node.source(), s.message());
+      order_where_ = &node.source();
+    } else {
+      *known = false;
     }
-    if (e->name.empty()) {
-      e->name = std::filesystem::path(path_).stem().string();
+    return Status::Ok();
+  }
+
+  // auto_target, auto_min_rounds, auto_max_rounds, auto_budget.
+  Status AutoKey(const std::string& k, const toml::node& node, AutoReps* a, bool* known) {
+    if (k == "auto_target") {
+      const std::optional<double> v = node.value<double>();
+      if (!v) return BadAt(path_, node.source(), "auto_target must be a number such as 0.1");
+      a->target = *v;
+    } else if (k == "auto_min_rounds" || k == "auto_max_rounds") {
+      int64_t v = 0;
+      LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 1, 10000, &v));
+      (k == "auto_min_rounds" ? a->min_rounds : a->max_rounds) = static_cast<int>(v);
+    } else if (k == "auto_budget") {
+      std::string text;
+      if (node.is_integer() || node.is_floating_point()) {
+        text = fmt::format("{}", *node.value<double>());
+      } else {
+        LB_RETURN_IF_ERROR(String(node, "auto_budget", &text));
+      }
+      Status s = ParseDuration(text, "auto_budget", &a->budget_s);
+      if (!s.ok()) return BadAt(path_, node.source(), s.message());
+    } else {
+      *known = false;
+      return Status::Ok();
     }
+    auto_where_ = &node.source();
+    return Status::Ok();
+  }
+
+  // The keys of what runs: name, timeout_s, procs, memory_limit, cache, [[file]], [[strategy]].
+  Status PlanKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
+    *known = true;
+    if (k == "name") return String(node, "name", &e->name);
+    if (k == "timeout_s") {
+      const std::optional<double> v = node.value<double>();  // an integer converts too
+      if (!v || !(*v >= 0 && *v <= 7 * 24 * 3600)) {
+        return BadAt(path_, node.source(), "timeout_s must be a number of seconds, 0 to 604800");
+      }
+      e->timeout_s = *v;
+      return Status::Ok();
+    }
+    if (k == "procs") {
+      e->procs.clear();
+      return Each(node, "procs", [&](const toml::node& v) {
+        int64_t n = 0;
+        LB_RETURN_IF_ERROR(Integer(v, "procs", 1, 64, &n));
+        e->procs.push_back(static_cast<int>(n));
+        return Status::Ok();
+      });
+    }
+    if (k == "memory_limit") {
+      e->memory_limits.clear();
+      return Each(node, "memory_limit", [&](const toml::node& v) {
+        uint64_t bytes = 0;
+        LB_RETURN_IF_ERROR(Bytes(v, "memory_limit", /*none_ok=*/true, &bytes));
+        e->memory_limits.push_back(bytes);
+        return Status::Ok();
+      });
+    }
+    if (k == "cache") return Caches(node, &e->caches);
+    if (k == "file") {
+      return Tables(node, "file", [&](const toml::table& t) { return File(t, &e->files); });
+    }
+    if (k == "strategy") {
+      return Tables(node, "strategy",
+                    [&](const toml::table& t) { return Strategy(t, &e->strategies); });
+    }
+    *known = false;
+    return Status::Ok();
+  }
+
+  // What can only be checked once every key is read: the defaults, the baseline, auto reps.
+  Status Finish(const toml::table& top, Experiment* e) {
+    if (e->name.empty()) e->name = std::filesystem::path(path_).stem().string();
     if (e->files.empty()) return Status::BadInput(fmt::format("{}: no [[file]]", path_));
     if (e->strategies.empty()) return Status::BadInput(fmt::format("{}: no [[strategy]]", path_));
     std::vector<std::string> specs;
@@ -144,27 +168,25 @@ class Reader {
     if (e->baseline.empty()) {
       e->baseline = DefaultBaseline(specs);
     } else if (std::find(specs.begin(), specs.end(), e->baseline) == specs.end()) {
-      return BadAt(path_, *baseline_where,
+      return BadAt(path_, *baseline_where_,
                    fmt::format("baseline '{}' is not one of the strategy points ({})",
                                e->baseline, fmt::join(specs, ", ")));
     }
-    if (auto_where != nullptr && !e->auto_reps) {
-      return BadAt(path_, *auto_where, "auto_* keys need reps = \"auto\"");
+    if (auto_where_ != nullptr && !e->auto_reps) {
+      return BadAt(path_, *auto_where_, "auto_* keys need reps = \"auto\"");
     }
-    if (e->auto_reps) {
-      if (Status s = CheckAutoReps(e->autoreps); !s.ok()) {
-        return BadAt(path_, auto_where ? *auto_where : top.source(), s.message());
-      }
-      if (e->order == RoundOrder::kGrouped) {
-        return BadAt(path_, *order_where, "reps = \"auto\" compares within rounds: order "
-                                          "must be interleaved or shuffled, not grouped");
-      }
-      e->reps = e->autoreps.max_rounds;
+    if (!e->auto_reps) return Status::Ok();
+    if (Status s = CheckAutoReps(e->autoreps); !s.ok()) {
+      return BadAt(path_, auto_where_ ? *auto_where_ : top.source(), s.message());
     }
+    if (e->order == RoundOrder::kGrouped) {
+      return BadAt(path_, *order_where_, "reps = \"auto\" compares within rounds: order "
+                                         "must be interleaved or shuffled, not grouped");
+    }
+    e->reps = e->autoreps.max_rounds;
     return Status::Ok();
   }
 
- private:
   Status String(const toml::node& n, const char* what, std::string* out) {
     auto v = n.value<std::string>();
     if (!v) return BadAt(path_, n.source(), fmt::format("{} must be a string", what));
@@ -413,6 +435,10 @@ class Reader {
 
   const std::string& path_;
   const std::string& data_;
+  // Where keys checked against each other were written, for the message.
+  const toml::source_region* auto_where_ = nullptr;
+  const toml::source_region* baseline_where_ = nullptr;
+  const toml::source_region* order_where_ = nullptr;
 };
 
 // The opening comment from "# Question:" on, its lines joined, the #s and the label dropped.
