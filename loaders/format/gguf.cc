@@ -161,6 +161,20 @@ class Parser {
   Status Array(const std::string& key, OJson* shown);
   Status TensorInfo(uint64_t index, Info* info);
 
+  // Parse's phases, in file order.
+
+  // Magic, version and the two counts, each count checked against the bytes left.
+  Status Preamble(uint64_t* n_tensors, uint64_t* n_kv);
+  // The tensor infos, each name once.
+  Status TensorInfos(uint64_t n_tensors, std::vector<Info>* infos);
+  // Each tensor aligned and inside the data section, appended to t's table in info order.
+  Status PlaceTensors(const std::vector<Info>& infos, uint64_t data_offset,
+                      TensorTable* t) const;
+  // No two tensors with bytes overlap (a table in info order need not be in data order).
+  Status CheckOverlaps(const TensorTable& t, uint64_t data_offset) const;
+  // The header as `inspect` shows it.
+  void Describe(uint64_t n_tensors, uint64_t n_kv, uint64_t data_offset, TensorTable* t) const;
+
   const int fd_;
   const std::string& path_;
   const uint64_t size_;
@@ -342,7 +356,7 @@ Status Parser::TensorInfo(uint64_t index, Info* info) {
   return Le(&info->rel_offset, "tensor offset");
 }
 
-Status Parser::Parse(TensorTable* out) {
+Status Parser::Preamble(uint64_t* n_tensors, uint64_t* n_kv) {
   uint32_t magic;
   LB_RETURN_IF_ERROR(Le(&magic, "magic"));
   if (magic != kGgufMagic) return Bad(fmt::format("wrong magic 0x{:08x}", magic));
@@ -356,25 +370,25 @@ Status Parser::Parse(TensorTable* out) {
   if (version_ < 1 || version_ > 3) {
     return Bad(fmt::format("unsupported version {} (this build reads versions 1 to 3)", version_));
   }
-  uint64_t n_tensors, n_kv;
-  LB_RETURN_IF_ERROR(Count(&n_tensors, "tensor count"));
-  LB_RETURN_IF_ERROR(Count(&n_kv, "key-value count"));
+  LB_RETURN_IF_ERROR(Count(n_tensors, "tensor count"));
+  LB_RETURN_IF_ERROR(Count(n_kv, "key-value count"));
   // The smallest key-value (empty key, a u8) and tensor info (empty name, no dims); counts the
   // rest of the file cannot hold are refused before anything is reserved for them.
   const uint64_t len_size = version_ == 1 ? 4 : 8;
   const uint64_t min_kv = len_size + 4 + 1, min_info = len_size + 4 + 4 + 8;
-  if (n_kv > (size_ - pos_) / min_kv) {
-    return Bad(fmt::format("key-value count {} cannot fit in the {} bytes after the header", n_kv,
+  if (*n_kv > (size_ - pos_) / min_kv) {
+    return Bad(fmt::format("key-value count {} cannot fit in the {} bytes after the header", *n_kv,
                            size_ - pos_));
   }
-  if (n_tensors > (size_ - pos_) / min_info) {
+  if (*n_tensors > (size_ - pos_) / min_info) {
     return Bad(fmt::format("tensor count {} cannot fit in the {} bytes after the header",
-                           n_tensors, size_ - pos_));
+                           *n_tensors, size_ - pos_));
   }
-  for (uint64_t i = 0; i < n_kv; ++i) LB_RETURN_IF_ERROR(KeyValue(i));
+  return Status::Ok();
+}
 
-  // Grown as infos are read, never sized from the claimed count.
-  std::vector<Info> infos;
+Status Parser::TensorInfos(uint64_t n_tensors, std::vector<Info>* infos) {
+  // *infos grows as infos are read, never sized from the claimed count.
   std::unordered_set<std::string> names;
   for (uint64_t i = 0; i < n_tensors; ++i) {
     Info info;
@@ -382,22 +396,15 @@ Status Parser::Parse(TensorTable* out) {
     if (!names.insert(info.name).second) {
       return Bad(fmt::format("tensor name '{}' appears twice", Printable(info.name)));
     }
-    infos.push_back(std::move(info));
+    infos->push_back(std::move(info));
   }
+  return Status::Ok();
+}
 
-  // As the reference reader computes it: the data section starts at the first multiple of the
-  // alignment at or after the end of the tensor infos.
-  const uint64_t infos_end = pos_;
-  const uint64_t data_offset = (infos_end + alignment_ - 1) / alignment_ * alignment_;
+Status Parser::PlaceTensors(const std::vector<Info>& infos, uint64_t data_offset,
+                            TensorTable* t) const {
   const uint64_t data_len = data_offset <= size_ ? size_ - data_offset : 0;
-
-  TensorTable t;
-  t.format = "gguf";
-  t.file_size = size_;
-  t.data_offset = std::min(data_offset, size_);
-  t.tensors.reserve(infos.size());
-  std::vector<size_t> by_offset(infos.size());
-  std::iota(by_offset.begin(), by_offset.end(), 0);
+  t->tensors.reserve(infos.size());
   for (const Info& in : infos) {
     if (in.rel_offset % alignment_ != 0) {
       return Bad(fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
@@ -414,9 +421,15 @@ Status Parser::Parse(TensorTable* out) {
     x.shape.assign(in.ne.rbegin(), in.ne.rend());
     x.offset = data_offset + in.rel_offset;
     x.size = in.size;
-    t.tensor_bytes += in.size;
-    t.tensors.push_back(std::move(x));
+    t->tensor_bytes += in.size;
+    t->tensors.push_back(std::move(x));
   }
+  return Status::Ok();
+}
+
+Status Parser::CheckOverlaps(const TensorTable& t, uint64_t data_offset) const {
+  std::vector<size_t> by_offset(t.tensors.size());
+  std::iota(by_offset.begin(), by_offset.end(), 0);
   std::sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) {
     return t.tensors[a].offset < t.tensors[b].offset;
   });
@@ -431,20 +444,47 @@ Status Parser::Parse(TensorTable* out) {
     }
     prev = &x;
   }
-  t.expected_checksum = checksum_;
+  return Status::Ok();
+}
 
-  t.header["version"] = version_;
-  t.header["tensor_count"] = n_tensors;
-  t.header["kv_count"] = n_kv;
-  t.header["alignment"] = alignment_;
-  t.header["data_offset"] = data_offset;
-  t.header["rows_across_blocks"] = across_blocks_;
-  t.header["duplicate_keys"] = duplicates_;
-  t.header["metadata"] = metadata_;
+void Parser::Describe(uint64_t n_tensors, uint64_t n_kv, uint64_t data_offset,
+                      TensorTable* t) const {
+  t->header["version"] = version_;
+  t->header["tensor_count"] = n_tensors;
+  t->header["kv_count"] = n_kv;
+  t->header["alignment"] = alignment_;
+  t->header["data_offset"] = data_offset;
+  t->header["rows_across_blocks"] = across_blocks_;
+  t->header["duplicate_keys"] = duplicates_;
+  t->header["metadata"] = metadata_;
   if (keys_.size() > kMaxShownKeys)
-    t.header["metadata_keys_not_shown"] = keys_.size() - kMaxShownKeys;
-  t.header["checksum"] = checksum_ ? OJson(fmt::format("{:016x}", *checksum_)) : OJson();
-  t.header["gen_spec_id"] = gen_spec_ ? OJson(fmt::format("{:016x}", *gen_spec_)) : OJson();
+    t->header["metadata_keys_not_shown"] = keys_.size() - kMaxShownKeys;
+  t->header["checksum"] = checksum_ ? OJson(fmt::format("{:016x}", *checksum_)) : OJson();
+  t->header["gen_spec_id"] = gen_spec_ ? OJson(fmt::format("{:016x}", *gen_spec_)) : OJson();
+}
+
+Status Parser::Parse(TensorTable* out) {
+  uint64_t n_tensors = 0, n_kv = 0;
+  LB_RETURN_IF_ERROR(Preamble(&n_tensors, &n_kv));
+  for (uint64_t i = 0; i < n_kv; ++i) LB_RETURN_IF_ERROR(KeyValue(i));
+  std::vector<Info> infos;
+  LB_RETURN_IF_ERROR(TensorInfos(n_tensors, &infos));
+
+  // As the reference reader computes it: the data section starts at the first multiple of the
+  // alignment at or after the end of the tensor infos. It may lie past the end of the file:
+  // then no tensor can be placed, the table's offset stops at the file's end, and the header
+  // shows the offset as computed.
+  const uint64_t infos_end = pos_;
+  const uint64_t data_offset = (infos_end + alignment_ - 1) / alignment_ * alignment_;
+
+  TensorTable t;
+  t.format = "gguf";
+  t.file_size = size_;
+  t.data_offset = std::min(data_offset, size_);
+  LB_RETURN_IF_ERROR(PlaceTensors(infos, data_offset, &t));
+  LB_RETURN_IF_ERROR(CheckOverlaps(t, data_offset));
+  t.expected_checksum = checksum_;
+  Describe(n_tensors, n_kv, data_offset, &t);
   *out = std::move(t);
   return Status::Ok();
 }

@@ -333,6 +333,184 @@ class HeaderSax {
   int skip_depth_ = 0;
 };
 
+Status Bad(const std::string& path, const std::string& what) {
+  return Status::BadInput(fmt::format("{}: invalid safetensors file: {}", path, what));
+}
+
+// Reads the 8-byte header length, checked against the limit and the file, and the JSON header
+// it measures into *json.
+Status ReadHeaderText(int fd, const std::string& path, uint64_t real_size, std::string* json) {
+  if (real_size < 8)
+    return Bad(path, fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
+  uint64_t n = 0;
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, &n, sizeof n, 0));
+  if (n > kSafetensorsMaxHeader) {
+    return Bad(path, fmt::format("header length {} exceeds the limit of {} bytes", n,
+                                 kSafetensorsMaxHeader));
+  }
+  if (n > real_size - 8) {
+    return Bad(path, fmt::format("header length {} runs past the end of the file ({} bytes)", n,
+                                 real_size));
+  }
+  if (n == 0) return Bad(path, "header length is 0: there is no JSON header");
+  json->assign(n, '\0');
+  return PreadExact(fd, path, json->data(), json->size(), 8);
+}
+
+// Parses the JSON header into *sax, checking the schema as it goes.
+Status ParseHeader(const std::string& path, const std::string& json, HeaderSax* sax) {
+  const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), sax,
+                                      Json::input_format_t::json,
+                                      /*strict=*/true, /*ignore_comments=*/false);
+  if (!parsed) {
+    if (!sax->error.empty()) return Bad(path, sax->error);
+    if (!sax->json_error.empty()) return Bad(path, sax->json_error);
+    return Bad(path, "the JSON header is incomplete");
+  }
+  return Status::Ok();
+}
+
+// Checks one tensor as the header gave it (dtype known, shape's byte count, data_offsets inside
+// the data area and of that size) and turns it into the table's form: a lower-case dtype and
+// the offset and size of its bytes in the file.
+Status CheckTensor(const std::string& path, uint64_t data_offset, uint64_t data_len,
+                   TensorInfo* r) {
+  auto bad_tensor = [&](const std::string& what) {
+    return Bad(path, fmt::format("tensor '{}': {}", Printable(r->name), what));
+  };
+  const DTypeRow* dt = FindDType(r->dtype);
+  if (dt == nullptr) return bad_tensor(fmt::format("unknown dtype '{}'", Printable(r->dtype)));
+  uint64_t elements = 1;
+  for (uint64_t d : r->shape) {
+    if (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d) {
+      return bad_tensor(fmt::format("shape {} has 2^64 or more elements",
+                                    fmt::join(r->shape, "x")));
+    }
+    elements *= d;
+  }
+  // Bytes, without computing bits: q whole groups of 8 elements are q * bits bytes exactly,
+  // and the r < 8 left over must fill whole bytes.
+  const uint64_t q = elements / 8, rem_bits = elements % 8 * dt->bits;
+  if (rem_bits % 8 != 0) {
+    return bad_tensor(fmt::format("{} elements of {} ({} bits each) do not fill whole bytes",
+                                  elements, r->dtype, dt->bits));
+  }
+  if (q > (std::numeric_limits<uint64_t>::max() - rem_bits / 8) / dt->bits) {
+    return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
+                                  r->dtype));
+  }
+  const uint64_t bytes = q * dt->bits + rem_bits / 8;
+  const uint64_t begin = r->offset, end = r->size;
+  if (end < begin) {
+    return bad_tensor(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
+  }
+  if (end > data_len) {
+    return bad_tensor(fmt::format(
+        "data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})", begin,
+        end, data_len, data_offset));
+  }
+  if (end - begin != bytes) {
+    return bad_tensor(fmt::format("data_offsets [{}, {}] hold {} bytes, but shape [{}] of {} "
+                                  "needs {}",
+                                  begin, end, end - begin, fmt::join(r->shape, ", "), r->dtype,
+                                  bytes));
+  }
+  r->dtype = Lower(std::move(r->dtype));
+  r->offset = data_offset + begin;
+  r->size = end - begin;
+  return Status::Ok();
+}
+
+// Names are checked once the table is complete: views into it stay valid from here on.
+Status CheckUniqueNames(const std::string& path, const std::vector<TensorInfo>& tensors) {
+  std::unordered_set<std::string_view> names;
+  names.reserve(tensors.size());
+  for (const TensorInfo& x : tensors) {
+    if (!names.insert(x.name).second) {
+      return Bad(path, fmt::format("tensor '{}' appears twice", Printable(x.name)));
+    }
+  }
+  return Status::Ok();
+}
+
+// How the tensors use the data area.
+struct DataUse {
+  uint64_t total = 0;  // bytes of all tensors
+  uint64_t gaps = 0;   // bytes between tensors that none claims
+  uint64_t end = 0;    // file offset where the last tensor's bytes end
+};
+
+// Puts the tensors in data order, the order a sequential reader meets the bytes in and the
+// order checksums use, and checks that no two overlap.
+Status SortAndCheckOverlaps(const std::string& path, uint64_t data_offset,
+                            std::vector<TensorInfo>* tensors, DataUse* use) {
+  // Writers put the header in data order, so the sort (and its buffer) is rarely needed.
+  auto by_offset = [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; };
+  if (!std::is_sorted(tensors->begin(), tensors->end(), by_offset)) {
+    std::stable_sort(tensors->begin(), tensors->end(), by_offset);
+  }
+  uint64_t prev_end = data_offset, total = 0, gaps = 0;
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo& x : *tensors) {
+    if (x.size == 0) continue;  // an empty range overlaps nothing
+    if (x.offset < prev_end) {
+      return Bad(path, fmt::format("tensor '{}' at [{}, {}) overlaps tensor '{}' ending at {}",
+                                   Printable(x.name), x.offset - data_offset,
+                                   x.offset + x.size - data_offset,
+                                   prev ? Printable(prev->name) : "", prev_end - data_offset));
+    }
+    gaps += x.offset - prev_end;
+    prev_end = x.offset + x.size;
+    prev = &x;
+    total += x.size;
+  }
+  *use = {total, gaps, prev_end};
+  return Status::Ok();
+}
+
+// The __metadata__ keys to show in *shown, and loadbench's own keys, which must be 16 hex
+// digits: the checksum into t->expected_checksum and the generator's spec id into *gen_spec.
+// At most kMaxShownKeys keys are shown: an ordered_json object looks keys up linearly, and a
+// header may hold millions. loadbench's own keys are read wherever they are.
+Status ReadMetadata(const std::string& path, const HeaderSax& sax, TensorTable* t,
+                    nlohmann::ordered_json* shown, std::optional<uint64_t>* gen_spec) {
+  *shown = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : sax.metadata) {
+    if (shown->size() < kMaxShownKeys) (*shown)[k] = v;
+    uint64_t value = 0;
+    const bool ours = k == kSafetensorsChecksumKey || k == kSafetensorsGenSpecKey;
+    if (ours && !ParseHex64(v, &value)) {
+      return Bad(path, fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits",
+                                   k, Printable(v)));
+    }
+    if (k == kSafetensorsChecksumKey) t->expected_checksum = value;
+    if (k == kSafetensorsGenSpecKey) *gen_spec = value;
+  }
+  return Status::Ok();
+}
+
+// The header as `inspect` shows it.
+void DescribeHeader(const HeaderSax& sax, const DataUse& use, nlohmann::ordered_json meta,
+                    const std::optional<uint64_t>& gen_spec, TensorTable* t) {
+  const uint64_t data_offset = t->data_offset;
+  t->header["header_bytes"] = data_offset - 8;  // the JSON: what follows the 8-byte length
+  t->header["data_offset"] = data_offset;
+  t->header["padded_to_8"] = data_offset % 8 == 0;
+  t->header["tensor_count"] = t->tensors.size();
+  // Bytes of the data area no tensor claims (the reference reader refuses files with any).
+  t->header["unclaimed_bytes"] = use.gaps + (t->file_size - use.end);
+  t->header["metadata"] = sax.has_metadata ? std::move(meta) : nlohmann::ordered_json();
+  if (sax.metadata.size() > kMaxShownKeys) {
+    t->header["metadata_keys_not_shown"] = sax.metadata.size() - kMaxShownKeys;
+  }
+  t->header["checksum"] =
+      t->expected_checksum ? nlohmann::ordered_json(fmt::format("{:016x}", *t->expected_checksum))
+                           : nlohmann::ordered_json();
+  t->header["gen_spec_id"] = gen_spec
+                                 ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec))
+                                 : nlohmann::ordered_json();
+}
+
 }  // namespace
 
 bool LooksLikeSafetensors(const unsigned char* head, size_t len) {
@@ -340,149 +518,30 @@ bool LooksLikeSafetensors(const unsigned char* head, size_t len) {
 }
 
 Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
-  auto bad = [&](const std::string& what) {
-    return Status::BadInput(fmt::format("{}: invalid safetensors file: {}", path, what));
-  };
-  if (real_size < 8)
-    return bad(fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
-  uint64_t n = 0;
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, &n, sizeof n, 0));
-  if (n > kSafetensorsMaxHeader) {
-    return bad(fmt::format("header length {} exceeds the limit of {} bytes", n,
-                           kSafetensorsMaxHeader));
-  }
-  if (n > real_size - 8) {
-    return bad(fmt::format("header length {} runs past the end of the file ({} bytes)", n,
-                           real_size));
-  }
-  if (n == 0) return bad("header length is 0: there is no JSON header");
-  std::string json(n, '\0');
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, json.data(), json.size(), 8));
-
+  std::string json;
+  LB_RETURN_IF_ERROR(ReadHeaderText(fd, path, real_size, &json));
   HeaderSax sax;
-  const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), &sax,
-                                      Json::input_format_t::json,
-                                      /*strict=*/true, /*ignore_comments=*/false);
-  if (!parsed) {
-    if (!sax.error.empty()) return bad(sax.error);
-    if (!sax.json_error.empty()) return bad(sax.json_error);
-    return bad("the JSON header is incomplete");
-  }
+  LB_RETURN_IF_ERROR(ParseHeader(path, json, &sax));
 
-  const uint64_t data_offset = 8 + n;
+  const uint64_t data_offset = 8 + json.size();
   const uint64_t data_len = real_size - data_offset;
   TensorTable t;
   t.format = "safetensors";
   t.file_size = real_size;
   t.data_offset = data_offset;
   for (TensorInfo& r : sax.tensors) {
-    auto bad_tensor = [&](const std::string& what) {
-      return bad(fmt::format("tensor '{}': {}", Printable(r.name), what));
-    };
-    const DTypeRow* dt = FindDType(r.dtype);
-    if (dt == nullptr) return bad_tensor(fmt::format("unknown dtype '{}'", Printable(r.dtype)));
-    uint64_t elements = 1;
-    for (uint64_t d : r.shape) {
-      if (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d) {
-        return bad_tensor(fmt::format("shape {} has 2^64 or more elements",
-                                      fmt::join(r.shape, "x")));
-      }
-      elements *= d;
-    }
-    // Bytes, without computing bits: q whole groups of 8 elements are q * bits bytes exactly,
-    // and the r < 8 left over must fill whole bytes.
-    const uint64_t q = elements / 8, rem_bits = elements % 8 * dt->bits;
-    if (rem_bits % 8 != 0) {
-      return bad_tensor(fmt::format("{} elements of {} ({} bits each) do not fill whole bytes",
-                                    elements, r.dtype, dt->bits));
-    }
-    if (q > (std::numeric_limits<uint64_t>::max() - rem_bits / 8) / dt->bits) {
-      return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
-                                    r.dtype));
-    }
-    const uint64_t bytes = q * dt->bits + rem_bits / 8;
-    const uint64_t begin = r.offset, end = r.size;
-    if (end < begin) {
-      return bad_tensor(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
-    }
-    if (end > data_len) {
-      return bad_tensor(fmt::format(
-          "data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})", begin,
-          end, data_len, data_offset));
-    }
-    if (end - begin != bytes) {
-      return bad_tensor(fmt::format("data_offsets [{}, {}] hold {} bytes, but shape [{}] of {} "
-                                    "needs {}",
-                                    begin, end, end - begin, fmt::join(r.shape, ", "), r.dtype,
-                                    bytes));
-    }
-    r.dtype = Lower(std::move(r.dtype));
-    r.offset = data_offset + begin;
-    r.size = end - begin;
+    LB_RETURN_IF_ERROR(CheckTensor(path, data_offset, data_len, &r));
   }
   t.tensors = std::move(sax.tensors);
-  // Names are checked once the table is complete: views into it stay valid from here on.
-  std::unordered_set<std::string_view> names;
-  names.reserve(t.tensors.size());
-  for (const TensorInfo& x : t.tensors) {
-    if (!names.insert(x.name).second) {
-      return bad(fmt::format("tensor '{}' appears twice", Printable(x.name)));
-    }
-  }
+  LB_RETURN_IF_ERROR(CheckUniqueNames(path, t.tensors));
+  DataUse use;
+  LB_RETURN_IF_ERROR(SortAndCheckOverlaps(path, data_offset, &t.tensors, &use));
+  t.tensor_bytes = use.total;
 
-  // Data order: the order a sequential reader meets the bytes in, and the order checksums use.
-  // Writers put the header in data order, so the sort (and its buffer) is rarely needed.
-  auto by_offset = [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; };
-  if (!std::is_sorted(t.tensors.begin(), t.tensors.end(), by_offset)) {
-    std::stable_sort(t.tensors.begin(), t.tensors.end(), by_offset);
-  }
-  uint64_t prev_end = data_offset, total = 0, gaps = 0;
-  const TensorInfo* prev = nullptr;
-  for (const TensorInfo& x : t.tensors) {
-    if (x.size == 0) continue;  // an empty range overlaps nothing
-    if (x.offset < prev_end) {
-      return bad(fmt::format("tensor '{}' at [{}, {}) overlaps tensor '{}' ending at {}",
-                             Printable(x.name), x.offset - data_offset,
-                             x.offset + x.size - data_offset, prev ? Printable(prev->name) : "",
-                             prev_end - data_offset));
-    }
-    gaps += x.offset - prev_end;
-    prev_end = x.offset + x.size;
-    prev = &x;
-    total += x.size;
-  }
-  t.tensor_bytes = total;
-
-  // At most kMaxShownKeys keys are shown: an ordered_json object looks keys up linearly, and a
-  // header may hold millions. loadbench's own keys are read wherever they are.
-  nlohmann::ordered_json meta = nlohmann::ordered_json::object();
+  nlohmann::ordered_json meta;
   std::optional<uint64_t> gen_spec;
-  for (const auto& [k, v] : sax.metadata) {
-    if (meta.size() < kMaxShownKeys) meta[k] = v;
-    uint64_t value = 0;
-    const bool ours = k == kSafetensorsChecksumKey || k == kSafetensorsGenSpecKey;
-    if (ours && !ParseHex64(v, &value)) {
-      return bad(fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits", k,
-                             Printable(v)));
-    }
-    if (k == kSafetensorsChecksumKey) t.expected_checksum = value;
-    if (k == kSafetensorsGenSpecKey) gen_spec = value;
-  }
-  t.header["header_bytes"] = n;
-  t.header["data_offset"] = data_offset;
-  t.header["padded_to_8"] = data_offset % 8 == 0;
-  t.header["tensor_count"] = t.tensors.size();
-  // Bytes of the data area no tensor claims (the reference reader refuses files with any).
-  t.header["unclaimed_bytes"] = gaps + (real_size - prev_end);
-  t.header["metadata"] = sax.has_metadata ? meta : nlohmann::ordered_json();
-  if (sax.metadata.size() > kMaxShownKeys) {
-    t.header["metadata_keys_not_shown"] = sax.metadata.size() - kMaxShownKeys;
-  }
-  t.header["checksum"] = t.expected_checksum
-                             ? nlohmann::ordered_json(fmt::format("{:016x}", *t.expected_checksum))
-                             : nlohmann::ordered_json();
-  t.header["gen_spec_id"] = gen_spec ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec))
-                                     : nlohmann::ordered_json();
+  LB_RETURN_IF_ERROR(ReadMetadata(path, sax, &t, &meta, &gen_spec));
+  DescribeHeader(sax, use, std::move(meta), gen_spec, &t);
   *out = std::move(t);
   return Status::Ok();
 }

@@ -106,171 +106,252 @@ bool WlfDTypeFromName(const std::string& name, WlfDType* out) {
   return false;
 }
 
-Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+namespace {
+
+// One WLF file being read. Every message names the file and, once the magic has shown it, that
+// the file is big-endian: a corrupted magic that happens to read swapped then explains why every
+// other field looks wrong. The header, the tail's offset and the metadata area are filled in
+// phase by phase, each only after its checks have passed.
+struct WlfFile {
+  WlfFile(int fd, const std::string& path, uint64_t real_size)
+      : fd(fd), path(path), real_size(real_size) {}
+
+  const int fd;
+  const std::string& path;
+  const uint64_t real_size;
   bool big_endian = false;
-  // A big-endian file is named as such in every message: a corrupted magic that happens to
-  // read swapped then explains why every other field looks wrong.
-  auto bad = [&](const std::string& what) {
-    return Status::BadInput(fmt::format("{}: invalid {}WLF file: {}", path,
-                                        big_endian ? "big-endian " : "", what));
-  };
-  if (real_size < sizeof(WlfHeader)) {
-    return bad(fmt::format("{} bytes is shorter than the 64-byte header", real_size));
-  }
-  WlfHeader h;
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, &h, sizeof h, 0));
-  if (h.magic == kWlfMagicSwapped) {
-    big_endian = true;
-    Reverse(&h);
-  }
-  if (h.magic != kWlfMagic) return bad(fmt::format("wrong magic 0x{:08x}", h.magic));
-  if (h.version != kWlfVersion) {
-    return bad(fmt::format("unsupported version {} (this build reads version {})", h.version,
-                           kWlfVersion));
-  }
-  if (h.file_size != real_size) {
-    return bad(fmt::format("{}: header says {} bytes, file has {}",
-                           h.file_size > real_size ? "truncated" : "trailing bytes", h.file_size,
-                           real_size));
-  }
-  if (real_size < sizeof(WlfHeader) + sizeof(WlfTail)) return bad("too short for header and tail");
-
-  // The tail sentinel: written last, so a file cut short or never finished is caught here,
-  // before any strategy maps the end of the file.
-  WlfTail tail;
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, &tail, sizeof tail, real_size - sizeof tail));
-  if (big_endian) Reverse(&tail);
-  if (tail.magic != kWlfTailMagic || tail.file_size != h.file_size) {
-    return bad(fmt::format("tail sentinel missing or wrong at offset {} (incomplete write?)",
-                           real_size - sizeof tail));
-  }
-  const uint64_t tail_off = real_size - sizeof tail;
-
-  if (h.meta_offset != sizeof(WlfHeader)) {
-    return bad(fmt::format("meta_offset {} is not 64", h.meta_offset));
-  }
-  if (h.data_offset % kWlfDataAlign != 0) {
-    return bad(fmt::format("data_offset {} is not a multiple of {}", h.data_offset, kWlfDataAlign));
-  }
-  if (h.data_offset < h.meta_offset) {
-    return bad(fmt::format("data_offset {} is inside the header", h.data_offset));
-  }
-  if (!InBounds(0, h.data_offset, tail_off)) {
-    return bad(
-        fmt::format("data_offset {} is past the end of the data ({})", h.data_offset, tail_off));
-  }
-  const uint64_t meta_len = h.data_offset - h.meta_offset;
-  if (meta_len > kMaxMetaBytes) {
-    return bad(fmt::format("metadata area of {} bytes exceeds the {} byte limit", meta_len,
-                           kMaxMetaBytes));
-  }
-  if (h.tensor_count > meta_len / sizeof(WlfTensorEntry)) {
-    return bad(fmt::format("tensor_count {} does not fit in the {} byte metadata area",
-                           h.tensor_count, meta_len));
-  }
-
+  WlfHeader h{};
+  uint64_t tail_off = 0;
+  uint64_t meta_len = 0;
   // Everything between the header and the data area, read once; all later reads of names,
   // shapes and entries are memcpy's out of this buffer at checked offsets.
-  std::vector<std::byte> meta(meta_len);
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, meta.data(), meta.size(), h.meta_offset));
-  auto meta_at = [&](uint64_t file_off, uint64_t len, uint64_t* rel) {
+  std::vector<std::byte> meta;
+
+  Status Bad(const std::string& what) const {
+    return Status::BadInput(fmt::format("{}: invalid {}WLF file: {}", path,
+                                        big_endian ? "big-endian " : "", what));
+  }
+  Status BadTensor(uint64_t i, const std::string& what) const {
+    return Bad(fmt::format("tensor {}: {}", i, what));
+  }
+  // Once a tensor's name is known every message names it, escaped (a name may hold a newline).
+  Status BadNamed(uint64_t i, const std::string& name, const std::string& what) const {
+    return BadTensor(i, fmt::format("'{}': {}", Printable(name), what));
+  }
+  // True when [file_off, file_off + len) lies inside the metadata area; *rel gets its offset
+  // into `meta`.
+  bool MetaAt(uint64_t file_off, uint64_t len, uint64_t* rel) const {
     if (file_off < h.meta_offset) return false;
     *rel = file_off - h.meta_offset;
     return InBounds(*rel, len, meta_len);
-  };
+  }
+};
+
+// Reads the header and checks the fields that say what the file is: magic (and with it the
+// byte order), version and size.
+Status ReadWlfHeader(WlfFile* f) {
+  if (f->real_size < sizeof(WlfHeader)) {
+    return f->Bad(fmt::format("{} bytes is shorter than the 64-byte header", f->real_size));
+  }
+  WlfHeader& h = f->h;
+  LB_RETURN_IF_ERROR(PreadExact(f->fd, f->path, &h, sizeof h, 0));
+  if (h.magic == kWlfMagicSwapped) {
+    f->big_endian = true;
+    Reverse(&h);
+  }
+  if (h.magic != kWlfMagic) return f->Bad(fmt::format("wrong magic 0x{:08x}", h.magic));
+  if (h.version != kWlfVersion) {
+    return f->Bad(fmt::format("unsupported version {} (this build reads version {})", h.version,
+                              kWlfVersion));
+  }
+  if (h.file_size != f->real_size) {
+    return f->Bad(fmt::format("{}: header says {} bytes, file has {}",
+                              h.file_size > f->real_size ? "truncated" : "trailing bytes",
+                              h.file_size, f->real_size));
+  }
+  if (f->real_size < sizeof(WlfHeader) + sizeof(WlfTail)) {
+    return f->Bad("too short for header and tail");
+  }
+  return Status::Ok();
+}
+
+// The tail sentinel: written last, so a file cut short or never finished is caught here,
+// before any strategy maps the end of the file.
+Status ReadWlfTail(WlfFile* f) {
+  WlfTail tail;
+  LB_RETURN_IF_ERROR(PreadExact(f->fd, f->path, &tail, sizeof tail, f->real_size - sizeof tail));
+  if (f->big_endian) Reverse(&tail);
+  if (tail.magic != kWlfTailMagic || tail.file_size != f->h.file_size) {
+    return f->Bad(fmt::format("tail sentinel missing or wrong at offset {} (incomplete write?)",
+                              f->real_size - sizeof tail));
+  }
+  f->tail_off = f->real_size - sizeof tail;
+  return Status::Ok();
+}
+
+// Checks where the metadata and data areas lie, and that the claimed table fits in the
+// metadata area, before anything is allocated for either.
+Status CheckWlfAreas(WlfFile* f) {
+  const WlfHeader& h = f->h;
+  if (h.meta_offset != sizeof(WlfHeader)) {
+    return f->Bad(fmt::format("meta_offset {} is not 64", h.meta_offset));
+  }
+  if (h.data_offset % kWlfDataAlign != 0) {
+    return f->Bad(
+        fmt::format("data_offset {} is not a multiple of {}", h.data_offset, kWlfDataAlign));
+  }
+  if (h.data_offset < h.meta_offset) {
+    return f->Bad(fmt::format("data_offset {} is inside the header", h.data_offset));
+  }
+  if (!InBounds(0, h.data_offset, f->tail_off)) {
+    return f->Bad(fmt::format("data_offset {} is past the end of the data ({})", h.data_offset,
+                              f->tail_off));
+  }
+  f->meta_len = h.data_offset - h.meta_offset;
+  if (f->meta_len > kMaxMetaBytes) {
+    return f->Bad(fmt::format("metadata area of {} bytes exceeds the {} byte limit", f->meta_len,
+                              kMaxMetaBytes));
+  }
+  if (h.tensor_count > f->meta_len / sizeof(WlfTensorEntry)) {
+    return f->Bad(fmt::format("tensor_count {} does not fit in the {} byte metadata area",
+                              h.tensor_count, f->meta_len));
+  }
+  return Status::Ok();
+}
+
+// Tensor i's name: NUL-terminated, at a checked offset in the metadata area.
+Status ReadWlfName(const WlfFile& f, uint64_t i, const WlfTensorEntry& e, std::string* name) {
+  uint64_t rel;
+  if (!f.MetaAt(e.name_offset, 1, &rel)) {
+    return f.BadTensor(i, fmt::format("name_offset {} outside the metadata area", e.name_offset));
+  }
+  const auto* name_begin = reinterpret_cast<const char*>(f.meta.data() + rel);
+  const uint64_t name_room = std::min<uint64_t>(f.meta_len - rel, kMaxNameBytes + 1);
+  const void* nul = std::memchr(name_begin, '\0', name_room);
+  if (nul == nullptr) return f.BadTensor(i, "name is not NUL-terminated within 4096 bytes");
+  name->assign(name_begin, static_cast<const char*>(nul));
+  return Status::Ok();
+}
+
+// Tensor i's dtype and shape, and that its data_size is exactly what they make.
+Status ReadWlfDTypeAndShape(const WlfFile& f, uint64_t i, const WlfTensorEntry& e,
+                            TensorInfo* info) {
+  uint64_t elem_size;
+  if (!WlfDTypeInfo(e.dtype, &info->dtype, &elem_size)) {
+    return f.BadNamed(i, info->name, fmt::format("unknown dtype code {}", e.dtype));
+  }
+  if (e.shape_count > kMaxShapeRank) {
+    return f.BadNamed(i, info->name,
+                      fmt::format("shape_count {} exceeds {}", e.shape_count, kMaxShapeRank));
+  }
+  uint64_t rel;
+  if (!f.MetaAt(e.shape_offset, e.shape_count * sizeof(uint64_t), &rel)) {
+    return f.BadNamed(i, info->name,
+                      fmt::format("shape_offset {} outside the metadata area", e.shape_offset));
+  }
+  uint64_t elements = 1;
+  info->shape.resize(e.shape_count);
+  for (uint64_t d = 0; d < e.shape_count; ++d) {
+    uint64_t& dim = info->shape[d];
+    std::memcpy(&dim, f.meta.data() + rel + d * sizeof(uint64_t), sizeof(uint64_t));
+    if (f.big_endian) endian_reverse_inplace(dim);
+    if (dim != 0 && elements > std::numeric_limits<uint64_t>::max() / dim) {
+      return f.BadNamed(i, info->name, "shape product overflows");
+    }
+    elements *= dim;
+  }
+  if (elements > std::numeric_limits<uint64_t>::max() / elem_size ||
+      elements * elem_size != e.data_size) {
+    return f.BadNamed(i, info->name,
+                      fmt::format("data_size {} does not match shape and dtype {}", e.data_size,
+                                  info->dtype));
+  }
+  return Status::Ok();
+}
+
+// Tensor i's bytes: inside the data area, aligned, and after the previous tensor's, which
+// ended at prev_end.
+Status CheckWlfPlacement(const WlfFile& f, uint64_t i, const std::string& name,
+                         const WlfTensorEntry& e, uint64_t prev_end) {
+  const uint64_t data_begin = f.h.data_offset;
+  if (e.data_offset < data_begin || !InBounds(e.data_offset, e.data_size, f.tail_off)) {
+    return f.BadNamed(i, name,
+                      fmt::format("data [{}, +{}) outside the data area [{}, {})", e.data_offset,
+                                  e.data_size, data_begin, f.tail_off));
+  }
+  if (e.data_offset % kWlfMinTensorAlign != 0) {
+    return f.BadNamed(i, name, fmt::format("data_offset {} is not {}-byte aligned", e.data_offset,
+                                           kWlfMinTensorAlign));
+  }
+  // Tensors are stored in table order, so "not overlapping" is "each starts after the last".
+  if (e.data_offset < prev_end) {
+    return f.BadNamed(i, name, fmt::format("data at {} overlaps the previous tensor (ends at {})",
+                                           e.data_offset, prev_end));
+  }
+  return Status::Ok();
+}
+
+// Entry i of the tensor table, checked field by field in the order the fields are used;
+// *prev_end moves to the end of its data.
+Status ReadWlfTensor(const WlfFile& f, uint64_t i, uint64_t* prev_end, TensorInfo* info) {
+  WlfTensorEntry e;
+  std::memcpy(&e, f.meta.data() + i * sizeof e, sizeof e);
+  if (f.big_endian) Reverse(&e);
+  LB_RETURN_IF_ERROR(ReadWlfName(f, i, e, &info->name));
+  LB_RETURN_IF_ERROR(ReadWlfDTypeAndShape(f, i, e, info));
+  LB_RETURN_IF_ERROR(CheckWlfPlacement(f, i, info->name, e, *prev_end));
+  *prev_end = e.data_offset + e.data_size;
+  info->offset = e.data_offset;
+  info->size = e.data_size;
+  return Status::Ok();
+}
+
+// The header's fields as `inspect` shows them.
+void DescribeWlfHeader(const WlfFile& f, TensorTable* t) {
+  const WlfHeader& h = f.h;
+  t->header["magic"] = fmt::format("0x{:08x}", h.magic);
+  t->header["byte_order"] = f.big_endian ? "big" : "little";
+  t->header["version"] = h.version;
+  t->header["tensor_count"] = h.tensor_count;
+  t->header["meta_offset"] = h.meta_offset;
+  t->header["data_offset"] = h.data_offset;
+  t->header["file_size"] = h.file_size;
+  t->header["flags"] = h.flags;
+  t->header["checksum"] = (h.flags & kWlfFlagChecksum)
+                              ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[0]))
+                              : nlohmann::ordered_json();
+  t->header["gen_spec_id"] = (h.flags & kWlfFlagGenSpec)
+                                 ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[1]))
+                                 : nlohmann::ordered_json();
+}
+
+}  // namespace
+
+Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+  WlfFile f{fd, path, real_size};
+  LB_RETURN_IF_ERROR(ReadWlfHeader(&f));
+  LB_RETURN_IF_ERROR(ReadWlfTail(&f));
+  LB_RETURN_IF_ERROR(CheckWlfAreas(&f));
+  f.meta.resize(f.meta_len);
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, f.meta.data(), f.meta.size(), f.h.meta_offset));
 
   TensorTable t;
   t.format = "wlf";
   t.file_size = real_size;
-  t.data_offset = h.data_offset;
-  t.big_endian = big_endian;
-  t.tensors.reserve(h.tensor_count);
-  uint64_t prev_end = h.data_offset;
+  t.data_offset = f.h.data_offset;
+  t.big_endian = f.big_endian;
+  t.tensors.reserve(f.h.tensor_count);
+  uint64_t prev_end = f.h.data_offset;
   uint64_t total = 0;
-  for (uint64_t i = 0; i < h.tensor_count; ++i) {
-    WlfTensorEntry e;
-    std::memcpy(&e, meta.data() + i * sizeof e, sizeof e);
-    if (big_endian) Reverse(&e);
-    auto bad_tensor = [&](const std::string& what) {
-      return bad(fmt::format("tensor {}: {}", i, what));
-    };
-
-    uint64_t rel;
-    if (!meta_at(e.name_offset, 1, &rel)) {
-      return bad_tensor(fmt::format("name_offset {} outside the metadata area", e.name_offset));
-    }
-    const auto* name_begin = reinterpret_cast<const char*>(meta.data() + rel);
-    const uint64_t name_room = std::min<uint64_t>(meta_len - rel, kMaxNameBytes + 1);
-    const void* nul = std::memchr(name_begin, '\0', name_room);
-    if (nul == nullptr) return bad_tensor("name is not NUL-terminated within 4096 bytes");
+  for (uint64_t i = 0; i < f.h.tensor_count; ++i) {
     TensorInfo info;
-    info.name.assign(name_begin, static_cast<const char*>(nul));
-    // Past this point every message names the tensor, escaped (a name may hold a newline).
-    auto bad_named = [&](const std::string& what) {
-      return bad_tensor(fmt::format("'{}': {}", Printable(info.name), what));
-    };
-
-    uint64_t elem_size;
-    if (!WlfDTypeInfo(e.dtype, &info.dtype, &elem_size)) {
-      return bad_named(fmt::format("unknown dtype code {}", e.dtype));
-    }
-    if (e.shape_count > kMaxShapeRank) {
-      return bad_named(fmt::format("shape_count {} exceeds {}", e.shape_count, kMaxShapeRank));
-    }
-    if (!meta_at(e.shape_offset, e.shape_count * sizeof(uint64_t), &rel)) {
-      return bad_named(fmt::format("shape_offset {} outside the metadata area", e.shape_offset));
-    }
-    uint64_t elements = 1;
-    info.shape.resize(e.shape_count);
-    for (uint64_t d = 0; d < e.shape_count; ++d) {
-      std::memcpy(&info.shape[d], meta.data() + rel + d * sizeof(uint64_t), sizeof(uint64_t));
-      if (big_endian) endian_reverse_inplace(info.shape[d]);
-      if (info.shape[d] != 0 && elements > std::numeric_limits<uint64_t>::max() / info.shape[d]) {
-        return bad_named("shape product overflows");
-      }
-      elements *= info.shape[d];
-    }
-    if (elements > std::numeric_limits<uint64_t>::max() / elem_size ||
-        elements * elem_size != e.data_size) {
-      return bad_named(
-          fmt::format("data_size {} does not match shape and dtype {}", e.data_size, info.dtype));
-    }
-    if (e.data_offset < h.data_offset || !InBounds(e.data_offset, e.data_size, tail_off)) {
-      return bad_named(fmt::format("data [{}, +{}) outside the data area [{}, {})", e.data_offset,
-                                   e.data_size, h.data_offset, tail_off));
-    }
-    if (e.data_offset % kWlfMinTensorAlign != 0) {
-      return bad_named(
-          fmt::format("data_offset {} is not {}-byte aligned", e.data_offset, kWlfMinTensorAlign));
-    }
-    // Tensors are stored in table order, so "not overlapping" is "each starts after the last".
-    if (e.data_offset < prev_end) {
-      return bad_named(fmt::format("data at {} overlaps the previous tensor (ends at {})",
-                                   e.data_offset, prev_end));
-    }
-    prev_end = e.data_offset + e.data_size;
-    info.offset = e.data_offset;
-    info.size = e.data_size;
-    total += e.data_size;
+    LB_RETURN_IF_ERROR(ReadWlfTensor(f, i, &prev_end, &info));
+    total += info.size;
     t.tensors.push_back(std::move(info));
   }
   t.tensor_bytes = total;
-  if (h.flags & kWlfFlagChecksum) t.expected_checksum = h.reserved[0];
-
-  t.header["magic"] = fmt::format("0x{:08x}", h.magic);
-  t.header["byte_order"] = big_endian ? "big" : "little";
-  t.header["version"] = h.version;
-  t.header["tensor_count"] = h.tensor_count;
-  t.header["meta_offset"] = h.meta_offset;
-  t.header["data_offset"] = h.data_offset;
-  t.header["file_size"] = h.file_size;
-  t.header["flags"] = h.flags;
-  t.header["checksum"] = (h.flags & kWlfFlagChecksum)
-                             ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[0]))
-                             : nlohmann::ordered_json();
-  t.header["gen_spec_id"] = (h.flags & kWlfFlagGenSpec)
-                                ? nlohmann::ordered_json(fmt::format("{:016x}", h.reserved[1]))
-                                : nlohmann::ordered_json();
+  if (f.h.flags & kWlfFlagChecksum) t.expected_checksum = f.h.reserved[0];
+  DescribeWlfHeader(f, &t);
   *out = std::move(t);
   return Status::Ok();
 }
