@@ -426,6 +426,138 @@ Status EncodeHead(const std::string& format, const GenPlan& plan, uint64_t check
                         static_cast<uint32_t>(plan.align), layout, head);
 }
 
+// ---- Generate's phases ----
+
+// Checks that `out`'s directory exists and that `out`, if there, is a regular file. *exists
+// says whether it is there, and *old_bytes how much disk it holds (0 when it is not there).
+Status CheckOutputPath(const std::string& out, const std::string& dir, bool* exists,
+                       uint64_t* old_bytes) {
+  struct stat dst {};
+  if (::stat(dir.c_str(), &dst) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return Status::BadInput(fmt::format("{}: output directory {} does not exist", out, dir));
+    }
+    return Status::FromErrno(dir, errno);
+  }
+  if (!S_ISDIR(dst.st_mode)) {
+    return Status::BadInput(fmt::format("{}: {} is not a directory", out, dir));
+  }
+  struct stat ost {};
+  *exists = false;
+  *old_bytes = 0;
+  if (::stat(out.c_str(), &ost) == 0) {
+    if (!S_ISREG(ost.st_mode)) {
+      return Status::BadInput(fmt::format("{}: exists and is not a regular file", out));
+    }
+    *exists = true;
+    *old_bytes = static_cast<uint64_t>(ost.st_blocks) * 512;
+  } else if (errno != ENOENT) {
+    return Status::FromErrno(out, errno);
+  }
+  return Status::Ok();
+}
+
+// True when `out` is a complete file that this generator wrote from `plan`'s spec; *r then
+// describes it. A file that cannot be read is simply not reused.
+bool ReuseExisting(const std::string& out, const GenPlan& plan, GenResult* r) {
+  TensorTable t;
+  uint64_t id = 0;
+  if (ReadTensorTableFromPath(out, &t).ok() && JsonU64(t.header, "gen_spec_id", &id) &&
+      id == plan.spec_id && t.expected_checksum.has_value() &&
+      t.file_size == plan.layout.file_size && t.tensors.size() == plan.model.tensors.size()) {
+    r->reused = true;
+    r->file_bytes = t.file_size;
+    r->tensor_bytes = t.tensor_bytes;
+    r->tensor_count = t.tensors.size();
+    r->checksum = *t.expected_checksum;
+    r->seconds = 0;
+    return true;
+  }
+  return false;
+}
+
+// Free space: the new file plus a margin. An old file at `out` (holding old_bytes) is going
+// away; if the space is only there with it gone, remove it now rather than run out half-way.
+Status MakeRoom(const std::string& out, const std::string& dir, bool exists, uint64_t old_bytes,
+                uint64_t file_size) {
+  struct statvfs vfs {};
+  if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno(dir, errno);
+  const unsigned __int128 avail128 =
+      static_cast<unsigned __int128>(vfs.f_bavail) * static_cast<unsigned __int128>(vfs.f_frsize);
+  const uint64_t avail = avail128 > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(avail128);
+  const uint64_t need = file_size + kSpaceMargin;
+  const uint64_t have = avail > UINT64_MAX - old_bytes ? UINT64_MAX : avail + old_bytes;
+  if (have < need) {
+    return Status::BadInput(fmt::format("{}: not enough free space: need {}, have {}", dir,
+                                        FormatBytes(need), FormatBytes(have)));
+  }
+  if (avail < need && exists) {
+    if (::unlink(out.c_str()) != 0 && errno != ENOENT) {
+      return Status::FromErrno(fmt::format("{}: cannot remove the old file", out), errno);
+    }
+  }
+  return Status::Ok();
+}
+
+// Reserves the whole file up front where the filesystem can, so that a full disk fails here
+// and not half-way through the data.
+Status Reserve(const TempFile& tmp, uint64_t file_size) {
+  if (file_size > 0) {
+    int err = ::fallocate(tmp.fd(), 0, 0, static_cast<off_t>(file_size));
+    if (err != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+      return Status::FromErrno(
+          fmt::format("{}: reserving {}", tmp.path(), FormatBytes(file_size)), errno);
+    }
+  }
+  return Status::Ok();
+}
+
+// Writes the data area with opts.threads workers (0: one per CPU); *checksum gets the xxh3-64
+// of the tensor bytes.
+Status WriteData(const GenOptions& opts, const GenPlan& plan, const TempFile& tmp,
+                 uint64_t* checksum) {
+  int threads = opts.threads;
+  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  DataWriter writer(plan.layout, plan.model.tensors, opts.seed, plan.byte_order, tmp.fd(),
+                    tmp.path(), threads, opts.progress);
+  return writer.Run(checksum);
+}
+
+// The head holds the checksum, so it is written last; its size does not depend on it. A WLF
+// file also gets its tail sentinel.
+Status WriteHead(const std::string& format, const GenPlan& plan, uint64_t checksum,
+                 const TempFile& tmp) {
+  const FileLayout& layout = plan.layout;
+  std::vector<std::byte> head;
+  FileLayout again;
+  LB_RETURN_IF_ERROR(EncodeHead(format, plan, checksum, &again, &head));
+  if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
+    return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}",
+                                      head.size(), layout.data_offset));
+  }
+  LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
+  if (format == "wlf") {
+    const WlfTail tail = EncodeWlfTail(layout, plan.byte_order);
+    LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
+  }
+  return Status::Ok();
+}
+
+// Makes the finished file durable, then gives it its name: a crash leaves either the old file
+// or the complete new one at `out`.
+Status Publish(TempFile* tmp, const std::string& out, const std::string& dir) {
+  if (::fsync(tmp->fd()) != 0) {
+    return Status::FromErrno(fmt::format("{}: fsync", tmp->path()), errno);
+  }
+  tmp->Close();
+  if (Interrupted()) return Status::Failed("interrupted");
+  if (::rename(tmp->path().c_str(), out.c_str()) != 0) {
+    return Status::FromErrno(fmt::format("{}: cannot rename to {}", tmp->path(), out), errno);
+  }
+  tmp->Commit();
+  return FsyncDir(dir);
+}
+
 }  // namespace
 
 void FillTensorBytes(uint64_t seed, uint64_t tensor_index, WlfDType dtype, uint64_t pos,
@@ -530,115 +662,29 @@ Status Generate(const GenOptions& opts, GenResult* result) {
 
   const std::string& out = opts.out_path;
   const std::string dir = DirOf(out);
-  struct stat dst {};
-  if (::stat(dir.c_str(), &dst) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) {
-      return Status::BadInput(fmt::format("{}: output directory {} does not exist", out, dir));
-    }
-    return Status::FromErrno(dir, errno);
-  }
-  if (!S_ISDIR(dst.st_mode)) {
-    return Status::BadInput(fmt::format("{}: {} is not a directory", out, dir));
-  }
-  struct stat ost {};
   bool exists = false;
-  if (::stat(out.c_str(), &ost) == 0) {
-    if (!S_ISREG(ost.st_mode)) {
-      return Status::BadInput(fmt::format("{}: exists and is not a regular file", out));
-    }
-    exists = true;
-  } else if (errno != ENOENT) {
-    return Status::FromErrno(out, errno);
-  }
+  uint64_t old_bytes = 0;
+  LB_RETURN_IF_ERROR(CheckOutputPath(out, dir, &exists, &old_bytes));
 
   GenResult r;
   r.description = plan.model.description;
   r.tensor_count = plan.model.tensors.size();
   r.tensor_bytes = plan.model.tensor_bytes;
-
-  // Reuse a complete file that this generator wrote from the same spec.
-  if (exists) {
-    TensorTable t;
-    uint64_t id = 0;
-    if (ReadTensorTableFromPath(out, &t).ok() && JsonU64(t.header, "gen_spec_id", &id) &&
-        id == plan.spec_id && t.expected_checksum.has_value() &&
-        t.file_size == layout.file_size && t.tensors.size() == plan.model.tensors.size()) {
-      r.reused = true;
-      r.file_bytes = t.file_size;
-      r.tensor_bytes = t.tensor_bytes;
-      r.tensor_count = t.tensors.size();
-      r.checksum = *t.expected_checksum;
-      r.seconds = 0;
-      *result = std::move(r);
-      return Status::Ok();
-    }
+  if (exists && ReuseExisting(out, plan, &r)) {
+    *result = std::move(r);
+    return Status::Ok();
   }
-
-  // Free space: the new file plus a margin. An old file at `out` is going away; if the space
-  // is only there with it gone, remove it now rather than run out half-way.
-  struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno(dir, errno);
-  const unsigned __int128 avail128 =
-      static_cast<unsigned __int128>(vfs.f_bavail) * static_cast<unsigned __int128>(vfs.f_frsize);
-  const uint64_t avail = avail128 > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(avail128);
-  const uint64_t old_bytes = exists ? static_cast<uint64_t>(ost.st_blocks) * 512 : 0;
-  const uint64_t need = layout.file_size + kSpaceMargin;
-  const uint64_t have = avail > UINT64_MAX - old_bytes ? UINT64_MAX : avail + old_bytes;
-  if (have < need) {
-    return Status::BadInput(fmt::format("{}: not enough free space: need {}, have {}", dir,
-                                        FormatBytes(need), FormatBytes(have)));
-  }
-  if (avail < need && exists) {
-    if (::unlink(out.c_str()) != 0 && errno != ENOENT) {
-      return Status::FromErrno(fmt::format("{}: cannot remove the old file", out), errno);
-    }
-  }
+  LB_RETURN_IF_ERROR(MakeRoom(out, dir, exists, old_bytes, layout.file_size));
 
   const auto start = std::chrono::steady_clock::now();
   TempFile tmp(fmt::format("{}.tmp.{}", out, ::getpid()));
   LB_RETURN_IF_ERROR(tmp.Open());
-  if (layout.file_size > 0) {
-    int err = ::fallocate(tmp.fd(), 0, 0, static_cast<off_t>(layout.file_size));
-    if (err != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
-      return Status::FromErrno(fmt::format("{}: reserving {}", tmp.path(),
-                                           FormatBytes(layout.file_size)),
-                               errno);
-    }
-  }
-
-  int threads = opts.threads;
-  if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  LB_RETURN_IF_ERROR(Reserve(tmp, layout.file_size));
   uint64_t checksum = 0;
-  {
-    DataWriter writer(layout, plan.model.tensors, opts.seed, plan.byte_order, tmp.fd(),
-                      tmp.path(), threads, opts.progress);
-    LB_RETURN_IF_ERROR(writer.Run(&checksum));
-  }
+  LB_RETURN_IF_ERROR(WriteData(opts, plan, tmp, &checksum));
   if (Interrupted()) return Status::Failed("interrupted");
-
-  // The head holds the checksum, so it is written last; its size does not depend on it.
-  std::vector<std::byte> head;
-  FileLayout again;
-  LB_RETURN_IF_ERROR(EncodeHead(opts.format, plan, checksum, &again, &head));
-  if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
-    return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}",
-                                      head.size(), layout.data_offset));
-  }
-  LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
-  if (opts.format == "wlf") {
-    const WlfTail tail = EncodeWlfTail(layout, plan.byte_order);
-    LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), &tail, sizeof tail, layout.data_end));
-  }
-  if (::fsync(tmp.fd()) != 0) {
-    return Status::FromErrno(fmt::format("{}: fsync", tmp.path()), errno);
-  }
-  tmp.Close();
-  if (Interrupted()) return Status::Failed("interrupted");
-  if (::rename(tmp.path().c_str(), out.c_str()) != 0) {
-    return Status::FromErrno(fmt::format("{}: cannot rename to {}", tmp.path(), out), errno);
-  }
-  tmp.Commit();
-  LB_RETURN_IF_ERROR(FsyncDir(dir));
+  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, checksum, tmp));
+  LB_RETURN_IF_ERROR(Publish(&tmp, out, dir));
 
   r.file_bytes = layout.file_size;
   r.checksum = checksum;

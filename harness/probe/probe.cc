@@ -331,61 +331,67 @@ nlohmann::ordered_json ProbeForRun(const std::string& file_path) {
   return p;
 }
 
-int ProbeMain(const ProbeOptions& opts) {
-  InstallInterruptHandlers();
-  const auto t0 = std::chrono::steady_clock::now();
-  uint64_t size = 0;
-  if (Status s = ParseBytes(opts.size, "--size", &size); !s.ok()) return BadInput(s.message());
-  if (size < kBlockBytes) {
-    return BadInput(fmt::format("--size: at least 1 MiB, got '{}'", opts.size));
-  }
+namespace {
 
-  // Everything the user gave is checked before anything is written.
-  if (Status s = MakeDirs(opts.dir); !s.ok()) return BadInput(s.message());
+// Checks --size and the scratch directory, which is created if missing and must have room for
+// the file with kHeadroomBytes to spare. *dir gets the directory as an absolute path, and
+// *size the file's size rounded up to whole blocks.
+Status CheckScratch(const ProbeOptions& opts, uint64_t* size, std::string* dir) {
+  LB_RETURN_IF_ERROR(ParseBytes(opts.size, "--size", size));
+  if (*size < kBlockBytes) {
+    return Status::BadInput(fmt::format("--size: at least 1 MiB, got '{}'", opts.size));
+  }
+  LB_RETURN_IF_ERROR(MakeDirs(opts.dir));
   std::error_code ec;
-  const std::string dir = fs::absolute(opts.dir, ec).lexically_normal().string();
+  *dir = fs::absolute(opts.dir, ec).lexically_normal().string();
   struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) != 0) {
-    return BadInput(Status::FromErrno(fmt::format("{}: statvfs", dir), errno).message());
+  if (::statvfs(dir->c_str(), &vfs) != 0) {
+    return Status::FromErrno(fmt::format("{}: statvfs", *dir), errno);
   }
   const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-  if (avail < kHeadroomBytes || avail - kHeadroomBytes < size) {
-    return BadInput(fmt::format(
-        "{}: not enough free space for the scratch file: needs {} plus {} to spare, {} free", dir,
-        FormatBytes(size), FormatBytes(kHeadroomBytes), FormatBytes(avail)));
+  if (avail < kHeadroomBytes || avail - kHeadroomBytes < *size) {
+    return Status::BadInput(fmt::format(
+        "{}: not enough free space for the scratch file: needs {} plus {} to spare, {} free", *dir,
+        FormatBytes(*size), FormatBytes(kHeadroomBytes), FormatBytes(avail)));
   }
-  size = (size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;  // cannot overflow: size <= avail
-  UniqueFd fd;
-  std::string scratch;
-  if (Status s = OpenUnnamedFile(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());
-  const std::string out = opts.out_dir.empty()
-                              ? "results/probe-" + UtcStamp(std::time(nullptr), "%Y%m%d-%H%M%S")
-                              : opts.out_dir;
-  const std::string env_path = out + "/env.json";
-  if (::access(env_path.c_str(), F_OK) == 0) {
-    return BadInput(fmt::format("{}: already exists; choose another --out", env_path));
-  }
-  if (Status s = MakeDirs(out); !s.ok()) return BadInput(s.message());
+  *size = (*size + kBlockBytes - 1) / kBlockBytes * kBlockBytes;  // no overflow: size <= avail
+  return Status::Ok();
+}
 
-  Json env = CollectEnv(dir);
-  env["command_line"] = opts.command_line;
-  Json probe = NewProbe("full", dir, size);
+// The results folder (--out, or one named by the time), created here; *env_path, where
+// env.json goes, must not exist yet, so that no earlier result is overwritten.
+Status MakeOutDir(const ProbeOptions& opts, std::string* out, std::string* env_path) {
+  *out = opts.out_dir.empty() ? "results/probe-" + UtcStamp(std::time(nullptr), "%Y%m%d-%H%M%S")
+                              : opts.out_dir;
+  *env_path = *out + "/env.json";
+  if (::access(env_path->c_str(), F_OK) == 0) {
+    return Status::BadInput(fmt::format("{}: already exists; choose another --out", *env_path));
+  }
+  return MakeDirs(*out);
+}
+
+// The measurements of the scratch file `scratch` (open as fd), in order: the write comes
+// first, and fills the file that the others read and map.
+std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
   const std::string sz = FormatBytes(size);
-  std::string unwritten;  // why the file's measurements cannot run, once the write failed
-  const std::vector<Step> file_steps = {
+  return {
       {"sequential_write", fmt::format("sequential write of {}", sz),
-       [&] { return probe::SequentialWrite(fd.get(), scratch, size); }},
+       [=] { return probe::SequentialWrite(fd, scratch, size); }},
       {"cold_direct_read",
        fmt::format("cold O_DIRECT io_uring read of {}, {} times", sz, kDeviceReps),
-       [&] { return probe::ColdDirectRead(scratch, size, kDeviceReps); }},
+       [=] { return probe::ColdDirectRead(scratch, size, kDeviceReps); }},
       {"cold_buffered_read", fmt::format("cold buffered read of {}, {} times", sz, kDeviceReps),
-       [&] { return probe::ColdBufferedRead(scratch, size, kDeviceReps); }},
+       [=] { return probe::ColdBufferedRead(scratch, size, kDeviceReps); }},
       {"warm_read", fmt::format("warm read of {}, {} times", sz, kDeviceReps),
-       [&] { return probe::WarmRead(scratch, size, kDeviceReps); }},
+       [=] { return probe::WarmRead(scratch, size, kDeviceReps); }},
       {"file_minor_fault", fmt::format("minor faults mapping the cached {}", sz),
-       [&] { return probe::FileMinorFault(scratch, size, kFaultReps); }},
+       [=] { return probe::FileMinorFault(scratch, size, kFaultReps); }},
   };
-  const std::vector<Step> memory_steps = {
+}
+
+// The measurements of memory, page faults and host-to-GPU copies, which need no file.
+std::vector<Step> MemorySteps() {
+  return {
       {"memcpy", fmt::format("memcpy of {}", FormatBytes(kFullSizes.memcpy_bytes)),
        [] { return probe::MemcpyBandwidth(kFullSizes.memcpy_bytes, kMemcpyReps); }},
       {"h2d_pinned",
@@ -402,8 +408,16 @@ int ProbeMain(const ProbeOptions& opts) {
       {"thp_fault", fmt::format("THP faults over {}", FormatBytes(kFullSizes.thp_bytes)),
        [] { return probe::ThpFault(kFullSizes.thp_bytes, kFaultReps); }},
   };
+}
+
+// Runs the file's steps, then closes *fd, then runs the memory steps, each with its line of
+// progress, into (*probe)["ceilings"]. Once the write has failed, the file's other steps are
+// recorded with the reason rather than run. False when interrupted.
+bool RunSteps(const std::vector<Step>& file_steps, const std::vector<Step>& memory_steps,
+              UniqueFd* fd, Json* probe) {
   const size_t total = file_steps.size() + memory_steps.size();
   size_t n = 0;
+  std::string unwritten;  // why the file's measurements cannot run, once the write failed
   // One measurement with its line of progress; false when interrupted.
   auto run = [&](const Step& step, bool needs_file) {
     const CeilingSpec& spec = Spec(step.key);
@@ -414,30 +428,28 @@ int ProbeMain(const ProbeOptions& opts) {
                m[spec.figure].is_number()
                    ? fmt::format("{:.2f} {}", m[spec.figure].get<double>(), spec.unit)
                    : "n/a: " + Text(m.value("reason", Json())));
-    probe["ceilings"][step.key] = std::move(m);
+    (*probe)["ceilings"][step.key] = std::move(m);
     return !Interrupted();
   };
   bool finished = true;
   for (const Step& step : file_steps) {
     if (!(finished = run(step, true))) break;
-    if (unwritten.empty() && !probe["ceilings"]["sequential_write"]["gb_per_s"].is_number()) {
-      unwritten = "the scratch file could not be written: " +
-                  Text(probe["ceilings"]["sequential_write"]["reason"]);
+    if (!unwritten.empty()) continue;
+    Json& write = (*probe)["ceilings"]["sequential_write"];
+    if (!write["gb_per_s"].is_number()) {
+      unwritten = "the scratch file could not be written: " + Text(write["reason"]);
     }
   }
-  fd.reset();  // done with the scratch file: its space and cache are freed here
+  fd->reset();  // done with the scratch file: its space and cache are freed here
   for (const Step& step : memory_steps) {
     if (!finished || !(finished = run(step, false))) break;
   }
-  if (!finished) {
-    ::rmdir(out.c_str());  // created above and still empty; a folder that holds anything stays
-    fmt::print(stderr, "loadbench probe: interrupted; the scratch file is gone, nothing written\n");
-    return 130;
-  }
+  return finished;
+}
 
-  probe["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  probe["facts"] = Facts(env);
-  env["probe"] = probe;
+// Writes env.json (the probe inside it) and the cache, and prints the probe: the exit code.
+int WriteAndShow(const ProbeOptions& opts, const Json& env, const Json& probe,
+                 const std::string& env_path, uint64_t size, const std::string& dir) {
   if (Status s = WriteJsonFile(env_path, env); !s.ok()) {
     fmt::print(stderr, "loadbench probe: {}\n", s.message());
     return 1;
@@ -451,11 +463,42 @@ int ProbeMain(const ProbeOptions& opts) {
   if (opts.json) {
     fmt::print("{}\n", probe.dump(2, ' ', false, Json::error_handler_t::replace));
   } else {
-    fmt::print("loadbench probe: {} scratch file in {} ({}), {:.1f} s\n\n{}", sz, dir,
-               Text(probe["facts"]["filesystem"]), probe["wall_s"].get<double>(), Table(probe));
+    fmt::print("loadbench probe: {} scratch file in {} ({}), {:.1f} s\n\n{}", FormatBytes(size),
+               dir, Text(probe["facts"]["filesystem"]), probe["wall_s"].get<double>(),
+               Table(probe));
   }
   fmt::print(stderr, "results: {}{}\n", env_path, cache.empty() ? "" : "; cached in " + cache);
   return 0;
+}
+
+}  // namespace
+
+int ProbeMain(const ProbeOptions& opts) {
+  InstallInterruptHandlers();
+  const auto t0 = std::chrono::steady_clock::now();
+  // Everything the user gave is checked before anything is written.
+  uint64_t size = 0;
+  std::string dir;
+  if (Status s = CheckScratch(opts, &size, &dir); !s.ok()) return BadInput(s.message());
+  UniqueFd fd;
+  std::string scratch;
+  if (Status s = OpenUnnamedFile(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());
+  std::string out, env_path;
+  if (Status s = MakeOutDir(opts, &out, &env_path); !s.ok()) return BadInput(s.message());
+
+  Json env = CollectEnv(dir);
+  env["command_line"] = opts.command_line;
+  Json probe = NewProbe("full", dir, size);
+  if (!RunSteps(FileSteps(fd.get(), scratch, size), MemorySteps(), &fd, &probe)) {
+    ::rmdir(out.c_str());  // created above and still empty; a folder that holds anything stays
+    fmt::print(stderr, "loadbench probe: interrupted; the scratch file is gone, nothing written\n");
+    return 130;
+  }
+
+  probe["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  probe["facts"] = Facts(env);
+  env["probe"] = probe;
+  return WriteAndShow(opts, env, probe, env_path, size, dir);
 }
 
 }  // namespace loadbench

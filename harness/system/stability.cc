@@ -228,24 +228,25 @@ std::optional<int64_t> Delta(const std::optional<int64_t>& a, const std::optiona
   return *b - *a;
 }
 
-}  // namespace
+// The two samples of the window: processes and khugepaged's counters at its start and end.
+struct Samples {
+  KhugepagedCounters khuge0, khuge1;
+  std::optional<Snapshot> procs0, procs1;
+};
 
-Json CheckStability(const StabilityOptions& o) {
-  const int self = o.self_pid != 0 ? o.self_pid : static_cast<int>(::getpid());
-  const bool timed = o.window_s > 0;
-
-  KhugepagedCounters khuge0 = ReadKhugepaged(o.sys_dir);
-  std::optional<Snapshot> procs0 = SampleProcesses(o.proc_dir);
+Samples TakeSamples(const StabilityOptions& o, bool timed) {
+  Samples s;
+  s.khuge0 = ReadKhugepaged(o.sys_dir);
+  s.procs0 = SampleProcesses(o.proc_dir);
   if (timed) std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
   if (o.between_samples) o.between_samples();
-  std::optional<Snapshot> procs1 = SampleProcesses(o.proc_dir);
-  KhugepagedCounters khuge1 = ReadKhugepaged(o.sys_dir);
+  s.procs1 = SampleProcesses(o.proc_dir);
+  s.khuge1 = ReadKhugepaged(o.sys_dir);
+  return s;
+}
 
-  // The figures that need no window are read after it, closest to the runs they describe.
-  std::vector<std::string> warnings;
-  Json j;
-  j["window_s"] = o.window_s;
-
+// "loadavg" and "cores", and a warning when the 1-minute load is high for the cores.
+void CheckLoad(const StabilityOptions& o, Json* j, std::vector<std::string>* warnings) {
   Json loadavg;
   std::optional<int64_t> cores = Cores(o.proc_dir);
   if (auto text = ReadFile(o.proc_dir + "/loadavg")) {
@@ -259,7 +260,7 @@ Json CheckStability(const StabilityOptions& o) {
     if (l1 && l5 && l15) {
       loadavg = Json::array({*l1, *l5, *l15});
       if (cores && *l1 > kLoadPerCore * static_cast<double>(*cores)) {
-        warnings.push_back(fmt::format(
+        warnings->push_back(fmt::format(
             "1-minute load average {:.2f} on {} cores (above {} per core): other tasks, or "
             "loadbench's own work of the last minute, compete for the CPUs, so runs may wait "
             "for a core.",
@@ -267,46 +268,52 @@ Json CheckStability(const StabilityOptions& o) {
       }
     }
   }
-  j["loadavg"] = loadavg;
-  j["cores"] = OrNull(cores);
+  (*j)["loadavg"] = loadavg;
+  (*j)["cores"] = OrNull(cores);
+}
 
-  // khugepaged has a warning of its own; it is listed like any process but not warned twice.
+// "busy_processes": the busiest processes over the window other than `self` and its
+// descendants, with a warning for each that took a large share of a CPU. khugepaged has a
+// warning of its own: it is listed like any process but not warned about here, and its share
+// goes to *khugepaged_cpu.
+Json BusyProcesses(const Snapshot& procs0, const Snapshot& procs1, int self, double window_s,
+                   std::optional<double>* khugepaged_cpu, std::vector<std::string>* warnings) {
+  struct Busy {
+    int pid;
+    std::string comm;
+    double cpu_percent;
+  };
   std::optional<int> khugepaged_pid;
-  std::optional<double> khugepaged_cpu;
-  Json busy;
-  if (procs0 && procs1 && timed) {
-    struct Busy {
-      int pid;
-      std::string comm;
-      double cpu_percent;
-    };
-    std::vector<Busy> list;
-    for (const auto& [pid, st] : *procs1) {
-      double pct = CpuPercent(DeltaTicks(*procs0, pid, st), o.window_s);
-      if (st.comm == "khugepaged") {
-        khugepaged_pid = pid;
-        khugepaged_cpu = pct;
-      }
-      if (pct >= kListCpuPercent && !IsSelfOrDescendant(pid, self, *procs0, *procs1)) {
-        list.push_back({pid, st.comm, pct});
-      }
+  std::vector<Busy> list;
+  for (const auto& [pid, st] : procs1) {
+    double pct = CpuPercent(DeltaTicks(procs0, pid, st), window_s);
+    if (st.comm == "khugepaged") {
+      khugepaged_pid = pid;
+      *khugepaged_cpu = pct;
     }
-    std::stable_sort(list.begin(), list.end(),
-                     [](const Busy& a, const Busy& b) { return a.cpu_percent > b.cpu_percent; });
-    if (list.size() > kMaxListed) list.resize(kMaxListed);
-    busy = Json::array();
-    for (const Busy& b : list) {
-      busy.push_back(Json{{"pid", b.pid}, {"comm", b.comm}, {"cpu_percent", b.cpu_percent}});
-      if (b.cpu_percent >= kBusyCpuPercent && b.pid != khugepaged_pid) {
-        warnings.push_back(fmt::format(
-            "Process {} ({}) used {:.0f}% of a CPU during the check: it competes with the runs "
-            "for CPU time and memory bandwidth.",
-            b.pid, b.comm, b.cpu_percent));
-      }
+    if (pct >= kListCpuPercent && !IsSelfOrDescendant(pid, self, procs0, procs1)) {
+      list.push_back({pid, st.comm, pct});
     }
   }
-  j["busy_processes"] = busy;
+  std::stable_sort(list.begin(), list.end(),
+                   [](const Busy& a, const Busy& b) { return a.cpu_percent > b.cpu_percent; });
+  if (list.size() > kMaxListed) list.resize(kMaxListed);
+  Json busy = Json::array();
+  for (const Busy& b : list) {
+    busy.push_back(Json{{"pid", b.pid}, {"comm", b.comm}, {"cpu_percent", b.cpu_percent}});
+    if (b.cpu_percent >= kBusyCpuPercent && b.pid != khugepaged_pid) {
+      warnings->push_back(fmt::format(
+          "Process {} ({}) used {:.0f}% of a CPU during the check: it competes with the runs "
+          "for CPU time and memory bandwidth.",
+          b.pid, b.comm, b.cpu_percent));
+    }
+  }
+  return busy;
+}
 
+// The meminfo figures, with warnings for dirty pages, too little available memory and swap in
+// use.
+void CheckMemory(const StabilityOptions& o, Json* j, std::vector<std::string>* warnings) {
   const std::optional<std::string> meminfo = ReadFile(o.proc_dir + "/meminfo");
   auto dirty = MeminfoBytes(meminfo, "Dirty");
   auto writeback = MeminfoBytes(meminfo, "Writeback");
@@ -315,53 +322,80 @@ Json CheckStability(const StabilityOptions& o) {
   auto swap_total = MeminfoBytes(meminfo, "SwapTotal");
   auto swap_free = MeminfoBytes(meminfo, "SwapFree");
   auto swap_used = Delta(swap_free, swap_total);
-  j["dirty_bytes"] = OrNull(dirty);
-  j["writeback_bytes"] = OrNull(writeback);
-  j["mem_available_bytes"] = OrNull(available);
-  j["mem_total_bytes"] = OrNull(total);
-  j["swap_total_bytes"] = OrNull(swap_total);
-  j["swap_used_bytes"] = OrNull(swap_used);
+  (*j)["dirty_bytes"] = OrNull(dirty);
+  (*j)["writeback_bytes"] = OrNull(writeback);
+  (*j)["mem_available_bytes"] = OrNull(available);
+  (*j)["mem_total_bytes"] = OrNull(total);
+  (*j)["swap_total_bytes"] = OrNull(swap_total);
+  (*j)["swap_used_bytes"] = OrNull(swap_used);
   if (dirty && writeback && *dirty + *writeback > kDirtyBytes) {
-    warnings.push_back(fmt::format(
+    warnings->push_back(fmt::format(
         "{} of dirty and writeback pages (above {}): flushing them competes with the runs' "
         "reads; run `sync` first.",
         Size(*dirty + *writeback), Size(kDirtyBytes)));
   }
   const auto file_bytes = static_cast<int64_t>(o.file_bytes);
   if (available && o.file_bytes > 0 && *available < file_bytes) {
-    warnings.push_back(fmt::format(
+    warnings->push_back(fmt::format(
         "MemAvailable is {}, less than the {} file: a warm run cannot hold the file in the page "
         "cache, so it reads from disk.",
         Size(*available), Size(file_bytes)));
   } else if (available && *available < kLowAvailableBytes) {
-    warnings.push_back(fmt::format(
+    warnings->push_back(fmt::format(
         "MemAvailable is {} (below {}): the runs' buffers and page cache will force reclaim "
         "during the timed loads.",
         Size(*available), Size(kLowAvailableBytes)));
   }
   if (swap_used && *swap_used > 0) {
-    warnings.push_back(fmt::format(
+    warnings->push_back(fmt::format(
         "{} of swap is in use: memory has been short, and swapping during a run adds disk I/O "
         "and stalls to its time.",
         Size(*swap_used)));
   }
+}
 
-  auto collapsed_delta = Delta(khuge0.pages_collapsed, khuge1.pages_collapsed);
-  j["khugepaged"] = Json{{"pages_collapsed", OrNull(khuge1.pages_collapsed)},
-                         {"full_scans", OrNull(khuge1.full_scans)},
-                         {"pages_collapsed_delta", OrNull(collapsed_delta)},
-                         {"full_scans_delta", OrNull(Delta(khuge0.full_scans, khuge1.full_scans))},
-                         {"cpu_percent", OrNull(khugepaged_cpu)}};
+// "khugepaged": its counters and their change over the window, and its CPU share; a warning
+// when it collapsed pages or was busy.
+void CheckKhugepaged(const Samples& s, const std::optional<double>& khugepaged_cpu, Json* j,
+                     std::vector<std::string>* warnings) {
+  auto collapsed_delta = Delta(s.khuge0.pages_collapsed, s.khuge1.pages_collapsed);
+  (*j)["khugepaged"] =
+      Json{{"pages_collapsed", OrNull(s.khuge1.pages_collapsed)},
+           {"full_scans", OrNull(s.khuge1.full_scans)},
+           {"pages_collapsed_delta", OrNull(collapsed_delta)},
+           {"full_scans_delta", OrNull(Delta(s.khuge0.full_scans, s.khuge1.full_scans))},
+           {"cpu_percent", OrNull(khugepaged_cpu)}};
   const bool collapsing = collapsed_delta && *collapsed_delta > 0;
   const bool khuge_busy = khugepaged_cpu && *khugepaged_cpu >= kKhugepagedCpuPercent;
   if (collapsing || khuge_busy) {
-    warnings.push_back(fmt::format(
+    warnings->push_back(fmt::format(
         "khugepaged collapsed {} huge pages and used {} of a CPU during the check: it competes for "
         "memory bandwidth and changes what page faults cost.",
         collapsed_delta ? fmt::format("{}", *collapsed_delta) : "an unknown number of",
         khugepaged_cpu ? fmt::format("{:.0f}%", *khugepaged_cpu) : "an unknown share"));
   }
+}
 
+}  // namespace
+
+Json CheckStability(const StabilityOptions& o) {
+  const int self = o.self_pid != 0 ? o.self_pid : static_cast<int>(::getpid());
+  const bool timed = o.window_s > 0;
+  const Samples s = TakeSamples(o, timed);
+
+  // The figures that need no window are read after it, closest to the runs they describe.
+  std::vector<std::string> warnings;
+  Json j;
+  j["window_s"] = o.window_s;
+  CheckLoad(o, &j, &warnings);
+  std::optional<double> khugepaged_cpu;
+  Json busy;
+  if (s.procs0 && s.procs1 && timed) {
+    busy = BusyProcesses(*s.procs0, *s.procs1, self, o.window_s, &khugepaged_cpu, &warnings);
+  }
+  j["busy_processes"] = busy;
+  CheckMemory(o, &j, &warnings);
+  CheckKhugepaged(s, khugepaged_cpu, &j, &warnings);
   j["warnings"] = warnings;
   return j;
 }
