@@ -96,7 +96,9 @@ class RemoveUnlessComplete final {
   RemoveUnlessComplete(const RemoveUnlessComplete&) = delete;
   RemoveUnlessComplete& operator=(const RemoveUnlessComplete&) = delete;
   ~RemoveUnlessComplete() {
-    if (!complete_) RemoveSegmentNamed(path_, name_);
+    // The load has already failed with its own error; a segment that cannot be removed now is
+    // removed by the runner's cleanup before the next cold run.
+    if (!complete_) (void)RemoveSegmentNamed(path_, name_);
   }
   void Completed() { complete_ = true; }
 

@@ -179,7 +179,9 @@ MemoryCgroup::MemoryCgroup(bool v2, std::string path, uint64_t limit_bytes)
     : v2_(v2), path_(std::move(path)), procs_path_(path_ + "/cgroup.procs"),
       limit_bytes_(limit_bytes) {}
 
-MemoryCgroup::~MemoryCgroup() { Remove(); }
+// A group that cannot be removed is empty by now and costs nothing; the destructor has no one
+// to tell (Remove() reports it to a caller that asks).
+MemoryCgroup::~MemoryCgroup() { (void)Remove(); }
 
 Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>* out) {
   if (limit_bytes == 0) return Status::BadInput("memory cgroup limit must be more than 0 bytes");
@@ -207,7 +209,7 @@ Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>*
   } else {
     LB_RETURN_IF_ERROR(WriteText(path + "/memory.limit_in_bytes", limit));
     // Memory plus swap: absent without swap accounting; the memory limit holds either way.
-    WriteText(path + "/memory.memsw.limit_in_bytes", limit);
+    (void)WriteText(path + "/memory.memsw.limit_in_bytes", limit);
   }
   *out = std::move(cg);
   return Status::Ok();

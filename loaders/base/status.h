@@ -8,7 +8,7 @@
 
 namespace loadbench {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk,

@@ -70,8 +70,10 @@ bool DevShmHas(const std::string& segment) {
 // however it ends. Declare it after the TempDir: it needs the file to find the segment.
 class SegmentCleanup final {
  public:
-  explicit SegmentCleanup(std::string path) : path_(std::move(path)) { RemoveShmSegment(path_); }
-  ~SegmentCleanup() { RemoveShmSegment(path_); }
+  explicit SegmentCleanup(std::string path) : path_(std::move(path)) {
+    (void)RemoveShmSegment(path_);
+  }
+  ~SegmentCleanup() { (void)RemoveShmSegment(path_); }
   SegmentCleanup(const SegmentCleanup&) = delete;
   SegmentCleanup& operator=(const SegmentCleanup&) = delete;
 

@@ -55,7 +55,7 @@ class ShmRunner : public ::testing::Test {
   }
   void TearDown() override {
     // Should the runner leave the segment, the test fails, but /dev/shm is still cleaned.
-    if (!file_.empty()) RemoveShmSegment(file_);
+    if (!file_.empty()) (void)RemoveShmSegment(file_);
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
