@@ -1,6 +1,6 @@
 """Comparisons that hold on a noisy machine: within-round (paired) ratios of strategies against
 a baseline, the device's speed per round (the ceiling), drift over the experiment and outlying
-runs. The method is the one of harness/paired_stats.* (the contract of issue 9), so that the
+runs. The method is the one of harness/stats/paired_stats.*, so that the
 adaptive stop rule of the harness and the report agree figure for figure; the fixture
 tests/fixtures/paired_stats.json holds cases both must match.
 

@@ -1,5 +1,5 @@
-// The command-line contract (docs/design.md): bad usage or bad input exits 2 with one line on stderr
-// naming the file and the reason, never a signal, and `run` writes nothing for bad input;
+// The command-line contract (docs/design.md): bad usage or bad input exits 2 with one line on
+// stderr naming the file and the reason, never a signal, and `run` writes nothing for bad input;
 // --help works on every subcommand; inspect and list print what they promise. Each test runs
 // the built binary (LOADBENCH_BINARY) as a child process.
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // The runner end to end: the built binary runs small generated files in worker processes and
-// writes results that hold to the contract in README.md.
+// writes results that hold to the contract in docs/results-format.md.
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
