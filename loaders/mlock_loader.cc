@@ -6,15 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
 #include "loaders/loader.h"
 #include "loaders/base/units.h"
 
@@ -25,17 +24,6 @@ namespace {
 // reserves. Locked pages cannot be reclaimed, so past this point the OOM killer, not this run,
 // would decide what dies.
 constexpr uint64_t kMemAvailableMargin = uint64_t{512} << 20;
-
-// MemAvailable from /proc/meminfo in bytes; nullopt when the kernel does not report it.
-std::optional<uint64_t> MemAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  unsigned long long kib;
-  while (std::getline(in, line)) {
-    if (std::sscanf(line.c_str(), "MemAvailable: %llu kB", &kib) == 1) return uint64_t{kib} * 1024;
-  }
-  return std::nullopt;
-}
 
 // Raises the soft RLIMIT_MEMLOCK towards `need` bytes when it is below: to unlimited where the
 // process may raise its hard limit (CAP_SYS_RESOURCE), else to the hard limit. Whether the
@@ -75,7 +63,7 @@ class MlockLoader final : public Loader {
     const uint64_t need = (mapping_.size() - start + page - 1) / page * page;
 
     const rlimit lim = RaiseMemlockLimit(need);
-    const std::optional<uint64_t> available = MemAvailableBytes();
+    const std::optional<uint64_t> available = MeminfoBytes("MemAvailable");
     if (!available) {
       return Status::IOError(fmt::format(
           "{}: cannot tell whether locking {} fits in memory: /proc/meminfo has no MemAvailable",

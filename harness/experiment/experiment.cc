@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "harness/run/session.h"
+#include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
 #include "loaders/use/use.h"
 
@@ -343,21 +344,11 @@ class Reader {
           "size '{}': a multiple of memory is written like \"1.25xRAM\" (above 0, at most 64)",
           text));
     }
-    const uint64_t ram = MemTotalBytes();
+    const uint64_t ram = MeminfoBytes("MemTotal").value_or(0);
     if (ram == 0) return Status::BadInput("size: MemTotal is not readable in /proc/meminfo");
     *bytes = static_cast<uint64_t>(factor * static_cast<double>(ram)) / (1 << 20) * (1 << 20);
     *name = fmt::format("{}MiB", *bytes >> 20);
     return Status::Ok();
-  }
-
-  static uint64_t MemTotalBytes() {
-    std::ifstream in("/proc/meminfo");
-    std::string key, unit;
-    uint64_t kib = 0;
-    while (in >> key >> kib >> unit) {
-      if (key == "MemTotal:") return kib * 1024;
-    }
-    return 0;
   }
 
   // "4GiB" stays "4GiB"; spaces and slashes cannot reach a file name.

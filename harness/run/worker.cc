@@ -26,10 +26,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-std::optional<uint64_t> KiB(std::optional<uint64_t> kib) {
-  return kib ? std::optional<uint64_t>(*kib * 1024) : std::nullopt;
-}
-
 // The process's memory at the end of the load, in bytes: RSS split by kind (status), and the
 // proportional and shared/private view (smaps_rollup) that tells what several processes
 // loading the same file really cost together.
@@ -38,7 +34,7 @@ void MemoryNow(MemoryFigures* m) {
   const auto rollup = ReadProcFields("/proc/self/smaps_rollup");
   auto get = [](const std::map<std::string, uint64_t>& from, const char* key) {
     const auto it = from.find(key);
-    return it == from.end() ? std::nullopt : std::optional<uint64_t>(it->second * 1024);
+    return it == from.end() ? std::nullopt : std::optional<uint64_t>(it->second);
   };
   m->rss_bytes = get(status, "VmRSS");
   m->rss_anon_bytes = get(status, "RssAnon");
@@ -171,7 +167,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   const auto read_bytes_start = ProcField("/proc/self/io", "read_bytes");
   // What the process held before the load (binary, libraries, heap): peak RSS minus this is
   // what the load itself added.
-  r.start_rss_bytes = KiB(ProcField("/proc/self/status", "VmRSS"));
+  r.start_rss_bytes = ProcField("/proc/self/status", "VmRSS");
   setup.counters.Enable();
   const auto t0 = Clock::now();
   TensorTable table;
@@ -195,8 +191,8 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   // teardown causes, and the memory figures describe the loaded state.
   const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
   if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "loaded");
-  r.peak_rss_bytes = KiB(ProcField("/proc/self/status", "VmHWM"));
-  r.anon_huge_bytes = KiB(ProcField("/proc/self/smaps_rollup", "AnonHugePages"));
+  r.peak_rss_bytes = ProcField("/proc/self/status", "VmHWM");
+  r.anon_huge_bytes = ProcField("/proc/self/smaps_rollup", "AnonHugePages");
   MemoryNow(&r.memory);
   if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "measured");
   if (read_bytes_start && read_bytes_end) r.read_bytes = *read_bytes_end - *read_bytes_start;

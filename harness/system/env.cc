@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "harness/system/cache.h"
+#include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"
 
 namespace loadbench {
@@ -98,22 +99,6 @@ std::optional<std::string> KeyValue(const std::string& text, const std::string& 
   return std::nullopt;
 }
 
-// /proc/meminfo "MemTotal:  123 kB" -> bytes.
-std::optional<int64_t> MeminfoBytes(const std::optional<std::string>& meminfo,
-                                    const std::string& key) {
-  if (!meminfo) return std::nullopt;
-  auto v = KeyValue(*meminfo, key);
-  if (!v) return std::nullopt;
-  std::istringstream in(*v);
-  std::string num, unit;
-  in >> num >> unit;
-  auto n = ParseInt(num);
-  if (!n) return std::nullopt;
-  if (unit.empty()) return n;
-  if (unit == "kB") return *n * 1024;
-  return std::nullopt;
-}
-
 std::string Compiler() {
 #if defined(__clang__)
   return "clang " __clang_version__;
@@ -159,7 +144,7 @@ Json Host(const std::optional<std::string>& cpuinfo, const std::optional<std::st
   CPU_ZERO(&set);
   h["cores_allowed"] = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? Json(CPU_COUNT(&set))
                                                                       : Json();
-  h["memory_bytes"] = Opt(MeminfoBytes(meminfo, "MemTotal"));
+  h["memory_bytes"] = Opt(ProcFieldIn(meminfo, "MemTotal"));
   long page = ::sysconf(_SC_PAGESIZE);
   h["page_size"] = page > 0 ? Json(page) : Json();
   return h;
@@ -353,9 +338,9 @@ Json Thp() {
 
 Json Memory(const std::optional<std::string>& meminfo) {
   Json m;
-  m["available_bytes"] = Opt(MeminfoBytes(meminfo, "MemAvailable"));
-  m["cached_bytes"] = Opt(MeminfoBytes(meminfo, "Cached"));
-  m["swap_total_bytes"] = Opt(MeminfoBytes(meminfo, "SwapTotal"));
+  m["available_bytes"] = Opt(ProcFieldIn(meminfo, "MemAvailable"));
+  m["cached_bytes"] = Opt(ProcFieldIn(meminfo, "Cached"));
+  m["swap_total_bytes"] = Opt(ProcFieldIn(meminfo, "SwapTotal"));
   return m;
 }
 

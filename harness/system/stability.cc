@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "harness/system/env.h"
+#include "loaders/base/proc_fields.h"
 
 namespace loadbench {
 namespace {
@@ -100,20 +101,6 @@ void ForEachKeyValue(const std::string& text, F f) {
     std::string_view l(line);
     f(Trim(l.substr(0, colon)), Trim(l.substr(colon + 1)));
   }
-}
-
-// meminfo "Dirty:   132 kB" -> bytes; nullopt when the key is absent or not "<n> kB".
-std::optional<int64_t> MeminfoBytes(const std::optional<std::string>& meminfo,
-                                    std::string_view key) {
-  std::optional<int64_t> out;
-  if (!meminfo) return out;
-  ForEachKeyValue(*meminfo, [&](std::string_view k, std::string_view v) {
-    if (out || k != key) return;
-    auto w = Words(v);
-    if (w.size() != 2 || w[1] != "kB") return;
-    if (auto n = Parse<int64_t>(w[0])) out = *n * 1024;
-  });
-  return out;
 }
 
 std::optional<int64_t> Cores(const std::string& proc_dir) {
@@ -315,12 +302,12 @@ Json BusyProcesses(const Snapshot& procs0, const Snapshot& procs1, int self, dou
 // use.
 void CheckMemory(const StabilityOptions& o, Json* j, std::vector<std::string>* warnings) {
   const std::optional<std::string> meminfo = ReadFile(o.proc_dir + "/meminfo");
-  auto dirty = MeminfoBytes(meminfo, "Dirty");
-  auto writeback = MeminfoBytes(meminfo, "Writeback");
-  auto available = MeminfoBytes(meminfo, "MemAvailable");
-  auto total = MeminfoBytes(meminfo, "MemTotal");
-  auto swap_total = MeminfoBytes(meminfo, "SwapTotal");
-  auto swap_free = MeminfoBytes(meminfo, "SwapFree");
+  auto dirty = ProcFieldIn(meminfo, "Dirty");
+  auto writeback = ProcFieldIn(meminfo, "Writeback");
+  auto available = ProcFieldIn(meminfo, "MemAvailable");
+  auto total = ProcFieldIn(meminfo, "MemTotal");
+  auto swap_total = ProcFieldIn(meminfo, "SwapTotal");
+  auto swap_free = ProcFieldIn(meminfo, "SwapFree");
   auto swap_used = Delta(swap_free, swap_total);
   (*j)["dirty_bytes"] = OrNull(dirty);
   (*j)["writeback_bytes"] = OrNull(writeback);

@@ -6,9 +6,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
+
+#include "loaders/base/proc_fields.h"
 
 namespace loadbench {
 namespace {
@@ -26,20 +27,7 @@ std::string ReadFirstLine(const char* file) {
 }
 
 // "HugePages_Free" of /proc/meminfo, and "Hugepagesize" in bytes; 0 when absent.
-uint64_t MeminfoValue(const std::string& key) {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream fields(line.substr(key.size() + 1));
-      uint64_t v = 0;
-      std::string unit;
-      fields >> v >> unit;
-      return unit == "kB" ? v * 1024 : v;
-    }
-  }
-  return 0;
-}
+uint64_t MeminfoValue(const std::string& key) { return MeminfoBytes(key).value_or(0); }
 
 }  // namespace
 

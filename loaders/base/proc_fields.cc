@@ -19,9 +19,19 @@ std::map<std::string, uint64_t> ParseProcFields(std::string_view text) {
     const char* v = line.c_str() + colon + 1;
     char* end = nullptr;
     const unsigned long long n = std::strtoull(v, &end, 10);
-    if (end != v) out[line.substr(0, colon)] = n;
+    if (end == v) continue;
+    const bool kib = std::string_view(end).find("kB") != std::string_view::npos;
+    out[line.substr(0, colon)] = kib ? n * 1024 : n;
   }
   return out;
+}
+
+std::optional<int64_t> ProcFieldIn(const std::optional<std::string>& text, const std::string& key) {
+  if (!text) return std::nullopt;
+  const auto fields = ParseProcFields(*text);
+  const auto it = fields.find(key);
+  if (it == fields.end()) return std::nullopt;
+  return static_cast<int64_t>(it->second);
 }
 
 std::map<std::string, uint64_t> ReadProcFields(const std::string& path) {
@@ -39,9 +49,7 @@ std::optional<uint64_t> ProcField(const std::string& path, const std::string& ke
 }
 
 std::optional<uint64_t> MeminfoBytes(const std::string& key) {
-  const auto kib = ProcField("/proc/meminfo", key);
-  if (!kib) return std::nullopt;
-  return *kib * 1024;
+  return ProcField("/proc/meminfo", key);
 }
 
 }  // namespace loadbench

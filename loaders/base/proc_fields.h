@@ -10,18 +10,23 @@
 
 namespace loadbench {
 
-// Every "Key: number" line of `text` as key to number (a "kB" unit is left to the caller);
+// Every "Key: number [kB]" line of `text` as key to number, in bytes where the unit is kB
+// (VmRSS, Pss, MemAvailable), as written where there is none (read_bytes, HugePages_Free);
 // lines without a number after the colon are skipped.
 std::map<std::string, uint64_t> ParseProcFields(std::string_view text);
+
+// One field of such a text already read (kB fields in bytes), signed for figures subtracted
+// from each other; nullopt when there is no text or no such field.
+std::optional<int64_t> ProcFieldIn(const std::optional<std::string>& text, const std::string& key);
 
 // The same, read from `path`; empty when it cannot be read.
 std::map<std::string, uint64_t> ReadProcFields(const std::string& path);
 
-// One field of `path` as written (no unit applied); nullopt when absent.
+// One field of `path` (kB fields in bytes); nullopt when absent.
 std::optional<uint64_t> ProcField(const std::string& path, const std::string& key);
 
-// A kB field of /proc/meminfo ("MemAvailable", "Cached", "Hugepagesize") in bytes; nullopt when
-// the kernel does not report it.
+// A field of /proc/meminfo ("MemAvailable", "Cached", "Hugepagesize" in bytes; "HugePages_Free"
+// a count); nullopt when the kernel does not report it.
 std::optional<uint64_t> MeminfoBytes(const std::string& key);
 
 }  // namespace loadbench
