@@ -53,12 +53,12 @@ class Executor {
       : e_(e), o_(o), runs_path_(o.out_dir + "/runs.jsonl"), progress_(!o.quiet) {}
 
   int Run() {
-    if (Status s = CheckResultsFolder(); !s.ok()) return Fail(s.message());
-    if (Status s = CheckGivenFiles(); !s.ok()) return Fail(s.message());
+    if (Status s = CheckResultsFolder(); !s.ok()) return Stop(s.message());
+    if (Status s = CheckGivenFiles(); !s.ok()) return Stop(s.message());
     StartSession(&rs_);
     if (int code = GenerateFiles(); code != 0) return code;
-    if (Status s = PrepareFiles(); !s.ok()) return Fail(s.message());
-    if (Status s = OpenResults(); !s.ok()) return Fail(s.message());
+    if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
+    if (Status s = OpenResults(); !s.ok()) return Stop(s.message());
     PlanWhatIsLeft();
     Announce();
     // What strategies leave behind (a shared segment) goes when the command does, and before
@@ -69,12 +69,13 @@ class Executor {
     } guard{*this};
     const Status s = e_.auto_reps ? RunAdaptive() : RunThrough(e_.reps, &interrupted_);
     progress_.Clear();
-    if (!s.ok()) return Fail(s.message(), 1);
+    if (!s.ok()) return Stop(s.message(), 1);
     return Finish();
   }
 
  private:
-  int Fail(const std::string& message, int code = 2) const {
+  // The message on stderr after the command's name; returns the exit code to end with.
+  int Stop(const std::string& message, int code = 2) const {
     fmt::print(stderr, "{}: {}\n", o_.who, message);
     return code;
   }
@@ -138,15 +139,15 @@ Status Executor::CheckGivenFiles() {
 int Executor::GenerateFiles() {
   for (const ExperimentFile& f : e_.files) {
     if (!f.generate) continue;
-    if (Status s = MakeDirs(o_.data_dir); !s.ok()) return Fail(s.message());
+    if (Status s = MakeDirs(o_.data_dir); !s.ok()) return Stop(s.message());
     GenOptions gen = f.gen;
     gen.progress = progress_.on();
     GenResult r;
     if (Status s = Generate(gen, &r); !s.ok()) {
       if (Interrupted()) {
-        return Fail(fmt::format("interrupted while generating {}; nothing was run", f.path), 130);
+        return Stop(fmt::format("interrupted while generating {}; nothing was run", f.path), 130);
       }
-      return Fail(s.message());
+      return Stop(s.message());
     }
     if (r.reused) continue;
     generated_.push_back(f.path);
@@ -338,10 +339,10 @@ int Executor::Finish() {
   std::fflush(stdout);  // the summary before the messages below
   if (interrupted_ || Interrupted()) {
     if (!o_.resume) {
-      return Fail(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}",
+      return Stop(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}",
                               rs_.records.size(), rs_.total, runs_path_), 130);
     }
-    return Fail(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
+    return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
                             "command again:\n  loadbench experiment {} --out {}{}",
                             rs_.done, rs_.total, runs_path_, e_.path, o_.out_dir,
                             o_.data_dir != "data" ? " --data " + o_.data_dir : ""), 130);
@@ -351,7 +352,7 @@ int Executor::Finish() {
     RemoveGenerated();
   }
   if (const int bad = CountBad(rs_.records); bad > 0) {
-    return Fail(fmt::format("{} of {} runs{} failed or were invalid (see {})", bad,
+    return Stop(fmt::format("{} of {} runs{} failed or were invalid (see {})", bad,
                             rs_.records.size(), o_.resume ? " of this session" : "",
                             o_.resume ? runs_path_ : "runs.jsonl"), 1);
   }

@@ -68,7 +68,7 @@ void Hold(int result_fd, int hold_fd, std::string_view stage) {
 }
 
 // The record of a load that did not happen or did not finish.
-RunRecord Fail(RunRecord r, const Status& s) {
+RunRecord Unfinished(RunRecord r, const Status& s) {
   r.status = s.code() == Status::Code::kUnsupported ? "unsupported" : "failed";
   r.error = s.message();
   return r;
@@ -159,7 +159,7 @@ void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
 RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   RunRecord r;
   Setup setup;
-  if (Status s = SetUp(req, &setup, &r); !s.ok()) return Fail(r, s);
+  if (Status s = SetUp(req, &setup, &r); !s.ok()) return Unfinished(r, s);
 
   // ---- the timed region: open and validate, load, transform, bind, consume ----
   // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
@@ -178,14 +178,14 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
     if (s.ok()) s = ReadTensorTable(fd.get(), req.file, &table);
   }
   r.open_s = Seconds(t0, Clock::now());
-  if (!s.ok()) return Fail(r, s);
+  if (!s.ok()) return Unfinished(r, s);
   UsePipeline pipeline(*setup.info, setup.params, setup.use, req.file, table);
-  if (s = pipeline.Check(); !s.ok()) return Fail(r, s);
+  if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
   setup.counters.Disable();
   r.load_start_mono_s = MonotonicSeconds(t0);
   r.details = pipeline.Details();
-  if (!s.ok()) return Fail(r, s);
+  if (!s.ok()) return Unfinished(r, s);
   // ---- end of the timed region ----
   // Read while the loader still holds its memory: the I/O counters should include nothing the
   // teardown causes, and the memory figures describe the loaded state.
