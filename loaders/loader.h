@@ -16,9 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/use/layers.h"
-#include "loaders/base/status.h"
 
 namespace loadbench {
 

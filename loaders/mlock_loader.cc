@@ -14,8 +14,8 @@
 
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
-#include "loaders/loader.h"
 #include "loaders/base/units.h"
+#include "loaders/loader.h"
 
 namespace loadbench {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "loaders/base/destination.h"
 #include "loaders/base/file_io.h"
-#include "loaders/loader.h"
 #include "loaders/base/span_reader.h"
+#include "loaders/loader.h"
 
 namespace loadbench {
 namespace {

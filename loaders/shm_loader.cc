@@ -22,8 +22,8 @@
 
 #include "loaders/base/destination.h"
 #include "loaders/base/file_io.h"
-#include "loaders/loader.h"
 #include "loaders/base/units.h"
+#include "loaders/loader.h"
 
 namespace loadbench {
 namespace {

@@ -49,8 +49,8 @@
 
 #include "harness/gen/generator.h"
 #include "harness/run/rounds.h"
-#include "loaders/loader.h"
 #include "loaders/base/status.h"
+#include "loaders/loader.h"
 
 namespace loadbench {
 

@@ -32,10 +32,10 @@
 #include "harness/gen/presets.h"
 #include "harness/system/interrupt.h"
 #include "loaders/base/file_io.h"
+#include "loaders/base/units.h"
 #include "loaders/format/format.h"
 #include "loaders/format/gguf.h"
 #include "loaders/format/safetensors.h"
-#include "loaders/base/units.h"
 
 namespace loadbench {
 namespace {

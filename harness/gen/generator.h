@@ -8,9 +8,9 @@
 #include <string>
 
 #include "harness/gen/presets.h"
+#include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
-#include "loaders/base/status.h"
 
 namespace loadbench {
 

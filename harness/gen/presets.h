@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/format/wlf.h"
 #include "loaders/base/status.h"
+#include "loaders/format/wlf.h"
 
 namespace loadbench {
 

@@ -21,10 +21,10 @@
 
 #include <fmt/format.h>
 
-#include "harness/system/env.h"
-#include "harness/system/interrupt.h"
 #include "harness/probe/probe_measure.h"
 #include "harness/run/results.h"
+#include "harness/system/env.h"
+#include "harness/system/interrupt.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 

@@ -25,11 +25,11 @@
 
 #include <fmt/format.h>
 
+#include "harness/stats/paired_stats.h"
 #include "harness/system/cache.h"
 #include "harness/system/interrupt.h"
-#include "harness/stats/paired_stats.h"
-#include "loaders/cuda/gpu.h"
 #include "loaders/base/io_ring.h"
+#include "loaders/cuda/gpu.h"
 
 namespace loadbench::probe {
 namespace {

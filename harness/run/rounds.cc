@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/stats/paired_stats.h"
 #include "harness/run/session.h"
+#include "harness/stats/paired_stats.h"
 
 namespace loadbench {
 namespace {

@@ -24,13 +24,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/probe/probe.h"
+#include "harness/probe/probe_measure.h"
 #include "harness/system/cache.h"
 #include "harness/system/cgroup.h"
 #include "harness/system/counters.h"
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
-#include "harness/probe/probe.h"
-#include "harness/probe/probe_measure.h"
 #include "harness/system/timeline.h"
 #include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"

@@ -12,9 +12,9 @@
 #include "harness/run/record.h"
 #include "harness/run/results.h"
 #include "harness/system/cache.h"
+#include "loaders/base/status.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
-#include "loaders/base/status.h"
 
 namespace loadbench {
 

@@ -1,5 +1,5 @@
-#include "loadbench_commit.h"
 #include "harness/system/env.h"
+#include "loadbench_commit.h"
 
 #include <sched.h>
 #include <sys/resource.h>

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/loader.h"
-#include "loaders/base/status.h"
 
 namespace loadbench {
 

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/loader.h"
-#include "loaders/base/status.h"
 
 namespace loadbench::cuda {
 

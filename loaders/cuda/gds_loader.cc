@@ -18,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "loaders/cuda/device.h"
 #include "loaders/base/file_io.h"
+#include "loaders/cuda/device.h"
 
 namespace loadbench {
 namespace {

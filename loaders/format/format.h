@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "loaders/format/tensor_table.h"
 #include "loaders/base/status.h"
+#include "loaders/format/tensor_table.h"
 
 namespace loadbench {
 

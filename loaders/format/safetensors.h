@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
-#include "loaders/base/status.h"
 
 namespace loadbench {
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/format/tensor_table.h"
 #include "loaders/base/status.h"
+#include "loaders/format/tensor_table.h"
 
 namespace loadbench {
 

@@ -23,10 +23,10 @@
 
 #include "loaders/base/checksum.h"
 #include "loaders/base/destination.h"
+#include "loaders/base/units.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/shm_loader.h"
-#include "loaders/base/units.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

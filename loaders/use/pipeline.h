@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "loaders/use/model_registry.h"
-#include "loaders/use/consume.h"
 #include "loaders/base/destination.h"
 #include "loaders/loader.h"
+#include "loaders/use/consume.h"
+#include "loaders/use/model_registry.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {

@@ -8,8 +8,8 @@
 
 #include <xxhash.h>
 
-#include "loaders/format/tensor_table.h"
 #include "loaders/base/status.h"
+#include "loaders/format/tensor_table.h"
 
 namespace loadbench {
 

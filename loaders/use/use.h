@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loaders/loader.h"
 #include "loaders/base/status.h"
+#include "loaders/loader.h"
 
 namespace loadbench {
 

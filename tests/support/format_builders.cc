@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/status.h"
 #include "loaders/format/format.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/base/status.h"
 
 namespace loadbench::test {
 namespace {

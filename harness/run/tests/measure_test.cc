@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/system/counters.h"
 #include "harness/gen/generator.h"
+#include "harness/system/counters.h"
 #include "harness/system/timeline.h"
 #include "tests/support/run_cli.h"
 

@@ -1,6 +1,6 @@
-#include "loadbench_commit.h"
-#include "harness/system/env.h"
 #include "harness/run/results.h"
+#include "harness/system/env.h"
+#include "loadbench_commit.h"
 
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -13,8 +13,8 @@
 #include "loaders/base/destination.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
-#include "tests/support/scoped_mount.h"
 #include "tests/support/load_with.h"
+#include "tests/support/scoped_mount.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

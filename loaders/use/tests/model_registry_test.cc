@@ -2,8 +2,8 @@
 // last instance.
 #include <gtest/gtest.h>
 
-#include "loaders/use/model_registry.h"
 #include "loaders/base/file_io.h"
+#include "loaders/use/model_registry.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 
