@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/cli/command.h"
+#include "harness/cli/commands.h"
 #include "loaders/loader.h"
 #include "loaders/use/use.h"
 
@@ -68,33 +68,18 @@ void PrintCommonOptions() {
              "(mmap_seq:label=a,mmap_seq:label=b)\n", kLabelOption);
 }
 
-class List final : public Command {
- public:
-  CLI::App* Add(CLI::App& app) override {
-    auto* cmd = app.add_subcommand(
-        "list", "List the strategies, their options and flags, and whether each runs here");
-    cmd->add_flag("--json", json_, "Print JSON");
-    return cmd;
-  }
-
-  int Run(const std::string&) override {
-    if (json_) {
-      Json all = Json::array();
-      for (const StrategyInfo* s : Strategies()) all.push_back(StrategyJson(*s));
-      fmt::print("{}\n", all.dump(2));
-      return 0;
-    }
-    for (const StrategyInfo* s : Strategies()) PrintStrategy(*s);
-    PrintCommonOptions();
-    return 0;
-  }
-
- private:
-  bool json_ = false;
-};
-
 }  // namespace
 
-std::unique_ptr<Command> ListCommand() { return std::make_unique<List>(); }
+int ListCommand(bool json) {
+  if (json) {
+    Json all = Json::array();
+    for (const StrategyInfo* s : Strategies()) all.push_back(StrategyJson(*s));
+    fmt::print("{}\n", all.dump(2));
+    return 0;
+  }
+  for (const StrategyInfo* s : Strategies()) PrintStrategy(*s);
+  PrintCommonOptions();
+  return 0;
+}
 
 }  // namespace loadbench::cli

@@ -1,28 +1,232 @@
 // loadbench: how do multi-GB model weights get from disk into memory fastest, and at what cost?
-// main parses the command line and hands it to one subcommand (harness/cli/*_command.cc).
-#include <cstdio>
+// The command line: every subcommand's flags, declared with CLI11 in this file only (a large
+// header-only library, compiled once), then one call to the subcommand (harness/cli/commands.h).
+#include <cstdlib>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include "harness/cli/command.h"
+#include "harness/cli/commands.h"
+#include "harness/gen/presets.h"
+#include "harness/probe/probe.h"
 #include "loadbench_commit.h"
+#include "loaders/use/use.h"
 
 namespace loadbench::cli {
+namespace {
 
-std::vector<std::unique_ptr<Command>> AllCommands() {
-  std::vector<std::unique_ptr<Command>> all;
-  all.push_back(GenCommand());
-  all.push_back(InspectCommand());
-  all.push_back(RunCommand());
-  all.push_back(ExperimentCommand());
-  all.push_back(ListCommand());
-  all.push_back(CacheCommand());
-  all.push_back(ProbeCommand());
-  all.push_back(WorkerCommand());
-  return all;
+CLI::App* AddGen(CLI::App& app, GenFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "gen", "Generate a model-shaped weight file with deterministic, incompressible content "
+             "(reuses an existing file of the same spec)");
+  std::string presets;
+  for (const auto& p : PresetNames()) presets += (presets.empty() ? "" : "|") + p;
+  cmd->add_option("--preset", f->gen.preset, "Model shape: " + presets)->capture_default_str();
+  cmd->add_option("--size", f->size, "Target size of the tensor data, e.g. 2GiB, 512MiB")
+      ->required();
+  cmd->add_option("--format", f->gen.format,
+                  "File format: wlf, safetensors or gguf (the same tensors and bytes in each for "
+                  "the same preset, size, dtype and seed)")
+      ->capture_default_str();
+  cmd->add_option("--out", f->gen.out_path, "Output file")->required();
+  cmd->add_option("--seed", f->gen.seed, "Content seed")->capture_default_str();
+  cmd->add_option("--align", f->align,
+                  "Tensor alignment in bytes, a power of two: WLF >= 64 (default 4096), GGUF "
+                  "(default 32, as llama.cpp writes); safetensors has none");
+  cmd->add_option("--dtype", f->gen.dtype, "Element type: bf16 or f16")->capture_default_str();
+  cmd->add_option("--endian", f->gen.endian,
+                  "Byte order: little or big (WLF only; every field and tensor element "
+                  "byte-swapped, the same numbers as the little-endian file)")
+      ->capture_default_str();
+  cmd->add_option("--misalign", f->gen.misalign,
+                  "Start every tensor this many bytes (0 to 63) past a 64-byte boundary "
+                  "(safetensors only)")
+      ->capture_default_str();
+  cmd->add_option("--threads", f->gen.threads, "Generator threads (0: one per core)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", f->quiet, "No progress output");
+  cmd->add_flag("--dry-run", f->dry_run, "Print the model shape and file size; write nothing");
+  return cmd;
 }
+
+CLI::App* AddInspect(CLI::App& app, InspectFlags* f) {
+  auto* cmd = app.add_subcommand("inspect", "Validate a weight file (WLF, safetensors or GGUF, "
+                                            "told apart by content) and print its header and "
+                                            "tensor table");
+  cmd->add_option("file", f->file, "Weight file")->required();
+  cmd->add_flag("--json", f->json, "Print JSON");
+  return cmd;
+}
+
+void AddReps(CLI::App* cmd, RepsFlags* f, const std::string& reps_help) {
+  cmd->add_option("--reps", f->reps,
+                  reps_help + "; 'auto': rounds until every paired ratio with the baseline is "
+                              "known within ±target (95% interval), see --auto-*");
+  cmd->add_option("--auto-target", f->target,
+                  "With --reps auto: the interval's half width to reach, relative (0.1 or 10%; "
+                  "default 10%)");
+  cmd->add_option("--auto-min-rounds", f->min_rounds,
+                  "With --reps auto: rounds before the target is looked at (default 6: fewer "
+                  "pairs give no 95% interval)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--auto-max-rounds", f->max_rounds,
+                  "With --reps auto: the most rounds (default 30)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--auto-budget", f->budget,
+                  "With --reps auto: no round is started that would end past this time (90s, "
+                  "30min, 2h; default none)");
+}
+
+// run's flags on what is measured besides time, and how.
+void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
+  cmd->add_option("--counters", f->counters,
+                  "perf events counted over each load, by libpfm4 name (e.g. "
+                  "perf::PAGE-FAULTS,CYCLES); 'default' is the software faults, switches, "
+                  "migrations and task clock plus CYCLES, INSTRUCTIONS, CACHE-MISSES and "
+                  "DTLB-LOAD-MISSES; 'none' counts nothing. Events this machine cannot count are "
+                  "null, with the reason in env.json")
+      ->capture_default_str();
+  cmd->add_option("--sample-ms", f->sample_ms,
+                  "Timeline sampling interval in ms (RSS, page cache, bytes read, faults; "
+                  "timelines/RUN_ID.csv), at least 1; 0 turns timelines off")
+      ->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            // Finer than 1 ms the sampler would busy-poll and take the CPU the load needs.
+            const double ms = std::strtod(v.c_str(), nullptr);
+            return ms == 0 || (ms >= 1 && ms <= 60000) ? "" : "must be 0 or 1..60000";
+          },
+          "0 or 1..60000"))
+      ->capture_default_str();
+  cmd->add_option("--procs", f->procs,
+                  "Workers loading the file at the same time in every run (each is a run record; "
+                  "memory is measured while all hold their load)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  // Use options for every strategy that does not set its own (mmap:bind=copy keeps copy).
+  for (const char* name : {"consume", "bind", "transform", "place"}) {
+    const OptionSpec* o = nullptr;
+    for (const OptionSpec& u : UseOptionSpecs()) o = u.name == name ? &u : o;
+    cmd->add_option(fmt::format("--{}", name), f->use[name],
+                    fmt::format("{} (default {}): {}; for every strategy that does not set {}= "
+                                "itself",
+                                fmt::join(o->choices, "|"), o->default_value, o->help, name))
+        ->check(CLI::IsMember(o->choices));
+  }
+  cmd->add_option("--memory-limit", f->memory_limit,
+                  "Run every worker in a memory cgroup with this limit (e.g. 4GiB), so that its "
+                  "page cache and anonymous memory are charged as in a container (cgroup v2, "
+                  "else v1; root only)");
+}
+
+CLI::App* AddRun(CLI::App& app, RunFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "run", "Load a file with each strategy in a fresh worker process, cold and/or warm, verify "
+             "every load by checksum, and record the runs");
+  cmd->add_option("--file", f->file, "Weight file")->required();
+  cmd->add_option("--strategies", f->strategies,
+                  "Comma-separated strategies, each with optional :key=value options, e.g. "
+                  "fread:chunk=4MiB,mmap (see `loadbench list`)")
+      ->capture_default_str();
+  cmd->add_option("--cache", f->cache, "Cache state: cold, warm or both")
+      ->check(CLI::IsMember({"cold", "warm", "both"}))
+      ->capture_default_str();
+  AddReps(cmd, &f->reps, "Rounds: in each, every strategy runs once per cache state (default 5)");
+  cmd->add_option("--order", f->order,
+                  "Order of the strategies within each round: interleaved (rotated by one each "
+                  "round) or shuffled (seeded by --seed)")
+      ->check(CLI::IsMember({"interleaved", "shuffled"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the shuffled order")->capture_default_str();
+  cmd->add_flag("--ceiling", f->ceiling,
+                "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
+                "io_uring at depth 32, the device's speed at that moment");
+  cmd->add_option("--baseline", f->baseline,
+                  "The strategy (as written in --strategies) every paired ratio is against "
+                  "(default: fread when listed, else the first)");
+  cmd->add_option("--out", f->out,
+                  "Results folder (default: results/run-<UTC time>); must not hold runs yet");
+  cmd->add_option("--experiment", f->experiment, "Name recorded in every run")
+      ->capture_default_str();
+  cmd->add_option("--timeout", f->timeout_s, "Seconds before a run is killed (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  AddRunMeasurement(cmd, f);
+  return cmd;
+}
+
+CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "experiment",
+      "Run an experiment file (experiments/*.toml): generate its files, run its plan with a "
+      "progress line, and resume it when its results folder already holds some of its runs");
+  cmd->add_option("file", f->path, "Experiment file (TOML)")->required();
+  cmd->add_option("--out", f->out_dir,
+                  "Results folder (default: results/<experiment name>); one that holds some of "
+                  "this experiment's runs is resumed");
+  cmd->add_option("--data", f->data_dir, "Where generated files are cached by spec")
+      ->capture_default_str();
+  AddReps(cmd, &f->reps, "Rounds, instead of the file's reps");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "Print the plan (runs, disk needed, a time estimate from the probe); run and "
+                "write nothing");
+  cmd->add_flag("--quiet", f->quiet, "No progress line and no per-run lines");
+  cmd->add_option("--seed", f->seed,
+                  "Seed of the shuffled order, instead of the file's (each repetition of an A/A "
+                  "calibration draws its own orders)");
+  cmd->add_flag("--cleanup", f->cleanup,
+                "Remove the files this command generated once every run is done");
+  return cmd;
+}
+
+CLI::App* AddList(CLI::App& app, bool* json) {
+  auto* cmd = app.add_subcommand(
+      "list", "List the strategies, their options and flags, and whether each runs here");
+  cmd->add_flag("--json", *json, "Print JSON");
+  return cmd;
+}
+
+CLI::App* AddCache(CLI::App& app, CacheFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "cache", "Drop a file from the page cache, or warm it, and check the result; or report "
+               "how much of it is resident. Exit 0 when the state was reached, 1 when not");
+  cmd->add_option("action", f->action, "drop (cold: <= 1% resident), warm (>= 99%), status")
+      ->required()
+      ->check(CLI::IsMember({"drop", "warm", "status"}));
+  cmd->add_option("file", f->file, "The file")->required();
+  cmd->add_flag("--json", f->json, "Print JSON");
+  return cmd;
+}
+
+CLI::App* AddProbe(CLI::App& app, ProbeOptions* f) {
+  auto* cmd = app.add_subcommand(
+      "probe", "Measure this machine's ceilings (device, page cache, memcpy, page faults) with a "
+               "scratch file, print them with the settings that shape results, and store them "
+               "in env.json");
+  cmd->add_option("--dir", f->dir, "Where the scratch file goes (created if missing)")
+      ->capture_default_str();
+  cmd->add_option("--size", f->size, "Scratch file size, e.g. 1GiB, 64MiB")
+      ->capture_default_str();
+  cmd->add_option("--out", f->out_dir, "Results folder (default: results/probe-<UTC time>)");
+  cmd->add_flag("--json", f->json, "Print the probe as JSON instead of the table");
+  return cmd;
+}
+
+// Internal: the runner's child process (harness/run/worker.h); hidden from --help.
+CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
+  auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
+  cmd->group("");
+  cmd->add_option("--file", f->req.file)->required();
+  cmd->add_option("--strategy", f->req.strategy)->required();
+  cmd->add_option("--result-fd", f->result_fd)->capture_default_str();
+  cmd->add_option("--counters", f->counters)->capture_default_str();
+  cmd->add_option("--hold-fd", f->req.hold_fd)->capture_default_str();
+  cmd->add_option("--expect-checksum", f->expect_checksum)->capture_default_str();
+  return cmd;
+}
+
+}  // namespace
 
 int ReportError(const std::string& cmd, const Status& s) {
   fmt::print(stderr, "loadbench {}: {}\n", cmd, s.message());
@@ -32,15 +236,29 @@ int ReportError(const std::string& cmd, const Status& s) {
 }  // namespace loadbench::cli
 
 int main(int argc, char** argv) {
+  using namespace loadbench;
   using namespace loadbench::cli;
   CLI::App app{
       "loadbench: measures how model weight files get from disk into memory, and what each way "
       "costs in time, memory, page faults and CPU."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(LOADBENCH_VERSION " (" LOADBENCH_COMMIT ")"));
-  const auto commands = AllCommands();
-  std::vector<CLI::App*> subcommands;
-  for (const auto& c : commands) subcommands.push_back(c->Add(app));
+  GenFlags gen;
+  InspectFlags inspect;
+  RunFlags run;
+  ExperimentFlags experiment;
+  bool list_json = false;
+  CacheFlags cache;
+  ProbeOptions probe;
+  WorkerFlags worker;
+  const auto* gen_cmd = AddGen(app, &gen);
+  const auto* inspect_cmd = AddInspect(app, &inspect);
+  const auto* run_cmd = AddRun(app, &run);
+  const auto* experiment_cmd = AddExperiment(app, &experiment);
+  const auto* list_cmd = AddList(app, &list_json);
+  const auto* cache_cmd = AddCache(app, &cache);
+  const auto* probe_cmd = AddProbe(app, &probe);
+  const auto* worker_cmd = AddWorker(app, &worker);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,10 +267,16 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "loadbench: {} (see --help)\n", e.what());
     return 2;
   }
-  std::string command_line;
+  std::string command_line;  // recorded in env.json
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
-  for (size_t i = 0; i < commands.size(); ++i) {
-    if (*subcommands[i]) return commands[i]->Run(command_line);
-  }
+  probe.command_line = command_line;
+  if (*gen_cmd) return GenCommand(gen);
+  if (*inspect_cmd) return InspectCommand(inspect);
+  if (*run_cmd) return RunCommand(run, command_line);
+  if (*experiment_cmd) return ExperimentCommand(experiment, command_line);
+  if (*list_cmd) return ListCommand(list_json);
+  if (*cache_cmd) return CacheCommand(cache);
+  if (*probe_cmd) return ProbeMain(probe);
+  if (*worker_cmd) return WorkerCommand(worker);
   return 2;
 }

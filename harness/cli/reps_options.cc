@@ -6,25 +6,6 @@
 
 namespace loadbench::cli {
 
-void AddRepsOptions(CLI::App* cmd, RepsFlags* f, const std::string& reps_help) {
-  cmd->add_option("--reps", f->reps,
-                  reps_help + "; 'auto': rounds until every paired ratio with the baseline is "
-                              "known within ±target (95% interval), see --auto-*");
-  cmd->add_option("--auto-target", f->target,
-                  "With --reps auto: the interval's half width to reach, relative (0.1 or 10%; "
-                  "default 10%)");
-  cmd->add_option("--auto-min-rounds", f->min_rounds,
-                  "With --reps auto: rounds before the target is looked at (default 6: fewer "
-                  "pairs give no 95% interval)")
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--auto-max-rounds", f->max_rounds,
-                  "With --reps auto: the most rounds (default 30)")
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("--auto-budget", f->budget,
-                  "With --reps auto: no round is started that would end past this time (90s, "
-                  "30min, 2h; default none)");
-}
-
 Status ParseRepsFlags(const RepsFlags& f, RepsOverrides* out) {
   out->auto_reps = f.reps == "auto";
   if (!f.reps.empty() && !out->auto_reps) {

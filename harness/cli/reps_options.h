@@ -1,23 +1,12 @@
-// --reps N|auto and the --auto-* options, which `run` and `experiment` share: declared here,
-// read into RepsOverrides here, and applied to the experiment in one place
-// (ApplyRepsOverrides, harness/experiment/experiment.h).
+// --reps N|auto and the --auto-* options of run and experiment (RepsFlags, harness/cli/
+// commands.h) read into RepsOverrides, which ApplyRepsOverrides (harness/experiment/
+// experiment.h) applies to the experiment: the one place they take effect.
 #pragma once
 
-#include <string>
-
-#include <CLI/CLI.hpp>
-
+#include "harness/cli/commands.h"
 #include "harness/experiment/experiment.h"
 
 namespace loadbench::cli {
-
-struct RepsFlags {
-  std::string reps, target, budget;
-  int min_rounds = -1, max_rounds = -1;
-};
-
-// Adds --reps (with `reps_help` saying what a round is) and the --auto-* options to `cmd`.
-void AddRepsOptions(CLI::App* cmd, RepsFlags* f, const std::string& reps_help);
 
 // The overrides the flags give; kBadInput naming the flag when one is malformed.
 Status ParseRepsFlags(const RepsFlags& f, RepsOverrides* out);

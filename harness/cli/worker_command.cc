@@ -1,54 +1,30 @@
-// `loadbench worker` (internal, hidden from --help): one load in the worker process the runner
-// forks and execs (harness/run/worker.h).
+// `loadbench worker` (internal): one load in the worker process the runner forks and execs
+// (harness/run/worker.h).
 #include <fmt/format.h>
 
-#include "harness/cli/command.h"
+#include "harness/cli/commands.h"
 #include "harness/run/worker.h"
 #include "harness/system/counters.h"
 
 namespace loadbench::cli {
-namespace {
 
-class Worker final : public Command {
- public:
-  CLI::App* Add(CLI::App& app) override {
-    auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
-    cmd->group("");  // hidden from --help
-    cmd->add_option("--file", req_.file)->required();
-    cmd->add_option("--strategy", req_.strategy)->required();
-    cmd->add_option("--result-fd", result_fd_)->capture_default_str();
-    cmd->add_option("--counters", counters_)->capture_default_str();
-    cmd->add_option("--hold-fd", req_.hold_fd)->capture_default_str();
-    cmd->add_option("--expect-checksum", expect_)->capture_default_str();
-    return cmd;
-  }
-
-  int Run(const std::string&) override {
-    Status s = ParseCounterList(counters_, &req_.counters);
-    if (!s.ok()) return ReportError("worker", s);
-    if (expect_ != "none") {
-      size_t used = 0;
-      try {
-        req_.expect_checksum = std::stoull(expect_, &used, 16);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != expect_.size()) {
-        return ReportError("worker", Status::BadInput(fmt::format(
-                                         "--expect-checksum: '{}' is not a hex number", expect_)));
-      }
+int WorkerCommand(WorkerFlags& f) {
+  Status s = ParseCounterList(f.counters, &f.req.counters);
+  if (!s.ok()) return ReportError("worker", s);
+  if (f.expect_checksum != "none") {
+    size_t used = 0;
+    try {
+      f.req.expect_checksum = std::stoull(f.expect_checksum, &used, 16);
+    } catch (const std::exception&) {
+      used = 0;
     }
-    return WorkerMain(req_, result_fd_);
+    if (used == 0 || used != f.expect_checksum.size()) {
+      return ReportError("worker", Status::BadInput(fmt::format(
+                                       "--expect-checksum: '{}' is not a hex number",
+                                       f.expect_checksum)));
+    }
   }
-
- private:
-  WorkerRequest req_;
-  int result_fd_ = 1;
-  std::string counters_ = "none", expect_ = "none";
-};
-
-}  // namespace
-
-std::unique_ptr<Command> WorkerCommand() { return std::make_unique<Worker>(); }
+  return WorkerMain(f.req, f.result_fd);
+}
 
 }  // namespace loadbench::cli

@@ -1,0 +1,77 @@
+// The subcommands. main.cc, the only file that sees CLI11, declares every subcommand's flags
+// into the plain structs below, parses the command line and calls the subcommand's function;
+// each function lives in a file of its own (harness/cli/*_command.cc) and returns the exit
+// code of the CLI contract (docs/cli.md).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/gen/generator.h"
+#include "harness/run/worker.h"
+#include "loaders/base/status.h"
+
+namespace loadbench::cli {
+
+struct GenFlags {
+  GenOptions gen;
+  std::string size, align;
+  bool quiet = false, dry_run = false;
+};
+int GenCommand(GenFlags& f);
+
+struct InspectFlags {
+  std::string file;
+  bool json = false;
+};
+int InspectCommand(const InspectFlags& f);
+
+// --reps N|auto and the --auto-* options, which run and experiment share.
+struct RepsFlags {
+  std::string reps, target, budget;
+  int min_rounds = -1, max_rounds = -1;
+};
+
+struct RunFlags {
+  std::string file, strategies = "fread,mmap,mmap_seq", cache = "both";
+  RepsFlags reps;
+  std::string order = "interleaved", baseline, out, experiment = "run";
+  uint64_t seed = 0;
+  bool ceiling = false;
+  double timeout_s = 0, sample_ms = 10;
+  std::string counters = "default", memory_limit;
+  int procs = 1;
+  std::map<std::string, std::string> use;  // --consume and the like, by option name
+};
+int RunCommand(const RunFlags& f, const std::string& command_line);
+
+struct ExperimentFlags {
+  std::string path, out_dir, data_dir = "data";
+  RepsFlags reps;
+  bool dry_run = false, quiet = false, cleanup = false;
+  std::optional<uint64_t> seed;
+};
+int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line);
+
+int ListCommand(bool json);
+
+struct CacheFlags {
+  std::string action, file;
+  bool json = false;
+};
+int CacheCommand(const CacheFlags& f);
+
+struct WorkerFlags {
+  WorkerRequest req;
+  int result_fd = 1;
+  std::string counters = "none", expect_checksum = "none";
+};
+int WorkerCommand(WorkerFlags& f);
+
+// "loadbench CMD: message" on stderr; returns the status's exit code.
+int ReportError(const std::string& cmd, const Status& s);
+
+}  // namespace loadbench::cli
