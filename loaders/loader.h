@@ -143,8 +143,10 @@ struct StrategyInfo {
   // Removes what runs of this strategy leave outside their process for `path` (shm: the named
   // segment), or nullptr when they leave nothing. The runner calls it before every cold run, so
   // that cold means nothing of the file is in memory anywhere, and once after the last run,
-  // also when runs failed or were interrupted.
-  std::function<Status(const std::string& path)> cleanup = nullptr;
+  // also when runs failed or were interrupted, and at the next command's start for a command
+  // that was killed before it could. What it removed it names in *removed.
+  std::function<Status(const std::string& path, std::vector<std::string>* removed)> cleanup =
+      nullptr;
 };
 
 // Adds a strategy; called from static initializers, one per strategy file.

@@ -59,10 +59,16 @@ std::string SegmentNameOf(const FileIdentity& id) {
 
 std::string LockPathOf(const std::string& name) { return fmt::format("{}/{}.lock", kShmDir, name); }
 
-Status RemoveSegmentNamed(const std::string& path, const std::string& name) {
+Status RemoveSegmentNamed(const std::string& path, const std::string& name,
+                          std::vector<std::string>* removed = nullptr) {
   // shared_memory_object::remove returns whether shm_unlink succeeded; errno says why not.
   errno = 0;
-  if (!bip::shared_memory_object::remove(name.c_str()) && errno != ENOENT) {
+  if (bip::shared_memory_object::remove(name.c_str())) {
+    if (removed != nullptr) {
+      removed->push_back(fmt::format("shared-memory segment {}/{} (shm, of {})", kShmDir, name,
+                                     path));
+    }
+  } else if (errno != ENOENT) {
     return Status::FromErrno(fmt::format("{}: removing shared-memory segment {}", path, name),
                              errno);
   }
@@ -265,10 +271,10 @@ Status ShmSegmentName(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
-Status RemoveShmSegment(const std::string& path) {
+Status RemoveShmSegment(const std::string& path, std::vector<std::string>* removed) {
   std::string name;
   LB_RETURN_IF_ERROR(ShmSegmentName(path, &name));
-  LB_RETURN_IF_ERROR(RemoveSegmentNamed(path, name));
+  LB_RETURN_IF_ERROR(RemoveSegmentNamed(path, name, removed));
   // Only between runs, with no loader alive: a lock file unlinked under a waiting loader would
   // let the next one lock a new file beside it.
   if (::unlink(LockPathOf(name).c_str()) != 0 && errno != ENOENT) {
@@ -295,7 +301,9 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
       }
       return std::string();
     },
-    .cleanup = RemoveShmSegment,
+    .cleanup = [](const std::string& path, std::vector<std::string>* removed) {
+      return RemoveShmSegment(path, removed);
+    },
 }));
 
 }  // namespace loadbench

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loaders/base/status.h"
 
@@ -37,7 +38,8 @@ Status ShmSegmentName(const std::string& path, std::string* out);
 // Removes the segment of the file at `path` and its lock file (/dev/shm/NAME.lock, which
 // serializes loaders that find no segment at the same time); a missing segment is not an
 // error. Processes that still map it keep their mapping; the memory goes when the last of them
-// unmaps it. Call it only while no loader of the file is running.
-Status RemoveShmSegment(const std::string& path);
+// unmaps it. Call it only while no loader of the file is running. A segment it removed is
+// named in *removed (when given).
+Status RemoveShmSegment(const std::string& path, std::vector<std::string>* removed = nullptr);
 
 }  // namespace loadbench

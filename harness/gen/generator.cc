@@ -31,6 +31,7 @@
 
 #include "harness/gen/presets.h"
 #include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 #include "loaders/format/format.h"
@@ -358,8 +359,11 @@ class TempFile {
   ~TempFile() {
     fd_.reset();
     if (!committed_) ::unlink(path_.c_str());
+    if (tracked_) UntrackLeftover(Leftover::kFile, path_);
   }
   Status Open() {
+    TrackLeftover(Leftover::kFile, path_);  // a generator killed from here on leaves it
+    tracked_ = true;
     for (int attempt = 0; attempt < 2; ++attempt) {
       int fd;
       do {
@@ -374,6 +378,8 @@ class TempFile {
       ::unlink(path_.c_str());
     }
     committed_ = true;  // not ours: never unlink a file we did not create
+    UntrackLeftover(Leftover::kFile, path_);
+    tracked_ = false;
     return Status::FromErrno(fmt::format("{}: cannot create", path_), errno);
   }
   int fd() const { return fd_.get(); }
@@ -384,7 +390,7 @@ class TempFile {
  private:
   std::string path_;
   UniqueFd fd_;
-  bool committed_ = false;
+  bool committed_ = false, tracked_ = false;
 };
 
 Status FsyncDir(const std::string& dir) {

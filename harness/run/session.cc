@@ -66,6 +66,16 @@ std::string NowStamp(const char* fmt_str) {
   return buf;
 }
 
+std::string NowUtcMs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  ::gmtime_r(&ts.tv_sec, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, ts.tv_nsec / 1000000);
+}
+
 Status PrepareFile(const std::string& path, const std::string& who, PreparedFile* out) {
   PreparedFile f;
   LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &f.table));
@@ -185,7 +195,8 @@ void CleanupStrategies(const std::vector<StrategySpec>& specs, const std::string
   for (const StrategySpec& spec : specs) {
     const StrategyInfo* info = FindStrategy(spec.name);
     if (info == nullptr || info->cleanup == nullptr) continue;
-    if (Status c = info->cleanup(file); !c.ok()) {
+    std::vector<std::string> removed;
+    if (Status c = info->cleanup(file, &removed); !c.ok()) {
       fmt::print(stderr, "{}: cleaning up after {}: {}\n", who, spec.name, c.message());
     }
   }

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/system/leftovers.h"
 #include "loaders/base/file_io.h"
 
 namespace loadbench {
@@ -196,8 +197,11 @@ Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>*
   std::string path;
   for (;;) {
     path = fmt::format("{}/loadbench-{}-{}", h.root, ::getpid(), counter++);
+    TrackLeftover(Leftover::kCgroup, path);  // a harness killed from here on leaves it
     if (::mkdir(path.c_str(), 0755) == 0) break;
-    if (errno != EEXIST) return AsUnsupported(Status::FromErrno(path, errno));
+    const int err = errno;
+    UntrackLeftover(Leftover::kCgroup, path);
+    if (err != EEXIST) return AsUnsupported(Status::FromErrno(path, err));
   }
   std::unique_ptr<MemoryCgroup> cg(new MemoryCgroup(h.v2, path, limit_bytes));
   const std::string limit = std::to_string(limit_bytes);
@@ -228,6 +232,7 @@ Status MemoryCgroup::Remove() {
   for (int retry = 0;; ++retry) {
     if (::rmdir(path_.c_str()) == 0) {
       removed_ = true;
+      UntrackLeftover(Leftover::kCgroup, path_);
       return Status::Ok();
     }
     if (errno != EBUSY || retry == kRemoveRetries) return Status::FromErrno(path_, errno);

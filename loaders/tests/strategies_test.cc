@@ -38,7 +38,7 @@ struct Loaded {
 Status LoadWith(const std::string& strategy_text, const std::string& path, Loaded* out) {
   const StrategyInfo* info = FindStrategy(strategy_text.substr(0, strategy_text.find(':')));
   if (info != nullptr && info->cleanup) {
-    out->cleanup = [c = info->cleanup, path] { (void)c(path); };
+    out->cleanup = [c = info->cleanup, path] { (void)c(path, nullptr); };
   }
   return test::LoadWith(strategy_text, path, &out->loader, &out->views);
 }

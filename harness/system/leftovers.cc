@@ -1,0 +1,212 @@
+#include "harness/system/leftovers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "loaders/base/file_io.h"
+#include "loaders/loader.h"
+
+namespace loadbench {
+namespace {
+
+constexpr const char* kKindNames[] = {"cgroup", "file", "strategy"};
+
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[4096];
+  return ::getcwd(cwd, sizeof cwd) != nullptr ? fmt::format("{}/{}", cwd, path) : path;
+}
+
+// The start time of process `pid` (field 22 of /proc/PID/stat, in clock ticks since boot): with
+// the pid, it names one process for good. "" when there is no such process.
+std::string StartTime(long pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return "";
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return field;
+}
+
+std::string JournalFolder() {
+  std::string dir;
+  if (!LockDir(&dir).ok()) return "";
+  dir += "/leftovers";
+  if (::mkdir(dir.c_str(), 01777) == 0) (void)::chmod(dir.c_str(), 01777);
+  return ::access(dir.c_str(), W_OK | X_OK) == 0 ? dir : "";
+}
+
+// This process's journal: lines "+\tKIND\tWHAT" when a thing is about to be made and
+// "-\tKIND\tWHAT" when it is gone, appended with one write(2) each.
+class Journal {
+ public:
+  void Write(char sign, Leftover kind, const std::string& what) {
+    std::lock_guard<std::mutex> hold(mu_);
+    if (pid_ != ::getpid()) {  // a forked child starts a journal of its own
+      fd_.reset();  // this process's copy of the parent's descriptor
+      open_.clear();
+      pid_ = ::getpid();
+    }
+    const std::string key = fmt::format("{}\t{}", kKindNames[static_cast<int>(kind)], what);
+    if (sign == '-') {
+      auto it = open_.find(key);
+      if (it == open_.end()) return;
+      open_.erase(it);
+    }
+    if (!fd_.valid() && sign == '+' && !Open()) return;
+    if (!fd_.valid()) return;
+    const std::string line = fmt::format("{}\t{}\n", sign, key);
+    if (::write(fd_.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size())) return;
+    if (sign == '+') open_.insert(key);
+    if (open_.empty()) {  // nothing left to clean: no journal
+      ::unlink(path_.c_str());
+      fd_.reset();
+    }
+  }
+
+ private:
+  bool Open() {
+    const std::string dir = JournalFolder();
+    if (dir.empty()) return false;
+    path_ = fmt::format("{}/{}-{}", dir, ::getpid(), StartTime(::getpid()));
+    fd_.reset(::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    return fd_.valid();
+  }
+
+  std::mutex mu_;
+  pid_t pid_ = ::getpid();
+  std::string path_;
+  UniqueFd fd_;
+  std::multiset<std::string> open_;
+};
+
+Journal& Mine() {
+  static Journal* j = new Journal;  // never destroyed: tracked from anywhere until exit
+  return *j;
+}
+
+// A cgroup of a killed command: its tasks (workers that outlived it) killed, then removed.
+bool CleanCgroup(const std::string& dir, std::vector<std::string>* said) {
+  std::ifstream procs(dir + "/cgroup.procs");
+  if (!procs) return true;  // gone already
+  for (long pid; procs >> pid;) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  for (int retry = 0; retry < 50; ++retry) {  // a killed task leaves its group in a moment
+    if (::rmdir(dir.c_str()) == 0) {
+      said->push_back("memory cgroup " + dir);
+      return true;
+    }
+    if (errno == ENOENT) return true;
+    if (errno != EBUSY) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  said->push_back(fmt::format("could not remove memory cgroup {}: {}", dir, std::strerror(errno)));
+  return false;
+}
+
+bool CleanOne(Leftover kind, const std::string& what, std::vector<std::string>* said) {
+  if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
+  if (kind == Leftover::kFile) {
+    if (::unlink(what.c_str()) == 0) {
+      said->push_back("partly written file " + what);
+      return true;
+    }
+    if (errno == ENOENT) return true;
+    said->push_back(fmt::format("could not remove {}: {}", what, std::strerror(errno)));
+    return false;
+  }
+  const size_t tab = what.find('\t');
+  const std::string name = what.substr(0, tab);
+  const StrategyInfo* info = FindStrategy(name);
+  if (tab == std::string::npos || info == nullptr || info->cleanup == nullptr) return true;
+  Status s = info->cleanup(what.substr(tab + 1), said);
+  if (s.ok()) return true;
+  said->push_back(fmt::format("could not clean up after {}: {}", name, s.message()));
+  return false;
+}
+
+// The things a journal still lists, in the order they were made.
+std::vector<std::pair<Leftover, std::string>> Outstanding(const std::string& journal) {
+  std::vector<std::pair<Leftover, std::string>> out;
+  std::ifstream in(journal);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() < 3 || line[1] != '\t') continue;
+    const size_t tab = line.find('\t', 2);
+    const std::string kind = line.substr(2, tab - 2), what = line.substr(tab + 1);
+    for (int k = 0; k < 3; ++k) {
+      if (tab == std::string::npos || kind != kKindNames[k]) continue;
+      const std::pair<Leftover, std::string> item{static_cast<Leftover>(k), what};
+      if (line[0] == '+') out.push_back(item);
+      for (auto it = out.begin(); line[0] == '-' && it != out.end(); ++it) {
+        if (*it == item) {
+          out.erase(it);
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void TrackLeftover(Leftover kind, const std::string& what) {
+  Mine().Write('+', kind, kind == Leftover::kStrategy ? what : Absolute(what));
+}
+
+void UntrackLeftover(Leftover kind, const std::string& what) {
+  Mine().Write('-', kind, kind == Leftover::kStrategy ? what : Absolute(what));
+}
+
+std::vector<std::string> CleanLeftovers() {
+  std::vector<std::string> out;
+  const std::string dir = JournalFolder();
+  DIR* d = dir.empty() ? nullptr : ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t dash = name.find('-');
+    if (dash == std::string::npos || dash == 0) continue;
+    const long pid = std::strtol(name.c_str(), nullptr, 10);
+    if (pid == ::getpid() || StartTime(pid) == name.substr(dash + 1)) continue;  // still runs
+    const std::string journal = dir + "/" + name;
+    std::vector<std::string> said;
+    bool all = true;
+    for (const auto& [kind, what] : Outstanding(journal)) all = CleanOne(kind, what, &said) && all;
+    if (all) ::unlink(journal.c_str());
+    if (!said.empty()) {
+      out.push_back(fmt::format("pid {} ended without cleaning up: {}", pid, fmt::join(said, "; ")));
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait,
+                        HeldLock* lock) {
+  LB_RETURN_IF_ERROR(LockMachine(who, me, wait, lock));
+  for (const std::string& line : CleanLeftovers()) {
+    fmt::print(stderr, "{}: cleaned up: {}\n", who, line);
+  }
+  return Status::Ok();
+}
+
+}  // namespace loadbench

@@ -1,0 +1,42 @@
+// What a command makes outside its own process (a memory cgroup, a strategy's shared-memory
+// segment, a file being written under a temporary name) is written into a journal before it is
+// made and struck off once it is gone. A command killed by a signal it cannot catch leaves its
+// journal behind; the next command that measures cleans what the journal lists and says so.
+//
+// The journals are files in <lock folder>/leftovers/, one per process, named by its pid and
+// start time, so a journal of a process that still runs is never taken for a stale one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/system/locks.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// What a journal line names, and how it is cleaned.
+enum class Leftover {
+  kCgroup,    // a cgroup directory: its tasks killed, then removed
+  kFile,      // a file: removed
+  kStrategy,  // "NAME\tFILE": the strategy's cleanup for FILE (shm: its segment)
+};
+
+// Into this process's journal, before `what` is made. Paths are made absolute. Does nothing
+// where no lock folder can be written (the command runs, unguarded).
+void TrackLeftover(Leftover kind, const std::string& what);
+// Out of the journal, once `what` is gone (or was never made); the journal goes with its last
+// line.
+void UntrackLeftover(Leftover kind, const std::string& what);
+
+// Cleans what the journals of processes that no longer run list, and removes those journals.
+// Returns one line per thing cleaned ("memory cgroup /sys/fs/...") and per thing that could not
+// be ("could not remove ...: reason").
+std::vector<std::string> CleanLeftovers();
+
+// What every measuring command does first: the machine lock (LockMachine), then whatever an
+// ended command left, cleaned and said on stderr after `who`.
+Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait,
+                        HeldLock* lock);
+
+}  // namespace loadbench
