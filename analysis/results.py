@@ -99,7 +99,8 @@ def load(folder: str) -> Results:
         records["strategy_spec"] = records["strategy"]
     if "error" not in records:
         records["error"] = None
-    # The time order of the records: appended as each run ends (started_at has whole seconds).
+    # The time order of the records: appended as each run ends (older folders' started_at has
+    # whole seconds only).
     records["order"] = range(len(records))
     is_ceiling = records["strategy"] == CEILING
     ceiling = records[is_ceiling].reset_index(drop=True)

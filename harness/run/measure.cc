@@ -46,7 +46,7 @@ RunRecord BaseRecord(const RunSession& rs, const PreparedFile& file, const RunPo
   if (p.position >= 0) r.position = p.position;
   if (p.procs > 1) r.procs = p.procs;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
-  r.started_at = NowStamp("%Y-%m-%dT%H:%M:%SZ");
+  r.started_at = NowUtcMs();
   return r;
 }
 
@@ -65,7 +65,9 @@ std::string LogDetail(const PreparedFile& file, const RunRecord& r) {
 // Appends the records of one run to runs.jsonl and logs them.
 Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
               std::vector<RunRecord>& batch) {
+  const std::string ended_at = NowUtcMs();
   for (RunRecord& r : batch) {
+    r.ended_at = ended_at;
     ++rs.seq;
     ++rs.done;
     LB_RETURN_IF_ERROR(rs.out->Append(RecordJson(r)));
@@ -154,7 +156,10 @@ Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoi
                     const StrategyInfo& info, Start* st) {
   st->drop = rs.root ? DropMethod::kDropCaches : DropMethod::kFadvise;
   if (p.memory_limit > 0) LB_RETURN_IF_ERROR(MemoryCgroup::Create(p.memory_limit, &st->cgroup));
-  if (p.cache == "cold" && info.cleanup != nullptr) LB_RETURN_IF_ERROR(info.cleanup(file.path));
+  if (p.cache == "cold" && info.cleanup != nullptr) {
+    std::vector<std::string> removed;
+    LB_RETURN_IF_ERROR(info.cleanup(file.path, &removed));
+  }
   if (p.cache == "cold") {
     LB_RETURN_IF_ERROR(DropFileCache(file.path, &st->drop));
   } else {
@@ -260,8 +265,10 @@ RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const 
 }
 
 // timelines/RUN_ID.csv for each worker that was sampled, its time from the worker's load start.
-void WriteTimelines(const RunSession& rs, const std::vector<WorkerOutcome>& outcomes,
-                    std::vector<RunRecord>& batch) {
+// A timeline the disk has no room for stops the command (kNotWritten) before its record is
+// written; any other failure leaves the record without its timeline, saying why.
+Status WriteTimelines(const RunSession& rs, const std::vector<WorkerOutcome>& outcomes,
+                      std::vector<RunRecord>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto& samples = outcomes[i].timeline;
     if (samples.empty()) continue;
@@ -271,15 +278,19 @@ void WriteTimelines(const RunSession& rs, const std::vector<WorkerOutcome>& outc
     if (t.ok()) t = WriteTimelineCsv(rs.out_dir + "/" + rel, samples, zero);
     if (t.ok()) {
       batch[i].timeline = rel;
+    } else if (t.code() == Status::Code::kNotWritten) {
+      return t;
     } else {
       fmt::print(stderr, "loadbench: timeline: {}\n", t.message());
     }
   }
+  return Status::Ok();
 }
 
 // Spawns the run's workers and completes their records; interrupted, leaves `batch` alone.
-void RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
-                const Start& st, std::vector<RunRecord>* batch, bool* interrupted) {
+// Fails only when a timeline cannot be written.
+Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                  const Start& st, std::vector<RunRecord>* batch, bool* interrupted) {
   SpawnRequest spawn;
   spawn.exe = rs.exe;
   spawn.file = file.path;
@@ -294,14 +305,14 @@ void RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& 
   a.cached_before = MeminfoBytes("Cached");
   const auto oom_before = SystemOomKills();
   std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, interrupted);
-  if (*interrupted) return;
+  if (*interrupted) return Status::Ok();
   a.cached_after = MeminfoBytes("Cached");
   a.oom_kills = OomKillsSince(st.cgroup.get(), oom_before);
   if (Residency after; MeasureResidency(file.path, &after).ok()) a.after = after;
   for (size_t i = 0; i < batch->size(); ++i) {
     (*batch)[i] = Complete((*batch)[i], p, i, st, a, outcomes[i]);
   }
-  WriteTimelines(rs, outcomes, *batch);
+  return WriteTimelines(rs, outcomes, *batch);
 }
 
 }  // namespace
@@ -330,7 +341,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     }
   }
   if (res.unsupported.empty() && prep.ok()) {
-    RunWorkers(rs, file, p, st, &batch, interrupted);
+    LB_RETURN_IF_ERROR(RunWorkers(rs, file, p, st, &batch, interrupted));
     if (*interrupted) return Status::Ok();  // no record: the run did not finish
   }
   return Record(rs, file, p, batch);

@@ -53,6 +53,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("proc", r.proc, Key::kWhenSet);
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
+  v("ended_at", r.ended_at, Key::kAlways);
   v("status", r.status, Key::kAlways);
   v("error", r.error, Key::kAlways);
   v("checksum_ok", r.checksum_ok, Key::kAlways);

@@ -50,7 +50,8 @@ struct RunRecord {
   std::optional<int> procs;                  // only when more than one worker loads at once
   std::optional<int> proc;                   // which of those workers
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
-  std::string started_at;                    // UTC
+  std::string started_at;                    // UTC, before the cache state is made
+  std::string ended_at;                      // UTC, once the workers are reaped
 
   // How it ended.
   std::string status = "failed";  // ok, failed, unsupported, invalid

@@ -6,12 +6,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "harness/run/session.h"
+#include "harness/system/leftovers.h"
 
 namespace loadbench {
 Status MakeDirs(const std::string& dir) {
@@ -31,20 +33,33 @@ Status MakeDirs(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& value) {
+Status WriteFileWhole(const std::string& path, const std::string& text) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  TrackLeftover(Leftover::kFile, tmp);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd.valid()) return Status::FromErrno(tmp, errno);
-  const std::string text =
-      value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  Status s = WriteExact(fd.get(), tmp, text.data(), text.size());
+  Status s = fd.valid() ? WriteExact(fd.get(), tmp, text.data(), text.size())
+                        : Status::FromErrno(tmp, errno);
   if (s.ok() && ::fsync(fd.get()) != 0) s = Status::FromErrno(fmt::format("{}: fsync", tmp), errno);
   fd.reset();
   if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
     s = Status::FromErrno(fmt::format("{}: rename", path), errno);
   }
   if (!s.ok()) ::unlink(tmp.c_str());
-  return s;
+  UntrackLeftover(Leftover::kFile, tmp);
+  return s.ok() ? s : Status::NotWritten(s.message());
+}
+
+Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& value) {
+  return WriteFileWhole(
+      path, value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
+}
+
+Status CopyFileWhole(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return Status::FromErrno(from, errno);
+  std::stringstream text;
+  text << in.rdbuf();
+  return WriteFileWhole(to, text.str());
 }
 
 Status JsonlWriter::Open(const std::string& path) {
@@ -57,9 +72,20 @@ Status JsonlWriter::Open(const std::string& path) {
 Status JsonlWriter::Append(const nlohmann::ordered_json& record) {
   const std::string line =
       record.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  LB_RETURN_IF_ERROR(WriteExact(fd_.get(), path_, line.data(), line.size()));
-  if (::fdatasync(fd_.get()) != 0) return Status::FromErrno(fmt::format("{}: fdatasync", path_), errno);
-  return Status::Ok();
+  struct stat before {};
+  if (::fstat(fd_.get(), &before) != 0) return Status::FromErrno(path_, errno);
+  Status s = WriteExact(fd_.get(), path_, line.data(), line.size());
+  if (s.ok() && ::fdatasync(fd_.get()) != 0) {
+    s = Status::FromErrno(fmt::format("{}: fdatasync", path_), errno);
+  }
+  if (s.ok()) return s;
+  // A line cut short by a full disk is taken back: the file ends with its last whole line.
+  if (::ftruncate(fd_.get(), before.st_size) != 0) {
+    return Status::NotWritten(fmt::format("{}; and cutting back the part written failed: {}",
+                                          s.message(), std::strerror(errno)));
+  }
+  (void)::fdatasync(fd_.get());
+  return Status::NotWritten(s.message());
 }
 
 std::vector<nlohmann::ordered_json> ReadRecords(const std::string& path) {

@@ -16,11 +16,19 @@ namespace loadbench {
 // Creates `dir` and its parents as needed.
 Status MakeDirs(const std::string& dir);
 
-// Writes `value` (pretty-printed) to `path` via a temporary file and rename.
+// Writes `text` to `path` via a temporary file and rename, so that `path` holds either its old
+// content or the whole new one. Any failure (a full disk, an I/O error, a quota) is kNotWritten,
+// the temporary file removed.
+Status WriteFileWhole(const std::string& path, const std::string& text);
+// WriteFileWhole of `value`, pretty-printed.
 Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& value);
+// WriteFileWhole of the content of `from` (an unreadable `from` is kBadInput).
+Status CopyFileWhole(const std::string& from, const std::string& to);
 
 // Appends JSON objects, one per line, to a file. Each Append is a single write(2) followed by
 // fdatasync, so a reader never sees half a line and a crash keeps every line already appended.
+// An append that fails (a full disk, an I/O error, a quota) is cut back off the file, which
+// then ends with its last whole line, and is kNotWritten.
 class JsonlWriter final {
  public:
   Status Open(const std::string& path);

@@ -100,5 +100,7 @@ void CleanupStrategies(const std::vector<StrategySpec>& specs, const std::string
 int CountBad(const std::vector<RunRecord>& records);
 
 std::string NowStamp(const char* strftime_format);
+// The UTC time now to the millisecond: "YYYY-MM-DDTHH:MM:SS.mmmZ".
+std::string NowUtcMs();
 
 }  // namespace loadbench

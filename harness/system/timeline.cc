@@ -1,6 +1,7 @@
 #include "harness/system/timeline.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -93,7 +94,11 @@ bool TimelineSampler::Sample() {
 Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSample>& samples,
                         double zero_mono_s) {
   std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return Status::FromErrno(path, errno);
+  if (f == nullptr) {
+    const int err = errno;
+    const Status s = Status::FromErrno(path, err);
+    return err == ENOSPC || err == EDQUOT || err == EIO ? Status::NotWritten(s.message()) : s;
+  }
   std::string text =
       "t_s,rss_bytes,rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,file_cached_bytes,"
       "read_bytes,rchar_bytes,minor_faults,major_faults\n";
@@ -105,8 +110,11 @@ Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSampl
   }
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const int err = errno;
-  if (std::fclose(f) != 0 || !ok) return Status::FromErrno(path, ok ? errno : err);
-  return Status::Ok();
+  const bool closed = std::fclose(f) == 0;
+  if (ok && closed) return Status::Ok();
+  const Status s = Status::FromErrno(path, ok ? errno : err);
+  ::unlink(path.c_str());  // no half a timeline
+  return Status::NotWritten(s.message());
 }
 
 }  // namespace loadbench

@@ -40,6 +40,7 @@ class TimelineSampler {
 // before it, with negative t_s, are the worker starting up). Columns: t_s, rss_bytes,
 // rss_anon_bytes, rss_file_bytes, rss_shmem_bytes, file_cached_bytes, read_bytes, rchar_bytes,
 // minor_faults, major_faults; an unknown value is an empty field.
+// A write that fails removes the file and is kNotWritten.
 Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSample>& samples,
                         double zero_mono_s);
 

@@ -29,6 +29,8 @@ int Status::exit_code() const {
       return 0;
     case Code::kBadInput:
       return 2;
+    case Code::kNotWritten:
+      return 3;
     default:
       return 1;
   }
@@ -41,6 +43,7 @@ std::string_view Status::code_name() const {
     case Code::kIOError: return "I/O error";
     case Code::kUnsupported: return "unsupported";
     case Code::kFailed: return "failed";
+    case Code::kNotWritten: return "not written";
   }
   return "unknown";
 }

@@ -16,6 +16,7 @@ class [[nodiscard]] Status {
     kIOError,      // the system refused an operation on good input
     kUnsupported,  // this machine cannot do what was asked; the message says why
     kFailed,       // the operation ran and produced a wrong result (checksum mismatch, ...)
+    kNotWritten,   // results could not be written (disk full, I/O error, quota): exit code 3
   };
 
   Status() = default;
@@ -24,6 +25,7 @@ class [[nodiscard]] Status {
   static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
   static Status Unsupported(std::string msg) { return Status(Code::kUnsupported, std::move(msg)); }
   static Status Failed(std::string msg) { return Status(Code::kFailed, std::move(msg)); }
+  static Status NotWritten(std::string msg) { return Status(Code::kNotWritten, std::move(msg)); }
 
   // "context: strerror(err)". Errors that mean the named path itself is wrong (missing, a
   // directory, not permitted) are kBadInput; the rest are kIOError.
@@ -32,7 +34,7 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
-  // Exit code per the CLI contract: 0 ok, 2 bad input, 1 anything else.
+  // Exit code per the CLI contract: 0 ok, 2 bad input, 3 results not written, 1 anything else.
   int exit_code() const;
   std::string_view code_name() const;
 
