@@ -5,8 +5,12 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 #include "harness/bench/bench_util.h"
 #include "harness/system/env.h"
+#include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
 
 namespace {
 
@@ -28,8 +32,18 @@ void AddLoadbenchContext() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // The benchmarks measure: one measurement on the machine at a time, as for loadbench run.
+  loadbench::HeldLock machine;
+  if (loadbench::Status s = loadbench::BeginMeasurement(
+          "loadbench_bench", loadbench::ThisProcess(command_line, ""), true, &machine);
+      !s.ok()) {
+    fmt::print(stderr, "loadbench_bench: {}\n", s.message());
+    return loadbench::Interrupted() ? 130 : 2;
+  }
   AddLoadbenchContext();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -5,6 +5,8 @@
 
 #include "harness/cli/commands.h"
 #include "harness/system/cache.h"
+#include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
 #include "loaders/base/file_io.h"
 
 namespace loadbench::cli {
@@ -31,11 +33,21 @@ void Print(const CacheFlags& f, const Residency& r, DropMethod drop, bool reache
 
 }  // namespace
 
-int CacheCommand(const CacheFlags& f) {
+int CacheCommand(const CacheFlags& f, const std::string& command_line) {
   const std::string cmd = "cache " + f.action;
   UniqueFd fd;
   Status s = OpenReadOnly(f.file, 0, &fd);
   if (!s.ok()) return ReportError(cmd, s);
+  // Dropping or warming the cache under another measurement would change what it measures;
+  // a status only reads.
+  HeldLock machine;
+  if (f.action != "status") {
+    s = BeginMeasurement("loadbench " + cmd, ThisProcess(command_line, ""), !f.no_wait, &machine);
+    if (!s.ok()) {
+      const int code = ReportError(cmd, s);
+      return Interrupted() ? 130 : code;
+    }
+  }
   DropMethod drop = DropMethod::kDropCaches;
   if (f.action == "drop") s = DropFileCache(f.file, &drop);
   if (f.action == "warm") s = WarmFile(f.file);

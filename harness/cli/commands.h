@@ -40,7 +40,7 @@ struct RunFlags {
   RepsFlags reps;
   std::string order = "interleaved", baseline, out, experiment = "run";
   uint64_t seed = 0;
-  bool ceiling = false;
+  bool ceiling = false, resume = false, no_wait = false;
   double timeout_s = 0, sample_ms = 10;
   std::string counters = "default", memory_limit;
   int procs = 1;
@@ -51,7 +51,7 @@ int RunCommand(const RunFlags& f, const std::string& command_line);
 struct ExperimentFlags {
   std::string path, out_dir, data_dir = "data";
   RepsFlags reps;
-  bool dry_run = false, quiet = false, cleanup = false;
+  bool dry_run = false, quiet = false, cleanup = false, no_wait = false;
   std::optional<uint64_t> seed;
 };
 int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line);
@@ -60,9 +60,15 @@ int ListCommand(bool json);
 
 struct CacheFlags {
   std::string action, file;
-  bool json = false;
+  bool json = false, no_wait = false;
 };
-int CacheCommand(const CacheFlags& f);
+int CacheCommand(const CacheFlags& f, const std::string& command_line);
+
+struct LockFlags {
+  bool no_wait = false;
+  std::vector<std::string> command;  // what runs under the lock, with its arguments
+};
+int LockCommand(const LockFlags& f, const std::string& command_line);
 
 struct WorkerFlags {
   WorkerRequest req;

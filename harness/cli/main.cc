@@ -79,6 +79,12 @@ void AddReps(CLI::App* cmd, RepsFlags* f, const std::string& reps_help) {
                   "30min, 2h; default none)");
 }
 
+void AddNoWait(CLI::App* cmd, bool* no_wait) {
+  cmd->add_flag("--no-wait", *no_wait,
+                "While another measurement runs on this machine, refuse (exit 2) instead of "
+                "waiting for it to end");
+}
+
 // run's flags on what is measured besides time, and how.
 void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
   cmd->add_option("--counters", f->counters,
@@ -146,7 +152,12 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
                   "The strategy (as written in --strategies) every paired ratio is against "
                   "(default: fread when listed, else the first)");
   cmd->add_option("--out", f->out,
-                  "Results folder (default: results/run-<UTC time>); must not hold runs yet");
+                  "Results folder (default: results/run-<UTC time>); must not hold runs yet, "
+                  "unless --resume");
+  cmd->add_flag("--resume", f->resume,
+                "Go on with a run whose --out holds some of its runs (after an interruption or a "
+                "full disk): the runs it holds are kept and not run again; give the same flags");
+  AddNoWait(cmd, &f->no_wait);
   cmd->add_option("--experiment", f->experiment, "Name recorded in every run")
       ->capture_default_str();
   cmd->add_option("--timeout", f->timeout_s, "Seconds before a run is killed (0: never)")
@@ -177,6 +188,7 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
                   "calibration draws its own orders)");
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
+  AddNoWait(cmd, &f->no_wait);
   return cmd;
 }
 
@@ -196,6 +208,7 @@ CLI::App* AddCache(CLI::App& app, CacheFlags* f) {
       ->check(CLI::IsMember({"drop", "warm", "status"}));
   cmd->add_option("file", f->file, "The file")->required();
   cmd->add_flag("--json", f->json, "Print JSON");
+  AddNoWait(cmd, &f->no_wait);
   return cmd;
 }
 
@@ -210,6 +223,18 @@ CLI::App* AddProbe(CLI::App& app, ProbeOptions* f) {
       ->capture_default_str();
   cmd->add_option("--out", f->out_dir, "Results folder (default: results/probe-<UTC time>)");
   cmd->add_flag("--json", f->json, "Print the probe as JSON instead of the table");
+  AddNoWait(cmd, &f->no_wait);
+  return cmd;
+}
+
+CLI::App* AddLock(CLI::App& app, LockFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "lock", "Run a command as one measurement: it holds the machine lock that run, experiment "
+              "and probe take (waiting for the measurement that runs), the loadbench commands "
+              "it starts measure under it, and its whole process group is killed when it ends");
+  AddNoWait(cmd, &f->no_wait);
+  cmd->prefix_command();  // without --: everything from the command on is the command's own
+  cmd->footer("Usage: loadbench lock [--no-wait] [--] COMMAND [ARGS...]");
   return cmd;
 }
 
@@ -250,6 +275,7 @@ int main(int argc, char** argv) {
   bool list_json = false;
   CacheFlags cache;
   ProbeOptions probe;
+  LockFlags lock;
   WorkerFlags worker;
   const auto* gen_cmd = AddGen(app, &gen);
   const auto* inspect_cmd = AddInspect(app, &inspect);
@@ -258,9 +284,18 @@ int main(int argc, char** argv) {
   const auto* list_cmd = AddList(app, &list_json);
   const auto* cache_cmd = AddCache(app, &cache);
   const auto* probe_cmd = AddProbe(app, &probe);
+  auto* lock_cmd = AddLock(app, &lock);
   const auto* worker_cmd = AddWorker(app, &worker);
+  // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
+  int parsed_argc = argc;
+  for (int i = 2; argc > 1 && std::string(argv[1]) == "lock" && i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    lock.command.assign(argv + i + 1, argv + argc);
+    parsed_argc = i;
+    break;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version print and exit 0; a usage error is one line and exit code 2.
     if (e.get_exit_code() == 0) return app.exit(e);
@@ -275,8 +310,12 @@ int main(int argc, char** argv) {
   if (*run_cmd) return RunCommand(run, command_line);
   if (*experiment_cmd) return ExperimentCommand(experiment, command_line);
   if (*list_cmd) return ListCommand(list_json);
-  if (*cache_cmd) return CacheCommand(cache);
+  if (*cache_cmd) return CacheCommand(cache, command_line);
   if (*probe_cmd) return ProbeMain(probe);
+  if (*lock_cmd) {
+    for (const std::string& a : lock_cmd->remaining()) lock.command.push_back(a);
+    return LockCommand(lock, command_line);
+  }
   if (*worker_cmd) return WorkerCommand(worker);
   return 2;
 }

@@ -98,6 +98,8 @@ int RunCommand(const RunFlags& f, const std::string& command_line) {
   o.who = "loadbench run";
   o.out_dir = f.out.empty() ? "results/run-" + NowStamp("%Y%m%d-%H%M%S") : f.out;
   o.sample_ms = f.sample_ms;
+  o.resume = f.resume;
+  o.wait = !f.no_wait;
   o.command_line = command_line;
   return Execute(e, o);
 }

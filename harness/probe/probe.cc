@@ -25,6 +25,7 @@
 #include "harness/run/results.h"
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 
@@ -480,6 +481,13 @@ int ProbeMain(const ProbeOptions& opts) {
   uint64_t size = 0;
   std::string dir;
   if (Status s = CheckScratch(opts, &size, &dir); !s.ok()) return BadInput(s.message());
+  HeldLock machine;  // the probe is a measurement: one at a time on the machine
+  if (Status s = BeginMeasurement("loadbench probe", ThisProcess(opts.command_line, opts.out_dir),
+                                  !opts.no_wait, &machine);
+      !s.ok()) {
+    const int code = BadInput(s.message());
+    return Interrupted() ? 130 : code;
+  }
   UniqueFd fd;
   std::string scratch;
   if (Status s = OpenUnnamedFile(dir, &fd, &scratch); !s.ok()) return BadInput(s.message());

@@ -14,6 +14,7 @@ struct ProbeOptions {
   std::string size = "1GiB";  // of the scratch file, rounded up to whole MiB; at least 1 MiB
   std::string out_dir;        // empty: results/probe-<UTC yyyymmdd-HHMMSS>
   bool json = false;          // print the probe object as JSON instead of the table
+  bool no_wait = false;       // refuse (exit 2) while another measurement runs, not wait
   std::string command_line;   // recorded in env.json
 };
 

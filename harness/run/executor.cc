@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -26,6 +25,8 @@
 #include "harness/stats/summary.h"
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
+#include "harness/system/locks.h"
 #include "harness/system/stability.h"
 #include "loaders/base/units.h"
 
@@ -51,25 +52,32 @@ class Executor {
  public:
   Executor(const Experiment& e, const ExecuteOptions& o)
       : e_(e), o_(o), runs_path_(o.out_dir + "/runs.jsonl"), progress_(!o.quiet) {}
+  // A results folder this command made and wrote nothing into goes with it.
+  ~Executor() {
+    folder_lock_.Release();
+    if (created_out_dir_) ::rmdir(o_.out_dir.c_str());
+  }
 
   int Run() {
-    if (Status s = CheckResultsFolder(); !s.ok()) return Stop(s.message());
     if (Status s = CheckGivenFiles(); !s.ok()) return Stop(s.message());
+    if (Status s = TakeLocks(); !s.ok()) return Stop(s.message(), Interrupted() ? 130 : 2);
+    if (Status s = CheckResultsFolder(); !s.ok()) return Stop(s.message());
     StartSession(&rs_);
     if (int code = GenerateFiles(); code != 0) return code;
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
-    if (Status s = OpenResults(); !s.ok()) return Stop(s.message());
+    if (Status s = OpenResults(); !s.ok()) return NotWritten(s);
     PlanWhatIsLeft();
     Announce();
     // What strategies leave behind (a shared segment) goes when the command does, and before
-    // --cleanup removes the files it belongs to.
+    // --cleanup removes the files it belongs to; killed, the next command cleans it.
+    for (const std::string& what : StrategyLeftovers()) TrackLeftover(Leftover::kStrategy, what);
     struct Guard {
       Executor& x;
       ~Guard() { x.CleanUpStrategies(); }
     } guard{*this};
     const Status s = e_.auto_reps ? RunAdaptive() : RunThrough(e_.reps, &interrupted_);
     progress_.Clear();
-    if (!s.ok()) return Stop(s.message(), 1);
+    if (!s.ok()) return NotWritten(s);
     return Finish();
   }
 
@@ -80,6 +88,9 @@ class Executor {
     return code;
   }
 
+  int NotWritten(const Status& s) const;
+  std::string ResumeCommand() const;
+  Status TakeLocks();
   Status CheckResultsFolder();
   Status CheckGivenFiles();
   int GenerateFiles();
@@ -90,6 +101,7 @@ class Executor {
   void Announce();
   Status RunThrough(int last_rep, bool* stop);
   Status RunAdaptive();
+  std::vector<std::string> StrategyLeftovers() const;
   void CleanUpStrategies();
   void RemoveGenerated() const;
   int Finish();
@@ -97,6 +109,8 @@ class Executor {
   const Experiment& e_;
   const ExecuteOptions& o_;
   const std::string runs_path_;
+  bool created_out_dir_ = false;
+  HeldLock folder_lock_, machine_lock_;
   std::set<std::string> recorded_;  // RunKey of every run already in runs.jsonl
   size_t recorded_records_ = 0;
   RunSession rs_;
@@ -112,6 +126,43 @@ class Executor {
   std::string stopped_;  // why adaptive rounds stopped
   RoundsVerdict verdict_;
 };
+
+// A failure to write the results: every message names the folder and the reason. Anything
+// else that stops the command is bad input (exit 2).
+int Executor::NotWritten(const Status& s) const {
+  if (s.code() != Status::Code::kNotWritten) return Stop(s.message(), s.exit_code());
+  return Stop(fmt::format("{}: the results could not be written: {}; {} of {} runs are recorded "
+                          "there, each whole; once there is room, resume with:\n  {}",
+                          o_.out_dir, s.message(), rs_.done, rs_.total, ResumeCommand()),
+              3);
+}
+
+// The command that goes on where this one stopped.
+std::string Executor::ResumeCommand() const {
+  if (!e_.path.empty()) {
+    return fmt::format("loadbench experiment {} --out {}{}", e_.path, o_.out_dir,
+                       o_.data_dir != "data" ? " --data " + o_.data_dir : "");
+  }
+  // run: the same flags, into the same folder, with --resume.
+  std::string args = o_.command_line.substr(std::min(o_.command_line.find(' '),
+                                                     o_.command_line.size()));
+  if (args.find(" --out") == std::string::npos) args += " --out " + o_.out_dir;
+  if (args.find(" --resume") == std::string::npos) args += " --resume";
+  return "loadbench" + args;
+}
+
+// The results folder for this command alone (refused when another writes there), then the
+// machine for this measurement alone (waiting for the one that runs, unless told not to).
+Status Executor::TakeLocks() {
+  created_out_dir_ = ::access(o_.out_dir.c_str(), F_OK) != 0;
+  if (Status s = MakeDirs(o_.out_dir); !s.ok()) {
+    created_out_dir_ = false;
+    return s;
+  }
+  const LockHolder me = ThisProcess(o_.command_line, o_.out_dir);
+  LB_RETURN_IF_ERROR(LockResultsFolder(o_.out_dir, me, &folder_lock_));
+  return BeginMeasurement(o_.who, me, o_.wait, &machine_lock_);
+}
 
 // A resumed folder must hold this experiment's runs only; a fresh one, none.
 Status Executor::CheckResultsFolder() {
@@ -207,11 +258,9 @@ Status Executor::OpenResults() {
                              {"runs_recorded_before", recorded_records_},
                              {"stability", stability_}});
   LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env));
-  if (!e_.path.empty()) {
-    std::error_code ec;  // the experiment as it was run, beside its results
-    std::filesystem::copy_file(e_.path, o_.out_dir + "/experiment.toml",
-                               std::filesystem::copy_options::overwrite_existing, ec);
-  }
+  created_out_dir_ = false;  // it holds results now
+  // The experiment as it was run, beside its results.
+  if (!e_.path.empty()) LB_RETURN_IF_ERROR(CopyFileWhole(e_.path, o_.out_dir + "/experiment.toml"));
   LB_RETURN_IF_ERROR(out_.Open(runs_path_));
   rs_.experiment = e_.name;
   rs_.out_dir = o_.out_dir;
@@ -312,12 +361,25 @@ Status Executor::RunAdaptive() {
   return Status::Ok();
 }
 
+// What the strategies with a cleanup leave for each file, as the leftovers journal names it
+// ("NAME\tFILE").
+std::vector<std::string> Executor::StrategyLeftovers() const {
+  std::vector<std::string> out;
+  for (const auto& s : e_.strategies) {
+    const StrategyInfo* info = FindStrategy(s.spec.name);
+    if (info == nullptr || info->cleanup == nullptr) continue;
+    for (const auto& f : files_) out.push_back(s.spec.name + "\t" + f.path);
+  }
+  return out;
+}
+
 void Executor::CleanUpStrategies() {
   if (cleaned_up_) return;
   cleaned_up_ = true;
   std::vector<StrategySpec> specs;
   for (const auto& s : e_.strategies) specs.push_back(s.spec);
   for (const auto& f : files_) CleanupStrategies(specs, f.path, o_.who);
+  for (const std::string& what : StrategyLeftovers()) UntrackLeftover(Leftover::kStrategy, what);
 }
 
 void Executor::RemoveGenerated() const {
@@ -338,14 +400,14 @@ int Executor::Finish() {
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path_, all.size(), o_.out_dir);
   std::fflush(stdout);  // the summary before the messages below
   if (interrupted_ || Interrupted()) {
-    if (!o_.resume) {
-      return Stop(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}",
-                              rs_.records.size(), rs_.total, runs_path_), 130);
+    if (e_.path.empty()) {
+      return Stop(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}; to "
+                              "resume:\n  {}",
+                              rs_.records.size(), rs_.total, runs_path_, ResumeCommand()), 130);
     }
     return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
-                            "command again:\n  loadbench experiment {} --out {}{}",
-                            rs_.done, rs_.total, runs_path_, e_.path, o_.out_dir,
-                            o_.data_dir != "data" ? " --data " + o_.data_dir : ""), 130);
+                            "command again:\n  {}",
+                            rs_.done, rs_.total, runs_path_, ResumeCommand()), 130);
   }
   if (o_.cleanup) {
     CleanUpStrategies();

@@ -16,9 +16,10 @@ namespace loadbench {
 struct ExecuteOptions {
   std::string who;      // prefixes every message: "loadbench run", "loadbench experiment"
   std::string out_dir;  // the results folder
-  // true: a folder holding some of this experiment's runs is resumed (experiment); false: a
-  // folder holding any runs is refused (run).
+  // true: a folder holding some of this experiment's runs is resumed (experiment, run
+  // --resume); false: a folder holding any runs is refused (run).
   bool resume = false;
+  bool wait = true;  // for the machine, while another measurement runs (false: refuse, exit 2)
   bool quiet = false;                 // no progress line, no per-run lines, no summary table
   std::string data_dir = "data";      // where generated files are written
   bool cleanup = false;               // remove the files generated here once every run is done
@@ -27,8 +28,12 @@ struct ExecuteOptions {
   std::string command_line;
 };
 
+// Holds the results folder for this command alone and the machine for this measurement alone
+// while it runs (harness/system/locks.h).
 // Returns the exit code of the CLI contract: 0 every run ok (unsupported ones aside), 1 some
-// run failed or was invalid, 2 bad input (nothing run), 130 interrupted (finished runs kept).
+// run failed or was invalid, 2 bad input (nothing run), 3 the results could not be written
+// (what was written is whole; the printed command resumes), 130 interrupted (finished runs
+// kept).
 int Execute(const Experiment& e, const ExecuteOptions& o);
 
 }  // namespace loadbench

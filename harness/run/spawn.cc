@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,9 +37,12 @@ struct Child {
 };
 
 // In the child, after fork: only async-signal-safe calls until exec.
-[[noreturn]] void ExecWorker(const SpawnRequest& req, int result_wr, int hold_rd) {
+[[noreturn]] void ExecWorker(const SpawnRequest& req, int result_wr, int hold_rd, pid_t parent) {
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  // Nothing outlives the harness: killed by any signal, SIGKILL included, it takes the worker
+  // with it (the setting survives exec). A harness that died before this line is seen here.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(125);
   // The OOM killer must pick a worker, never the harness that records its death.
   SetOomScoreAdjFromChild(1000);
   if (!req.cgroup_procs.empty() && !JoinCgroupFromChild(req.cgroup_procs.c_str())) ::_exit(126);
@@ -67,9 +71,10 @@ Status StartChild(const SpawnRequest& req, Child* c) {
     hold_rd.reset(hold[0]);
     c->hold.reset(hold[1]);
   }
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
-  if (pid == 0) ExecWorker(req, wr.get(), hold_rd.valid() ? hold_rd.get() : -1);
+  if (pid == 0) ExecWorker(req, wr.get(), hold_rd.valid() ? hold_rd.get() : -1, parent);
   c->pid = pid;
   if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(pid, req.file);
   return Status::Ok();

@@ -16,6 +16,18 @@
 #include <iterator>
 
 namespace loadbench::test {
+namespace {
+
+// The machine lock and the leftovers journals of everything the tests run, in the test process
+// and in the binaries it starts, go to a folder beside the binary: the tests neither wait for a
+// measurement running on this machine nor block one (tests of the locks set their own).
+const bool kTestLockDir = [] {
+  std::string dir = LOADBENCH_BINARY;
+  dir = dir.substr(0, dir.rfind('/')) + "/test-locks";
+  return ::setenv("LOADBENCH_LOCK_DIR", dir.c_str(), /*overwrite=*/0) == 0;
+}();
+
+}  // namespace
 
 ProcessResult RunLoadbench(const std::vector<std::string>& args,
                            const std::function<void(const std::string&, pid_t)>& on_stderr) {
