@@ -10,6 +10,8 @@ out=${2:?usage: scripts/aa.sh N OUT [DATA]}
 data=${3:-data}
 bin=${LOADBENCH:-build/loadbench}
 [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "aa.sh: N must be a positive number, not '$n'" >&2; exit 2; }
+# The whole calibration is one measurement: nothing else runs between its experiments.
+[[ -n ${LOADBENCH_LOCK_FD:-} ]] || exec "$bin" lock -- bash "${BASH_SOURCE[0]}" "$@"
 for ((i = 1; i <= n; ++i)); do
   dir=$(printf '%s/%02d' "$out" "$i")
   echo "aa.sh: repetition $i of $n -> $dir" >&2

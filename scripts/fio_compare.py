@@ -50,6 +50,11 @@ loadbench/<strategy>-rep<N>/ (each run's results folder) and .log, fio/<strategy
 table.txt. On Ctrl-C the summary of what finished is printed and saved; exit status 130.
 Progress goes to stderr, the table to stdout.
 
+The whole comparison is one measurement: once its inputs are checked it runs itself under
+`loadbench lock`, which waits while another measurement runs on this machine (saying for whom)
+and holds the machine for every repetition; fio, the baselines and the loadbench commands it
+starts die with it, however it dies.
+
 Exit status: 0 every measurement ok; 1 some measurement failed, was invalid or a strategy is
 unsupported; 2 bad input (missing or unreadable FILE, unknown strategy, fio, numpy or a usable
 loadbench missing: one line on stderr); 130 interrupted. Needs root for cold runs of files you
@@ -66,6 +71,9 @@ import signal
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measuring  # noqa: E402  (beside this file)
 
 PROG = "fio-compare"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -192,7 +200,7 @@ class Runner:
     def run(self, cmd, **kw):
         """subprocess.run that, on Ctrl-C, lets the child end by itself (loadbench run stops
         its worker and keeps its runs) before it gives up and kills it."""
-        child = subprocess.Popen(cmd, **kw)
+        child = subprocess.Popen(cmd, preexec_fn=measuring.die_with_parent, **kw)
         try:
             out, err = child.communicate()
         except KeyboardInterrupt:
@@ -484,6 +492,7 @@ def main():
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
+    measuring.hold_machine(args.bin)  # the whole comparison is one measurement
 
     created = not os.path.exists(args.out)
     for sub in ("loadbench", "fio", "numpy"):

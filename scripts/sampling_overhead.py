@@ -8,7 +8,8 @@ and once with --sample-ms MS (default 10), in ABBA order (off,on then on,off) so
 the machine hits both sides alike. Every run is a full loadbench run: cache state prepared and
 checked, load verified by checksum; only ok runs count. The table gives, per strategy and cache
 state, the median wall_s of each side, their ratio (sampled / unsampled) and whether the two
-medians agree within --tolerance (default 2%).
+medians agree within --tolerance (default 2%). All the pairs are one measurement: the script
+runs itself under `loadbench lock`, so nothing else measures between them.
 
 --out (default results/sampling-overhead-<UTC time>) gets off-pairN/ and on-pairN/ (each run's
 results folder), table.txt and summary.json. Exit status: 0 every run ok and every ratio within
@@ -21,6 +22,9 @@ import os
 import statistics
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import measuring  # noqa: E402  (beside this file)
 
 PROG = "sampling-overhead"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -66,7 +70,8 @@ def run_side(a, side, pair):
            "--reps", "1", "--sample-ms", f"{ms:g}", "--experiment", f"sampling-{side}",
            "--out", out]
     with open(out + ".log", "w") as log:
-        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=measuring.die_with_parent).returncode
     if rc == 2:
         fail(f"loadbench refused the run (see {out}.log)")
     runs = []
@@ -79,6 +84,7 @@ def run_side(a, side, pair):
 
 def main(argv):
     a = parse_args(argv)
+    measuring.hold_machine(a.bin)  # every pair is one measurement: nothing runs between them
     os.makedirs(a.out, exist_ok=True)
     walls = {}  # (strategy_spec, cache) -> {"off": [...], "on": [...]}
     bad = 0
