@@ -200,7 +200,7 @@ class Runner:
     def run(self, cmd, **kw):
         """subprocess.run that, on Ctrl-C, lets the child end by itself (loadbench run stops
         its worker and keeps its runs) before it gives up and kills it."""
-        child = subprocess.Popen(cmd, preexec_fn=measuring.die_with_parent, **kw)
+        child = subprocess.Popen(cmd, **measuring.CHILD, **kw)
         try:
             out, err = child.communicate()
         except KeyboardInterrupt:

@@ -71,7 +71,7 @@ def run_side(a, side, pair):
            "--out", out]
     with open(out + ".log", "w") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=measuring.die_with_parent).returncode
+                            **measuring.CHILD).returncode
     if rc == 2:
         fail(f"loadbench refused the run (see {out}.log)")
     runs = []

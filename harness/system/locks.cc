@@ -9,6 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include <fmt/format.h>
@@ -105,6 +108,23 @@ bool AdoptInherited(const std::string& path, HeldLock* lock) {
   return true;
 }
 
+// Whether `pid` is this process's parent, or its parent's, and so on up.
+bool IsAncestor(long pid) {
+  long p = ::getppid();
+  for (int depth = 0; p > 1 && depth < 64; ++depth) {
+    if (p == pid) return true;
+    std::ifstream stat(fmt::format("/proc/{}/stat", p));
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');
+    if (paren == std::string::npos) return false;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &ppid) != 2) return false;
+    p = ppid;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string LockHolder::Describe() const {
@@ -185,6 +205,12 @@ Status LockMachine(const std::string& who, const LockHolder& me, bool wait, Held
     LockHolder other;
     LB_RETURN_IF_ERROR(TryLock(path, me, lock, &other));
     if (lock->held()) break;
+    if (IsAncestor(other.pid)) {  // waiting would be waiting for ourselves
+      return Status::BadInput(fmt::format(
+          "the machine lock is held by {}, which started this command without passing the lock "
+          "on: keep the descriptor that LOADBENCH_LOCK_FD names open in the commands it starts",
+          other.Describe()));
+    }
     if (!wait) {
       return Status::BadInput(fmt::format(
           "another measurement is running on this machine: {}; not waiting (--no-wait)",

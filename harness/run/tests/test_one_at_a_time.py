@@ -227,3 +227,21 @@ def test_a_full_results_disk_keeps_whole_lines_and_resumes(tmp_path, model, env)
         assert len(runs) == 40 and set(keys(runs).values()) == {1}
     finally:
         subprocess.run(["umount", "-l", str(tiny)], check=False)
+
+
+def test_lock_passes_the_machine_to_what_it_starts(tmp_path, model, env):
+    # A shell keeps the lock's descriptor open for the commands it starts: they measure under it.
+    p = subprocess.run([BIN, "lock", "--", "sh", "-c", f'"{BIN}" cache drop "{model}"'],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "waiting" not in p.stderr
+    # A child that was not given the descriptor is told so, instead of waiting for its parent.
+    child = f"import subprocess, sys; sys.exit(subprocess.run(['{BIN}', 'cache', 'drop', '{model}']).returncode)"
+    p = subprocess.run([BIN, "lock", "--", "/usr/bin/python3", "-c", child],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "without passing the lock on" in p.stderr, p.stderr
+    # Its exit code is the command's; what the command left running in its group is killed.
+    p = subprocess.run([BIN, "lock", "--", "sh", "-c", "sleep 600 & exit 7"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 7
