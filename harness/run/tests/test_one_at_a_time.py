@@ -91,16 +91,19 @@ def keys(runs):
     return collections.Counter((r["strategy_spec"], r["cache"], r["rep"]) for r in runs)
 
 
-def children(pid):
+def workers(pid):
+    """The children of `pid` that are `loadbench worker` already (past fork and exec)."""
     out = []
     for stat in glob.glob("/proc/[0-9]*/stat"):
         try:
             with open(stat) as f:
                 text = f.read()
+            with open(stat[:-4] + "cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
         except OSError:
             continue
         fields = text[text.rfind(")") + 2:].split()
-        if int(fields[1]) == pid:
+        if int(fields[1]) == pid and argv[1:2] == [b"worker"]:
             out.append(int(stat.split("/")[2]))
     return out
 
@@ -177,14 +180,21 @@ def test_sigkill_of_the_harness_leaves_nothing_running_and_nothing_locked(tmp_pa
     worker = None
     deadline = time.monotonic() + 60
     while worker is None and time.monotonic() < deadline and harness.poll() is None:
-        kids = children(harness.pid)
-        worker = kids[0] if kids else None
+        found = workers(harness.pid)
+        worker = found[0] if found else None
     assert worker is not None, "no worker was seen"
-    os.kill(worker, signal.SIGSTOP)  # mid-load, for as long as the test needs
-    os.kill(harness.pid, signal.SIGKILL)
-    harness.communicate()
-    time.sleep(1)
-    assert gone(worker), "the worker outlived its harness"
+    try:
+        os.kill(worker, signal.SIGSTOP)  # mid-load, for as long as the test needs
+        os.kill(harness.pid, signal.SIGKILL)
+        harness.wait(timeout=30)
+        time.sleep(1)
+        assert gone(worker), "the worker outlived its harness"
+    finally:
+        try:
+            os.kill(worker, signal.SIGKILL)  # only if it outlived the harness, against the test
+        except ProcessLookupError:
+            pass
+        harness.communicate(timeout=30)
     assert os.listdir(os.path.join(env["LOADBENCH_LOCK_DIR"], "leftovers")), "no journal left"
     # The locks died with the harness: the next command neither waits nor is refused, and it
     # cleans what the killed one left.
