@@ -26,6 +26,15 @@ PAIRED = {"baseline": "baseline", "n": "pairs", "speedup": "speedup",
 DEVICE = ["of_device", "of_device_min", "of_device_max", "of_device_rounds"]
 
 
+def load_or_process(group, column):
+    """The timed region's count (load_<column>) where every run of the group has one, else the
+    whole worker process's (<column>)."""
+    load = "load_" + column
+    if load in group and group[load].notna().all():
+        return group[load]
+    return group[column]
+
+
 def bootstrap_medians(values: np.ndarray, rng: np.random.Generator,
                       resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
     """Medians of `resamples` resamples (with replacement) of `values`."""
@@ -66,8 +75,10 @@ def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
             "ci_high_s": ci_high,
             "gb_per_s": file_bytes / median / 1e9,
             "peak_rss_bytes": float(group["peak_rss_bytes"].median()),
-            "major_faults": float(group["major_faults"].median()),
-            "minor_faults": float(group["minor_faults"].median()),
+            # The load's own faults (the timed region); folders from before they were recorded
+            # have only the whole worker process's.
+            "major_faults": float(load_or_process(group, "major_faults").median()),
+            "minor_faults": float(load_or_process(group, "minor_faults").median()),
             "read_bytes": float(group["read_bytes"].median()) if "read_bytes" in group else
             float("nan"),
         })

@@ -162,6 +162,9 @@ Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoi
   }
   if (p.cache == "cold") {
     LB_RETURN_IF_ERROR(DropFileCache(file.path, &st->drop));
+    // drop_caches dropped the tool's own code too: back in before the file is checked cold, so
+    // that the worker does not page it in on the clock (the file's fadvise drops nothing else).
+    if (st->drop == DropMethod::kDropCaches) ReadBackOwnCode();
   } else {
     LB_RETURN_IF_ERROR(WarmFile(file.path));
   }

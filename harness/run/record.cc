@@ -76,11 +76,15 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("process_s", r.process_s, Key::kAlways);
   v("user_s", r.user_s, Key::kAlways);
   v("sys_s", r.sys_s, Key::kAlways);
+  v("load_user_s", r.load_user_s, Key::kAlways);
+  v("load_sys_s", r.load_sys_s, Key::kAlways);
   v("peak_rss_bytes", r.peak_rss_bytes, Key::kAlways);
   v("start_rss_bytes", r.start_rss_bytes, Key::kAlways);
   v("anon_huge_bytes", r.anon_huge_bytes, Key::kAlways);
   v("major_faults", r.major_faults, Key::kAlways);
   v("minor_faults", r.minor_faults, Key::kAlways);
+  v("load_major_faults", r.load_major_faults, Key::kAlways);
+  v("load_minor_faults", r.load_minor_faults, Key::kAlways);
   v("read_bytes", r.read_bytes, Key::kAlways);
   v("resident_before", r.resident_before, Key::kAlways);
   v("resident_after", r.resident_after, Key::kAlways);

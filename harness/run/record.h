@@ -66,10 +66,12 @@ struct RunRecord {
   std::optional<double> wall_s, ready_s, first_use_s, open_s;
   std::optional<double> transform_s, bind_s, consume_s, verify_s;
   std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
+  std::optional<double> load_user_s, load_sys_s;    // the timed region only (worker)
 
   // Memory, faults and I/O.
   std::optional<uint64_t> peak_rss_bytes, start_rss_bytes, anon_huge_bytes;
   std::optional<uint64_t> major_faults, minor_faults;  // runner: wait4's rusage
+  std::optional<uint64_t> load_major_faults, load_minor_faults;  // the timed region (worker)
   std::optional<uint64_t> read_bytes;
   std::optional<double> resident_before, resident_after;  // runner
   MemoryFigures memory;

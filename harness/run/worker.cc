@@ -1,5 +1,6 @@
 #include "harness/run/worker.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -137,6 +138,16 @@ void Judge(const WorkerRequest& req, const TensorTable& table,
                          *expected);
 }
 
+// The CPU time and faults of the timed region alone: a worker's whole-process figures (wait4)
+// also hold exec, dynamic loading and teardown.
+void LoadUsage(const rusage& start, const rusage& end, RunRecord* r) {
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  r->load_user_s = secs(end.ru_utime) - secs(start.ru_utime);
+  r->load_sys_s = secs(end.ru_stime) - secs(start.ru_stime);
+  r->load_major_faults = static_cast<uint64_t>(end.ru_majflt - start.ru_majflt);
+  r->load_minor_faults = static_cast<uint64_t>(end.ru_minflt - start.ru_minflt);
+}
+
 // What the pipeline timed and counted, relative to the start of the timed region.
 void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
   r->ready_s = Seconds(t0, p.ready());
@@ -168,6 +179,8 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   // What the process held before the load (binary, libraries, heap): peak RSS minus this is
   // what the load itself added.
   r.start_rss_bytes = ProcField("/proc/self/status", "VmRSS");
+  rusage usage_start{};
+  ::getrusage(RUSAGE_SELF, &usage_start);  // every thread, so pread_mt's too
   setup.counters.Enable();
   const auto t0 = Clock::now();
   TensorTable table;
@@ -183,6 +196,9 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
   setup.counters.Disable();
+  rusage usage_end{};
+  ::getrusage(RUSAGE_SELF, &usage_end);
+  LoadUsage(usage_start, usage_end, &r);
   r.load_start_mono_s = MonotonicSeconds(t0);
   r.details = pipeline.Details();
   if (!s.ok()) return Unfinished(r, s);

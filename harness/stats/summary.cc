@@ -62,8 +62,10 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
     g.wall.push_back(Num(r, "wall_s"));
     g.ready.push_back(Num(r, "ready_s"));
     g.rss.push_back(Num(r, "peak_rss_bytes"));
-    g.major.push_back(Num(r, "major_faults"));
-    g.minor.push_back(Num(r, "minor_faults"));
+    // The load's own faults; a record from before they were recorded has the process's only.
+    const bool load = r.contains("load_minor_faults");
+    g.major.push_back(Num(r, load ? "load_major_faults" : "major_faults"));
+    g.minor.push_back(Num(r, load ? "load_minor_faults" : "minor_faults"));
     g.read.push_back(Num(r, "read_bytes"));
     g.bytes = Num(r, "file_bytes");
   }

@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -239,6 +242,27 @@ Status WarmFile(const std::string& path) {
     done += static_cast<uint64_t>(n);
   }
   return Status::Ok();
+}
+
+uint64_t ReadBackOwnCode() {
+  std::ifstream maps("/proc/self/maps");
+  std::set<std::string> files;
+  for (std::string line; std::getline(maps, line);) {
+    // address perms offset dev inode path: file-backed, executable mappings
+    std::istringstream f(line);
+    std::string range, perms, offset, dev, inode, path;
+    f >> range >> perms >> offset >> dev >> inode >> path;
+    if (perms.size() >= 3 && perms[2] == 'x' && path.starts_with("/")) files.insert(path);
+  }
+  uint64_t bytes = 0;
+  std::vector<char> buf(1 << 20);
+  for (const std::string& path : files) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    for (ssize_t n; fd.valid() && (n = ::read(fd.get(), buf.data(), buf.size())) > 0;) {
+      bytes += static_cast<uint64_t>(n);
+    }
+  }
+  return bytes;
 }
 
 }  // namespace loadbench

@@ -89,6 +89,13 @@ TEST_F(RunnerTest, WarmRunsWriteEveryContractField) {
     EXPECT_GT(r["process_s"].get<double>(), r["wall_s"].get<double>());
     EXPECT_GT(r["peak_rss_bytes"].get<double>(), 0);
     EXPECT_GT(r["minor_faults"].get<double>(), 0);
+    // The load's own counts: some, and fewer than the whole process's (exec, dynamic loading
+    // and teardown fault too, and take CPU time).
+    EXPECT_GT(r["load_minor_faults"].get<double>(), 0);
+    EXPECT_LT(r["load_minor_faults"].get<double>(), r["minor_faults"].get<double>());
+    EXPECT_LE(r["load_major_faults"].get<double>(), r["major_faults"].get<double>());
+    EXPECT_LT(r["load_user_s"].get<double>() + r["load_sys_s"].get<double>(),
+              r["user_s"].get<double>() + r["sys_s"].get<double>());
     EXPECT_GE(r["resident_before"].get<double>(), kWarmMinResident);
     EXPECT_TRUE(r["counters"].is_object());
     EXPECT_TRUE(ids.insert(r["run_id"].get<std::string>()).second) << "run_id repeats";
