@@ -1,7 +1,10 @@
 #include "harness/stats/summary.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
+#include <optional>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -15,42 +18,67 @@ namespace {
 
 using paired::Median;
 
-double Num(const nlohmann::ordered_json& j, const char* key) {
+// A figure of a record; nullopt when it is missing or null (never counted as 0).
+std::optional<double> Num(const nlohmann::ordered_json& j, const char* key) {
   const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
 }
 
-// The ok runs' figures of one row (a strategy in a cache state), and how the others ended.
+void Add(std::vector<double>* to, std::optional<double> v) {
+  if (v) to->push_back(*v);
+}
+
+// The ok runs' figures of one row, and how the others ended. A row holds like with like only:
+// one file, cache state, strategy spec, role, procs and memory limit.
 struct Group {
   std::vector<double> wall, ready, rss, major, minor, read;
-  double bytes = 0;
+  std::optional<double> bytes;  // the row's file's size
   int not_ok = 0;
   std::map<std::string, int> statuses;
 };
 
-// The rows: cold ones first, then warm; strategies in first-run order within each. Ceiling
-// reads go apart (their GB/s when ok).
+// The rows: cold ones first, then warm; in first-run order within each. Ceiling reads go apart
+// (their GB/s when ok).
 struct Table {
-  std::vector<std::pair<std::string, std::string>> order;
+  std::vector<std::pair<std::string, std::string>> order;  // cache, row label
   std::map<std::pair<std::string, std::string>, Group> groups;
   std::vector<double> ceiling;
   int ceiling_runs = 0;
 };
 
+// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, how many
+// workers and under which memory limit when those are set, and the file's name when the
+// records hold more than one file.
+std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
+  std::string label = r.value("strategy_spec", r.value("strategy", "?"));
+  if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
+    label += "[" + d->value("role", "?") + "]";
+  }
+  if (const auto procs = Num(r, "procs"); procs && *procs > 1) {
+    label += fmt::format(" x{:.0f}", *procs);
+  }
+  if (const auto limit = Num(r, "memory_limit_bytes")) {
+    label += fmt::format(" limit {:.0f}MiB", *limit / (1 << 20));
+  }
+  if (name_file) {
+    const std::string file = r.value("file", "?");
+    label += " " + file.substr(file.rfind('/') + 1);
+  }
+  return label;
+}
+
 Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
   Table t;
+  std::set<std::string> files;
+  for (const auto& r : runs) files.insert(r.value("file", ""));
   for (const auto& r : runs) {
     if (r.value("strategy", "") == kCeiling) {
       ++t.ceiling_runs;
-      if (r.value("status", "") == "ok") t.ceiling.push_back(Num(r, "gb_per_s"));
+      if (r.value("status", "") == "ok") Add(&t.ceiling, Num(r, "gb_per_s"));
       continue;
     }
-    std::string strategy = r.value("strategy_spec", r.value("strategy", "?"));
-    // A strategy whose runs play different roles (shm: creator, attacher) gets a row per role.
-    if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
-      strategy += "[" + d->value("role", "?") + "]";
-    }
-    const auto key = std::make_pair(r.value("cache", "?"), strategy);
+    const auto key = std::make_pair(r.value("cache", "?"), RowLabel(r, files.size() > 1));
     if (!t.groups.count(key)) t.order.push_back(key);
     Group& g = t.groups[key];
     const std::string status = r.value("status", "?");
@@ -59,20 +87,28 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
       ++g.statuses[status];
       continue;
     }
-    g.wall.push_back(Num(r, "wall_s"));
-    g.ready.push_back(Num(r, "ready_s"));
-    g.rss.push_back(Num(r, "peak_rss_bytes"));
+    Add(&g.wall, Num(r, "wall_s"));
+    Add(&g.ready, Num(r, "ready_s"));
+    Add(&g.rss, Num(r, "peak_rss_bytes"));
     // The load's own faults; a record from before they were recorded has the process's only.
     const bool load = r.contains("load_minor_faults");
-    g.major.push_back(Num(r, load ? "load_major_faults" : "major_faults"));
-    g.minor.push_back(Num(r, load ? "load_minor_faults" : "minor_faults"));
-    g.read.push_back(Num(r, "read_bytes"));
-    g.bytes = Num(r, "file_bytes");
+    Add(&g.major, Num(r, load ? "load_major_faults" : "major_faults"));
+    Add(&g.minor, Num(r, load ? "load_minor_faults" : "minor_faults"));
+    Add(&g.read, Num(r, "read_bytes"));
+    if (!g.bytes) g.bytes = Num(r, "file_bytes");
   }
   std::stable_sort(t.order.begin(), t.order.end(), [](const auto& a, const auto& b) {
     return (a.first == "cold") > (b.first == "cold");
   });
   return t;
+}
+
+// The median of `v` scaled and formatted to `width` columns with `decimals`, or "-" when no run
+// has the figure.
+std::string Cell(const std::vector<double>& v, int width, int decimals, double scale = 1,
+                 const char* unit = "") {
+  if (v.empty()) return fmt::format("{:>{}}", "-", width + static_cast<int>(strlen(unit)));
+  return fmt::format("{:>{}.{}f}{}", Median(v) / scale, width, decimals, unit);
 }
 
 std::string Row(const std::pair<std::string, std::string>& key, const Group& g, size_t width) {
@@ -85,13 +121,14 @@ std::string Row(const std::pair<std::string, std::string>& key, const Group& g, 
                        why);
   }
   const double med = Median(g.wall);
-  return fmt::format(
-      "{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {:>7.2f} {:>8.3f} {:>7.0f} MB {:>7.0f} MB "
-      "{:>9.0f} {:>10.0f}\n",
-      key.first, key.second, width, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
-      *std::max_element(g.wall.begin(), g.wall.end()), med > 0 ? g.bytes / med / 1e9 : 0.0,
-      Median(g.ready), Median(g.rss) / 1e6, Median(g.read) / 1e6, Median(g.major),
-      Median(g.minor));
+  const std::string gbps =
+      g.bytes && med > 0 ? fmt::format("{:>7.2f}", *g.bytes / med / 1e9) : fmt::format("{:>7}", "-");
+  return fmt::format("{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {} {} {} {} {} {}\n",
+                     key.first, key.second, width, ok, med,
+                     *std::min_element(g.wall.begin(), g.wall.end()),
+                     *std::max_element(g.wall.begin(), g.wall.end()), gbps, Cell(g.ready, 8, 3),
+                     Cell(g.rss, 7, 0, 1e6, " MB"), Cell(g.read, 7, 0, 1e6, " MB"),
+                     Cell(g.major, 9, 0), Cell(g.minor, 10, 0));
 }
 
 std::string CeilingLine(const Table& t) {

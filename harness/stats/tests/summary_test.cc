@@ -1,0 +1,73 @@
+// The console summary's figures, on records made up here: literal values, so that a median
+// replaced by a minimum, a missing figure counted as 0, or unlike runs pooled fail a test.
+#include "harness/stats/summary.h"
+
+#include <gtest/gtest.h>
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json Ok(const std::string& spec, const std::string& cache, double wall, double file_bytes = 2e9) {
+  return {{"strategy", spec.substr(0, spec.find(':'))}, {"strategy_spec", spec},
+          {"file", "/d/a.wlf"}, {"file_bytes", file_bytes}, {"cache", cache},
+          {"status", "ok"}, {"wall_s", wall}, {"ready_s", wall / 2},
+          {"peak_rss_bytes", 3e9}, {"read_bytes", 2e9}, {"major_faults", 12},
+          {"minor_faults", 1000}, {"load_major_faults", 1}, {"load_minor_faults", 400}};
+}
+
+// The line of the table that starts with `prefix` (cache and row label).
+std::string Line(const std::string& table, const std::string& prefix) {
+  for (size_t pos = 0; pos < table.size();) {
+    const size_t nl = table.find('\n', pos);
+    const std::string line = table.substr(pos, nl - pos);
+    if (line.starts_with(prefix)) return line;
+    pos = nl == std::string::npos ? table.size() : nl + 1;
+  }
+  return "";
+}
+
+TEST(SummaryTable, FiguresAreMediansOfTheOkRunsAndTheLoadsOwnFaults) {
+  std::vector<Json> runs = {Ok("fread", "cold", 1.0), Ok("fread", "cold", 4.0),
+                            Ok("fread", "cold", 2.0)};
+  Json failed = Ok("fread", "cold", 100.0);
+  failed["status"] = "failed";
+  runs.push_back(failed);
+  runs[0]["load_minor_faults"] = 100;  // median of 100, 400, 400
+  const std::string line = Line(SummaryTable(runs), "cold  fread ");
+  EXPECT_EQ(line,
+            "cold  fread                    3/4     2.000     1.000     4.000    1.00    1.000"
+            "    3000 MB    2000 MB         1        400")
+      << SummaryTable(runs);
+}
+
+TEST(SummaryTable, UnlikeRunsGetRowsOfTheirOwn) {
+  Json two = Ok("mmap", "warm", 1.0), limited = Ok("mmap", "warm", 3.0),
+       other_file = Ok("mmap", "cold", 5.0, 1e9);
+  two["procs"] = 2;
+  limited["memory_limit_bytes"] = 1 << 30;
+  other_file["file"] = "/d/b.wlf";
+  const std::string t =
+      SummaryTable({Ok("mmap", "warm", 0.5), two, limited, Ok("mmap", "cold", 2.0), other_file});
+  EXPECT_NE(Line(t, "warm  mmap a.wlf "), "") << t;
+  EXPECT_NE(Line(t, "warm  mmap x2 a.wlf "), "") << t;
+  EXPECT_NE(Line(t, "warm  mmap limit 1024MiB a.wlf "), "") << t;
+  // GB/s from each row's own file: 1e9 bytes in 5 s.
+  EXPECT_NE(Line(t, "cold  mmap b.wlf ").find(" 0.20 "), std::string::npos) << t;
+  EXPECT_NE(Line(t, "cold  mmap a.wlf ").find(" 1.00 "), std::string::npos) << t;
+}
+
+TEST(SummaryTable, AMissingFigureIsMissingNotZero) {
+  Json r = Ok("fread", "warm", 1.0);
+  r.erase("read_bytes");
+  r["load_major_faults"] = nullptr;
+  const std::string line = Line(SummaryTable({r}), "warm  fread ");
+  EXPECT_EQ(line,
+            "warm  fread                    1/1     1.000     1.000     1.000    2.00    0.500"
+            "    3000 MB          -         -        400")
+      << line;
+}
+
+}  // namespace
+}  // namespace loadbench
