@@ -209,6 +209,9 @@ Status UsePipeline::RunWhole() {
   }
   done_ = Clock::now();
   consume_s_ = std::chrono::duration<double>(done_ - t).count();
+  // The strategy's own figures as they stand when the load is complete, not when Load returned
+  // (mmap_prefetch's thread is still reading then).
+  details_ = instances_.front().model->loader->Details();
   return Status::Ok();
 }
 
