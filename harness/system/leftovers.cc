@@ -13,13 +13,13 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -33,18 +33,11 @@ std::string Absolute(const std::string& path) {
   return ::getcwd(cwd, sizeof cwd) != nullptr ? fmt::format("{}/{}", cwd, path) : path;
 }
 
-// The start time of process `pid` (field 22 of /proc/PID/stat, in clock ticks since boot): with
-// the pid, it names one process for good. "" when there is no such process.
+// The start time of process `pid` (in clock ticks since boot): with the pid, it names one
+// process for good. "" when there is no such process.
 std::string StartTime(long pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (paren == std::string::npos) return "";
-  std::istringstream fields(stat.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-  }
-  return field;
+  const std::vector<std::string> stat = ProcStatFields(pid);
+  return stat.size() > 22 ? stat[22] : "";
 }
 
 std::string JournalFolder() {

@@ -9,15 +9,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
+#include <vector>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/system/interrupt.h"
+#include "loaders/base/proc_fields.h"
 
 namespace loadbench {
 namespace {
@@ -113,14 +112,9 @@ bool IsAncestor(long pid) {
   long p = ::getppid();
   for (int depth = 0; p > 1 && depth < 64; ++depth) {
     if (p == pid) return true;
-    std::ifstream stat(fmt::format("/proc/{}/stat", p));
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const size_t paren = text.rfind(')');
-    if (paren == std::string::npos) return false;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &ppid) != 2) return false;
-    p = ppid;
+    const std::vector<std::string> stat = ProcStatFields(p);
+    if (stat.size() <= 4) return false;
+    p = std::strtol(stat[4].c_str(), nullptr, 10);
   }
   return false;
 }

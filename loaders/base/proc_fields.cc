@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace loadbench {
@@ -50,6 +51,17 @@ std::optional<uint64_t> ProcField(const std::string& path, const std::string& ke
 
 std::optional<uint64_t> MeminfoBytes(const std::string& key) {
   return ProcField("/proc/meminfo", key);
+}
+
+std::vector<std::string> ProcStatFields(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return {};
+  std::vector<std::string> fields(3);  // [0] unused, [1] and [2] left empty: fields[n] is field n
+  std::istringstream rest(text.substr(paren + 1));
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
 }
 
 }  // namespace loadbench

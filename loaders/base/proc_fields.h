@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loadbench {
 
@@ -28,5 +29,11 @@ std::optional<uint64_t> ProcField(const std::string& path, const std::string& ke
 // A field of /proc/meminfo ("MemAvailable", "Cached", "Hugepagesize" in bytes; "HugePages_Free"
 // a count); nullopt when the kernel does not report it.
 std::optional<uint64_t> MeminfoBytes(const std::string& key);
+
+// The fields of /proc/PID/stat, numbered as in proc(5): [3] is the state, [4] the parent's
+// pid, [22] the start time; [1] and [2] (pid, command name) are left empty. Empty when there
+// is no such process. The command name may hold spaces and parentheses: fields are counted
+// from its last ')'.
+std::vector<std::string> ProcStatFields(long pid);
 
 }  // namespace loadbench

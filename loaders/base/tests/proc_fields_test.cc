@@ -1,5 +1,7 @@
 #include "loaders/base/proc_fields.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 namespace loadbench {
@@ -35,6 +37,20 @@ TEST(ProcFields, TheMachinesOwnFiles) {
   ASSERT_TRUE(rss.has_value());
   EXPECT_EQ(*rss % 1024, 0u);  // kB, in bytes
   EXPECT_TRUE(ReadProcFields("/nonexistent/status").empty());
+}
+
+}  // namespace
+}  // namespace loadbench
+
+namespace loadbench {
+namespace {
+
+TEST(ProcStatFields, NumberedAsInProc5) {
+  const std::vector<std::string> f = ProcStatFields(::getpid());
+  ASSERT_GT(f.size(), 22u);
+  EXPECT_EQ(f[3], "R");  // this process, running
+  EXPECT_EQ(f[4], std::to_string(::getppid()));
+  EXPECT_TRUE(ProcStatFields(-1).empty());
 }
 
 }  // namespace
