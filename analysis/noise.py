@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis import paired
-from analysis.results import CONDITION, Results
+from analysis.results import CONDITION, Results, spec_label
 
 TITLE = "Noise: rounds, ceiling, drift, outliers"
 
@@ -62,7 +62,8 @@ def _bytes(value) -> str:
 def rounds_md(r: Results) -> str:
     values = paired.run_values(r)
     if values.empty:
-        counted = "No rounds: the records carry no `rep`."
+        counted = ("No rounds: the records carry no `rep`." if "rep" not in r.ok else
+                   paired.no_rounds(r) or "No rounds: no ok run has a round.")
     else:
         per = values.groupby(CONDITION)["rep"].nunique()
         spread = f"{per.min()}" if per.min() == per.max() else f"{per.min()} to {per.max()}"
@@ -71,9 +72,9 @@ def rounds_md(r: Results) -> str:
                    "to back.")
     rounds = r.env.get("rounds")
     if not rounds:
-        how = ("env.json has no `rounds` (results from before they were recorded): the runs "
-               "are paired by rep, as the harness ran them in rounds then too (rep the outer "
-               "loop).")
+        how = ("env.json has no `rounds` (results from before they were recorded): runs are "
+               "paired by rep only where their records carry `position`, their place in a "
+               "round.")
     else:
         auto = rounds.get("auto") or {}
         how = (f"Order within a round: {rounds.get('order', '?')} (seed {rounds.get('seed', '?')})"
@@ -148,7 +149,7 @@ def outliers_md(r: Results, files: int) -> str:
              "|---|---|---|---|---|---|---|"]
     for _, o in table.iterrows():
         rep = "" if o["rep"] is None or pd.isna(o["rep"]) else f"{o['rep']:.0f}"
-        lines.append(f"| {o['run_id']} | {o['strategy_spec']} | {condition(o, files)} | {rep} | "
+        lines.append(f"| {o['run_id']} | {spec_label(o)} | {condition(o, files)} | {rep} | "
                      f"{o['wall_s']:.3f} | {o['median_s']:.3f} | {o['z']:.1f} |")
     return (f"Outliers ({rule}): flagged here and kept in every statistic of this report.\n\n"
             + "\n".join(lines))
@@ -247,10 +248,10 @@ def plot_rounds(r: Results, figs) -> None:
     for ax, (key, group) in zip(axes[:, 0], conditions):
         order = group.groupby("rep")["order"].min().sort_values()
         x_of = {rep: i for i, rep in enumerate(order.index)}
-        for spec, g in group.groupby("strategy_spec", sort=False):
+        for _, g in group.groupby(["strategy_spec", "role"], sort=False):
             g = g.sort_values("order")
             ax.plot([x_of[rep] for rep in g["rep"]], g["wall_s"] / g["wall_s"].median(),
-                    marker=".", linewidth=0.8, label=spec)
+                    marker=".", linewidth=0.8, label=spec_label(g.iloc[0]))
         ax.axhline(1, color="grey", linewidth=0.5)
         ax.set_ylabel("time / its median")
         ax.set_title(condition(dict(zip(CONDITION, key)), files))

@@ -5,9 +5,13 @@ adaptive stop rule of the harness and the report agree figure for figure; the fi
 tests/fixtures/paired_stats.json holds cases both must match.
 
 A *condition* is (file, cache, procs, memory limit); a *round* is one rep of a condition, in
-which every strategy ran once, back to back. A strategy's value in a round is its wall time
-(with several workers, the largest: the time until all had loaded); a round pairs a strategy
-with the baseline when both have an ok value in it.
+which every strategy ran once, back to back. Only records that carry `position` (their place in
+the round) ran in rounds: runs in grouped order (every run of a strategy back to back) have
+none, and are never paired, since the same rep of two strategies ran far apart in time. A
+strategy's value in a round is its wall time (with several workers, the largest: the time until
+all had loaded), per role where its workers had different ones (shm's creator and attacher);
+a round pairs a strategy with the baseline when both have an ok value in it. The baseline's
+value is its slowest worker's whatever their roles, as in the harness.
 
 The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
 `fread` when the condition has it; else the condition's first strategy spec in runs.jsonl.
@@ -147,15 +151,37 @@ def modified_z(x) -> np.ndarray | None:
 
 # --- results folders -------------------------------------------------------------------------
 
+def in_rounds(frame: pd.DataFrame, env: dict) -> pd.Series:
+    """Per record, whether it ran in a round: it carries `position`, or it comes from a folder
+    made before records carried one, whose env.json names no order (every strategy ran once
+    per repetition) or an order in rounds. Only grouped order has no rounds."""
+    order = (env.get("rounds") or {}).get("order")
+    if "position" in frame and frame["position"].notna().any():
+        return frame["position"].notna()
+    return pd.Series(order != "grouped", index=frame.index)
+
+
+def no_rounds(results: Results) -> str:
+    """One sentence when some ok runs exist and none ran in a round, so that no round-by-round
+    comparison exists; "" otherwise."""
+    if results.ok.empty or in_rounds(results.ok, results.env).any():
+        return ""
+    return ("The order was grouped (every run of a strategy back to back, not in rounds), so no "
+            "round-by-round comparison exists and no speed-up is given.")
+
+
 def run_values(results: Results) -> pd.DataFrame:
-    """One row per run of a strategy in a round: CONDITION, strategy_spec, strategy, rep, its
-    wall_s (the largest of its ok workers), file_bytes, and `order`, its place in runs.jsonl."""
-    columns = CONDITION + ["strategy_spec", "strategy", "rep", "wall_s", "file_bytes", "order"]
+    """One row per run of a strategy (and role) in a round: CONDITION, strategy_spec, role,
+    strategy, rep, its wall_s (the largest of its ok workers), file_bytes, and `order`, its
+    place in runs.jsonl. Runs without `position` ran in no round and are left out."""
+    columns = CONDITION + ["strategy_spec", "role", "strategy", "rep", "wall_s", "file_bytes",
+                           "order"]
     ok = results.ok
     if "rep" not in ok or ok.empty:
         return pd.DataFrame(columns=columns)
-    ok = ok[ok["rep"].notna() & (pd.to_numeric(ok["wall_s"], errors="coerce") > 0)]
-    values = (ok.groupby(CONDITION + ["strategy_spec", "rep"], sort=False)
+    ok = ok[in_rounds(ok, results.env) & ok["rep"].notna() &
+            (pd.to_numeric(ok["wall_s"], errors="coerce") > 0)]
+    values = (ok.groupby(CONDITION + ["strategy_spec", "role", "rep"], sort=False)
               .agg(strategy=("strategy", "first"), wall_s=("wall_s", "max"),
                    file_bytes=("file_bytes", "first"), order=("order", "min"))
               .reset_index())
@@ -211,39 +237,43 @@ PAIRED_COLUMNS = GROUP + ["strategy", "baseline", "baseline_why", "n", "ratio", 
                           "significant", "verdict", "level", "half_width"]
 
 
+def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Index) -> dict:
+    """The comparison of one strategy and role (`runs`, one per rep) with the baseline's time
+    per rep (`base`), over the rounds both ran in, in the rounds' time order (`rounds`), so
+    that a reader of d sees the rounds as they ran."""
+    both = pd.DataFrame({"t": runs.set_index("rep")["wall_s"], "b": base}).reindex(rounds)
+    both = both.dropna()
+    iv = signed_rank_interval(np.log(both["t"] / both["b"]).to_numpy())
+    return {**dict(zip(CONDITION, key)), "strategy_spec": runs["strategy_spec"].iloc[0],
+            "role": runs["role"].iloc[0], "strategy": runs["strategy"].iloc[0], "n": iv.n,
+            "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
+            "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
+            "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),
+            "bounded": iv.bounded, "significant": iv.significant,
+            "verdict": verdict(iv), "level": iv.level, "half_width": iv.half_width}
+
+
 def paired_table(results: Results, baseline: str | None = None) -> pd.DataFrame:
-    """Per condition and strategy spec (not the baseline, not the ceiling) with at least one
-    round shared with the baseline: n pairs, ratio = strategy time / baseline time (the
+    """Per condition, strategy spec and role (not the baseline, not the ceiling) with at least
+    one round shared with the baseline: n pairs, ratio = strategy time / baseline time (the
     Hodges–Lehmann estimate, exp of the log scale) with its interval, speedup = 1 / ratio with
     its interval, whether the interval leaves out 1, the achieved test level and the relative
-    half width; with ceiling records, the strategy's fraction of device speed."""
+    half width; with ceiling records, the strategy's fraction of device speed. Empty for runs
+    that ran in no round (no `position`)."""
     values = run_values(results)
     rows = []
     chosen = baselines(results, baseline)
     for key, group in values.groupby(CONDITION, sort=False):
         base_spec, why = chosen.get(key, (None, ""))
-        wide = group.pivot(index="rep", columns="strategy_spec", values="wall_s")
-        if base_spec not in wide:
+        is_base = group["strategy_spec"] == base_spec
+        base = group[is_base].groupby("rep")["wall_s"].max()
+        if base.empty:
             continue
-        # Pairs in the rounds' time order, so a reader of d sees the rounds as they ran.
         rounds = group.groupby("rep")["order"].min().sort_values().index
-        wide = wide.loc[rounds]
-        for spec in dict.fromkeys(group["strategy_spec"]):
-            if spec == base_spec:
-                continue
-            both = wide[[spec, base_spec]].dropna()
-            if both.empty:
-                continue
-            iv = signed_rank_interval(np.log(both[spec] / both[base_spec]).to_numpy())
-            rows.append({
-                **dict(zip(CONDITION, key)), "strategy_spec": spec,
-                "strategy": group.loc[group["strategy_spec"] == spec, "strategy"].iloc[0],
-                "baseline": base_spec, "baseline_why": why, "n": iv.n,
-                "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
-                "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
-                "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),
-                "bounded": iv.bounded, "significant": iv.significant,
-                "verdict": verdict(iv), "level": iv.level, "half_width": iv.half_width})
+        for _, runs in group[~is_base].groupby(["strategy_spec", "role"], sort=False):
+            row = _paired_row(key, runs, base, rounds)
+            if row["n"]:
+                rows.append({**row, "baseline": base_spec, "baseline_why": why})
     table = pd.DataFrame(rows, columns=PAIRED_COLUMNS)
     fraction = device_fraction(results)
     if not fraction.empty and not table.empty:
@@ -281,7 +311,8 @@ def round_factors(results: Results) -> pd.DataFrame:
     columns = CONDITION + ["rep", "order", "factor"]
     if values.empty:
         return pd.DataFrame(columns=columns)
-    own_median = values.groupby(CONDITION + ["strategy_spec"])["wall_s"].transform("median")
+    own_median = values.groupby(CONDITION + ["strategy_spec", "role"])["wall_s"].transform(
+        "median")
     v = values.assign(relative=values["wall_s"] / own_median)
     rounds = (v.groupby(CONDITION + ["rep"], sort=False)
               .agg(order=("order", "min"), factor=("relative", "median")).reset_index())

@@ -21,8 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import after, gpu, html_page, noise, stats  # noqa: E402
-from analysis.results import Results, ResultsError, json_default, load  # noqa: E402
+from analysis import after, carryover, gpu, html_page, noise, paired, stats  # noqa: E402
+from analysis.results import (GROUP, Results, ResultsError, json_default, load,  # noqa: E402
+                              spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
@@ -70,7 +71,7 @@ class Figures:
 
 
 def label(row: pd.Series, files: int) -> str:
-    text = row["strategy_spec"]
+    text = spec_label(row)
     if row["procs"] > 1:
         text += f" ×{row['procs']}"
     if row["memory_limit_bytes"] > 0:
@@ -89,8 +90,11 @@ def plot_times(table: pd.DataFrame, figs: Figures) -> None:
         t = table[table["cache"] == cache].sort_values("median_s", ascending=False)
         y = range(len(t))
         ax.barh(y, t["median_s"], color="#4c72b0")
-        ax.errorbar(t["median_s"], y, xerr=[t["median_s"] - t["ci_low_s"],
-                                            t["ci_high_s"] - t["median_s"]],
+        # Whiskers only where an interval exists (6 runs or more).
+        has = t["ci_low_s"].notna().to_numpy()
+        w = t[has]
+        ax.errorbar(w["median_s"], np.flatnonzero(has), xerr=[w["median_s"] - w["ci_low_s"],
+                                                              w["ci_high_s"] - w["median_s"]],
                     fmt="none", ecolor="black", capsize=3)
         ax.set_yticks(list(y), [label(r, files) for _, r in t.iterrows()])
         # Copies and mappings can differ by 100x here: a log axis keeps both readable.
@@ -99,8 +103,9 @@ def plot_times(table: pd.DataFrame, figs: Figures) -> None:
             ax.set_xscale("log")
         ax.set_xlabel("load time, median (s" + (", log)" if wide else ")"))
         ax.set_title(f"{cache} cache")
-    figs.save(fig, "time", "Median load time per strategy, cold and warm; whiskers are the 95% "
-                           "bootstrap interval of the median.")
+    figs.save(fig, "time", "Median load time per strategy, cold and warm; whiskers are the exact "
+                           "95% interval of the median (order statistics; none for fewer than "
+                           "6 runs).")
 
 
 def plot_memory(table: pd.DataFrame, figs: Figures) -> None:
@@ -146,10 +151,7 @@ def plot_timelines(r: Results, table: pd.DataFrame, figs: Figures) -> None:
     for cache in [c for c in ("cold", "warm") if c in set(table["cache"])]:
         curves = []
         for _, row in table[table["cache"] == cache].iterrows():
-            group = r.ok[(r.ok["strategy_spec"] == row["strategy_spec"]) &
-                         (r.ok["cache"] == cache) & (r.ok["file"] == row["file"]) &
-                         (r.ok["procs"] == row["procs"]) &
-                         (r.ok["memory_limit_bytes"] == row["memory_limit_bytes"])]
+            group = r.ok[(r.ok[GROUP] == row[GROUP]).all(axis=1)]
             pick = group.iloc[(group["wall_s"] - row["median_s"]).abs().argsort().iloc[0]]
             tl = r.timeline(pick["run_id"])
             if tl is not None and not tl.empty:
@@ -174,24 +176,29 @@ def plot_timelines(r: Results, table: pd.DataFrame, figs: Figures) -> None:
 
 
 def plot_scaling(table: pd.DataFrame, figs: Figures) -> None:
-    sizes = table.groupby(["strategy_spec", "cache"])["file_bytes"].nunique()
+    series = ["strategy_spec", "role", "cache"]
+    sizes = table.groupby(series)["file_bytes"].nunique()
     if sizes.max() < 2:
         return
     fig, ax = plt.subplots(figsize=(8, 6))
-    for (spec, cache), t in table.groupby(["strategy_spec", "cache"]):
+    for _, t in table.groupby(series):
         if t["file_bytes"].nunique() < 2:
             continue
         t = t.sort_values("file_bytes")
-        ax.errorbar(t["file_bytes"] / 2**30, t["median_s"],
-                    yerr=[t["median_s"] - t["ci_low_s"], t["ci_high_s"] - t["median_s"]],
-                    marker="o", capsize=3, label=f"{cache} {spec}")
+        line, = ax.plot(t["file_bytes"] / 2**30, t["median_s"], marker="o",
+                        label=f"{t['cache'].iloc[0]} {spec_label(t.iloc[0])}")
+        w = t[t["ci_low_s"].notna()]  # whiskers only where an interval exists
+        ax.errorbar(w["file_bytes"] / 2**30, w["median_s"],
+                    yerr=[w["median_s"] - w["ci_low_s"], w["ci_high_s"] - w["median_s"]],
+                    fmt="none", ecolor=line.get_color(), capsize=3)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("file size (GiB, log)")
     ax.set_ylabel("load time, median (s, log)")
     ax.legend(fontsize=7)
     figs.save(fig, "scaling", "Load time against file size, log-log: a slope of 1 is linear "
-                              "scaling; whiskers are 95% intervals.")
+                              "scaling; whiskers are the exact 95% intervals of the median "
+                              "(none for fewer than 6 runs).")
 
 
 def plot_sweeps(r: Results, table: pd.DataFrame, figs: Figures) -> None:
@@ -218,9 +225,10 @@ def plot_sweeps(r: Results, table: pd.DataFrame, figs: Figures) -> None:
                 lambda s: ", ".join(f"{k}={spec_params[s].get(k)}" for k in others
                                     if len({str(spec_params[x].get(k)) for x in specs}) > 1)))
             fig, ax = plt.subplots(figsize=(8, 5))
-            for (cache, series), g in t2.groupby(["cache", "series"]):
+            for (cache, role, series), g in t2.groupby(["cache", "role", "series"]):
                 g = g.sort_values("x")
-                ax.plot(g["x"], g["gb_per_s"], marker="o", label=f"{cache} {series}".strip())
+                ax.plot(g["x"], g["gb_per_s"], marker="o",
+                        label=" ".join(p for p in (cache, role, series) if p))
             ax.set_xscale("log", base=2)
             ax.set_xlabel(f"{key} (log)")
             ax.set_ylabel("throughput (GB/s)")
@@ -318,29 +326,46 @@ def paired_note(t: pd.DataFrame, device: bool) -> str:
     return text
 
 
-def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True) -> str:
+MEDIAN_NOTE = ("Median s: of the ok runs, with the exact distribution-free 95% interval of the "
+               "median (the order statistics that hold it with 95% probability whatever the "
+               "distribution); (–): fewer than 6 runs: no 95% interval of the median exists.")
+
+
+def median_cell(r: pd.Series) -> str:
+    if pd.isna(r["ci_low_s"]):
+        return f"{r['median_s']:.3f} (–)"
+    return f"{r['median_s']:.3f} ({r['ci_low_s']:.3f}–{r['ci_high_s']:.3f})"
+
+
+def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
+             no_rounds: str = "") -> str:
     """The cache state's table; `note`: with the paragraph that explains its columns (else a
-    line that points to the one above)."""
+    line that points to the one above); `no_rounds`: the sentence that says why no run was
+    paired (paired.no_rounds), given instead of the paired columns."""
     t = table[table["cache"] == cache]
     if t.empty:
         return ""
-    device = bool(t["of_device"].notna().any())
-    lines = [f"| strategy | n | median s (95% CI) | GB/s | × {baseline_of(t)}, paired (95% CI) "
-             "| paired test |" + (" of device |" if device else "") + " peak RSS | why |",
-             "|---|---|---|---|---|---|" + ("---|" if device else "") + "---|---|"]
+    paired_columns = not no_rounds
+    device = paired_columns and bool(t["of_device"].notna().any())
+    head = ["strategy", "n", "median s (95% CI)", "GB/s"]
+    head += [f"× {baseline_of(t)}, paired (95% CI)", "paired test"] if paired_columns else []
+    head += (["of device"] if device else []) + ["peak RSS", "why"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in t.iterrows():
-        speed, mark = speedup_cells(r)
         n = str(r["n"])
-        if not r["is_baseline"] and not pd.isna(r["pairs"]) and r["pairs"] != r["n"]:
+        if (paired_columns and not r["is_baseline"] and not pd.isna(r["pairs"])
+                and r["pairs"] != r["n"]):
             n += f" ({r['pairs']:.0f} paired)"
-        of_device = ""
-        if device and not pd.isna(r["of_device"]):
-            of_device = f"{r['of_device']:.0%}"
-        lines.append(f"| {label(r, files)} | {n} | {r['median_s']:.3f} "
-                     f"({r['ci_low_s']:.3f}–{r['ci_high_s']:.3f}) | {r['gb_per_s']:.2f} | "
-                     f"{speed} | {mark} |" + (f" {of_device} |" if device else "") +
-                     f" {gib(r['peak_rss_bytes'])} | {why(r)} |")
-    text = paired_note(t, device) if note else f"× {baseline_of(t)}, paired: as above."
+        cells = [label(r, files), n, median_cell(r), f"{r['gb_per_s']:.2f}"]
+        cells += list(speedup_cells(r)) if paired_columns else []
+        if device:
+            cells.append("" if pd.isna(r["of_device"]) else f"{r['of_device']:.0%}")
+        cells += ["" if pd.isna(r["peak_rss_bytes"]) else gib(r["peak_rss_bytes"]), why(r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    if not note:
+        text = f"× {baseline_of(t)}, paired: as above." if paired_columns else "Columns as above."
+    else:
+        text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
     return text + "\n\n" + "\n".join(lines)
 
 
@@ -401,9 +426,10 @@ def excluded_md(r: Results) -> str:
         return "Every run was ok."
     lines = ["| strategy | cache | status | runs | reason |", "|---|---|---|---|---|"]
     for _, x in r.excluded.iterrows():
-        lines.append(f"| {x['strategy_spec']} | {x['cache']} | {x['status']} | {x['count']} | "
+        lines.append(f"| {spec_label(x)} | {x['cache']} | {x['status']} | {x['count']} | "
                      f"{'; '.join(x['errors'])[:300]} |")
-    return ("Runs left out of every statistic (not ok):\n\n" + "\n".join(lines))
+    return ("Runs left out of every statistic (not ok, or ok with a checksum not verified):\n\n"
+            + "\n".join(lines))
 
 
 def build(folder: str) -> dict:
@@ -429,14 +455,17 @@ def build(folder: str) -> dict:
     title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
     question = r.env.get("experiment_file", {}).get("question", "")
     ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
+    no_rounds = paired.no_rounds(r)
     sections = [f"# {title}", question,
                 f"{len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok, "
                 f"{len(r.runs) - len(r.ok)} left out (below). Figures are medians of the ok runs "
-                "with 95% bootstrap intervals; the speed-ups are paired, round by round, "
-                "against a baseline (below each table's heading).",
+                "with their exact 95% intervals (none for fewer than 6 runs)"
+                + ("." if no_rounds else "; the speed-ups are paired, round by round, against "
+                   "a baseline (below each table's heading)."),
                 "## The machine", machine_md(r.env)]
     for cache in ("cold", "warm") if len(table) else ():
-        md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections))
+        md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections),
+                      no_rounds=no_rounds)
         if md:
             sections += [f"## {cache.capitalize()} start", md]
     ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
@@ -448,6 +477,8 @@ def build(folder: str) -> dict:
     if gpu.shown(r):
         sections += [f"## {gpu.TITLE}", gpu.section_md(r)]
     sections += [f"## {noise.TITLE}", noise.section_md(r)]
+    if carryover.shown(r):
+        sections += [f"## {carryover.TITLE}", carryover.section_md(r)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
     md_parts = sections + [f"![{caption}](figures/{name}.png)\n\n*{caption}*"
                            for name, caption in figs.items]

@@ -1,21 +1,21 @@
-"""Aggregates of the runs that count, per strategy, options, cache state and file: median, min,
-max, IQR, a 95% bootstrap interval of the median, GB/s, peak RSS, and the speed-up over the
-condition's baseline: paired, from the rounds both ran in (analysis/paired.py: the baseline's
-time over the strategy's, the Hodges–Lehmann estimate with its signed-rank 95% interval), and
-with ceiling reads the strategy's fraction of the device's speed.
+"""Aggregates of the runs that count, per group of comparable runs (strategy, options, role,
+cache state, file, workers, memory limit): median, min, max, IQR, the exact distribution-free 95%
+interval of the median (order statistics; none with fewer than 6 runs), GB/s, peak RSS, and the
+speed-up over the condition's baseline: paired, from the rounds both ran in
+(analysis/paired.py: the baseline's time over the strategy's, the Hodges–Lehmann estimate with
+its signed-rank 95% interval), and with ceiling reads the strategy's fraction of the device's
+speed.
 """
 
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pandas as pd
+from scipy.stats import binom
 
 from analysis import paired
 from analysis.results import GROUP, Results
 
-BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 # What summarize takes from paired.paired_table, as its own column names.
@@ -32,33 +32,46 @@ def load_or_process(group, column):
     load = "load_" + column
     if load in group and group[load].notna().all():
         return group[load]
-    return group[column]
+    return group.get(column)
 
 
-def bootstrap_medians(values: np.ndarray, rng: np.random.Generator,
-                      resamples: int = BOOTSTRAP_RESAMPLES) -> np.ndarray:
-    """Medians of `resamples` resamples (with replacement) of `values`."""
-    picks = rng.integers(0, len(values), size=(resamples, len(values)))
-    return np.median(values[picks], axis=1)
+def median_rank(n: int) -> int:
+    """k for the interval [x_(k), x_(n-k+1)] of the sorted x: the largest k such that it holds
+    the median of any continuous distribution with probability 1 - 2 P(B <= k - 1) >=
+    CONFIDENCE, B ~ Binomial(n, 1/2) the count of runs below the median; 0 when no k does."""
+    k = np.arange(1, n // 2 + 1)
+    reach = k[1 - 2 * binom.cdf(k - 1, n, 0.5) >= CONFIDENCE]
+    return int(reach.max()) if reach.size else 0
 
 
-def interval(samples: np.ndarray) -> tuple[float, float]:
-    tail = (1 - CONFIDENCE) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return float(low), float(high)
+def median_of(values: pd.Series | None) -> float:
+    """The median over the runs that recorded the figure; NaN when none did (or no column):
+    a missing figure stays missing, never 0."""
+    values = pd.to_numeric(values, errors="coerce").dropna() if values is not None else ()
+    return float(values.median()) if len(values) else float("nan")
 
 
-def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
+def median_interval(values) -> tuple[float, float]:
+    """The exact distribution-free 95% interval of the median (the sign test's, from order
+    statistics: unlike a bootstrap's, it reaches its coverage with few runs); NaN, NaN with
+    fewer than 6 values, where none exists: with 5, even [min, max] holds the median with
+    probability 1 - 2 / 2^5 = 0.9375 only."""
+    x = np.sort(np.asarray(values, dtype=float))
+    k = median_rank(len(x))
+    if k == 0:
+        return float("nan"), float("nan")
+    return float(x[k - 1]), float(x[len(x) - k])
+
+
+def summarize(results: Results) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP), sorted by cache state then median time.
-    The intervals are seeded: the same results give the same table. The speed-up columns are
-    NaN where the group shares no round with its condition's baseline; the baseline's own row
-    is 1 with `is_baseline` set."""
+    The interval columns are NaN for groups of fewer than 6 runs. The speed-up columns are NaN
+    where the group shares no round with its condition's baseline; the baseline's own row is 1
+    with `is_baseline` set where its condition ran in rounds."""
     rows = []
     for key, group in results.ok.groupby(GROUP, sort=False):
         wall = group["wall_s"].to_numpy(dtype=float)
-        # One stream per group, so that two groups' resamples are independent draws.
-        rng = np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-        ci_low, ci_high = interval(bootstrap_medians(wall, rng))
+        ci_low, ci_high = median_interval(wall)
         median = float(np.median(wall))
         q1, q3 = np.percentile(wall, [25, 75])
         file_bytes = float(group["file_bytes"].iloc[0])
@@ -74,13 +87,13 @@ def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
             "ci_low_s": ci_low,
             "ci_high_s": ci_high,
             "gb_per_s": file_bytes / median / 1e9,
-            "peak_rss_bytes": float(group["peak_rss_bytes"].median()),
+            "peak_rss_bytes": median_of(group.get("peak_rss_bytes")),
             # The load's own faults (the timed region); folders from before they were recorded
             # have only the whole worker process's.
-            "major_faults": float(load_or_process(group, "major_faults").median()),
-            "minor_faults": float(load_or_process(group, "minor_faults").median()),
-            "read_bytes": float(group["read_bytes"].median()) if "read_bytes" in group else
-            float("nan"),
+            "major_faults": median_of(load_or_process(group, "major_faults")),
+            "minor_faults": median_of(load_or_process(group, "minor_faults")),
+            "read_bytes": median_of(group.get("read_bytes")),
+            "in_rounds": bool(paired.in_rounds(group, results.env).any()),
         })
     table = pd.DataFrame(rows)
     if table.empty:
@@ -96,7 +109,9 @@ def summarize(results: Results, seed: int = 0) -> pd.DataFrame:
             for _, r in table.iterrows()]
     table["is_baseline"] = table["strategy_spec"] == pd.Series(base, index=table.index)
     table["baseline"] = base
-    table.loc[table["is_baseline"], ["speedup", "speedup_ci_low", "speedup_ci_high"]] = 1.0
+    # The baseline is 1 only where it ran in rounds: in grouped order nothing was paired.
+    table.loc[table["is_baseline"] & table.pop("in_rounds"),
+              ["speedup", "speedup_ci_low", "speedup_ci_high"]] = 1.0
     device = paired.device_fraction(results)
     if device.empty:
         table = table.assign(**{c: np.nan for c in DEVICE})

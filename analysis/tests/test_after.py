@@ -81,6 +81,8 @@ def test_old_rounds_pair_but_too_few_for_an_interval(built):
     row = next(line for line in cold.splitlines() if line.startswith("| mmap:consume=forward "))
     # fread 12.02, 13.01 s; mmap 1.17, 1.22 s: the estimate is the mean of the two log ratios.
     assert "| 3 (2 paired) |" in row and "| 10.47 (–) | too few rounds |" in row
+    # 3 runs: the median, and no interval of it.
+    assert "| 1.170 (–) |" in row
     # The other file has no fread: its one strategy is its own baseline, so the header names
     # none.
     assert "× baseline, paired (95% CI)" in cold
@@ -123,8 +125,8 @@ def write_runs(folder, records):
 def record(i, spec, wall, **fields):
     return {"run_id": f"r{i}", "strategy": spec.split(":")[0], "strategy_spec": spec,
             "file": LE, "file_bytes": 2 << 30, "cache": "cold", "status": "ok", "error": None,
-            "wall_s": wall, "peak_rss_bytes": 2 << 30, "major_faults": 0, "minor_faults": 1500,
-            "timeline": None, **fields}
+            "checksum_ok": True, "wall_s": wall, "peak_rss_bytes": 2 << 30, "major_faults": 0,
+            "minor_faults": 1500, "timeline": None, **fields}
 
 
 def test_the_default_use_written_out_shows_no_section(tmp_path):
@@ -147,7 +149,8 @@ def test_missing_fields_are_null_and_a_missing_use_is_the_defaults(tmp_path):
                memory={"rss_anon_bytes": 2 << 30}, consume_s=0.5),
         # use null, as a record of a run that failed before it resolved its options writes it.
         record(3, "mmap", 2.0, use=None),
-        {**record(4, "mmap", None, use=None), "status": "failed", "error": "boom"},
+        {**record(4, "mmap", None, use=None), "status": "failed", "error": "boom",
+         "checksum_ok": None},
     ])
     r = results.load(str(folder))
     assert after.shown(r)

@@ -1,12 +1,18 @@
 """compare flags a planted 2x difference and leaves a 1.01x one alone, matches runs across
-machines by file name, and names how the machines differ."""
+machines by file name, and names how the machines differ; its interval is the exact
+Mann–Whitney (Hodges–Lehmann) one: the null distribution counted, literal intervals, the test
+it inverts, and its coverage."""
 
+import itertools
 import json
+import math
 import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
+from scipy.stats import mannwhitneyu
 
 from analysis import compare
 
@@ -21,8 +27,8 @@ def write(folder, walls_by_spec, kernel, path_prefix):
             rows.append({"run_id": f"{spec}-{i}", "strategy": spec.split(":")[0],
                          "strategy_spec": spec, "file": f"{path_prefix}/llama-4GiB.wlf",
                          "file_bytes": 4 << 30, "cache": "cold", "status": "ok", "error": None,
-                         "wall_s": float(w), "peak_rss_bytes": 1, "major_faults": 0,
-                         "minor_faults": 0, "timeline": None})
+                         "checksum_ok": True, "wall_s": float(w), "peak_rss_bytes": 1,
+                         "major_faults": 0, "minor_faults": 0, "timeline": None})
     with open(os.path.join(folder, "runs.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
     with open(os.path.join(folder, "env.json"), "w") as f:
@@ -60,6 +66,66 @@ def test_the_command_writes_both_files_into_out(tmp_path):
     # 3 runs a side: the exact test cannot reach p < 0.05, and the table says so.
     assert data["rows"][0]["min_p_possible"] == 0.1
     assert "too few runs (3 and 3) for p < 0.05" in p.stdout
+    # Nor a 95% interval: the ratio is the estimate alone, and the interval is null.
+    assert data["rows"][0]["ci_low"] is None and data["rows"][0]["ci_high"] is None
+    assert "| 2.00 (too few runs for a 95% interval) |" in p.stdout
     bad = subprocess.run([sys.executable, "-m", "analysis.compare", str(tmp_path / "none"),
                           str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True)
     assert bad.returncode == 2 and "runs.jsonl: no such file" in bad.stderr
+
+
+def test_the_null_distribution_of_u_is_the_count_of_orderings():
+    for m, n in itertools.product(range(1, 6), range(1, 6)):
+        counts = np.zeros(m * n + 1)
+        for xs in itertools.combinations(range(m + n), m):  # the ranks of x among all runs
+            ys = [v for v in range(m + n) if v not in xs]
+            counts[sum(y < x for x in xs for y in ys)] += 1
+        want = np.cumsum(counts) / math.comb(m + n, m)
+        assert np.allclose(compare.mann_whitney_cdf(m, n), want, rtol=0, atol=1e-15), (m, n)
+    # Beyond floats' exact integers: still a distribution, symmetric.
+    cdf = compare.mann_whitney_cdf(40, 40)
+    assert cdf[-1] == 1.0 and cdf[799] == pytest.approx(1 - cdf[800], abs=1e-15)
+
+
+def test_literal_intervals_and_too_few_runs():
+    x, y = [1.0, 2.0, 3.0, 4.0], [11.0, 12.0, 13.0, 14.0]
+    # 4 a side: P(U = 0) = 1/70 <= 2.5% < P(U <= 1) = 2/70, so k = 1: [min, max] of y - x.
+    assert compare.shift_interval(x, y) == (10.0, 7.0, 13.0)
+    estimate, low, high = compare.shift_interval([1.0, 2.0, 3.0], [5.0, 6.0, 7.0])
+    assert estimate == 4.0 and math.isnan(low) and math.isnan(high)  # 1/20 > 2.5%
+    # 8 a side: P(U <= 13) = 0.0249 <= 2.5% < P(U <= 14): k = 14, [D_(14), D_(51)].
+    cdf = compare.mann_whitney_cdf(8, 8)
+    assert cdf[13] <= 0.025 < cdf[14]
+    x8, y8 = np.arange(8.0), np.arange(8.0) * 1.5 + 20
+    d = np.sort(np.subtract.outer(y8, x8).ravel())
+    assert compare.shift_interval(x8, y8) == (float(np.median(d)), d[13], d[50])
+
+
+def test_the_interval_is_the_inverted_mann_whitney_test():
+    """A shift s is inside the interval exactly when scipy's exact two-sided Mann–Whitney test
+    of (y - s) against x does not reject at the interval's achieved level."""
+    rng = np.random.default_rng(3)
+    for m, n in ((4, 4), (5, 7), (9, 6)):
+        x, y = rng.normal(0, 1, m), rng.normal(0.5, 1, n)
+        _, low, high = compare.shift_interval(x, y)
+        cdf = compare.mann_whitney_cdf(m, n)
+        level = 2 * cdf[np.flatnonzero(cdf <= 0.025)[-1]]
+        d = np.sort(np.subtract.outer(y, x).ravel())
+        for s in (d[:-1] + d[1:]) / 2:
+            p = mannwhitneyu(x, y - s, method="exact").pvalue
+            assert (p > level + 1e-12) == (low < s < high), (m, n, s)
+
+
+def test_the_interval_reaches_its_coverage_on_skewed_times():
+    """3,000 seeded pairs of samples of log-normal times, B 1.3x as slow: the interval of the
+    ratio holds 1.3 in at least 95% of them, and at the exact level within sampling error."""
+    rng = np.random.default_rng(8)
+    m, n = 6, 8
+    cdf = compare.mann_whitney_cdf(m, n)
+    exact = 1 - 2 * cdf[np.flatnonzero(cdf <= 0.025)[-1]]
+    held = []
+    for _ in range(3000):
+        x, y = rng.lognormal(0, 0.5, m), 1.3 * rng.lognormal(0, 0.5, n)
+        _, low, high = compare.shift_interval(np.log(x), np.log(y))
+        held.append(low <= math.log(1.3) <= high)
+    assert np.mean(held) >= 0.95 and abs(np.mean(held) - exact) < 0.012

@@ -15,7 +15,7 @@ import pytest
 from conftest import DEVICE_GB_PER_S, FILE_BYTES, write_rounds
 from scipy import stats as sp
 
-from analysis import paired, results, stats
+from analysis import paired, report, results, stats
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "paired_stats.json")
 
@@ -157,13 +157,18 @@ def test_simulated_rounds_a_a_is_rarely_significant_and_2x_nearly_always():
     assert detected >= 0.99
 
 
+def bootstrap_medians(values, rng, resamples=2000):
+    picks = rng.integers(0, len(values), size=(resamples, len(values)))
+    return np.median(values[picks], axis=1)
+
+
 def old_rate(rng, base, other):
     """The comparison this replaced: medians pooled over rounds, each side resampled on its
     own, the ratio's 95% bootstrap interval leaving out 1."""
     hits = 0
     for b, o in zip(base, other):
-        boot = stats.bootstrap_medians(o, rng) / stats.bootstrap_medians(b, rng)
-        low, high = stats.interval(boot)
+        low, high = np.percentile(bootstrap_medians(o, rng) / bootstrap_medians(b, rng),
+                                  [2.5, 97.5])
         hits += low > 1 or high < 1
     return hits / len(base)
 
@@ -215,8 +220,9 @@ def test_pairs_are_rounds_with_both_ok_and_the_slowest_worker_counts(tmp_path):
             for proc, wall in enumerate(workers):
                 rows.append({"run_id": f"{rep}-{spec}-{proc}", "strategy": spec,
                              "strategy_spec": spec, "file": "/f", "file_bytes": 10**9,
-                             "cache": "cold", "rep": rep, "procs": 2, "proc": proc,
-                             "status": "ok" if wall else "failed", "wall_s": wall,
+                             "cache": "cold", "rep": rep, "position": int(spec == "mmap"),
+                             "procs": 2, "proc": proc, "status": "ok" if wall else "failed",
+                             "checksum_ok": True if wall else None, "wall_s": wall,
                              "peak_rss_bytes": 1, "major_faults": 0, "minor_faults": 0})
     (folder / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
     r = results.load(str(folder))
@@ -336,3 +342,41 @@ def test_old_results_without_rep_or_ceiling_still_load(tmp_path):
     assert paired.paired_table(r).empty and paired.drift(r).empty
     assert paired.outliers(r).empty and paired.ceiling_table(r).empty
     assert isinstance(stats.summarize(r), pd.DataFrame)
+
+
+def strip_positions(folder, env_order=None):
+    """The folder's records without `position`, as grouped order writes them."""
+    lines = (folder / "runs.jsonl").read_text().splitlines()
+    records = [{k: v for k, v in json.loads(x).items() if k != "position"} for x in lines]
+    (folder / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in records))
+    if env_order:
+        env = json.loads((folder / "env.json").read_text())
+        env["rounds"]["order"] = env_order
+        (folder / "env.json").write_text(json.dumps(env))
+
+
+def test_runs_without_position_are_never_paired(tmp_path):
+    """The same rounds as above, once with positions (paired: odirect 2x fread exactly) and once
+    without (grouped order): no pair, no round factor, no fraction of the device, no speed-up
+    (the baseline's 1 included), and the report's table says why in one sentence instead."""
+    write_rounds(tmp_path / "rounds", rounds=8, sigma=0.0, caches=("cold",))
+    r = results.load(str(tmp_path / "rounds"))
+    assert len(paired.paired_table(r)) == 2 and paired.no_rounds(r) == ""
+    write_rounds(tmp_path / "grouped", rounds=8, sigma=0.0, caches=("cold",))
+    strip_positions(tmp_path / "grouped", "grouped")
+    g = results.load(str(tmp_path / "grouped"))
+    assert paired.run_values(g).empty and paired.paired_table(g).empty
+    assert paired.round_factors(g).empty and paired.device_fraction(g).empty
+    table = stats.summarize(g)
+    assert table["speedup"].isna().all() and table["of_device"].isna().all()
+    assert list(table["n"]) == [8, 8, 8]  # every run still counts in its group
+    sentence = ("The order was grouped (every run of a strategy back to back, not in rounds), "
+                "so no round-by-round comparison exists and no speed-up is given.")
+    assert paired.no_rounds(g) == sentence
+    md = report.table_md(table, "cold", 1, no_rounds=sentence)
+    assert md.startswith(sentence) and "paired" not in md and "(baseline)" not in md
+    assert "| odirect | 8 | 5.000 (5.000–5.000) | 0.80 | 3.73 GiB |" in md
+    report.build(str(tmp_path / "grouped"))
+    built = (tmp_path / "grouped" / "report.md").read_text()
+    assert built.count(sentence) == 2  # the cold table, and the noise section's rounds
+    assert "× fread" not in built

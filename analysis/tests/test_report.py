@@ -59,6 +59,7 @@ def test_summary_json_has_every_group(built):
     assert mmap["n"] == 3 and mmap["median_s"] == 3.0
     # No round holds both fread and mmap (reps 0-2 and 4-6): no paired speed-up, as null.
     assert mmap["speedup"] is None and mmap["baseline"] == "fread"
+    assert mmap["ci_low_s"] is None and mmap["role"] == ""  # 3 runs: no interval
     fread = next(g for g in groups if (g["strategy_spec"], g["cache"]) == ("fread", "cold"))
     assert fread["speedup"] == 1.0 and fread["is_baseline"] is True
 
@@ -85,8 +86,8 @@ def test_the_reference_table_is_set_beside_the_published_one(tmp_path):
     for i, (spec, wall) in enumerate([("fread", 100.0), ("mmap", 5.0), ("mmap_seq", 4.0)]):
         rows.append({"run_id": f"r{i}", "strategy": spec, "strategy_spec": spec, "file": "/f",
                      "file_bytes": 14 * 10**9, "cache": "cold", "status": "ok", "error": None,
-                     "wall_s": wall, "peak_rss_bytes": 14 * 10**9, "major_faults": 0,
-                     "minor_faults": 10, "timeline": None})
+                     "checksum_ok": True, "wall_s": wall, "peak_rss_bytes": 14 * 10**9,
+                     "major_faults": 0, "minor_faults": 10, "timeline": None})
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     report.build(str(folder))
     assert "published" not in (folder / "report.md").read_text()  # only for reference-table
@@ -117,7 +118,8 @@ def test_sweeps_and_sizes_get_their_figures(tmp_path):
                              "params": {"qd": qd, "chunk": 1048576, "direct": "off"},
                              "file": f"/d/llama-{size_gib}GiB.wlf",
                              "file_bytes": size_gib << 30, "cache": "cold", "status": "ok",
-                             "error": None, "wall_s": size_gib * (1 + 1 / qd) + rep * 0.01,
+                             "error": None, "checksum_ok": True,
+                             "wall_s": size_gib * (1 + 1 / qd) + rep * 0.01,
                              "peak_rss_bytes": 1, "major_faults": 0, "minor_faults": 0,
                              "timeline": None})
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -1,0 +1,182 @@
+"""Carry-over: does a run's time depend on what ran before it? A load can leave the machine
+other than it found it (pages cached or evicted, memory to reclaim, a device still writing
+back), and the next run pays or profits. Each record names its predecessor in `after` (the
+strategy spec of the run the same command made just before it, "ceiling" after a ceiling
+read; absent for a command's first run, here "none").
+
+Per group of comparable ok runs (GROUP) and predecessor: n, the median wall time and its ratio
+to the group's median; per group with two predecessors or more of 3 runs or more each, the
+Kruskal–Wallis test across those predecessors (distribution-free: the times are skewed) and the
+largest ratio among them; and, pooled over every group, the ceiling's effect on the run that
+follows it: the median of each run's time over its group's median, after a ceiling read against
+after anything else. Several results folders of one experiment are pooled (the A/A calibration
+runs 40 of them); the report shows the same for its one folder when the records carry `after`.
+
+    /usr/bin/python3 -m analysis.carryover FOLDER...
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kruskal
+
+from analysis.noise import condition
+from analysis.results import CEILING, GROUP, Results, ResultsError, load, spec_label
+
+TITLE = "Carry-over"
+ALPHA = 0.05
+MIN_RUNS = 3  # a predecessor's runs to enter the test
+NONE = "none"  # the predecessor of a command's first run
+
+
+def shown(results: Results) -> bool:
+    """Whether a report needs the section: some ok run's record carries `after`."""
+    return "after" in results.ok and bool(results.ok["after"].notna().any())
+
+
+def pooled(results: list[Results]) -> pd.DataFrame:
+    """The ok runs of every folder: GROUP, `after` (NONE where absent), wall_s, and `relative`,
+    its wall_s over its group's median over all folders."""
+    ok = pd.concat([r.ok for r in results], ignore_index=True)
+    wall = pd.to_numeric(ok["wall_s"], errors="coerce")
+    after = ok["after"] if "after" in ok else pd.Series(None, index=ok.index, dtype=object)
+    frame = ok[GROUP].assign(after=after.fillna(NONE), wall_s=wall)[wall > 0]
+    median = frame.groupby(GROUP)["wall_s"].transform("median")
+    return frame.assign(relative=frame["wall_s"] / median).reset_index(drop=True)
+
+
+def predecessors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per GROUP and predecessor: n, median_s, and ratio, median_s over the group's median."""
+    columns = GROUP + ["after", "n", "median_s", "ratio"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    group_median = frame.groupby(GROUP)["wall_s"].median().rename("group_median_s")
+    table = (frame.groupby(GROUP + ["after"])["wall_s"].agg(n="size", median_s="median")
+             .reset_index().join(group_median, on=GROUP))
+    return table.assign(ratio=table["median_s"] / table["group_median_s"])[columns]
+
+
+def verdict(tested: int, p: float) -> str:
+    if tested < 2:
+        return f"too few runs to test (2 predecessors with {MIN_RUNS} runs each needed)"
+    # NaN p (every time equal) compares false: nothing depends on anything.
+    return "depends on what ran before (p < 0.05)" if p < ALPHA else "no dependence shown"
+
+
+def tests(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per GROUP: how many predecessors it had and how many were tested (MIN_RUNS runs or
+    more), the Kruskal–Wallis p across the tested ones, the largest ratio of a tested
+    predecessor's median to the group's median and which one it is, and the verdict."""
+    columns = GROUP + ["predecessors", "tested", "p", "max_ratio", "slowest_after", "verdict"]
+    rows = []
+    for key, group in frame.groupby(GROUP, sort=False):
+        samples = {after: g["wall_s"].to_numpy() for after, g in group.groupby("after")
+                   if len(g) >= MIN_RUNS}
+        p, max_ratio, slowest = math.nan, math.nan, None
+        if len(samples) >= 2:
+            try:
+                p = float(kruskal(*samples.values()).pvalue)
+            except ValueError:  # every time equal: no ranks to compare
+                pass
+            medians = {after: float(np.median(s)) for after, s in samples.items()}
+            slowest = max(medians, key=medians.get)
+            max_ratio = medians[slowest] / float(group["wall_s"].median())
+        rows.append({**dict(zip(GROUP, key)), "predecessors": group["after"].nunique(),
+                     "tested": len(samples), "p": p, "max_ratio": max_ratio,
+                     "slowest_after": slowest, "verdict": verdict(len(samples), p)})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def ceiling_effect(frame: pd.DataFrame) -> dict:
+    """Pooled over every group: the median of the runs' relative times right after a ceiling
+    read, and after any other run (a command's first runs, after nothing, are in neither),
+    with their counts and ratio (NaN where a side has no run)."""
+    after_ceiling = frame.loc[frame["after"] == CEILING, "relative"]
+    others = frame.loc[~frame["after"].isin([CEILING, NONE]), "relative"]
+    a = float(after_ceiling.median()) if len(after_ceiling) else math.nan
+    b = float(others.median()) if len(others) else math.nan
+    return {"after_ceiling_n": len(after_ceiling), "after_ceiling": a,
+            "others_n": len(others), "others": b, "ratio": a / b}
+
+
+def ceiling_line(effect: dict) -> str:
+    if not effect["after_ceiling_n"] or not effect["others_n"]:
+        return ("The ceiling's effect on the run that follows it: not measurable "
+                f"({effect['after_ceiling_n']} runs right after a ceiling read, "
+                f"{effect['others_n']} after another run).")
+    return (f"The ceiling's effect on the run that follows it: {effect['ratio']:.3f}× (runs "
+            "right after a ceiling read against runs after another run, each run's time over "
+            f"its group's median, pooled: median {effect['after_ceiling']:.3f} over "
+            f"{effect['after_ceiling_n']} runs against {effect['others']:.3f} over "
+            f"{effect['others_n']}).")
+
+
+def group_name(t: pd.Series, files: int) -> str:
+    return f"{spec_label(t)}, {condition(t, files)}"
+
+
+def result_text(t: pd.Series) -> str:
+    """A group's test in words (a row of `tests`)."""
+    if t["tested"] < 2:
+        return f"{t['verdict']}."
+    p = "p n/a (every time equal)" if math.isnan(t["p"]) else f"p {t['p']:.2g}"
+    return (f"Kruskal–Wallis {p} over {t['tested']} predecessors: {t['verdict']}; the "
+            f"slowest after {t['slowest_after']}, {t['max_ratio']:.3f}× the group's median.")
+
+
+def section_md(results: Results) -> str:
+    """The report's section for one folder."""
+    frame = pooled([results])
+    files = max(frame["file"].nunique(), 1)
+    lines = ["| strategy | condition | after | n | median s | × the group's median |",
+             "|---|---|---|---|---|---|"]
+    for _, t in predecessors(frame).iterrows():
+        lines.append(f"| {spec_label(t)} | {condition(t, files)} | {t['after']} | {t['n']} | "
+                     f"{t['median_s']:.3f} | {t['ratio']:.3f} |")
+    verdicts = [f"- {group_name(t, files)}: {result_text(t)}" for _, t in tests(frame).iterrows()]
+    return ("Does a run's time depend on what ran before it (`after`: the run the same command "
+            "made just before; none: a command's first run)? Per group and predecessor, the "
+            f"median of the ok runs; the Kruskal–Wallis test across the predecessors with "
+            f"{MIN_RUNS} runs or more (p < {ALPHA}: it depends).\n\n" + "\n".join(lines)
+            + "\n\n" + "\n".join(verdicts) + "\n\n" + ceiling_line(ceiling_effect(frame)))
+
+
+def text(frame: pd.DataFrame) -> str:
+    """The console's table: per group its predecessors, then its test and verdict."""
+    files = max(frame["file"].nunique(), 1)
+    table = predecessors(frame)
+    out = []
+    for _, t in tests(frame).iterrows():
+        rows = table[(table[GROUP] == t[GROUP]).all(axis=1)]
+        out.append(group_name(t, files))
+        out.append(f"  {'after':<28} {'n':>5} {'median s':>10} {'× median':>9}")
+        out += [f"  {r['after']:<28} {r['n']:>5} {r['median_s']:>10.3f} {r['ratio']:>9.3f}"
+                for _, r in rows.iterrows()]
+        out += ["  " + result_text(t), ""]
+    return "\n".join(out + [ceiling_line(ceiling_effect(frame))]) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="analysis.carryover", description=__doc__.splitlines()[0])
+    p.add_argument("folders", nargs="+", help="results folders, pooled (one experiment's)")
+    args = p.parse_args(argv)
+    try:
+        loaded = [load(folder) for folder in args.folders]
+    except ResultsError as e:
+        print(f"carryover: {e}", file=sys.stderr)
+        return 2
+    if not any(shown(r) for r in loaded):
+        print("no ok run records `after` (results from before it was recorded): nothing to "
+              "test")
+        return 1
+    print(text(pooled(loaded)), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
