@@ -15,6 +15,7 @@
 #include "loaders/loader.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
+#include "tests/support/machine.h"
 
 namespace loadbench {
 namespace {
@@ -263,7 +264,7 @@ TEST_F(CliTest, CacheWarmThenDropReachesEachStateAndSaysSo) {
   auto j = nlohmann::json::parse(warm.out);
   EXPECT_GE(j["resident"].get<double>(), 0.99);
   EXPECT_TRUE(j["state_reached"].get<bool>());
-  if (::geteuid() != 0) GTEST_SKIP() << "a verified drop of any file needs root";
+  if (const std::string why = test::CannotDropCachesReason(); !why.empty()) GTEST_SKIP() << why;
   const ProcessResult drop = RunLoadbench({"cache", "drop", valid_, "--json"});
   ASSERT_EQ(drop.exit_code, 0) << Describe(drop);
   j = nlohmann::json::parse(drop.out);

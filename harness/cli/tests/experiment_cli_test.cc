@@ -142,6 +142,45 @@ TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
   EXPECT_EQ(test::ReadRuns(out_).size(), 9u);
 }
 
+// Resuming knows a run by its cache state too: with both, an interrupted round's warm runs are
+// not taken for its cold ones (nor the other way round). Cold runs on a file that cannot be
+// made cold are recorded invalid; they are recorded all the same, once each.
+TEST_F(ExperimentCliTest, ResumingWithBothCacheStatesRecordsEachRunOnce) {
+  std::string text = kSmall;
+  text.replace(text.find("reps = 3"), 8, "reps = 2");
+  text.replace(text.find("cache = \"warm\""), 14, "cache = \"both\"");
+  const std::string pread = "[[strategy]]\nname = \"pread\"\n";
+  text.erase(text.find(pread), pread.size());
+  const std::string toml = Write("both.toml", text);
+  bool sent = false;
+  const ProcessResult first = RunLoadbench(Args(toml), [&](const std::string& err, pid_t pid) {
+    if (!sent && Contains(err, "[3/8]")) {
+      sent = true;
+      ::kill(pid, SIGINT);
+    }
+  });
+  ASSERT_TRUE(sent) << Describe(first);
+  ASSERT_EQ(first.exit_code, 130) << Describe(first);
+  const size_t kept = test::ReadRuns(out_).size();
+  ASSERT_GE(kept, 3u);
+  ASSERT_LT(kept, 8u);
+  const ProcessResult second = RunLoadbench(Args(toml));
+  EXPECT_TRUE(second.exit_code == 0 || second.exit_code == 1) << Describe(second);
+  const auto seen = Recorded();
+  EXPECT_EQ(seen.size(), 8u);
+  for (const auto& [key, n] : seen) {
+    EXPECT_EQ(n, 1) << std::get<0>(key) << " " << std::get<1>(key) << " rep "
+                    << std::get<2>(key) << " recorded " << n << "x";
+  }
+  for (const char* cache : {"cold", "warm"}) {
+    for (int rep : {0, 1}) {
+      for (const char* spec : {"fread", "mmap"}) {
+        EXPECT_EQ(seen.count({spec, cache, rep}), 1u) << spec << " " << cache << " rep " << rep;
+      }
+    }
+  }
+}
+
 TEST_F(ExperimentCliTest, AResultsFolderOfAnotherExperimentIsRefused) {
   ASSERT_EQ(RunLoadbench(Args(Write("small.toml", kSmall), {"--reps", "1"})).exit_code, 0);
   std::string other = kSmall;

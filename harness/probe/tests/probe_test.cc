@@ -128,6 +128,16 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   ASSERT_TRUE(env.contains("probe"));
   const Json& probe = env["probe"];
   EXPECT_EQ(probe["kind"], "full");
+  // What any Linux machine can measure (no root, no GPU, no THP, no O_DIRECT needed) is a
+  // figure, never null.
+  for (const char* key : {"sequential_write", "warm_read", "memcpy", "anon_4k_fault",
+                          "file_minor_fault"}) {
+    const Json& m = probe["ceilings"][key];
+    const char* figure = std::string(key).find("fault") != std::string::npos ? "us_per_fault"
+                                                                             : "gb_per_s";
+    ASSERT_TRUE(m[figure].is_number()) << key << ": " << m.dump();
+    EXPECT_GT(m[figure].get<double>(), 0) << key << ": " << m.dump();
+  }
   EXPECT_EQ(probe["scratch"]["bytes"], 4u << 20);
   EXPECT_EQ(probe["boot_id"], BootId());
   ExpectEveryCeiling(probe);

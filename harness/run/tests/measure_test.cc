@@ -76,6 +76,34 @@ TEST(CountersTest, PageFaultsCountTheTouchedPagesOrSayWhyNot) {
   }
 }
 
+// Software events need no hardware: on Linux they count, unless the kernel's policy keeps this
+// process out of perf_event_open altogether (then the test says so and skips).
+TEST(CountersTest, SoftwareEventsCountOnLinux) {
+  CounterSet set;
+  ASSERT_TRUE(set.Open({"perf::PAGE-FAULTS", "perf::TASK-CLOCK"}).ok());
+  const nlohmann::ordered_json unavailable = set.Unavailable();
+  for (const char* name : {"perf::PAGE-FAULTS", "perf::TASK-CLOCK"}) {
+    const std::string reason = unavailable.value(name, "");
+    if (reason.find("not permitted") != std::string::npos ||
+        reason.find("Function not implemented") != std::string::npos) {
+      GTEST_SKIP() << name << ": " << reason;
+    }
+  }
+  set.Enable();
+  const size_t len = 8u << 20;
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  ::madvise(p, len, MADV_NOHUGEPAGE);
+  for (size_t i = 0; i < len; i += 4096) static_cast<volatile char*>(p)[i] = 1;
+  set.Disable();
+  ::munmap(p, len);
+  const auto values = set.Read();
+  ASSERT_FALSE(values["perf::PAGE-FAULTS"].is_null()) << set.Unavailable().dump();
+  ASSERT_FALSE(values["perf::TASK-CLOCK"].is_null()) << set.Unavailable().dump();
+  EXPECT_GE(values["perf::PAGE-FAULTS"].get<uint64_t>(), 2048u);  // one per 4 KiB page
+  EXPECT_GT(values["perf::TASK-CLOCK"].get<uint64_t>(), 0u);
+}
+
 TEST(CountersTest, CountsOnlyWhileEnabled) {
   CounterSet set;
   ASSERT_TRUE(set.Open({"perf::PAGE-FAULTS"}).ok());
