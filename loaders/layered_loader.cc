@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 
 #include <fmt/format.h>
@@ -71,6 +72,7 @@ class LayeredLoader final : public Loader {
         if (t.size > 0) views[k] = TensorBytes(m.data() + (t.offset - start), t.size);
       }
       Status s = use(g, views);
+      const auto release = std::chrono::steady_clock::now();
       // Private pages (a transform in place) are freed here, not at some later reclaim.
       ::madvise(m.mutable_data(), len, MADV_DONTNEED);
       m.reset();
@@ -78,6 +80,8 @@ class LayeredLoader final : public Loader {
         ::posix_fadvise(fd.get(), static_cast<off_t>(start), static_cast<off_t>(len),
                         POSIX_FADV_DONTNEED);
       }
+      released_s_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - release).count();
       LB_RETURN_IF_ERROR(s);
       ++layers_;
       largest_ = std::max(largest_, len);
@@ -88,6 +92,7 @@ class LayeredLoader final : public Loader {
   nlohmann::json Details() const override {
     return {{"groups_mapped", layers_}, {"largest_group_bytes", largest_}};
   }
+  double released_s() const override { return released_s_; }
 
  private:
   std::string advice_;
@@ -95,6 +100,7 @@ class LayeredLoader final : public Loader {
   bool drop_;
   uint64_t layers_ = 0;
   uint64_t largest_ = 0;
+  double released_s_ = 0;
 };
 
 }  // namespace

@@ -113,6 +113,12 @@ class Loader {
   // whether it succeeded or not; empty by default.
   virtual nlohmann::json Details() const { return nlohmann::json::object(); }
 
+  // A streaming strategy (kStreams): the seconds LoadGroups spent releasing groups it was done
+  // with (layered: each layer's MADV_DONTNEED and unmap). Every other strategy releases its
+  // memory after the timed region; the pipeline keeps this out of the load's time likewise and
+  // counts it as the run's teardown.
+  virtual double released_s() const { return 0; }
+
  protected:
   bool writable_ = false;
 };
@@ -141,10 +147,11 @@ struct StrategyInfo {
   // Empty when the strategy can run here, else the reason it cannot. May probe the kernel.
   std::function<std::string()> unsupported_reason = [] { return std::string(); };
   // Removes what runs of this strategy leave outside their process for `path` (shm: the named
-  // segment), or nullptr when they leave nothing. The runner calls it before every cold run, so
-  // that cold means nothing of the file is in memory anywhere, and once after the last run,
-  // also when runs failed or were interrupted, and at the next command's start for a command
-  // that was killed before it could. What it removed it names in *removed.
+  // segment), or nullptr when they leave nothing. The runner calls it after every run of the
+  // strategy, so that no other run is measured beside what it left, and before every cold run,
+  // so that cold means nothing of the file is in memory anywhere; once after the last run, also
+  // when runs failed or were interrupted, and at the next command's start for a command that
+  // was killed before it could. What it removed it names in *removed.
   std::function<Status(const std::string& path, std::vector<std::string>* removed)> cleanup =
       nullptr;
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The A/A calibration: runs experiments/aa.toml N times, each into its own folder under OUT
-# with its own seed for the shuffled order (so that no order effect repeats in every one; an
+# with its own seed for the balanced order (so that no order effect repeats in every one; an
 # interrupted folder resumes when run again with the same OUT), then prints the
 # false-positive rate of the paired comparison over them (analysis/aa.py).
 #   scripts/aa.sh N OUT [DATA]

@@ -38,7 +38,7 @@ struct RepsFlags {
 struct RunFlags {
   std::string file, strategies = "fread,mmap,mmap_seq", cache = "both";
   RepsFlags reps;
-  std::string order = "interleaved", baseline, out, experiment = "run";
+  std::string order = "balanced", baseline, out, experiment = "run";
   uint64_t seed = 0;
   bool ceiling = false, resume = false, no_wait = false;
   double timeout_s = 0, sample_ms = 10;

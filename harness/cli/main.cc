@@ -140,11 +140,12 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
       ->capture_default_str();
   AddReps(cmd, &f->reps, "Rounds: in each, every strategy runs once per cache state (default 5)");
   cmd->add_option("--order", f->order,
-                  "Order of the strategies within each round: interleaved (rotated by one each "
-                  "round) or shuffled (seeded by --seed)")
-      ->check(CLI::IsMember({"interleaved", "shuffled"}))
+                  "Order of the strategies within each round: balanced (a Williams design, "
+                  "seeded by --seed: each follows every other equally often), interleaved "
+                  "(rotated by one each round) or shuffled (seeded by --seed)")
+      ->check(CLI::IsMember({"balanced", "interleaved", "shuffled"}))
       ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the shuffled order")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the balanced or shuffled order")->capture_default_str();
   cmd->add_flag("--ceiling", f->ceiling,
                 "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
                 "io_uring at depth 32, the device's speed at that moment");
@@ -184,8 +185,8 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
                 "write nothing");
   cmd->add_flag("--quiet", f->quiet, "No progress line and no per-run lines");
   cmd->add_option("--seed", f->seed,
-                  "Seed of the shuffled order, instead of the file's (each repetition of an A/A "
-                  "calibration draws its own orders)");
+                  "Seed of the balanced or shuffled order, instead of the file's (each "
+                  "repetition of an A/A calibration draws its own orders)");
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
   AddNoWait(cmd, &f->no_wait);

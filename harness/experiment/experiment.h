@@ -12,7 +12,8 @@
 //                                  # when there is one, else the first point)
 //   ceiling = true                 # a device read in every round of a cold condition
 //   cache = ["cold"]               # "cold", "warm", or a list of them (default both)
-//   order = "interleaved"          # "shuffled" (seeded by `seed`) or "grouped"
+//   order = "balanced"             # "interleaved", "shuffled" or "grouped"; the first two
+//   seed = 0                       #   draw from `seed`
 //   timeout_s = 600                # per run, 0 = none (default 0)
 //   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
@@ -37,8 +38,10 @@
 //
 // Rounds (harness/run/rounds.h): each repetition runs every file, cache state, procs count and
 // memory limit once, and in each of those conditions every strategy point (and the ceiling)
-// back to back: rotated by one per round (interleaved) or in a seeded shuffle (shuffled), so
-// that drift on a shared machine hits all alike. Grouped order: all repetitions of one
+// back to back, so that drift on a shared machine hits all alike: by default in the rows of a
+// Williams design (balanced: each follows every other equally often, so what a run leaves
+// behind does not always land on the same successor), or rotated by one per round
+// (interleaved), or in a seeded shuffle (shuffled). Grouped order: all repetitions of one
 // combination back to back (no rounds; not with reps = "auto").
 #pragma once
 
@@ -87,8 +90,8 @@ struct Experiment {
   std::string baseline;       // a strategy point's spec text
   bool ceiling = false;
   std::vector<std::string> caches = {"cold", "warm"};
-  RoundOrder order = RoundOrder::kInterleaved;
-  uint64_t seed = 0;          // of the shuffled order
+  RoundOrder order = RoundOrder::kBalanced;
+  uint64_t seed = 0;          // of the balanced or shuffled order
   double timeout_s = 0;
   std::vector<int> procs = {1};
   std::vector<uint64_t> memory_limits = {0};

@@ -107,8 +107,9 @@ void PrintSettings(const Experiment& e) {
   for (int p : e.procs) procs.push_back(std::to_string(p));
   fmt::print("cache: {}; reps: {}; procs: {}; memory limit: {}; order: {}; timeout: {}\n",
              Joined(e.caches), RepsText(e), Joined(procs), Joined(limits),
-             e.order == RoundOrder::kShuffled ? fmt::format("shuffled (seed {})", e.seed)
-                                              : RoundOrderName(e.order),
+             e.order == RoundOrder::kShuffled || e.order == RoundOrder::kBalanced
+                 ? fmt::format("{} (seed {})", RoundOrderName(e.order), e.seed)
+                 : RoundOrderName(e.order),
              e.timeout_s > 0 ? DurationText(e.timeout_s) : "none");
   fmt::print("baseline: {} (paired ratios in every round are against it); ceiling: {}\n",
              e.baseline, e.ceiling ? "a device read in every round of a cold condition" : "no");

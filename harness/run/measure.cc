@@ -44,6 +44,7 @@ RunRecord BaseRecord(const RunSession& rs, const PreparedFile& file, const RunPo
   r.cache = p.cache;
   r.rep = p.rep;
   if (p.position >= 0) r.position = p.position;
+  if (!rs.previous.empty()) r.after = rs.previous;
   if (p.procs > 1) r.procs = p.procs;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   r.started_at = NowUtcMs();
@@ -79,6 +80,8 @@ Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     }
     rs.records.push_back(std::move(r));
   }
+  // An unsupported run did nothing to the machine: the next run's predecessor is the one before.
+  if (rs.records.back().status != "unsupported") rs.previous = p.spec.text;
   return Status::Ok();
 }
 
@@ -200,6 +203,7 @@ void Identify(const RunRecord& base, RunRecord* r) {
   r->cache = base.cache;
   r->rep = base.rep;
   r->position = base.position;
+  r->after = base.after;
   r->procs = base.procs;
   r->memory_limit_bytes = base.memory_limit_bytes;
   r->started_at = base.started_at;
@@ -208,14 +212,27 @@ void Identify(const RunRecord& base, RunRecord* r) {
 // A record whose figures came from a cache state the run did not promise counts for nothing.
 void CheckStartState(const RunPoint& p, double frac, RunRecord* r) {
   if (r->status != "ok") return;
-  if (p.cache == "cold" && frac > kColdMaxResident) {
+  if (std::string why = StartStateProblem(p.cache, frac); !why.empty()) {
     r->status = "invalid";
-    r->error = fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)", frac * 100,
-                           kColdMaxResident * 100);
-  } else if (p.cache == "warm" && frac < kWarmMinResident) {
+    r->error = std::move(why);
+  }
+}
+
+// Whether a strategy with these options reads through the page cache (odirect, gds and
+// io_uring with direct=on do not).
+bool ReadsThroughPageCache(const StrategyInfo& info, const nlohmann::ordered_json& params) {
+  if ((info.flags & kDirectIO) == 0) return true;
+  const auto direct = params.find("direct");
+  return direct != params.end() && direct->is_string() && *direct != "on";
+}
+
+// A warm run that went to storage for more than a trace of the file measured another state.
+void CheckWarmReads(const StrategyInfo& info, const RunPoint& p, RunRecord* r) {
+  if (r->status != "ok" || p.cache != "warm" || !r->read_bytes) return;
+  if (!ReadsThroughPageCache(info, r->params)) return;
+  if (std::string why = WarmReadProblem(*r->read_bytes, r->file_bytes); !why.empty()) {
     r->status = "invalid";
-    r->error = fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)", frac * 100,
-                           kWarmMinResident * 100);
+    r->error = std::move(why);
   }
 }
 
@@ -318,6 +335,16 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   return WriteTimelines(rs, outcomes, *batch);
 }
 
+// What a run left outside its processes (shm: a segment holding the whole file, which nothing
+// can reclaim) goes before the next run, whatever that is, so that no run is measured beside it.
+void RemoveWhatTheRunLeft(const StrategyInfo& info, const PreparedFile& file) {
+  if (info.cleanup == nullptr) return;
+  std::vector<std::string> removed;
+  if (Status c = info.cleanup(file.path, &removed); !c.ok()) {
+    fmt::print(stderr, "loadbench: cleaning up after {}: {}\n", info.name, c.message());
+  }
+}
+
 }  // namespace
 
 Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
@@ -344,8 +371,11 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     }
   }
   if (res.unsupported.empty() && prep.ok()) {
-    LB_RETURN_IF_ERROR(RunWorkers(rs, file, p, st, &batch, interrupted));
+    const Status ran = RunWorkers(rs, file, p, st, &batch, interrupted);
+    RemoveWhatTheRunLeft(*res.info, file);
+    LB_RETURN_IF_ERROR(ran);
     if (*interrupted) return Status::Ok();  // no record: the run did not finish
+    for (RunRecord& r : batch) CheckWarmReads(*res.info, p, &r);
   }
   return Record(rs, file, p, batch);
 }

@@ -26,7 +26,7 @@ class Progress {
 };
 
 // The time left. A run whose combination (all but the repetition) has been measured in this
-// session is expected to take what it took (interleaved order measures every combination in the
+// session is expected to take what it took (an order in rounds measures every combination in the
 // first repetition); another, its estimate scaled by how the measured runs compared with
 // theirs; without estimates, the mean time of a run so far.
 class Eta {

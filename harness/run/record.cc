@@ -49,6 +49,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("cache", r.cache, Key::kAlways);
   v("rep", r.rep, Key::kAlways);
   v("position", r.position, Key::kWhenSet);
+  v("after", r.after, Key::kWhenSet);
   v("procs", r.procs, Key::kWhenSet);
   v("proc", r.proc, Key::kWhenSet);
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
@@ -73,6 +74,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("bind_s", r.bind_s, Key::kAlways);
   v("consume_s", r.consume_s, Key::kAlways);
   v("verify_s", r.verify_s, Key::kAlways);
+  v("teardown_s", r.teardown_s, Key::kAlways);
   v("process_s", r.process_s, Key::kAlways);
   v("user_s", r.user_s, Key::kAlways);
   v("sys_s", r.sys_s, Key::kAlways);

@@ -47,6 +47,7 @@ struct RunRecord {
   std::string cache;  // "cold" or "warm"
   int rep = 0;
   std::optional<int> position;               // in its round; absent in grouped order
+  std::optional<std::string> after;          // the spec of the run made just before
   std::optional<int> procs;                  // only when more than one worker loads at once
   std::optional<int> proc;                   // which of those workers
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
@@ -64,7 +65,7 @@ struct RunRecord {
 
   // Times, in seconds from the start of the timed region (docs/design.md).
   std::optional<double> wall_s, ready_s, first_use_s, open_s;
-  std::optional<double> transform_s, bind_s, consume_s, verify_s;
+  std::optional<double> transform_s, bind_s, consume_s, verify_s, teardown_s;
   std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
   std::optional<double> load_user_s, load_sys_s;    // the timed region only (worker)
 

@@ -20,11 +20,54 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A generator of its own for (seed, stream): one round's draws do not depend on how many were
+// drawn before it.
+std::mt19937_64 Stream(uint64_t seed, uint32_t stream, uint32_t index) {
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), stream,
+                    index};
+  return std::mt19937_64(seq);
+}
+
+void Shuffle(std::vector<size_t>* v, std::mt19937_64& rng) {
+  for (size_t i = v->size(); i > 1; --i) {
+    std::swap((*v)[i - 1], (*v)[std::uniform_int_distribution<size_t>(0, i - 1)(rng)]);
+  }
+}
+
+// Row `row` of the Williams design for n members: row 0 is 0, 1, n-1, 2, n-2, ..., row i adds
+// i to each (mod n); for odd n, rows n..2n-1 are rows 0..n-1 reversed.
+std::vector<size_t> WilliamsRow(size_t n, size_t row) {
+  std::vector<size_t> out(n);
+  for (size_t j = 0; j < n; ++j) {
+    const size_t first = j == 0 ? 0 : (j % 2 == 1 ? (j + 1) / 2 : n - j / 2);
+    out[j] = (first + row) % n;
+  }
+  if (row >= n) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::vector<size_t> BalancedOrder(size_t n, int round, uint64_t seed) {
+  const size_t rows = n % 2 == 0 ? n : 2 * n;
+  const size_t cycle = static_cast<size_t>(round) / rows;
+  std::vector<size_t> row_order(rows), labels(n);
+  std::iota(row_order.begin(), row_order.end(), size_t{0});
+  std::iota(labels.begin(), labels.end(), size_t{0});
+  std::mt19937_64 cycle_rng = Stream(seed, 1, static_cast<uint32_t>(cycle));
+  Shuffle(&row_order, cycle_rng);
+  std::mt19937_64 label_rng = Stream(seed, 2, 0);
+  Shuffle(&labels, label_rng);
+  std::vector<size_t> out = WilliamsRow(n, row_order[static_cast<size_t>(round) % rows]);
+  for (size_t& m : out) m = labels[m];
+  return out;
+}
+
 
 }  // namespace
 
 Status ParseRoundOrder(const std::string& text, RoundOrder* out) {
-  if (text == "interleaved") {
+  if (text == "balanced") {
+    *out = RoundOrder::kBalanced;
+  } else if (text == "interleaved") {
     *out = RoundOrder::kInterleaved;
   } else if (text == "shuffled") {
     *out = RoundOrder::kShuffled;
@@ -32,13 +75,14 @@ Status ParseRoundOrder(const std::string& text, RoundOrder* out) {
     *out = RoundOrder::kGrouped;
   } else {
     return Status::BadInput(
-        fmt::format("order '{}' is not interleaved, shuffled or grouped", text));
+        fmt::format("order '{}' is not balanced, interleaved, shuffled or grouped", text));
   }
   return Status::Ok();
 }
 
 const char* RoundOrderName(RoundOrder order) {
   switch (order) {
+    case RoundOrder::kBalanced: return "balanced";
     case RoundOrder::kInterleaved: return "interleaved";
     case RoundOrder::kShuffled: return "shuffled";
     case RoundOrder::kGrouped: return "grouped";
@@ -50,15 +94,14 @@ std::vector<size_t> MembersInOrder(size_t n, int round, RoundOrder order, uint64
   std::vector<size_t> out(n);
   std::iota(out.begin(), out.end(), size_t{0});
   if (n == 0) return out;
+  if (order == RoundOrder::kBalanced) return BalancedOrder(n, round, seed);
   if (order == RoundOrder::kShuffled) {
     // A stream of its own per round: round r's order does not depend on how many were drawn
     // before it.
     std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
                       static_cast<uint32_t>(round)};
     std::mt19937_64 rng(seq);
-    for (size_t i = n - 1; i > 0; --i) {
-      std::swap(out[i], out[std::uniform_int_distribution<size_t>(0, i)(rng)]);
-    }
+    Shuffle(&out, rng);
   } else if (order == RoundOrder::kInterleaved) {
     std::rotate(out.begin(), out.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(round) % n),
                 out.end());

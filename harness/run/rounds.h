@@ -18,7 +18,8 @@
 namespace loadbench {
 
 enum class RoundOrder {
-  kInterleaved,  // rotated by one each round
+  kBalanced,     // a Williams design: each member follows every other equally often
+  kInterleaved,  // rotated by one each round: each member nearly always follows the same one
   kShuffled,     // a seeded shuffle each round
   kGrouped,      // no rounds: every repetition of one point back to back
 };
@@ -28,6 +29,14 @@ const char* RoundOrderName(RoundOrder order);
 
 // The order of `n` members in round `round`: a permutation of 0..n-1, the same for the same
 // arguments (a resumed experiment plans what the first session planned).
+//
+// Balanced: the rows of a Williams design (n rows for even n, 2n for odd n), in which every
+// member sits at every position equally often and follows every other member equally often, so
+// that what a run leaves behind (freed memory that costs a host fault again on first touch, a
+// drained disk burst) lands on each successor alike over a cycle of rows. Each cycle of rows is
+// used in its own seeded order, and the members are relabelled by a seeded permutation, so that
+// two seeds give two different designs. Balance holds for whole cycles; a partial last cycle is
+// nearly balanced.
 std::vector<size_t> MembersInOrder(size_t n, int round, RoundOrder order, uint64_t seed);
 
 // `--reps auto`: rounds are added until the 95% interval of every paired ratio against the

@@ -86,6 +86,7 @@ struct RunSession {
   bool clear_line = false;  // erase a progress line on the terminal before each
   JsonlWriter* out = nullptr;
   std::vector<RunRecord> records;  // appended by this session
+  std::string previous;            // the spec of the session's last run that ran
   int seq = 0;
 };
 

@@ -151,7 +151,7 @@ void LoadUsage(const rusage& start, const rusage& end, RunRecord* r) {
 // What the pipeline timed and counted, relative to the start of the timed region.
 void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
   r->ready_s = Seconds(t0, p.ready());
-  r->wall_s = Seconds(t0, p.done());
+  r->wall_s = Seconds(t0, p.done()) - p.kept_out_s();
   if (p.first_use()) r->first_use_s = Seconds(t0, *p.first_use());
   r->transform_s = p.transform_s();
   r->bind_s = p.bind_s();
@@ -230,6 +230,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   std::vector<std::string> scaled;
   r.counters = setup.counters.Read(&scaled);
   r.counters_scaled = scaled;
+  r.teardown_s = pipeline.Release();
   return r;
 }
 

@@ -40,6 +40,8 @@ Rounds RoundsOf(const std::vector<Json>& records) {
   Rounds out;
   for (const Json& r : records) {
     if (!IsOk(r) || r.value("strategy", "") == kCeiling || WallOf(r) <= 0) continue;
+    // Runs made outside rounds (grouped order) share no round with anything: never paired.
+    if (!r.contains("position")) continue;
     double& t = out[ConditionOf(r)][r.value("strategy_spec", "")][r.value("rep", 0)];
     t = std::max(t, WallOf(r));
   }

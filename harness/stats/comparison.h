@@ -24,7 +24,7 @@ bool IsOk(const nlohmann::ordered_json& record);
 double WallOf(const nlohmann::ordered_json& record);  // 0 when there is none
 
 // Per condition, per strategy spec, per round: the run's time (its slowest worker's), from the
-// ok records (ceiling reads aside).
+// ok records made in rounds (those with a position; ceiling reads aside).
 using Rounds = std::map<Condition, std::map<std::string, std::map<int, double>>>;
 Rounds RoundsOf(const std::vector<nlohmann::ordered_json>& records);
 

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/units.h"
+
 #include "harness/system/cache_internal.h"
 #include "loaders/base/file_io.h"
 
@@ -263,6 +265,26 @@ uint64_t ReadBackOwnCode() {
     }
   }
   return bytes;
+}
+
+std::string WarmReadProblem(uint64_t read_bytes, uint64_t file_bytes) {
+  const double frac = file_bytes > 0 ? static_cast<double>(read_bytes) / file_bytes : 0;
+  if (frac <= kWarmMaxStorageRead) return "";
+  return fmt::format("warm run read {} ({:.1f}% of the file) from storage (limit {:.0f}%): the "
+                     "page cache lost the file during the run",
+                     FormatBytes(read_bytes), frac * 100, kWarmMaxStorageRead * 100);
+}
+
+std::string StartStateProblem(const std::string& cache, double resident_fraction) {
+  if (cache == "cold" && resident_fraction > kColdMaxResident) {
+    return fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
+                       resident_fraction * 100, kColdMaxResident * 100);
+  }
+  if (cache == "warm" && resident_fraction < kWarmMinResident) {
+    return fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",
+                       resident_fraction * 100, kWarmMinResident * 100);
+  }
+  return "";
 }
 
 }  // namespace loadbench

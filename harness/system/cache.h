@@ -13,6 +13,17 @@ namespace loadbench {
 // resident, a warm one at least 99%.
 inline constexpr double kColdMaxResident = 0.01;
 inline constexpr double kWarmMinResident = 0.99;
+// A warm run of a strategy that reads through the page cache may read at most this fraction of
+// the file from storage: more, and the cache lost the file during the run (memory pressure, a
+// run beside it), so the run measured a partly cold load.
+inline constexpr double kWarmMaxStorageRead = 0.01;
+
+// Why a run that starts `resident_fraction` of its file in the page cache cannot count as a
+// `cache` ("cold" or "warm") run: "cold run started 2.0% resident (limit 1%)"; empty when it can.
+std::string StartStateProblem(const std::string& cache, double resident_fraction);
+// Why a warm run of a strategy that reads through the page cache, which read `read_bytes` of its
+// `file_bytes` from storage, cannot count as warm; empty when it can.
+std::string WarmReadProblem(uint64_t read_bytes, uint64_t file_bytes);
 
 struct Residency {
   uint64_t resident_pages = 0;

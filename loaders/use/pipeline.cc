@@ -78,10 +78,10 @@ Status UsePipeline::Run() {
 // The strategy does it all: into the GPU, then the checksum kernel there. Ready is when the
 // last copy finished; done is when the device's checksum is back.
 Status UsePipeline::RunDevice() {
-  std::unique_ptr<Loader> loader = info_.make(params_);
+  loader_ = info_.make(params_);
   DeviceLoad d;
-  Status s = loader->LoadToDevice(path_, table_, &d);
-  details_ = loader->Details();
+  Status s = loader_->LoadToDevice(path_, table_, &d);
+  details_ = loader_->Details();
   LB_RETURN_IF_ERROR(s);
   ready_ = d.on_device;
   done_ = d.verified;
@@ -216,8 +216,8 @@ Status UsePipeline::RunWhole() {
 }
 
 Status UsePipeline::RunStreaming() {
-  std::unique_ptr<Loader> loader = info_.make(params_);
-  if (use_.transform != "none" && use_.place == "inplace") loader->RequestWritable();
+  loader_ = info_.make(params_);
+  if (use_.transform != "none" && use_.place == "inplace") loader_->RequestWritable();
   std::unique_ptr<Consumer> c =
       MakeConsumer(use_.consume, table_.tensors.size(), use_.unaligned == "copy");
   bool first = true;
@@ -252,11 +252,14 @@ Status UsePipeline::RunStreaming() {
     }
     return Status::Ok();
   };
-  Status s = loader->LoadGroups(path_, table_, LayerGroups(table_), use);
-  details_ = loader->Details();
+  Status s = loader_->LoadGroups(path_, table_, LayerGroups(table_), use);
+  details_ = loader_->Details();
   LB_RETURN_IF_ERROR(s);
   if (first) ready_ = Clock::now();
   done_ = Clock::now();
+  // The layers' checks and releases happened on the way; other strategies do both afterwards.
+  kept_out_s_ = loader_->released_s() +
+                (use_.transform == "none" && use_.consume != "checksum" ? verify_s : 0);
   results_.push_back(c->Result());
   stats_ = c->stats();
   if (use_.transform != "none") transform_s_ = transform_s;
@@ -288,6 +291,14 @@ void UsePipeline::Verify(std::vector<uint64_t>* checksums, std::string* how) {
     for (const Instance& inst : instances_) checksums->push_back(ChecksumTensors(inst.tensors));
     verify_s_ = Since(t);
   }
+}
+
+double UsePipeline::Release() {
+  const auto t = Clock::now();
+  const double in_load = loader_ ? loader_->released_s() : 0;
+  instances_.clear();
+  loader_.reset();
+  return Since(t) + in_load;
 }
 
 size_t UsePipeline::loads() const {

@@ -42,6 +42,11 @@ class UsePipeline {
   // again here, outside the timed region, from the bound tensors while they are still held).
   void Verify(std::vector<uint64_t>* checksums, std::string* how);
 
+  // After Verify: releases everything the load holds (mappings, buffers, device memory) and
+  // returns the run's teardown in seconds: this release, plus what a streaming strategy spent
+  // releasing its layers during the load (kept out of the load's time).
+  double Release();
+
   // Timings, from Run.
   Clock::time_point ready() const { return ready_; }   // every instance's views exist (a
                                                        // streaming strategy: the first layer's)
@@ -51,6 +56,10 @@ class UsePipeline {
   std::optional<double> bind_s() const { return bind_s_; }
   double consume_s() const { return consume_s_; }
   std::optional<double> verify_s() const { return verify_s_; }
+  // Time between the start and done() that is not the load's: a streaming strategy's per-layer
+  // verification and release, which every other strategy does after the timed region. The
+  // load's time is done() - start - kept_out_s().
+  double kept_out_s() const { return kept_out_s_; }
 
   uint64_t consume_result() const { return results_.empty() ? 0 : results_.front(); }
   const ConsumeStats& stats() const { return stats_; }
@@ -90,6 +99,7 @@ class UsePipeline {
 
   SharedRegistry<Model> registry_;
   std::vector<Instance> instances_;
+  std::unique_ptr<Loader> loader_;  // a streaming or device strategy's, held until Release
   std::vector<uint64_t> source_checksums_;  // from the transform or per-layer hashing
   std::vector<uint64_t> results_;           // one consumer result per instance
   std::optional<DeviceLoad> device_;        // kDevice: what the strategy put on the GPU
@@ -100,6 +110,7 @@ class UsePipeline {
   std::optional<Clock::time_point> first_use_;
   std::optional<double> transform_s_, bind_s_, verify_s_;
   double consume_s_ = 0;
+  double kept_out_s_ = 0;
   ConsumeStats stats_;
   uint64_t transformed_bytes_ = 0;
 };

@@ -19,6 +19,7 @@
 
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
+#include "tests/support/machine.h"
 
 namespace loadbench {
 namespace {
@@ -68,7 +69,7 @@ label = ["a", "b"]
 )";
 
 TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) {
-  if (::geteuid() != 0) GTEST_SKIP() << "not root: cold runs need drop_caches";
+  if (const std::string why = test::CannotDropCachesReason(); !why.empty()) GTEST_SKIP() << why;
   struct statfs fs_info {};
   ASSERT_EQ(::statfs(dir_.path().c_str(), &fs_info), 0);
   if (fs_info.f_type == TMPFS_MAGIC) GTEST_SKIP() << "tmpfs: no cold runs, no O_DIRECT";

@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace loadbench {
@@ -22,7 +23,7 @@ using Json = nlohmann::ordered_json;
 Json Record(const std::string& spec, int rep, double wall_s, const std::string& cache = "cold") {
   return {{"run_id", spec + "-" + std::to_string(rep)}, {"strategy", spec},
           {"strategy_spec", spec}, {"file", "/data/f.wlf"}, {"cache", cache}, {"rep", rep},
-          {"status", "ok"}, {"wall_s", wall_s}};
+          {"position", 0}, {"status", "ok"}, {"wall_s", wall_s}};
 }
 
 Json Ceiling(int rep, double gb_per_s) {
@@ -67,6 +68,104 @@ TEST(RoundsOrder, InterleavedRotatesShuffledIsASeededPermutationGroupedKeepsOrde
             MembersInOrder(6, 3, RoundOrder::kShuffled, 2));
   EXPECT_EQ(MembersInOrder(3, 5, RoundOrder::kGrouped, 0), (std::vector<size_t>{0, 1, 2}));
   EXPECT_TRUE(MembersInOrder(0, 1, RoundOrder::kShuffled, 0).empty());
+}
+
+// Over a whole cycle of rows (n for even n, 2n for odd n) every member sits at every position
+// equally often and directly follows every other member equally often (once for even n, twice
+// for odd n); the design is the same for the same seed and another for another seed.
+TEST(RoundsOrder, BalancedIsAWilliamsDesignOverEachCycle) {
+  for (size_t n = 2; n <= 7; ++n) {
+    const int rows = static_cast<int>(n % 2 == 0 ? n : 2 * n);
+    for (int cycle = 0; cycle < 2; ++cycle) {
+      std::vector<std::vector<int>> at(n, std::vector<int>(n, 0)), follows = at;
+      for (int r = cycle * rows; r < (cycle + 1) * rows; ++r) {
+        const std::vector<size_t> order = MembersInOrder(n, r, RoundOrder::kBalanced, 9);
+        EXPECT_EQ(order, MembersInOrder(n, r, RoundOrder::kBalanced, 9));
+        ASSERT_EQ(std::set<size_t>(order.begin(), order.end()).size(), n);
+        for (size_t k = 0; k < n; ++k) ++at[order[k]][k];
+        for (size_t k = 1; k < n; ++k) ++follows[order[k - 1]][order[k]];
+      }
+      const int each = n % 2 == 0 ? 1 : 2;
+      for (size_t a = 0; a < n; ++a) {
+        for (size_t b = 0; b < n; ++b) {
+          EXPECT_EQ(at[a][b], each) << "n " << n << ": member " << a << " at position " << b;
+          if (a != b) {
+            EXPECT_EQ(follows[a][b], each) << "n " << n << ": " << b << " after " << a;
+          }
+        }
+      }
+    }
+  }
+  std::set<std::vector<size_t>> designs;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    std::vector<size_t> first_rows;
+    for (int r = 0; r < 4; ++r) {
+      for (size_t m : MembersInOrder(4, r, RoundOrder::kBalanced, seed)) first_rows.push_back(m);
+    }
+    designs.insert(first_rows);
+  }
+  EXPECT_GT(designs.size(), 4u);
+}
+
+// Runs pair only with the baseline's run of the same round *and* the same condition: the same
+// rep in another cache state, file, procs count or memory limit is another comparison.
+TEST(RoundsCompare, PairsOnlyWithinTheSameCondition) {
+  std::vector<Json> records;
+  for (int rep = 0; rep < 6; ++rep) {
+    records.push_back(Record("fread", rep, 4.0, "cold"));
+    records.push_back(Record("mmap_seq", rep, 2.0, "cold"));
+    records.push_back(Record("fread", rep, 1.0, "warm"));
+    records.push_back(Record("mmap_seq", rep, 3.0, "warm"));
+    Json other_file = Record("fread", rep, 8.0, "cold");
+    other_file["file"] = "/data/g.wlf";
+    records.push_back(other_file);
+    other_file["strategy"] = other_file["strategy_spec"] = "mmap_seq";
+    other_file["wall_s"] = 1.0;
+    records.push_back(other_file);
+    Json two = Record("fread", rep, 5.0, "cold");
+    two["procs"] = 2;
+    records.push_back(two);
+    two["strategy"] = two["strategy_spec"] = "mmap_seq";
+    two["wall_s"] = 10.0;
+    records.push_back(two);
+    Json limited = Record("fread", rep, 2.0, "cold");
+    limited["memory_limit_bytes"] = 1 << 30;
+    records.push_back(limited);
+    limited["strategy"] = limited["strategy_spec"] = "mmap_seq";
+    limited["wall_s"] = 0.5;
+    records.push_back(limited);
+  }
+  const RoundsVerdict v = CompareWithBaseline(records, "fread", 0.1);
+  std::vector<std::tuple<std::string, std::string, int, uint64_t, double>> got;
+  for (const Comparison& c : v.comparisons) {
+    EXPECT_EQ(c.n, 6) << c.cache << " " << c.file;
+    got.emplace_back(c.file, c.cache, c.procs, c.memory_limit_bytes, c.ratio);
+  }
+  std::sort(got.begin(), got.end());
+  const std::vector<std::tuple<std::string, std::string, int, uint64_t, double>> want = {
+      {"/data/f.wlf", "cold", 1, 0, 0.5},          {"/data/f.wlf", "cold", 1, 1 << 30, 0.25},
+      {"/data/f.wlf", "cold", 2, 0, 2.0},          {"/data/f.wlf", "warm", 1, 0, 3.0},
+      {"/data/g.wlf", "cold", 1, 0, 0.125}};
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(std::get<1>(got[i]), std::get<1>(want[i]));
+    EXPECT_NEAR(std::get<4>(got[i]), std::get<4>(want[i]), 1e-9)
+        << std::get<0>(want[i]) << " " << std::get<1>(want[i]) << " x" << std::get<2>(want[i]);
+  }
+}
+
+// Runs made in grouped order (no position) shared no round: they are never paired.
+TEST(RoundsCompare, GroupedRunsAreNeverPaired) {
+  std::vector<Json> records;
+  for (int rep = 0; rep < 8; ++rep) {
+    for (const char* spec : {"fread", "mmap_seq"}) {
+      Json r = Record(spec, rep, spec == std::string("fread") ? 4.0 : 2.0);
+      r.erase("position");
+      records.push_back(r);
+    }
+  }
+  EXPECT_TRUE(CompareWithBaseline(records, "fread", 0.1).comparisons.empty());
+  EXPECT_EQ(NoiseSummary(records, "fread").find("paired"), std::string::npos);
 }
 
 TEST(RoundsCompare, PairsWithinRoundsAndLeavesCeilingsAndFailuresOut) {

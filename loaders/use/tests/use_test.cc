@@ -142,6 +142,43 @@ TEST_F(UseTest, InstancesShareOneMappingThroughTheRegistry) {
   EXPECT_GE(Mem(off, "rss_file_bytes"), Mem(on, "rss_file_bytes") + bytes * 9 / 10);
 }
 
+// The check and the release are outside wall_s for every strategy, layered's per-layer ones
+// included: each is timed as its own phase.
+TEST_F(UseTest, VerificationAndTeardownAreTimedPhasesOutsideTheLoad) {
+  const std::string file = Generate("m.wlf");
+  auto runs = Run(file, "layered:consume=forward,mmap:consume=forward,fread");
+  for (const auto& [spec, r] : runs) {
+    ASSERT_EQ(r["status"], "ok") << r.dump();
+    EXPECT_GT(r["teardown_s"].get<double>(), 0) << spec;
+    EXPECT_GE(r["wall_s"].get<double>(), r["consume_s"].get<double>()) << spec;
+    // The worker's life holds the load, the check and the teardown, one after another.
+    const double verify = r["verify_s"].is_null() ? 0 : r["verify_s"].get<double>();
+    EXPECT_GT(r["process_s"].get<double>(),
+              r["wall_s"].get<double>() + verify + r["teardown_s"].get<double>())
+        << spec;
+  }
+  // The checksum consumer is the check itself; the forward consumer needs one of its own.
+  EXPECT_EQ(runs["fread"]["verify"], "consumer");
+  EXPECT_TRUE(runs["fread"]["verify_s"].is_null());
+  EXPECT_EQ(runs["layered:consume=forward"]["verify"], "per-layer");
+  EXPECT_EQ(runs["mmap:consume=forward"]["verify"], "after");
+  for (const char* spec : {"layered:consume=forward", "mmap:consume=forward"}) {
+    EXPECT_GT(runs[spec]["verify_s"].get<double>(), 0) << spec;
+  }
+}
+
+// mmap_prefetch's figures are read when the load is complete, not when Load returned: at 1 MB/s
+// its thread is still walking the file then, and has been for as long as the consumer ran.
+TEST_F(UseTest, PrefetchDetailsAreTakenWhenTheLoadIsComplete) {
+  const std::string file = Generate("m.wlf");
+  auto runs = Run(file, "mmap_prefetch:rate=1");
+  const auto& r = runs["mmap_prefetch:rate=1"];
+  ASSERT_EQ(r["status"], "ok") << r.dump();
+  EXPECT_EQ(r["details"]["prefetch_finished"], false) << r.dump();
+  EXPECT_GE(r["details"]["prefetch_s"].get<double>(), r["consume_s"].get<double>()) << r.dump();
+  EXPECT_GE(r["details"]["prefetch_pages_touched"].get<uint64_t>(), 1u) << r.dump();
+}
+
 TEST_F(UseTest, LayeredHoldsOneLayerAtATime) {
   const std::string file = Generate("m.wlf");
   auto runs = Run(file, "layered:consume=forward,mmap:consume=forward");
