@@ -42,7 +42,7 @@ def shown(results: Results) -> bool:
 def pooled(results: list[Results]) -> pd.DataFrame:
     """The ok runs of every folder: GROUP, `after` (NONE where absent), wall_s, and `relative`,
     its wall_s over its group's median over all folders."""
-    ok = pd.concat([r.ok for r in results], ignore_index=True)
+    ok = pd.concat([r.ok.infer_objects() for r in results], ignore_index=True)
     wall = pd.to_numeric(ok["wall_s"], errors="coerce")
     after = ok["after"] if "after" in ok else pd.Series(None, index=ok.index, dtype=object)
     frame = ok[GROUP].assign(after=after.fillna(NONE), wall_s=wall)[wall > 0]

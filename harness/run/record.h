@@ -91,6 +91,7 @@ struct RunRecord {
   // Ceiling records only.
   std::optional<uint64_t> ceiling_bytes;
   std::optional<double> gb_per_s;
+  std::optional<double> settle_s;  // the buffered read after it
 
   // Sent by the worker, never written: CLOCK_MONOTONIC at the start of the timed region, where
   // the runner's timeline of the run starts.
