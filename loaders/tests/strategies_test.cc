@@ -43,7 +43,19 @@ Status LoadWith(const std::string& strategy_text, const std::string& path, Loade
   return test::LoadWith(strategy_text, path, &out->loader, &out->views);
 }
 
-class StrategyTest : public ::testing::TestWithParam<std::string> {};
+class StrategyTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // A strategy this machine cannot run (io_uring disabled, a kernel without an madvise it
+  // needs) is skipped with its reason, never failed.
+  void SetUp() override {
+    const std::string name = GetParam().substr(0, GetParam().find(':'));
+    const StrategyInfo* info = FindStrategy(name);
+    ASSERT_NE(info, nullptr) << name;
+    if (const std::string why = info->unsupported_reason(); !why.empty()) {
+      GTEST_SKIP() << name << ": " << why;
+    }
+  }
+};
 
 TEST_P(StrategyTest, LoadsOddTensorsExactly) {
   test::TempDir dir;

@@ -82,13 +82,25 @@ TEST_F(ExperimentTest, GridsExpandToEveryCombination) {
   for (const auto& r : e.runs) EXPECT_TRUE(seen.insert({r.strategy, r.cache, r.rep}).second);
 }
 
-TEST_F(ExperimentTest, InterleavedOrderRotatesEveryRepetition) {
+TEST_F(ExperimentTest, TheDefaultOrderIsBalancedAndInterleavedRotates) {
   Experiment e;
   ASSERT_TRUE(Load(kGrid, &e).ok());
+  ASSERT_EQ(e.order, RoundOrder::kBalanced);
+  // Rep 0 runs strategies 0..4 cold in the design's first row, then warm in the same row.
+  const std::vector<size_t> row = MembersInOrder(5, 0, RoundOrder::kBalanced, 0);
+  for (size_t k = 0; k < 5; ++k) {
+    EXPECT_EQ(e.runs[k].strategy, row[k]);
+    EXPECT_EQ(e.runs[k].cache, "cold");
+    EXPECT_EQ(e.runs[5 + k].strategy, row[k]);
+    EXPECT_EQ(e.runs[5 + k].cache, "warm");
+  }
+  EXPECT_EQ(e.runs[10].rep, 1);
+
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 2\norder = \"interleaved\"");
+  ASSERT_TRUE(Load(text, &e).ok());
   ASSERT_EQ(e.order, RoundOrder::kInterleaved);
   // Rep 0 runs strategies 0..4 cold, then warm; rep 1 starts one strategy later.
-  EXPECT_EQ(e.runs[0].rep, 0);
-  EXPECT_EQ(e.runs[0].cache, "cold");
   EXPECT_EQ(e.runs[0].strategy, 0u);
   EXPECT_EQ(e.runs[5].cache, "warm");
   EXPECT_EQ(e.runs[10].rep, 1);
@@ -165,7 +177,8 @@ TEST_F(ExperimentTest, AutoRepsPlansTheMostRoundsAndChecksItsKeys) {
   EXPECT_NE(Refusal(with("reps = 2\nbaseline = \"mmap\"")).find(
                 "e.toml:4: baseline 'mmap' is not one of the strategy points"),
             std::string::npos);
-  EXPECT_NE(Refusal(with("reps = 2\norder = \"random\"")).find("not interleaved, shuffled or"),
+  EXPECT_NE(Refusal(with("reps = 2\norder = \"random\""))
+                .find("not balanced, interleaved, shuffled or grouped"),
             std::string::npos);
 }
 

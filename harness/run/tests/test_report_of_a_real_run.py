@@ -39,8 +39,8 @@ def folder(tmp_path_factory):
                     "--quiet"], check=True, env=env)
     out = str(d / "results")
     subprocess.run([BIN, "run", "--file", model, "--strategies", "fread,mmap_seq",
-                    "--cache", "warm", "--reps", "3", "--out", out, "--quiet"], check=True,
-                   env=env, stdout=subprocess.DEVNULL)
+                    "--cache", "warm", "--reps", "3", "--out", out], check=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     report = subprocess.run([sys.executable, "-m", "analysis.report", out], cwd=REPO,
                             capture_output=True, text=True, env=env)
     assert report.returncode == 0, report.stderr
