@@ -180,12 +180,13 @@ Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoi
   }
   if (p.cache == "cold") {
     LB_RETURN_IF_ERROR(DropFileCache(file.path, &st->drop));
-    // drop_caches dropped the tool's own code too: back in before the file is checked cold, so
-    // that the worker does not page it in on the clock (the file's fadvise drops nothing else).
-    if (st->drop == DropMethod::kDropCaches) ReadBackOwnCode();
   } else {
     LB_RETURN_IF_ERROR(WarmFile(file.path));
   }
+  // The tool's own code (dropped by drop_caches, or by an earlier command's) back in before the
+  // file is checked, so that the worker does not page it in on the clock: its reads would count
+  // as the load's, and a warm run that reads from storage is invalid.
+  ReadBackOwnCode();
   return MeasureResidency(file.path, &st->before);
 }
 

@@ -52,10 +52,10 @@ Status DropFileCache(const std::string& path, DropMethod* used);
 // Reads `path` fully through the page cache so that it becomes resident.
 Status WarmFile(const std::string& path);
 
-// After drop_caches: reads this program's executable and the shared libraries it maps
-// executable back into the page cache, so that a worker (the same executable) started next
-// does not page them in from storage inside its timed region, on cold runs only. Returns the
-// bytes read; a file that cannot be read is skipped (its pages are then the worker's to fault).
+// Reads this program's executable and the shared libraries it maps executable (back) into the
+// page cache, so that a worker (the same executable) started next does not page them in from
+// storage inside its timed region. Returns the bytes read; a file that cannot be read is
+// skipped (its pages are then the worker's to fault).
 uint64_t ReadBackOwnCode();
 
 }  // namespace loadbench
