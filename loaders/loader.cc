@@ -128,7 +128,7 @@ std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
       {kEager, "eager"},       {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
       {kDirectIO, "direct-io"}, {kThreads, "threads"},   {kSharedSegment, "shared-segment"},
-      {kStreams, "streams"},   {kDevice, "device"},
+      {kStreams, "streams"},   {kDevice, "device"},        {kModel, "model"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {

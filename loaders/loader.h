@@ -134,6 +134,8 @@ enum StrategyFlag : uint32_t {
   kSharedSegment = 1u << 5, // leaves a named shared-memory segment; the runner removes it
   kStreams = 1u << 6,       // one layer at a time through LoadGroups; Load is not offered
   kDevice = 1u << 7,        // into GPU memory through LoadToDevice, verified there
+  kModel = 1u << 8,         // loads a sharded model itself, across table.shards; any other
+                            // strategy is run once per shard (MakeModelLoader)
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);

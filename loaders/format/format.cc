@@ -13,7 +13,9 @@
 
 namespace loadbench {
 
-Status ReadTensorTable(int fd, const std::string& path, TensorTable* out) {
+namespace {
+
+Status ReadByFormat(int fd, const std::string& path, TensorTable* out) {
   uint64_t size;
   LB_RETURN_IF_ERROR(FileSize(fd, path, &size));
   if (size == 0) return Status::BadInput(fmt::format("{}: empty file", path));
@@ -33,6 +35,21 @@ Status ReadTensorTable(int fd, const std::string& path, TensorTable* out) {
       "{}: unknown format (first bytes {:02x}; expected WLF or GGUF magic at byte 0, or a "
       "safetensors JSON header starting with '{{' at byte 8)",
       path, fmt::join(head, head + std::min<size_t>(head_len, 9), " ")));
+}
+
+}  // namespace
+
+Status ReadTensorTable(int fd, const std::string& path, TensorTable* out) {
+  LB_RETURN_IF_ERROR(ReadByFormat(fd, path, out));
+  out->layout = "file";
+  out->shards = {ShardInfo{.path = path,
+                           .file_size = out->file_size,
+                           .data_offset = out->data_offset,
+                           .tensor_bytes = out->tensor_bytes,
+                           .first_tensor = 0,
+                           .tensor_count = out->tensors.size(),
+                           .expected_checksum = out->expected_checksum}};
+  return Status::Ok();
 }
 
 Status ReadTensorTableFromPath(const std::string& path, TensorTable* out) {

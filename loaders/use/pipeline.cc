@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "loaders/base/checksum.h"
+#include "loaders/use/shard_by_shard.h"
 #include "loaders/use/transform.h"
 
 namespace loadbench {
@@ -78,7 +79,7 @@ Status UsePipeline::Run() {
 // The strategy does it all: into the GPU, then the checksum kernel there. Ready is when the
 // last copy finished; done is when the device's checksum is back.
 Status UsePipeline::RunDevice() {
-  loader_ = info_.make(params_);
+  loader_ = MakeModelLoader(info_, params_, table_);
   DeviceLoad d;
   Status s = loader_->LoadToDevice(path_, table_, &d);
   details_ = loader_->Details();
@@ -104,7 +105,7 @@ nlohmann::ordered_json UsePipeline::DeviceJson(Clock::time_point t0) const {
 
 Status UsePipeline::LoadModel(std::unique_ptr<Model>* out) {
   auto m = std::make_unique<Model>();
-  m->loader = info_.make(params_);
+  m->loader = MakeModelLoader(info_, params_, table_);
   if (use_.transform != "none" && use_.place == "inplace") m->loader->RequestWritable();
   m->views.reserve(table_.tensors.size());
   Status s = m->loader->Load(path_, table_, &m->views);
@@ -216,7 +217,7 @@ Status UsePipeline::RunWhole() {
 }
 
 Status UsePipeline::RunStreaming() {
-  loader_ = info_.make(params_);
+  loader_ = MakeModelLoader(info_, params_, table_);
   if (use_.transform != "none" && use_.place == "inplace") loader_->RequestWritable();
   std::unique_ptr<Consumer> c =
       MakeConsumer(use_.consume, table_.tensors.size(), use_.unaligned == "copy");

@@ -1,0 +1,62 @@
+#include "loaders/use/shard_by_shard.h"
+
+#include <fmt/format.h>
+
+#include "loaders/format/model.h"
+
+namespace loadbench {
+namespace {
+
+class ShardByShard final : public Loader {
+ public:
+  ShardByShard(const StrategyInfo& info, const Params& params) : info_(info), params_(params) {}
+
+  Status Load(const std::string&, const TensorTable& table,
+              std::vector<TensorBytes>* views) override {
+    for (size_t k = 0; k < table.shards.size(); ++k) {
+      loaders_.push_back(info_.make(params_));
+      if (writable_) loaders_.back()->RequestWritable();
+      LB_RETURN_IF_ERROR(loaders_.back()->Load(table.shards[k].path, ShardTable(table, k), views));
+    }
+    return Status::Ok();
+  }
+
+  Status LoadToDevice(const std::string& path, const TensorTable&, DeviceLoad*) override {
+    return Status::Unsupported(fmt::format(
+        "{}: a sharded model; '{}' packs one file into GPU memory and does not load shards yet",
+        path, info_.name));
+  }
+
+  // Every shard's details, in shard order, when the strategy reports any.
+  nlohmann::json Details() const override {
+    nlohmann::json shards = nlohmann::json::array();
+    bool any = false;
+    for (const auto& l : loaders_) {
+      shards.push_back(l->Details());
+      any = any || !shards.back().empty();
+    }
+    if (!any) return nlohmann::json::object();
+    return {{"shards", shards}};
+  }
+
+  double released_s() const override {
+    double s = 0;
+    for (const auto& l : loaders_) s += l->released_s();
+    return s;
+  }
+
+ private:
+  const StrategyInfo& info_;
+  Params params_;
+  std::vector<std::unique_ptr<Loader>> loaders_;
+};
+
+}  // namespace
+
+std::unique_ptr<Loader> MakeModelLoader(const StrategyInfo& info, const Params& params,
+                                        const TensorTable& table) {
+  if (!table.sharded() || (info.flags & kModel)) return info.make(params);
+  return std::make_unique<ShardByShard>(info, params);
+}
+
+}  // namespace loadbench
