@@ -57,6 +57,13 @@ constexpr ValueType kValueTypes[] = {
 };
 constexpr uint32_t kValueTypeCount = sizeof kValueTypes / sizeof kValueTypes[0];
 
+// What llama.cpp's gguf-split writes in every split (any integer type is accepted), shown in the
+// header under "split"; and the model's checksum that loadbench writes in a split's first file.
+constexpr const char* kSplitKeys[] = {"split.no", "split.count", "split.tensors.count"};
+constexpr const char* kSplitFields[] = {"no", "count", "tensors_count"};
+constexpr const char* kModelChecksumKey = "loadbench.model_xxh3_64";
+bool IsIntegerType(uint32_t type) { return type <= 5 || type == 10 || type == 11; }
+
 constexpr uint64_t kWindow = 1 << 20;          // bytes read from the file at a time
 constexpr uint64_t kMaxKeyBytes = 64 << 10;    // keys and tensor names; real ones are short
 constexpr uint64_t kShownStringBytes = 256;    // of a string value, in inspect's metadata
@@ -184,7 +191,8 @@ class Parser {
 
   uint32_t version_ = 0;
   uint32_t alignment_ = kGgufDefaultAlignment;
-  std::optional<uint64_t> checksum_, gen_spec_;
+  std::optional<uint64_t> checksum_, gen_spec_, model_checksum_;
+  OJson split_[3];  // split.no, split.count, split.tensors.count; null when absent
   std::unordered_set<std::string> keys_;
   OJson metadata_ = OJson::object();
   OJson duplicates_ = OJson::array();
@@ -297,13 +305,22 @@ Status Parser::KeyValue(uint64_t index) {
     if (duplicates_.size() < kMaxShownKeys) duplicates_.push_back(JsonSafe(key));
     return Status::Ok();
   }
-  if (key == kGgufChecksumKey || key == kGgufGenSpecKey) {
+  if (key == kGgufChecksumKey || key == kGgufGenSpecKey || key == kModelChecksumKey) {
     uint64_t v = 0;
     if (type != kString || !ParseHex64(shown.get<std::string>(), &v)) {
       return Bad(fmt::format("key '{}' is {}, not a string of 16 lower-case hex digits", key,
                              shown.dump()));
     }
-    (key == kGgufChecksumKey ? checksum_ : gen_spec_) = v;
+    (key == kGgufChecksumKey ? checksum_ : key == kGgufGenSpecKey ? gen_spec_ : model_checksum_) =
+        v;
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    if (key != kSplitKeys[i]) continue;
+    if (!IsIntegerType(type)) {
+      return Bad(fmt::format("key '{}' has type {}; it must be an integer", key,
+                             type < kValueTypeCount ? kValueTypes[type].name : "unknown"));
+    }
+    split_[i] = shown;
   }
   if (metadata_.size() < kMaxShownKeys) metadata_[JsonSafe(key)] = std::move(shown);
   return Status::Ok();
@@ -461,6 +478,12 @@ void Parser::Describe(uint64_t n_tensors, uint64_t n_kv, uint64_t data_offset,
     t->header["metadata_keys_not_shown"] = keys_.size() - kMaxShownKeys;
   t->header["checksum"] = checksum_ ? OJson(fmt::format("{:016x}", *checksum_)) : OJson();
   t->header["gen_spec_id"] = gen_spec_ ? OJson(fmt::format("{:016x}", *gen_spec_)) : OJson();
+  if (model_checksum_) t->header["model_checksum"] = fmt::format("{:016x}", *model_checksum_);
+  if (!split_[0].is_null() || !split_[1].is_null() || !split_[2].is_null()) {
+    OJson split = OJson::object();
+    for (size_t i = 0; i < 3; ++i) split[kSplitFields[i]] = split_[i];
+    t->header["split"] = std::move(split);
+  }
 }
 
 Status Parser::Parse(TensorTable* out) {

@@ -1,13 +1,106 @@
 #include "loaders/format/model.h"
 
-#include <fmt/format.h>
+#include <sys/stat.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "loaders/base/file_io.h"
 #include "loaders/format/format.h"
+#include "loaders/format/model_forms.h"
+#include "loaders/format/text.h"
 
 namespace loadbench {
+namespace {
+
+// An index larger than this is refused before it is read: Hugging Face's indexes of the largest
+// models (a hundred thousand tensors) are a few MB.
+constexpr uint64_t kMaxIndexBytes = 256ull << 20;
+constexpr uint64_t kSniffBytes = 4096;  // read to tell an index from a weight file
+
+bool IsBlank(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// JSON text: the first non-blank byte is '{', and the first bytes hold no NUL, which JSON text
+// never does and a weight file's binary header always does (safetensors' 8-byte header length
+// is at most 100 MiB, so its high bytes are zero; WLF and GGUF have their magic at byte 0).
+bool LooksLikeIndex(const unsigned char* head, size_t len) {
+  size_t i = 0;
+  while (i < len && IsBlank(head[i])) ++i;
+  if (i == len || head[i] != '{') return false;
+  const size_t n = std::min<size_t>(len, 16);
+  return std::find(head, head + n, 0) == head + n;
+}
+
+Status ReadIndexText(int fd, const std::string& path, uint64_t size, TensorTable* out) {
+  if (size > kMaxIndexBytes) {
+    return Status::BadInput(fmt::format("{}: an index of {} bytes; indexes are limited to {}", path,
+                                        size, kMaxIndexBytes));
+  }
+  std::string text(static_cast<size_t>(size), '\0');
+  LB_RETURN_IF_ERROR(PreadExact(fd, path, text.data(), text.size(), 0));
+  return ReadShardIndex(path, text, out);
+}
+
+Status ReadFile(const std::string& path, TensorTable* out) {
+  UniqueFd fd;
+  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+  uint64_t size = 0;
+  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
+  unsigned char head[kSniffBytes];
+  const size_t len = static_cast<size_t>(std::min(size, kSniffBytes));
+  if (len > 0) LB_RETURN_IF_ERROR(PreadExact(fd.get(), path, head, len, 0));
+  if (LooksLikeIndex(head, len)) return ReadIndexText(fd.get(), path, size, out);
+  TensorTable t;
+  LB_RETURN_IF_ERROR(ReadTensorTable(fd.get(), path, &t));
+  if (IsGgufSplit(t)) return ReadGgufSplit(path, std::move(t), out);
+  *out = std::move(t);
+  return Status::Ok();
+}
+
+// A folder: the one index in it.
+Status ReadFolder(const std::string& dir, TensorTable* out) {
+  std::error_code ec;
+  std::vector<std::string> found;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    if (name.ends_with(".index.json") && it->is_regular_file(type_ec)) found.push_back(name);
+  }
+  if (ec) {
+    return Status::BadInput(fmt::format("{}: cannot list the folder: {}", dir, ec.message()));
+  }
+  std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    return Status::BadInput(fmt::format(
+        "{}: a folder, holding no *.index.json file; give a weight file, an index, or a folder "
+        "holding one index",
+        dir));
+  }
+  if (found.size() > 1) {
+    std::vector<std::string> shown;
+    for (const std::string& f : found) shown.push_back(Printable(f));
+    return Status::BadInput(
+        fmt::format("{}: a folder holding {} *.index.json files ({}); give the index to read", dir,
+                    found.size(), fmt::join(shown, ", ")));
+  }
+  const std::string path = (std::filesystem::path(dir) / found[0]).string();
+  UniqueFd fd;
+  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+  uint64_t size = 0;
+  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
+  return ReadIndexText(fd.get(), path, size, out);
+}
+
+}  // namespace
 
 Status ReadModel(const std::string& path, TensorTable* out) {
-  return ReadTensorTableFromPath(path, out);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return ReadFolder(path, out);
+  return ReadFile(path, out);  // OpenReadOnly names a missing or odd path
 }
 
 Status JoinShards(const std::vector<TensorTable>& shards, TensorTable* out) {
@@ -15,8 +108,8 @@ Status JoinShards(const std::vector<TensorTable>& shards, TensorTable* out) {
   for (size_t k = 0; k < shards.size(); ++k) {
     const TensorTable& s = shards[k];
     if (s.shards.size() != 1) {
-      return Status::BadInput(fmt::format("{}: not a single weight file",
-                                          s.shards.empty() ? "?" : s.shards[0].path));
+      return Status::BadInput(
+          fmt::format("{}: not a single weight file", s.shards.empty() ? "?" : s.shards[0].path));
     }
     if (k == 0) {
       m.format = s.format;
@@ -24,10 +117,10 @@ Status JoinShards(const std::vector<TensorTable>& shards, TensorTable* out) {
       m.data_offset = s.data_offset;
       m.header = s.header;
     } else if (s.format != m.format || s.big_endian != m.big_endian) {
-      return Status::BadInput(fmt::format(
-          "{}: a {}{} file among shards that are {}{} ({})", s.shards[0].path, s.format,
-          s.big_endian ? " big-endian" : "", m.format, m.big_endian ? " big-endian" : "",
-          shards[0].shards[0].path));
+      return Status::BadInput(
+          fmt::format("{}: a {}{} file among shards that are {}{} ({})", s.shards[0].path, s.format,
+                      s.big_endian ? " big-endian" : "", m.format,
+                      m.big_endian ? " big-endian" : "", shards[0].shards[0].path));
     }
     ShardInfo info = s.shards[0];
     info.first_tensor = m.tensors.size();
