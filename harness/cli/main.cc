@@ -12,6 +12,7 @@
 #include "harness/gen/presets.h"
 #include "harness/probe/probe.h"
 #include "loadbench_commit.h"
+#include "loaders/base/units.h"
 #include "loaders/use/use.h"
 
 namespace loadbench::cli {
@@ -44,10 +45,31 @@ CLI::App* AddGen(CLI::App& app, GenFlags* f) {
                   "Start every tensor this many bytes (0 to 63) past a 64-byte boundary "
                   "(safetensors only)")
       ->capture_default_str();
+  auto* shards = cmd->add_option_function<int64_t>(
+      "--shards",
+      [f](const int64_t& n) {
+        if (n < 1) {
+          throw CLI::ValidationError("--shards", fmt::format("{}: a model has at least 1 shard", n));
+        }
+        f->gen.shards = static_cast<uint64_t>(n);
+      },
+      "Write the model in N shards of about equal bytes (NAME-00001-of-0000N.EXT, plus "
+      "NAME.EXT.index.json for safetensors and WLF)");
+  auto* shard_size = cmd->add_option_function<std::string>(
+      "--shard-size",
+      [f](const std::string& text) {
+        Status s = ParseBytes(text, "--shard-size", &f->gen.shard_size);
+        if (s.ok() && f->gen.shard_size == 0) s = Status::BadInput("--shard-size must not be 0");
+        if (!s.ok()) throw CLI::ValidationError(s.message());
+      },
+      "Write the model in shards of at most SIZE tensor bytes each, as Hugging Face's "
+      "max_shard_size (a larger tensor gets a shard of its own)");
+  shards->excludes(shard_size);
   cmd->add_option("--threads", f->gen.threads, "Generator threads (0: one per core)")
       ->capture_default_str();
   cmd->add_flag("--quiet", f->quiet, "No progress output");
-  cmd->add_flag("--dry-run", f->dry_run, "Print the model shape and file size; write nothing");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "Print the model shape, file size and shard plan; write nothing");
   return cmd;
 }
 

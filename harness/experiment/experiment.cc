@@ -273,7 +273,7 @@ class Reader {
 
   Status File(const toml::table& t, std::vector<ExperimentFile>* out) {
     ExperimentFile f;
-    std::string size;
+    std::string size, shard_size;  // as written, for the file's name
     for (const auto& [key, node] : t) {
       const std::string k(key.str());
       if (k == "path") {
@@ -294,6 +294,14 @@ class Reader {
         int64_t v = 0;
         LB_RETURN_IF_ERROR(Integer(node, "misalign", 0, 63, &v));
         f.gen.misalign = static_cast<uint64_t>(v);
+      } else if (k == "shards") {
+        int64_t v = 0;
+        LB_RETURN_IF_ERROR(Integer(node, "shards", 1, static_cast<int64_t>(kMaxShards), &v));
+        f.gen.shards = static_cast<uint64_t>(v);
+      } else if (k == "shard_size") {
+        LB_RETURN_IF_ERROR(Bytes(node, "shard_size", /*none_ok=*/false, &f.gen.shard_size));
+        shard_size = node.is_integer() ? std::to_string(f.gen.shard_size)
+                                       : FormatSize(*node.value<std::string>());
       } else if (k == "align" || k == "seed") {
         int64_t v = 0;
         LB_RETURN_IF_ERROR(Integer(node, k.c_str(), 0, INT64_MAX, &v));
@@ -315,17 +323,20 @@ class Reader {
                                       "generate)");
     }
     f.generate = true;
+    // Named by spec, so that every experiment asking for the same file finds it; a sharded
+    // model's shards and index are named after it (shards.h).
+    f.gen.out_path = fmt::format(
+        "{}/{}-{}-{}-s{}{}{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size), f.gen.dtype,
+        f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
+        f.gen.endian == "big" ? "-be" : "",
+        f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "",
+        f.gen.shards ? fmt::format("-shards{}", f.gen.shards) : "",
+        f.gen.shard_size ? fmt::format("-shard{}", shard_size) : "", f.gen.format);
     GenPlan plan;
     Status s = PlanGenerated(f.gen, &plan);
     if (!s.ok()) return BadAt(path_, t.source(), s.message());
-    f.file_bytes = plan.layout.file_size;
-    // Named by spec, so that every experiment asking for the same file finds it.
-    f.gen.out_path = fmt::format(
-        "{}/{}-{}-{}-s{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size), f.gen.dtype,
-        f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
-        f.gen.endian == "big" ? "-be" : "",
-        f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "", f.gen.format);
-    f.path = f.gen.out_path;
+    f.file_bytes = plan.total_bytes;
+    f.path = plan.model_path;  // ModelPath(f.gen): the file, the index or the first split
     out->push_back(std::move(f));
     return Status::Ok();
   }

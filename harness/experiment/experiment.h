@@ -27,6 +27,10 @@
 //   seed = 0
 //   dtype = "bf16"
 //   endian = "little"              # or "big" (WLF only); misalign = 0..63 (safetensors only)
+//   shards = 4                     # optional: the model in 4 shards, or in shards of at most
+//                                  #   shard_size = "256MiB" (not both); the runs load the
+//                                  #   model's path (ModelPath: the index, or the first GGUF
+//                                  #   split)
 //
 //   [[file]]                       # ...or one to use as it is
 //   path = "models/model.gguf"
@@ -58,10 +62,12 @@
 namespace loadbench {
 
 struct ExperimentFile {
-  std::string path;      // the file to load; for a generated one, where gen writes it
+  std::string path;      // the file to load; for a generated one ModelPath(gen): gen.out_path,
+                         // or a sharded model's index or first GGUF split
   bool generate = false;
   GenOptions gen;        // when generate
-  uint64_t file_bytes = 0;  // planned size of a generated file; 0 for a given one
+  uint64_t file_bytes = 0;  // planned size of a generated file (a sharded model: of all its
+                            // files, GenPlan::total_bytes); 0 for a given one
 };
 
 // One point of a strategy's grid.

@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <system_error>
@@ -30,6 +32,7 @@
 #include <fmt/format.h>
 
 #include "harness/gen/presets.h"
+#include "harness/gen/shards.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
 #include "loaders/base/file_io.h"
@@ -87,12 +90,15 @@ std::string DirOf(const std::string& path) {
 }
 
 // The options that are new since v1 appear only when they differ from the old layout, so that
-// every file written before them keeps its spec id and is still reused.
+// every file written before them keeps its spec id and is still reused. A sharded model's spec
+// holds its sharding: every shard and the index carry it.
 std::string SpecString(const GenOptions& o) {
-  return fmt::format("loadbench-gen v1 format={} preset={} size={} dtype={} align={} seed={}{}{}",
-                     o.format, o.preset, o.size_bytes, o.dtype, o.align, o.seed,
-                     o.endian == "big" ? " endian=big" : "",
-                     o.misalign != 0 ? fmt::format(" misalign={}", o.misalign) : "");
+  return fmt::format(
+      "loadbench-gen v1 format={} preset={} size={} dtype={} align={} seed={}{}{}{}{}", o.format,
+      o.preset, o.size_bytes, o.dtype, o.align, o.seed, o.endian == "big" ? " endian=big" : "",
+      o.misalign != 0 ? fmt::format(" misalign={}", o.misalign) : "",
+      o.shards != 0 ? fmt::format(" shards={}", o.shards) : "",
+      o.shard_size != 0 ? fmt::format(" shard_size={}", o.shard_size) : "");
 }
 
 // A header field of `inspect`'s JSON as a number: `flags` is a number, `gen_spec_id` a hex
@@ -188,17 +194,24 @@ struct XxhFree {
   void operator()(XXH3_state_t* s) const { XXH3_freeState(s); }
 };
 
+// Writes the data area of one file: the whole model's, or a shard's, whose tensors are the
+// model's from number `first_tensor` on (their content depends on the model-wide index).
 class DataWriter {
  public:
-  DataWriter(const FileLayout& layout, const std::vector<WlfTensorSpec>& tensors, uint64_t seed,
-             std::endian order, int fd, const std::string& path, int threads, bool progress)
+  DataWriter(const FileLayout& layout, const std::vector<WlfTensorSpec>& tensors,
+             size_t first_tensor, uint64_t seed, std::endian order, int fd,
+             const std::string& path, int threads, Progress* progress, uint64_t progress_base,
+             XXH3_state_t* model_state)
       : l_(layout),
         tensors_(tensors),
+        first_tensor_(first_tensor),
         seed_(seed),
         order_(order),
         fd_(fd),
         path_(path),
-        progress_(progress, layout.file_size) {
+        progress_(progress),
+        progress_base_(progress_base),
+        model_state_(model_state) {
     const uint64_t data_len = l_.data_end - l_.data_offset;
     nchunks_ = (data_len + kChunkBytes - 1) / kChunkBytes;
     chunk_alloc_ = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, (data_len + 4095) / 4096 * 4096));
@@ -209,7 +222,8 @@ class DataWriter {
         1, std::min<uint64_t>({static_cast<uint64_t>(threads), nchunks_, nslots_})));
   }
 
-  // Writes [data_offset, data_end) and returns the xxh3-64 of the tensor bytes in `*checksum`.
+  // Writes [data_offset, data_end) and returns the xxh3-64 of the tensor bytes in `*checksum`;
+  // the model's hash state, when given, is fed the same bytes.
   Status Run(uint64_t* checksum) {
     if (nchunks_ == 0) {
       *checksum = XXH3_64bits(nullptr, 0);
@@ -260,7 +274,8 @@ class DataWriter {
       if (t == SIZE_MAX) {
         std::memset(dst, 0, len);
       } else {
-        FillTensorBytes(seed_, t, tensors_[t].dtype, off - l_.tensor_offsets[t], dst, len);
+        FillTensorBytes(seed_, first_tensor_ + t, tensors_[t].dtype, off - l_.tensor_offsets[t],
+                        dst, len);
         // Segments start on element boundaries: chunks start 4096-aligned in the data area
         // and big-endian files are WLF, whose tensors start on their (>= 64) alignment.
         if (order_ == std::endian::big) SwapWlfElements(tensors_[t].dtype, dst, len);
@@ -299,7 +314,9 @@ class DataWriter {
       const std::byte* buf = Slot(pool, k);
       const uint64_t begin = ChunkBegin(k), end = ChunkEnd(k);
       ForEachSegment(l_, begin, end, [&](uint64_t off, uint64_t len, size_t t) {
-        if (t != SIZE_MAX) XXH3_64bits_update(state, buf + (off - begin), len);
+        if (t == SIZE_MAX) return;
+        XXH3_64bits_update(state, buf + (off - begin), len);
+        if (model_state_ != nullptr) XXH3_64bits_update(model_state_, buf + (off - begin), len);
       });
       LB_RETURN_IF_ERROR(PwriteExact(fd_, path_, buf, end - begin, begin));
       {
@@ -308,9 +325,8 @@ class DataWriter {
       }
       slot_free_.notify_all();
       WriteBehind(k);
-      progress_.Update(end, false);
+      progress_->Update(progress_base_ + end, false);
     }
-    progress_.Update(l_.file_size, true);
     return Status::Ok();
   }
 
@@ -333,11 +349,14 @@ class DataWriter {
 
   const FileLayout& l_;
   const std::vector<WlfTensorSpec>& tensors_;
+  const size_t first_tensor_;
   const uint64_t seed_;
   const std::endian order_;
   const int fd_;
   const std::string& path_;
-  Progress progress_;
+  Progress* progress_;
+  const uint64_t progress_base_;
+  XXH3_state_t* model_state_;
   uint64_t nchunks_ = 0;
   size_t chunk_alloc_ = 0;
   size_t nslots_ = 1;
@@ -406,12 +425,52 @@ Status FsyncDir(const std::string& dir) {
   return Status::Ok();
 }
 
-// The head of `format` for `plan`'s tensors, with `checksum` stored in it; also the layout.
-// Every format stores the checksum and spec id at fixed width, so the head's size does not
-// depend on their values and can be planned before the data is written.
-Status EncodeHead(const std::string& format, const GenPlan& plan, uint64_t checksum,
-                  FileLayout* layout, std::vector<std::byte>* head) {
-  const auto& tensors = plan.model.tensors;
+// ---- heads ----
+
+// GGUF integer key-values, as llama.cpp's gguf-split writes split.* (u16, u16, i32).
+GgufKv GgufU16(const std::string& key, uint16_t v) {
+  return {key, 2, {std::byte(v & 0xFF), std::byte(v >> 8)}};
+}
+GgufKv GgufI32(const std::string& key, int32_t v) {
+  const auto u = static_cast<uint32_t>(v);
+  return {key, 5, {std::byte(u & 0xFF), std::byte((u >> 8) & 0xFF), std::byte((u >> 16) & 0xFF),
+                   std::byte(u >> 24)}};
+}
+
+// The key of a GGUF split's first file holding the model's checksum (each split's own is
+// kGgufChecksumKey, over its own tensors).
+constexpr const char* kGgufModelChecksumKey = "loadbench.model_xxh3_64";
+
+// What split k of a GGUF model carries besides its own keys: split.no (0-based), split.count,
+// split.tensors.count (the model's) and, in the first, the model's checksum. None for other
+// formats or a single file.
+std::vector<GgufKv> SplitKvs(const std::string& format, const GenPlan& plan, size_t k,
+                             uint64_t model_checksum) {
+  if (format != "gguf" || plan.shards.empty()) return {};
+  std::vector<GgufKv> kvs = {
+      GgufU16("split.no", static_cast<uint16_t>(k)),
+      GgufU16("split.count", static_cast<uint16_t>(plan.shards.size())),
+      GgufI32("split.tensors.count", static_cast<int32_t>(plan.model.tensors.size()))};
+  if (k == 0) {
+    kvs.push_back(GgufString(kGgufModelChecksumKey, fmt::format("{:016x}", model_checksum)));
+  }
+  return kvs;
+}
+
+// The tensors of shard `s`, in order.
+std::vector<WlfTensorSpec> ShardTensors(const GenPlan& plan, const GenShard& s) {
+  const auto begin = plan.model.tensors.begin() + static_cast<ptrdiff_t>(s.first_tensor);
+  return {begin, begin + static_cast<ptrdiff_t>(s.tensor_count)};
+}
+
+// The head of a `format` file holding `tensors` (the model's, or a shard's) with `checksum`
+// (theirs) stored in it and, for GGUF, `extra` keys after loadbench's; also the layout. Every
+// format stores the checksums and spec id at fixed width, so the head's size does not depend
+// on their values and can be planned before the data is written.
+Status EncodeHead(const std::string& format, const GenPlan& plan,
+                  const std::vector<WlfTensorSpec>& tensors, uint64_t checksum,
+                  const std::vector<GgufKv>& extra, FileLayout* layout,
+                  std::vector<std::byte>* head) {
   if (format == "wlf") {
     LB_RETURN_IF_ERROR(PlanWlf(tensors, plan.align, layout));
     *head = EncodeWlfHead(tensors, *layout, kWlfFlagChecksum | kWlfFlagGenSpec, checksum,
@@ -425,11 +484,51 @@ Status EncodeHead(const std::string& format, const GenPlan& plan, uint64_t check
         tensors, {{kSafetensorsChecksumKey, sum}, {kSafetensorsGenSpecKey, spec}}, layout, head,
         plan.misalign);
   }
-  return EncodeGgufHead(tensors,
-                        {GgufString("general.architecture", plan.model.preset),
-                         GgufString("general.name", plan.model.description),
-                         GgufString(kGgufChecksumKey, sum), GgufString(kGgufGenSpecKey, spec)},
-                        static_cast<uint32_t>(plan.align), layout, head);
+  std::vector<GgufKv> kvs = {GgufString("general.architecture", plan.model.preset),
+                             GgufString("general.name", plan.model.description),
+                             GgufString(kGgufChecksumKey, sum), GgufString(kGgufGenSpecKey, spec)};
+  kvs.insert(kvs.end(), extra.begin(), extra.end());
+  return EncodeGgufHead(tensors, kvs, static_cast<uint32_t>(plan.align), layout, head);
+}
+
+// Splits the model into shards as the options say and plans each shard's file, the index, the
+// model's path and the bytes of every file.
+Status PlanShards(const GenOptions& opts, GenPlan* p) {
+  const std::vector<uint64_t>& sizes = p->layout.tensor_sizes;
+  std::vector<GenShard> shards;
+  if (opts.shards != 0) {
+    if (opts.shards > kMaxShards) {
+      return Status::BadInput(fmt::format("shards {}: at most {} are supported", opts.shards,
+                                          kMaxShards));
+    }
+    LB_RETURN_IF_ERROR(SplitByCount(sizes, opts.shards, &shards));
+  } else {
+    LB_RETURN_IF_ERROR(SplitBySize(sizes, opts.shard_size, &shards));
+  }
+  p->shards = std::move(shards);
+  const size_t n = p->shards.size();
+  p->total_bytes = 0;
+  std::vector<std::byte> head;
+  for (size_t k = 0; k < n; ++k) {
+    GenShard& s = p->shards[k];
+    s.path = ShardPath(opts.out_path, opts.format, k, n);
+    LB_RETURN_IF_ERROR(EncodeHead(opts.format, *p, ShardTensors(*p, s), 0,
+                                  SplitKvs(opts.format, *p, k, 0), &s.layout, &head));
+    p->total_bytes += s.layout.file_size;
+  }
+  if (opts.format == "gguf") {
+    p->model_path = p->shards[0].path;
+    return Status::Ok();
+  }
+  p->index_path = IndexPath(opts.out_path);
+  p->model_path = p->index_path;
+  std::vector<std::string> names;
+  names.reserve(p->model.tensors.size());
+  for (const WlfTensorSpec& t : p->model.tensors) names.push_back(t.name);
+  p->index_bytes =
+      ShardIndexText(ShardIndexJson(names, p->shards, p->model.tensor_bytes, 0, p->spec_id)).size();
+  p->total_bytes += p->index_bytes;
+  return Status::Ok();
 }
 
 // ---- Generate's phases ----
@@ -463,28 +562,79 @@ Status CheckOutputPath(const std::string& out, const std::string& dir, bool* exi
   return Status::Ok();
 }
 
-// True when `out` is a complete file that this generator wrote from `plan`'s spec; *r then
-// describes it. A file that cannot be read is simply not reused.
-bool ReuseExisting(const std::string& out, const GenPlan& plan, GenResult* r) {
-  TensorTable t;
+// True when `path` is a complete file that this generator wrote with `spec_id`, of
+// `file_size` bytes and `tensor_count` tensors; *t is then its table. A file that cannot be
+// read is simply not reused.
+bool GeneratedFile(const std::string& path, uint64_t spec_id, uint64_t file_size,
+                   size_t tensor_count, TensorTable* t) {
   uint64_t id = 0;
-  if (ReadTensorTableFromPath(out, &t).ok() && JsonU64(t.header, "gen_spec_id", &id) &&
-      id == plan.spec_id && t.expected_checksum.has_value() &&
-      t.file_size == plan.layout.file_size && t.tensors.size() == plan.model.tensors.size()) {
-    r->reused = true;
-    r->file_bytes = t.file_size;
-    r->tensor_bytes = t.tensor_bytes;
-    r->tensor_count = t.tensors.size();
-    r->checksum = *t.expected_checksum;
-    r->seconds = 0;
-    return true;
-  }
-  return false;
+  return ReadTensorTableFromPath(path, t).ok() && JsonU64(t->header, "gen_spec_id", &id) &&
+         id == spec_id && t->expected_checksum.has_value() && t->file_size == file_size &&
+         t->tensors.size() == tensor_count;
 }
 
-// Free space: the new file plus a margin. An old file at `out` (holding old_bytes) is going
-// away; if the space is only there with it gone, remove it now rather than run out half-way.
-Status MakeRoom(const std::string& out, const std::string& dir, bool exists, uint64_t old_bytes,
+// True when `out` is a complete file that this generator wrote from `plan`'s spec; *r then
+// describes it.
+bool ReuseExisting(const std::string& out, const GenPlan& plan, GenResult* r) {
+  TensorTable t;
+  if (!GeneratedFile(out, plan.spec_id, plan.layout.file_size, plan.model.tensors.size(), &t)) {
+    return false;
+  }
+  r->reused = true;
+  r->file_bytes = t.file_size;
+  r->tensor_bytes = t.tensor_bytes;
+  r->tensor_count = t.tensors.size();
+  r->checksum = *t.expected_checksum;
+  r->seconds = 0;
+  return true;
+}
+
+// True when every shard of `plan` (and its index) is there, complete, written from its spec:
+// the index exactly the one this plan writes, with the model's checksum.
+bool ReuseSharded(const std::string& format, const GenPlan& plan, GenResult* r) {
+  std::optional<uint64_t> model_sum;
+  for (size_t k = 0; k < plan.shards.size(); ++k) {
+    const GenShard& s = plan.shards[k];
+    TensorTable t;
+    if (!GeneratedFile(s.path, plan.spec_id, s.layout.file_size, s.tensor_count, &t)) {
+      return false;
+    }
+    if (k == 0 && format == "gguf") {
+      uint64_t v = 0;
+      const auto meta = t.header.find("metadata");
+      if (meta == t.header.end() || !JsonU64(*meta, kGgufModelChecksumKey, &v)) return false;
+      model_sum = v;
+    }
+  }
+  if (!plan.index_path.empty()) {
+    std::ifstream in(plan.index_path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    const nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
+    uint64_t v = 0;
+    if (!in || j.is_discarded() || !j.is_object() || !j.contains("metadata") ||
+        !JsonU64(j["metadata"], "loadbench.xxh3_64", &v)) {
+      return false;
+    }
+    std::vector<std::string> names;
+    for (const WlfTensorSpec& t : plan.model.tensors) names.push_back(t.name);
+    if (nlohmann::json::parse(text, nullptr, false) !=
+        ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, v, plan.spec_id)) {
+      return false;
+    }
+    model_sum = v;
+  }
+  if (!model_sum) return false;
+  r->reused = true;
+  r->file_bytes = plan.total_bytes;
+  r->checksum = *model_sum;
+  r->seconds = 0;
+  return true;
+}
+
+// Free space: the new files plus a margin. Old files at the same names (`old`, holding
+// old_bytes) are going away; if the space is only there with them gone, remove them now rather
+// than run out half-way.
+Status MakeRoom(const std::vector<std::string>& old, const std::string& dir, uint64_t old_bytes,
                 uint64_t file_size) {
   struct statvfs vfs {};
   if (::statvfs(dir.c_str(), &vfs) != 0) return Status::FromErrno(dir, errno);
@@ -497,9 +647,11 @@ Status MakeRoom(const std::string& out, const std::string& dir, bool exists, uin
     return Status::BadInput(fmt::format("{}: not enough free space: need {}, have {}", dir,
                                         FormatBytes(need), FormatBytes(have)));
   }
-  if (avail < need && exists) {
-    if (::unlink(out.c_str()) != 0 && errno != ENOENT) {
-      return Status::FromErrno(fmt::format("{}: cannot remove the old file", out), errno);
+  if (avail < need) {
+    for (const std::string& out : old) {
+      if (::unlink(out.c_str()) != 0 && errno != ENOENT) {
+        return Status::FromErrno(fmt::format("{}: cannot remove the old file", out), errno);
+      }
     }
   }
   return Status::Ok();
@@ -518,25 +670,28 @@ Status Reserve(const TempFile& tmp, uint64_t file_size) {
   return Status::Ok();
 }
 
-// Writes the data area with opts.threads workers (0: one per CPU); *checksum gets the xxh3-64
-// of the tensor bytes.
-Status WriteData(const GenOptions& opts, const GenPlan& plan, const TempFile& tmp,
-                 uint64_t* checksum) {
+// Writes the data area of `layout` (of `tensors`, the model's from number `first_tensor` on)
+// with opts.threads workers (0: one per CPU); *checksum gets the xxh3-64 of the tensor bytes,
+// and `model_state`, when given, the same bytes.
+Status WriteData(const GenOptions& opts, const GenPlan& plan, const FileLayout& layout,
+                 const std::vector<WlfTensorSpec>& tensors, size_t first_tensor,
+                 const TempFile& tmp, Progress* progress, uint64_t progress_base,
+                 XXH3_state_t* model_state, uint64_t* checksum) {
   int threads = opts.threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  DataWriter writer(plan.layout, plan.model.tensors, opts.seed, plan.byte_order, tmp.fd(),
-                    tmp.path(), threads, opts.progress);
+  DataWriter writer(layout, tensors, first_tensor, opts.seed, plan.byte_order, tmp.fd(),
+                    tmp.path(), threads, progress, progress_base, model_state);
   return writer.Run(checksum);
 }
 
 // The head holds the checksum, so it is written last; its size does not depend on it. A WLF
 // file also gets its tail sentinel.
-Status WriteHead(const std::string& format, const GenPlan& plan, uint64_t checksum,
-                 const TempFile& tmp) {
-  const FileLayout& layout = plan.layout;
+Status WriteHead(const std::string& format, const GenPlan& plan,
+                 const std::vector<WlfTensorSpec>& tensors, const FileLayout& layout,
+                 uint64_t checksum, const std::vector<GgufKv>& extra, const TempFile& tmp) {
   std::vector<std::byte> head;
   FileLayout again;
-  LB_RETURN_IF_ERROR(EncodeHead(format, plan, checksum, &again, &head));
+  LB_RETURN_IF_ERROR(EncodeHead(format, plan, tensors, checksum, extra, &again, &head));
   if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
     return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}",
                                       head.size(), layout.data_offset));
@@ -549,19 +704,129 @@ Status WriteHead(const std::string& format, const GenPlan& plan, uint64_t checks
   return Status::Ok();
 }
 
-// Makes the finished file durable, then gives it its name: a crash leaves either the old file
-// or the complete new one at `out`.
-Status Publish(TempFile* tmp, const std::string& out, const std::string& dir) {
+// Makes a finished temporary file durable and closes it.
+Status Finish(TempFile* tmp) {
   if (::fsync(tmp->fd()) != 0) {
     return Status::FromErrno(fmt::format("{}: fsync", tmp->path()), errno);
   }
   tmp->Close();
-  if (Interrupted()) return Status::Failed("interrupted");
+  return Status::Ok();
+}
+
+// Gives a finished temporary file its name.
+Status Rename(TempFile* tmp, const std::string& out) {
   if (::rename(tmp->path().c_str(), out.c_str()) != 0) {
     return Status::FromErrno(fmt::format("{}: cannot rename to {}", tmp->path(), out), errno);
   }
   tmp->Commit();
+  return Status::Ok();
+}
+
+// Makes the finished file durable, then gives it its name: a crash leaves either the old file
+// or the complete new one at `out`.
+Status Publish(TempFile* tmp, const std::string& out, const std::string& dir) {
+  LB_RETURN_IF_ERROR(Finish(tmp));
+  if (Interrupted()) return Status::Failed("interrupted");
+  LB_RETURN_IF_ERROR(Rename(tmp, out));
   return FsyncDir(dir);
+}
+
+// Generate for a sharded plan: every shard written under a temporary name (the first shard's
+// head last: a GGUF split's first file holds the model's checksum), then the index; only when
+// all are complete are they renamed, the shards from the last to the first, then the index, so
+// that the model's path names a complete model or nothing new.
+Status GenerateSharded(const GenOptions& opts, const GenPlan& plan, GenResult* result) {
+  const std::string dir = DirOf(opts.out_path);
+  GenResult r;
+  r.description = plan.model.description;
+  r.tensor_count = plan.model.tensors.size();
+  r.tensor_bytes = plan.model.tensor_bytes;
+  r.model_path = plan.model_path;
+  r.shard_count = plan.shards.size();
+  for (const GenShard& s : plan.shards) r.files.push_back(s.path);
+  if (!plan.index_path.empty()) r.files.push_back(plan.index_path);
+
+  std::vector<std::string> old;
+  uint64_t old_bytes = 0;
+  for (const std::string& path : r.files) {
+    bool exists = false;
+    uint64_t bytes = 0;
+    LB_RETURN_IF_ERROR(CheckOutputPath(path, dir, &exists, &bytes));
+    if (!exists) continue;
+    old.push_back(path);
+    old_bytes += bytes;
+  }
+  if (old.size() == r.files.size() && ReuseSharded(opts.format, plan, &r)) {
+    *result = std::move(r);
+    return Status::Ok();
+  }
+  LB_RETURN_IF_ERROR(MakeRoom(old, dir, old_bytes, plan.total_bytes));
+
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<XXH3_state_t, XxhFree> model_state(XXH3_createState());
+  if (!model_state || XXH3_64bits_reset(model_state.get()) == XXH_ERROR) {
+    return Status::IOError("xxh3: cannot create hash state");
+  }
+  Progress progress(opts.progress, plan.total_bytes);
+  const size_t n = plan.shards.size();
+  std::vector<std::unique_ptr<TempFile>> tmps;  // removed, unless renamed, when this returns
+  uint64_t first_sum = 0, done = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (Interrupted()) return Status::Failed("interrupted");
+    const GenShard& s = plan.shards[k];
+    tmps.push_back(std::make_unique<TempFile>(fmt::format("{}.tmp.{}", s.path, ::getpid())));
+    TempFile& tmp = *tmps.back();
+    LB_RETURN_IF_ERROR(tmp.Open());
+    LB_RETURN_IF_ERROR(Reserve(tmp, s.layout.file_size));
+    const std::vector<WlfTensorSpec> tensors = ShardTensors(plan, s);
+    uint64_t sum = 0;
+    LB_RETURN_IF_ERROR(WriteData(opts, plan, s.layout, tensors, s.first_tensor, tmp, &progress,
+                                 done, model_state.get(), &sum));
+    if (Interrupted()) return Status::Failed("interrupted");
+    done += s.layout.file_size;
+    if (k == 0) {
+      first_sum = sum;  // its head once the model's checksum is known; its file stays open
+      continue;
+    }
+    LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, tensors, s.layout, sum,
+                                 SplitKvs(opts.format, plan, k, 0), tmp));
+    LB_RETURN_IF_ERROR(Finish(&tmp));
+  }
+  const uint64_t model_sum = XXH3_64bits_digest(model_state.get());
+  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, ShardTensors(plan, plan.shards[0]),
+                               plan.shards[0].layout, first_sum,
+                               SplitKvs(opts.format, plan, 0, model_sum), *tmps[0]));
+  LB_RETURN_IF_ERROR(Finish(tmps[0].get()));
+
+  std::unique_ptr<TempFile> index_tmp;
+  if (!plan.index_path.empty()) {
+    std::vector<std::string> names;
+    names.reserve(plan.model.tensors.size());
+    for (const WlfTensorSpec& t : plan.model.tensors) names.push_back(t.name);
+    const std::string text = ShardIndexText(
+        ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, model_sum, plan.spec_id));
+    if (text.size() != plan.index_bytes) {
+      return Status::Failed(fmt::format("the index is {} bytes, the plan expects {}", text.size(),
+                                        plan.index_bytes));
+    }
+    index_tmp = std::make_unique<TempFile>(fmt::format("{}.tmp.{}", plan.index_path, ::getpid()));
+    LB_RETURN_IF_ERROR(index_tmp->Open());
+    LB_RETURN_IF_ERROR(
+        PwriteExact(index_tmp->fd(), index_tmp->path(), text.data(), text.size(), 0));
+    LB_RETURN_IF_ERROR(Finish(index_tmp.get()));
+  }
+  progress.Update(plan.total_bytes, true);
+
+  if (Interrupted()) return Status::Failed("interrupted");
+  for (size_t k = n; k-- > 0;) LB_RETURN_IF_ERROR(Rename(tmps[k].get(), plan.shards[k].path));
+  if (index_tmp) LB_RETURN_IF_ERROR(Rename(index_tmp.get(), plan.index_path));
+  LB_RETURN_IF_ERROR(FsyncDir(dir));
+
+  r.file_bytes = plan.total_bytes;
+  r.checksum = model_sum;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *result = std::move(r);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -601,6 +866,11 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
         fmt::format("unknown format '{}' (use wlf, safetensors or gguf)", opts.format));
   }
   if (opts.size_bytes == 0) return Status::BadInput("size must be greater than 0");
+  if (opts.shards != 0 && opts.shard_size != 0) {
+    return Status::BadInput(
+        "shards and shard size exclude each other: give the number of shards or the largest "
+        "shard size, not both");
+  }
   p.align = opts.align;
   if (opts.format == "wlf") {
     if (p.align == 0) p.align = 4096;
@@ -652,9 +922,20 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
   const std::string spec = SpecString(resolved);
   p.spec_id = XXH3_64bits(spec.data(), spec.size());
   std::vector<std::byte> head;
-  LB_RETURN_IF_ERROR(EncodeHead(opts.format, p, 0, &p.layout, &head));
+  LB_RETURN_IF_ERROR(EncodeHead(opts.format, p, p.model.tensors, 0, {}, &p.layout, &head));
+  p.model_path = opts.out_path;
+  p.total_bytes = p.layout.file_size;
+  if (opts.shards != 0 || opts.shard_size != 0) LB_RETURN_IF_ERROR(PlanShards(opts, &p));
   *out = std::move(p);
   return Status::Ok();
+}
+
+std::string ModelPath(const GenOptions& opts) {
+  if (opts.shards == 0 && opts.shard_size == 0) return opts.out_path;
+  if (opts.format != "gguf") return IndexPath(opts.out_path);
+  if (opts.shards != 0) return ShardPath(opts.out_path, opts.format, 0, opts.shards);
+  GenPlan p;  // the first split's name holds the shard count
+  return PlanGenerated(opts, &p).ok() ? p.model_path : "";
 }
 
 Status Generate(const GenOptions& opts, GenResult* result) {
@@ -664,6 +945,7 @@ Status Generate(const GenOptions& opts, GenResult* result) {
   }
   GenPlan plan;
   LB_RETURN_IF_ERROR(PlanGenerated(opts, &plan));
+  if (!plan.shards.empty()) return GenerateSharded(opts, plan, result);
   const FileLayout& layout = plan.layout;
 
   const std::string& out = opts.out_path;
@@ -676,20 +958,27 @@ Status Generate(const GenOptions& opts, GenResult* result) {
   r.description = plan.model.description;
   r.tensor_count = plan.model.tensors.size();
   r.tensor_bytes = plan.model.tensor_bytes;
+  r.model_path = out;
+  r.files = {out};
   if (exists && ReuseExisting(out, plan, &r)) {
     *result = std::move(r);
     return Status::Ok();
   }
-  LB_RETURN_IF_ERROR(MakeRoom(out, dir, exists, old_bytes, layout.file_size));
+  LB_RETURN_IF_ERROR(
+      MakeRoom(exists ? std::vector<std::string>{out} : std::vector<std::string>{}, dir,
+               old_bytes, layout.file_size));
 
   const auto start = std::chrono::steady_clock::now();
   TempFile tmp(fmt::format("{}.tmp.{}", out, ::getpid()));
   LB_RETURN_IF_ERROR(tmp.Open());
   LB_RETURN_IF_ERROR(Reserve(tmp, layout.file_size));
   uint64_t checksum = 0;
-  LB_RETURN_IF_ERROR(WriteData(opts, plan, tmp, &checksum));
+  Progress progress(opts.progress, layout.file_size);
+  LB_RETURN_IF_ERROR(WriteData(opts, plan, layout, plan.model.tensors, 0, tmp, &progress, 0,
+                               nullptr, &checksum));
   if (Interrupted()) return Status::Failed("interrupted");
-  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, checksum, tmp));
+  progress.Update(layout.file_size, true);
+  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, plan.model.tensors, layout, checksum, {}, tmp));
   LB_RETURN_IF_ERROR(Publish(&tmp, out, dir));
 
   r.file_bytes = layout.file_size;

@@ -1,13 +1,16 @@
 // The weight-file generator: writes a preset's tensors with deterministic, incompressible
-// content, in parallel, under a temporary name that is renamed only when the file is complete.
+// content, in parallel, under a temporary name that is renamed only when the file is complete;
+// or the same model in shards, as the real tools ship them (harness/gen/shards.h).
 #pragma once
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "harness/gen/presets.h"
+#include "harness/gen/shards.h"
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
@@ -28,37 +31,62 @@ struct GenOptions {
   // 0 to 63 (safetensors only): the data area, and with it every tensor (their sizes are
   // multiples of 64), starts this many bytes past a 64-byte boundary. 0 keeps the usual layout.
   uint64_t misalign = 0;
+  // Sharding, at most one of the two (0: not that way; neither: one file at out_path). The same
+  // tensors, in the same order and with the same bytes, in `shards` files balancing bytes, or
+  // in shards of at most `shard_size` tensor bytes (a larger tensor alone). For out_path
+  // DIR/NAME.EXT the shards are DIR/NAME-00001-of-0000N.EXT, plus for safetensors and WLF the
+  // index out_path.index.json; ModelPath says which file stands for the model.
+  uint64_t shards = 0;
+  uint64_t shard_size = 0;
   int threads = 0;        // generator threads; 0 = number of cores
   bool progress = false;  // progress on stderr
 };
 
 struct GenResult {
-  bool reused = false;  // an existing file with the same spec was kept
-  uint64_t file_bytes = 0;
+  bool reused = false;  // an existing file (a sharded model: every file) of the same spec was kept
+  std::string model_path;          // what `run --file` takes: see ModelPath
+  std::vector<std::string> files;  // every file of the model: the file, or shards then index
+  size_t shard_count = 0;          // 0: one file
+  uint64_t file_bytes = 0;         // of every file
   uint64_t tensor_bytes = 0;
   size_t tensor_count = 0;
   uint64_t checksum = 0;  // xxh3-64 of all tensor bytes in table order, as stored in the file
+                          // (a sharded model: in its index, or its first GGUF split)
   double seconds = 0;     // wall time of writing (0 when reused)
   std::string description;
 };
 
 // What a file of `GenOptions` holds and where: the preset's tensors, the resolved alignment,
 // the id of the spec (stored in the file so that a later run can reuse it), and the layout.
+// A sharded model: its shards, each with its own layout, and the index.
 struct GenPlan {
   ModelPlan model;
   uint64_t align = 0;
   std::endian byte_order = std::endian::little;
   uint64_t misalign = 0;
-  uint64_t spec_id = 0;
-  FileLayout layout;
+  uint64_t spec_id = 0;  // a sharded model's holds its sharding; every shard stores it
+  FileLayout layout;     // of the model as one file (its tensor sizes are the shards' too)
+  std::vector<GenShard> shards;  // empty: one file at out_path
+  std::string index_path;        // sharded safetensors and WLF: out_path.index.json
+  uint64_t index_bytes = 0;
+  std::string model_path;        // ModelPath
+  uint64_t total_bytes = 0;      // of every file written: the file, or the shards and index
 };
 
 // Checks the options and plans the file; writes nothing. kBadInput names the bad option.
 Status PlanGenerated(const GenOptions& opts, GenPlan* out);
 
-// Generates (or reuses) the file described by `opts`. Checks free space before writing and
-// refuses with kBadInput naming the folder and both sizes when it is short. On interruption
-// (SIGINT/SIGTERM, see harness/system/interrupt.h) or error, the temporary file is removed.
+// The path that stands for the model of `opts`, which a user passes to `run --file`: out_path
+// for one file; for a sharded model the index (safetensors, WLF) or the first split (GGUF,
+// whose name holds the shard count: planned when sharded by size). "" when the options do
+// not plan.
+std::string ModelPath(const GenOptions& opts);
+
+// Generates (or reuses) the file, or every shard and the index, described by `opts`. Checks
+// free space for all of it before writing and refuses with kBadInput naming the folder and both
+// sizes when it is short. Everything is written under temporary names and renamed only when
+// all of it is complete (the shards, then the index); on interruption (SIGINT/SIGTERM, see
+// harness/system/interrupt.h) or error, the temporary files are removed.
 Status Generate(const GenOptions& opts, GenResult* result);
 
 // The content of tensor number `tensor_index` of a file generated with `seed`: writes bytes

@@ -1,12 +1,14 @@
-// Presets: a ladder of real model shapes per preset. A target size picks the largest shape of
+// Presets. llama: a ladder of real model shapes. A target size picks the largest shape of
 // which at least a quarter of its layers fit, then the layer count that fits, then grows
-// the vocabulary (in steps of 64 rows) to take up the rest. All sizes are counted in elements
-// with overflow-checked arithmetic; targets above kMaxTarget are refused.
+// the vocabulary (in steps of 64 rows) to take up the rest. moe: a rule of its own (below).
+// All sizes are counted in elements with overflow-checked arithmetic; targets above
+// kMaxTarget are refused.
 #include "harness/gen/presets.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "loaders/base/units.h"
@@ -17,6 +19,7 @@ namespace {
 // Larger than any disk this runs on; keeps tensor counts (and the planner's memory) bounded.
 constexpr uint64_t kMaxTarget = 64ull << 40;  // 64 TiB
 constexpr uint64_t kVocabStep = 64;
+constexpr uint64_t kElemSize = 2;  // bf16 and f16
 
 // Overflow-checked helpers: nullopt on overflow.
 std::optional<uint64_t> Mul(uint64_t a, uint64_t b) {
@@ -54,7 +57,7 @@ struct Scaled {
   uint64_t vocab = 0;
 };
 
-// The scaling rule shared by all presets. `costs[i]`, `canon_layers[i]` and `base_vocab[i]`
+// The scaling rule of the llama ladder. `costs[i]`, `canon_layers[i]` and `base_vocab[i]`
 // describe rung i of the ladder, smallest first. `target_elems` is the budget in elements.
 // Returns false when not even one layer of the smallest rung fits.
 bool Scale(const std::vector<Cost>& costs, const std::vector<uint64_t>& canon_layers,
@@ -139,34 +142,115 @@ void PlanLlama(const LlamaShape& s, uint64_t layers, uint64_t vocab, WlfDType dt
 }
 
 // ---- moe ----
+//
+// Shaped like today's MoE checkpoints at every size: Qwen3-MoE (128 experts per layer, 48
+// layers at 30B parameters) below 64 GiB, DeepSeek-V3 (256 experts, 61 layers) from there. The
+// rule, from the target size T:
+// - experts: 128 below 64 GiB, 256 from 64 GiB on;
+// - layers: 4 * log2(T / 1 MiB) - 16, rounded, at least 2 and at most 48 (128 experts) or 61
+//   (256): 8 at 64 MiB, 24 at 1 GiB, 36 at 8 GiB, 48 from 64 GiB (61 from 1 TiB, DeepSeek-V3's
+//   size);
+// - hidden: the largest multiple of 32 with which those layers, with expert_ffn = hidden / 2,
+//   and the base vocabulary (512 below 16 MiB, 32000 below 1 GiB, then Qwen3's 151936 or
+//   DeepSeek-V3's 129280) fit;
+// - expert_ffn: then the largest that fits those layers (about hidden / 2), and the
+//   vocabulary grows in steps of 64 rows to take up the rest.
+// So the tensor count (7 + 3 * experts per layer) grows with the size: thousands at 64 MiB,
+// ten thousand and more from 2 GiB. Tiny targets drop to fewer layers (down to 1) and an
+// expert_ffn of at least 1.
 
 struct MoeShape {
   const char* label;
   uint64_t hidden, expert_ffn, experts, layers, vocab;
 };
 
-constexpr MoeShape kMoe[] = {
-    {"tiny MoE", 64, 32, 16, 4, 512},
-    {"small MoE", 512, 256, 32, 8, 32000},
-    {"medium MoE", 1024, 512, 64, 16, 32000},
-    {"Qwen-MoE-A2.7B-like", 2048, 1408, 64, 24, 151936},
-};
+constexpr uint64_t kMiBytes = 1ull << 20, kGiBytes = 1ull << 30;
+constexpr uint64_t kMoeBigAt = 64 * kGiBytes;  // from here 256 experts
+constexpr uint64_t kMoeHiddenStep = 32;        // every tensor a multiple of 64 bytes
 
-Cost MoeCost(const MoeShape& s) {
-  const uint64_t h = s.hidden, ef = s.expert_ffn, e = s.experts;
-  Cost c;
-  // attn_norm, ffn_norm; q, k, v, output; router; per expert gate, up, down.
-  c.per_layer = 2 * h + 4 * h * h + e * h + e * 3 * ef * h;
-  c.per_vocab_row = 2 * h;
-  c.fixed = h;
-  return c;
+// attn_norm, ffn_norm; q, k, v, output; router; per expert gate, up, down.
+std::optional<uint64_t> MoeLayerElements(uint64_t h, uint64_t ef, uint64_t experts) {
+  auto hh = Mul(h, h);
+  auto eh = Mul(experts, h);
+  if (!hh || !eh) return std::nullopt;
+  auto attn = Mul(4, *hh);
+  auto ffn = Mul(*eh, ef);
+  if (!attn || !ffn) return std::nullopt;
+  auto ffn3 = Mul(3, *ffn);
+  if (!ffn3) return std::nullopt;
+  auto s = Add(*attn, *ffn3);
+  if (!s) return std::nullopt;
+  s = Add(*s, *eh);
+  if (!s) return std::nullopt;
+  return Add(*s, 2 * h);
 }
 
-void PlanMoe(const MoeShape& s, uint64_t layers, uint64_t vocab, WlfDType dt,
-             std::vector<WlfTensorSpec>* t) {
+std::optional<uint64_t> MoeElements(const MoeShape& s) {
+  auto layer = MoeLayerElements(s.hidden, s.expert_ffn, s.experts);
+  if (!layer) return std::nullopt;
+  auto layers = Mul(*layer, s.layers);
+  auto vocab = Mul(2 * s.hidden, s.vocab);  // token_embd + output
+  if (!layers || !vocab) return std::nullopt;
+  auto sum = Add(*layers, *vocab);
+  if (!sum) return std::nullopt;
+  return Add(*sum, s.hidden);  // output_norm
+}
+
+// The shape for `target_bytes` (target_elems elements) by the rule above; false when not even
+// one layer of the smallest shape (hidden 32, expert_ffn 1) fits.
+bool MoeFor(uint64_t target_bytes, uint64_t target_elems, MoeShape* out) {
+  const bool big = target_bytes >= kMoeBigAt;
+  MoeShape s{big ? "DeepSeek-V3-like" : "Qwen3-MoE-like", 0, 0, big ? 256u : 128u, 0, 0};
+  const int64_t max_layers = big ? 61 : 48;
+  s.vocab = target_bytes < 16 * kMiBytes ? 512
+            : target_bytes < kGiBytes    ? 32000
+            : big                        ? 129280
+                                         : 151936;
+  const double mib = static_cast<double>(target_bytes) / static_cast<double>(kMiBytes);
+  int64_t layers = mib > 0 ? std::llround(4 * std::log2(mib)) - 16 : 2;
+  layers = std::clamp<int64_t>(layers, 2, max_layers);
+  // hidden h with expert_ffn h/2: layers * ((4 + 1.5 E) h^2 + (2 + E) h) + (2 vocab + 1) h <= T
+  const double e = static_cast<double>(s.experts), l = static_cast<double>(layers);
+  const double a = l * (4 + 1.5 * e), b = l * (2 + e) + 2 * static_cast<double>(s.vocab) + 1;
+  const double t = static_cast<double>(target_elems);
+  const double root = (-b + std::sqrt(b * b + 4 * a * t)) / (2 * a);
+  uint64_t h = static_cast<uint64_t>(std::max(0.0, root)) / kMoeHiddenStep * kMoeHiddenStep;
+  auto fits = [&](uint64_t hidden, uint64_t ef, uint64_t nl) {
+    MoeShape c = s;
+    c.hidden = hidden;
+    c.expert_ffn = ef;
+    c.layers = nl;
+    auto n = MoeElements(c);
+    return n && *n <= target_elems;
+  };
+  while (h > kMoeHiddenStep && !fits(h, h / 2, static_cast<uint64_t>(layers))) h -= kMoeHiddenStep;
+  h = std::max(h, kMoeHiddenStep);
+  // The largest expert_ffn for these layers; fewer layers when not even 1 fits.
+  for (uint64_t nl = static_cast<uint64_t>(layers); nl >= 1; --nl) {
+    MoeShape c = s;
+    c.hidden = h;
+    c.layers = nl;
+    c.expert_ffn = 0;
+    auto fixed = MoeElements(c);  // everything but the experts' ffn
+    if (!fixed || *fixed > target_elems) continue;
+    const uint64_t per_ef = nl * 3 * s.experts * h;  // elements per unit of expert_ffn
+    const uint64_t ef = (target_elems - *fixed) / per_ef;
+    if (ef < 1) continue;
+    c.expert_ffn = ef;
+    auto used = MoeElements(c);  // <= target_elems by construction
+    const uint64_t extra = (target_elems - *used) / (2 * h) / kVocabStep * kVocabStep;
+    c.vocab += extra;
+    *out = c;
+    return true;
+  }
+  return false;
+}
+
+void PlanMoe(const MoeShape& s, WlfDType dt, std::vector<WlfTensorSpec>* t) {
   const uint64_t h = s.hidden, ef = s.expert_ffn;
-  t->push_back({"token_embd.weight", dt, {vocab, h}});
-  for (uint64_t i = 0; i < layers; ++i) {
+  t->reserve(s.layers * (7 + 3 * s.experts) + 3);
+  t->push_back({"token_embd.weight", dt, {s.vocab, h}});
+  for (uint64_t i = 0; i < s.layers; ++i) {
     t->push_back({fmt::format("blk.{}.attn_norm.weight", i), dt, {h}});
     t->push_back({fmt::format("blk.{}.attn_q.weight", i), dt, {h, h}});
     t->push_back({fmt::format("blk.{}.attn_k.weight", i), dt, {h, h}});
@@ -181,10 +265,8 @@ void PlanMoe(const MoeShape& s, uint64_t layers, uint64_t vocab, WlfDType dt,
     }
   }
   t->push_back({"output_norm.weight", dt, {h}});
-  t->push_back({"output.weight", dt, {vocab, h}});
+  t->push_back({"output.weight", dt, {s.vocab, h}});
 }
-
-constexpr uint64_t kElemSize = 2;  // bf16 and f16
 
 }  // namespace
 
@@ -209,45 +291,41 @@ Status PlanPreset(const std::string& preset, uint64_t target_bytes, WlfDType dty
   }
   const uint64_t target_elems = target_bytes / kElemSize;
 
-  std::vector<Cost> costs;
-  std::vector<uint64_t> canon_layers, base_vocab;
-  if (preset == "llama") {
+  ModelPlan plan;
+  plan.preset = preset;
+  if (preset == "moe") {
+    MoeShape s;
+    if (!MoeFor(target_bytes, target_elems, &s)) {
+      const MoeShape smallest{"", kMoeHiddenStep, 1, 128, 1, 512};
+      return Status::BadInput(fmt::format("size {} is below the smallest moe model ({})",
+                                          FormatBytes(target_bytes),
+                                          FormatBytes(*MoeElements(smallest) * kElemSize)));
+    }
+    PlanMoe(s, dtype, &plan.tensors);
+    plan.description = fmt::format(
+        "moe ({} shape) hidden={} expert_ffn={} experts={} layers={} vocab={} dtype={}", s.label,
+        s.hidden, s.expert_ffn, s.experts, s.layers, s.vocab, dtype_name);
+  } else {
+    std::vector<Cost> costs;
+    std::vector<uint64_t> canon_layers, base_vocab;
     for (const auto& s : kLlama) {
       costs.push_back(LlamaCost(s));
       canon_layers.push_back(s.layers);
       base_vocab.push_back(s.vocab);
     }
-  } else {
-    for (const auto& s : kMoe) {
-      costs.push_back(MoeCost(s));
-      canon_layers.push_back(s.layers);
-      base_vocab.push_back(s.vocab);
+    Scaled sc;
+    if (!Scale(costs, canon_layers, base_vocab, target_elems, &sc)) {
+      // Ladder values are small: the smallest model's size cannot overflow.
+      const uint64_t smallest = *Elements(costs[0], 1, base_vocab[0]) * kElemSize;
+      return Status::BadInput(fmt::format("size {} is below the smallest {} model ({})",
+                                          FormatBytes(target_bytes), preset,
+                                          FormatBytes(smallest)));
     }
-  }
-
-  Scaled sc;
-  if (!Scale(costs, canon_layers, base_vocab, target_elems, &sc)) {
-    // Ladder values are small: the smallest model's size cannot overflow.
-    const uint64_t smallest = *Elements(costs[0], 1, base_vocab[0]) * kElemSize;
-    return Status::BadInput(fmt::format("size {} is below the smallest {} model ({})",
-                                        FormatBytes(target_bytes), preset,
-                                        FormatBytes(smallest)));
-  }
-
-  ModelPlan plan;
-  plan.preset = preset;
-  if (preset == "llama") {
     const LlamaShape& s = kLlama[sc.rung];
     PlanLlama(s, sc.layers, sc.vocab, dtype, &plan.tensors);
     plan.description = fmt::format(
         "llama ({} shape) hidden={} ffn={} layers={} heads={} kv_heads={} vocab={} dtype={}",
         s.label, s.hidden, s.ffn, sc.layers, s.heads, s.kv_heads, sc.vocab, dtype_name);
-  } else {
-    const MoeShape& s = kMoe[sc.rung];
-    PlanMoe(s, sc.layers, sc.vocab, dtype, &plan.tensors);
-    plan.description = fmt::format(
-        "moe ({} shape) hidden={} expert_ffn={} experts={} layers={} vocab={} dtype={}", s.label,
-        s.hidden, s.expert_ffn, s.experts, sc.layers, sc.vocab, dtype_name);
   }
   uint64_t total = 0;
   for (const auto& t : plan.tensors) {

@@ -65,7 +65,7 @@ TEST_F(CliTest, InspectMissingFile) {
 }
 
 TEST_F(CliTest, InspectDirectory) {
-  ExpectBadInput(RunLoadbench({"inspect", dir_.path()}), {dir_.path(), "is a directory"});
+  ExpectBadInput(RunLoadbench({"inspect", dir_.path()}), {dir_.path(), "a folder, holding no"});
 }
 
 TEST_F(CliTest, InspectEmptyFile) {
@@ -174,6 +174,25 @@ TEST_F(CliTest, GenBadSize) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// --shards 0, both sharding flags, more shards than tensors: exit 2, one line, nothing written.
+TEST_F(CliTest, GenBadSharding) {
+  const std::string out = dir_.File("sharded.wlf");
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"gen", "--size", "2MiB", "--out", out, "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunLoadbench(args);
+  };
+  ExpectBadInput(gen({"--shards", "0"}), {"--shards", "at least 1 shard"});
+  ExpectBadInput(gen({"--shards", "3", "--shard-size", "1MiB"}), {"--shards", "--shard-size"});
+  ExpectBadInput(gen({"--shard-size", "0"}), {"--shard-size"});
+  ExpectBadInput(gen({"--shard-size", "big"}), {"--shard-size", "big"});
+  ExpectBadInput(gen({"--shards", "60000"}), {"shards 60000", "tensors"});
+  ExpectBadInput(gen({"--shards", "60000", "--dry-run"}), {"shards 60000", "tensors"});
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_EQ(e.path().filename().string().find("sharded"), std::string::npos) << e.path();
+  }
+}
+
 TEST_F(CliTest, UnknownSubcommandIsUsageError) {
   const ProcessResult r = RunLoadbench({"frobnicate"});
   EXPECT_EQ(r.signal, 0) << Describe(r);
@@ -184,7 +203,8 @@ TEST_F(CliTest, UnknownSubcommandIsUsageError) {
 
 TEST_F(CliTest, HelpOnEverySubcommand) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"gen", {"--preset", "--size", "--format", "--out", "--seed", "--align"}},
+      {"gen", {"--preset", "--size", "--format", "--out", "--seed", "--align", "--shards",
+               "--shard-size"}},
       {"inspect", {"--json", "file"}},
       {"run", {"--file", "--strategies", "--cache", "--reps", "--out"}},
       {"list", {"strategies"}},
@@ -278,7 +298,8 @@ TEST_F(CliTest, CacheWarmThenDropReachesEachStateAndSaysSo) {
 TEST_F(CliTest, CacheBadInput) {
   const std::string path = dir_.File("no-such.wlf");
   ExpectBadInput(RunLoadbench({"cache", "drop", path}), {path, "No such file"});
-  ExpectBadInput(RunLoadbench({"cache", "status", dir_.path()}), {dir_.path(), "is a directory"});
+  ExpectBadInput(RunLoadbench({"cache", "status", dir_.path()}),
+                 {dir_.path(), "a folder, holding no"});
   ExpectBadInput(RunLoadbench({"cache", "evict", valid_}), {"evict"});
 }
 

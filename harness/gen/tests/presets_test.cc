@@ -31,7 +31,7 @@ TEST(PresetsTest, NamesListed) {
 
 TEST(PresetsTest, ReachesTargetWithoutExceedingIt) {
   for (const std::string preset : {"llama", "moe"}) {
-    for (uint64_t target : {1 * kMiB, 64 * kMiB, 2 * kGiB, 14 * kGiB}) {
+    for (uint64_t target : {1 * kMiB, 64 * kMiB, 2 * kGiB, 14 * kGiB, 100 * kGiB}) {
       SCOPED_TRACE(preset + " " + std::to_string(target));
       ModelPlan p;
       ASSERT_TRUE(PlanPreset(preset, target, WlfDType::kBF16, &p).ok());
@@ -126,6 +126,61 @@ TEST(PresetsTest, MoeHasThousandsOfTensors) {
       << p.description;
   // Names are unique.
   EXPECT_EQ(s.size(), p.tensors.size());
+}
+
+// Today's MoE checkpoints at every size: 128 experts per layer (Qwen3-MoE) below 64 GiB, 256
+// (DeepSeek-V3) from there; layers and tensors grow with the size, to tens of thousands.
+TEST(PresetsTest, MoeLooksLikeTodaysCheckpoints) {
+  struct Case {
+    uint64_t size;
+    uint64_t experts, layers;
+  };
+  size_t last_count = 0;
+  for (const Case& c : {Case{64 * kMiB, 128, 8}, Case{1 * kGiB, 128, 24}, Case{8 * kGiB, 128, 36},
+                        Case{63 * kGiB, 128, 48}, Case{64 * kGiB, 256, 48},
+                        Case{1024 * kGiB, 256, 61}}) {
+    SCOPED_TRACE(c.size);
+    ModelPlan p;
+    ASSERT_TRUE(PlanPreset("moe", c.size, WlfDType::kBF16, &p).ok());
+    auto s = Shapes(p);
+    const uint64_t experts = s["blk.0.ffn_gate_inp.weight"][0];
+    const uint64_t hidden = s["blk.0.ffn_gate_inp.weight"][1];
+    const uint64_t eff = s["blk.0.ffn_gate.0.weight"][0];
+    EXPECT_EQ(experts, c.experts) << p.description;
+    const size_t layers = (p.tensors.size() - 3) / (7 + 3 * experts);
+    EXPECT_EQ(p.tensors.size(), layers * (7 + 3 * experts) + 3);
+    EXPECT_EQ(layers, c.layers) << p.description;
+    EXPECT_NE(p.description.find(experts == 128 ? "Qwen3-MoE" : "DeepSeek-V3"), std::string::npos)
+        << p.description;
+    EXPECT_EQ(hidden % 32, 0u);
+    EXPECT_GE(eff, hidden / 2) << p.description;
+    EXPECT_LE(eff, hidden) << p.description;
+    EXPECT_LE(p.tensor_bytes, c.size);
+    EXPECT_GE(static_cast<double>(p.tensor_bytes), 0.999 * static_cast<double>(c.size));
+    EXPECT_GT(p.tensors.size(), last_count) << "tensors must grow with the size";
+    if (c.size >= 2 * kGiB) {
+      EXPECT_GE(p.tensors.size(), 10000u) << p.description;
+    }
+    last_count = p.tensors.size();
+  }
+}
+
+// Sizes between and around the rule's steps (vocabulary, experts, the layer cap) keep the
+// presets' accuracy and grow the tensor count (never shrink it) with the size.
+TEST(PresetsTest, MoeAccurateAndMonotoneAcrossSizes) {
+  size_t last_count = 0;
+  for (uint64_t size = 1 * kMiB; size <= 4096 * kGiB; size = size * 3 / 2 + 12345) {
+    SCOPED_TRACE(size);
+    ModelPlan p;
+    ASSERT_TRUE(PlanPreset("moe", size, WlfDType::kF16, &p).ok());
+    EXPECT_LE(p.tensor_bytes, size);
+    EXPECT_GE(static_cast<double>(p.tensor_bytes), 0.97 * static_cast<double>(size));
+    EXPECT_GE(p.tensors.size(), last_count) << p.description;
+    last_count = p.tensors.size();
+  }
+  ModelPlan p;  // near the smallest: hidden 32, expert_ffn of a few
+  ASSERT_TRUE(PlanPreset("moe", 160 * 1024, WlfDType::kBF16, &p).ok());
+  EXPECT_NE(p.description.find("experts=128"), std::string::npos) << p.description;
 }
 
 TEST(PresetsTest, TooSmallIsBadInput) {
