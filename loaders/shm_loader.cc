@@ -1,6 +1,7 @@
 // shm: the first process pread()s the file's tensor bytes into a named POSIX shared-memory
 // segment (Boost.Interprocess shared_memory_object and mapped_region), and every later process
-// maps that segment and reads no byte of the file, until the segment is removed.
+// maps that segment and reads no byte of the file, until the segment is removed. A sharded
+// model has one segment holding every shard's tensor bytes, named after the model's path.
 #include "loaders/shm_loader.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
@@ -23,6 +25,7 @@
 #include "loaders/base/destination.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
+#include "loaders/format/model.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -114,6 +117,17 @@ class RemoveUnlessComplete final {
   bool complete_ = false;
 };
 
+// One file of the model as the segment holds it.
+struct ShmShard {
+  std::string path;
+  const TensorTable* table = nullptr;  // its tensors, offsets within its file
+  TensorTable own;                     // a shard's table, which `table` points to
+  UniqueFd fd;
+  FileIdentity id;
+  FileSpan span;    // its tensor bytes, widened to kSpanAlign
+  uint64_t at = 0;  // where the span starts, counted from kShmDataOffset
+};
+
 class ShmLoader final : public Loader {
  public:
   explicit ShmLoader(const Params& params) : chunk_bytes_(params.Bytes("chunk")) {}
@@ -126,30 +140,67 @@ class ShmLoader final : public Loader {
           "it in place would change their weights (use place=separate)",
           path));
     }
-    UniqueFd fd;
-    LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(path, errno);
-    const FileIdentity id = IdentityOf(st);
-    if (id.size != table.file_size) {
-      return Status::BadInput(fmt::format(
-          "{}: file changed size since it was validated ({} -> {})", path, table.file_size,
-          id.size));
+    // A single file is its own shard; a sharded model's segment holds every shard's span.
+    std::vector<ShmShard> shards(table.sharded() ? table.shards.size() : 1);
+    uint64_t data_bytes = 0;
+    for (size_t k = 0; k < shards.size(); ++k) {
+      ShmShard& sh = shards[k];
+      sh.path = table.sharded() ? table.shards[k].path : path;
+      LB_RETURN_IF_ERROR(OpenReadOnly(sh.path, 0, &sh.fd));
+      struct stat st {};
+      if (::fstat(sh.fd.get(), &st) != 0) return Status::FromErrno(sh.path, errno);
+      sh.id = IdentityOf(st);
+      const uint64_t expected = table.sharded() ? table.shards[k].file_size : table.file_size;
+      if (sh.id.size != expected) {
+        return Status::BadInput(fmt::format(
+            "{}: file changed size since it was validated ({} -> {})", sh.path, expected,
+            sh.id.size));
+      }
+      if (table.sharded()) sh.own = ShardTable(table, k);
+      sh.table = table.sharded() ? &sh.own : &table;
+      sh.span = TensorSpan(*sh.table, kSpanAlign);
+      sh.at = data_bytes;
+      data_bytes += (sh.span.size() + kSpanAlign - 1) / kSpanAlign * kSpanAlign;
     }
-    segment_ = SegmentNameOf(id);
-    const FileSpan span = TensorSpan(table, kSpanAlign);
+    // The model's own path names the segment: the file itself, or the index or first split.
+    FileIdentity model = shards[0].id;
+    if (table.sharded()) {
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
+      model = IdentityOf(st);
+      model.size = table.file_size;
+    }
+    segment_ = SegmentNameOf(model);
+    std::vector<uint64_t> identities;
+    for (const ShmShard& sh : shards) {
+      identities.insert(identities.end(),
+                        {sh.id.dev, sh.id.ino, sh.id.size, static_cast<uint64_t>(sh.id.mtime_ns),
+                         sh.span.begin, sh.span.end, sh.at});
+    }
+    const ShmSegmentHeader expected{
+        .magic = kShmMagic,
+        .version = kShmVersion,
+        .complete = 0,
+        .file_dev = model.dev,
+        .file_ino = model.ino,
+        .file_size = model.size,
+        .file_mtime_ns = model.mtime_ns,
+        .span_offset = table.sharded() ? 0 : shards[0].span.begin,
+        .span_size = data_bytes,
+        .shards_hash = XXH3_64bits(identities.data(), identities.size() * sizeof(uint64_t)),
+    };
     UniqueFd lock;  // held until the segment is attached or complete
     LB_RETURN_IF_ERROR(LockSegment(path, segment_, &lock));
     try {
       bool attached = false;
-      LB_RETURN_IF_ERROR(Attach(path, id, span, &attached));
-      if (!attached) LB_RETURN_IF_ERROR(Create(fd.get(), path, id, span));
+      LB_RETURN_IF_ERROR(Attach(path, expected, &attached));
+      if (!attached) LB_RETURN_IF_ERROR(Create(path, expected, shards));
     } catch (const bip::interprocess_exception& e) {
       return Status::IOError(
           fmt::format("{}: shared-memory segment {}: {}", path, segment_, e.what()));
     }
-    const auto* base = static_cast<const std::byte*>(region_.get_address());
-    ViewsIntoSpan(table, span, base + kShmDataOffset, views);
+    const auto* base = static_cast<const std::byte*>(region_.get_address()) + kShmDataOffset;
+    for (const ShmShard& sh : shards) ViewsIntoSpan(*sh.table, sh.span, base + sh.at, views);
     return Status::Ok();
   }
 
@@ -161,11 +212,11 @@ class ShmLoader final : public Loader {
   }
 
  private:
-  // Maps the segment read-only when it holds all of `span` of this version of the file, and
-  // sets `attached`. Removes a segment that does not: its creator died before completing it,
-  // or it holds another version of the file (a rewrite, or a new file on a reused inode).
-  Status Attach(const std::string& path, const FileIdentity& id, const FileSpan& span,
-                bool* attached) {
+  // Maps the segment read-only when it holds what `expected` describes (this version of every
+  // file of the model, the same spans), and sets `attached`. Removes a segment that does not:
+  // its creator died before completing it, or it holds another version of the model (a
+  // rewrite, or a new file on a reused inode).
+  Status Attach(const std::string& path, const ShmSegmentHeader& expected, bool* attached) {
     bip::shared_memory_object shm;
     try {
       shm = bip::shared_memory_object(bip::open_only, segment_.c_str(), bip::read_only);
@@ -179,7 +230,7 @@ class ShmLoader final : public Loader {
           fmt::format("{}: shared-memory segment {}: cannot read its size", path, segment_));
     }
     // A segment of another size holds another span, or its creator died before truncating it.
-    if (static_cast<uint64_t>(size) == kShmDataOffset + span.size()) {
+    if (static_cast<uint64_t>(size) == kShmDataOffset + expected.span_size) {
       bip::mapped_region region(shm, bip::read_only);
       auto* base = static_cast<std::byte*>(region.get_address());
       auto& in_place = *reinterpret_cast<ShmSegmentHeader*>(base);
@@ -187,9 +238,11 @@ class ShmLoader final : public Loader {
       if (CompleteFlag(in_place.complete).load(std::memory_order_acquire) == 1) {
         ShmSegmentHeader h;
         std::memcpy(&h, base, sizeof h);
-        if (h.magic == kShmMagic && h.version == kShmVersion && h.file_dev == id.dev &&
-            h.file_ino == id.ino && h.file_size == id.size && h.file_mtime_ns == id.mtime_ns &&
-            h.span_offset == span.begin && h.span_size == span.size()) {
+        const ShmSegmentHeader& e = expected;
+        if (h.magic == e.magic && h.version == e.version && h.file_dev == e.file_dev &&
+            h.file_ino == e.file_ino && h.file_size == e.file_size &&
+            h.file_mtime_ns == e.file_mtime_ns && h.span_offset == e.span_offset &&
+            h.span_size == e.span_size && h.shards_hash == e.shards_hash) {
           region_ = std::move(region);
           role_ = "attacher";
           *attached = true;
@@ -200,8 +253,9 @@ class ShmLoader final : public Loader {
     return RemoveSegmentNamed(path, segment_);
   }
 
-  Status Create(int fd, const std::string& path, const FileIdentity& id, const FileSpan& span) {
-    const uint64_t bytes = kShmDataOffset + span.size();
+  Status Create(const std::string& path, const ShmSegmentHeader& header_value,
+                const std::vector<ShmShard>& shards) {
+    const uint64_t bytes = kShmDataOffset + header_value.span_size;
     // Segments live in memory: one that does not fit must be refused before it eats the
     // memory the rest of the machine runs on.
     struct statvfs vfs {};
@@ -231,23 +285,15 @@ class ShmLoader final : public Loader {
     }
     bip::mapped_region region(shm, bip::read_write);
     auto* base = static_cast<std::byte*>(region.get_address());
-    auto* header = new (base) ShmSegmentHeader{
-        .magic = kShmMagic,
-        .version = kShmVersion,
-        .complete = 0,
-        .file_dev = id.dev,
-        .file_ino = id.ino,
-        .file_size = id.size,
-        .file_mtime_ns = id.mtime_ns,
-        .span_offset = span.begin,
-        .span_size = span.size(),
-    };
-    // The span may end past the end of the file; those bytes stay zero, as in a mapping.
-    const uint64_t end = std::min(span.end, id.size);
-    for (uint64_t at = span.begin; at < end; at += chunk_bytes_) {
-      const uint64_t n = std::min(chunk_bytes_, end - at);
-      LB_RETURN_IF_ERROR(
-          PreadExact(fd, path, base + kShmDataOffset + (at - span.begin), n, at));
+    auto* header = new (base) ShmSegmentHeader(header_value);
+    for (const ShmShard& sh : shards) {
+      // The span may end past the end of the file; those bytes stay zero, as in a mapping.
+      const uint64_t end = std::min(sh.span.end, sh.id.size);
+      std::byte* dst = base + kShmDataOffset + sh.at;
+      for (uint64_t at = sh.span.begin; at < end; at += chunk_bytes_) {
+        const uint64_t n = std::min(chunk_bytes_, end - at);
+        LB_RETURN_IF_ERROR(PreadExact(sh.fd.get(), sh.path, dst + (at - sh.span.begin), n, at));
+      }
     }
     CompleteFlag(header->complete).store(1, std::memory_order_release);
     guard.Completed();
@@ -292,7 +338,7 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<ShmLoader>(p);
     },
-    .flags = kEager | kSharedSegment,
+    .flags = kEager | kSharedSegment | kModel,
     .unsupported_reason = [] {
       struct statvfs vfs {};
       if (::statvfs(kShmDir, &vfs) != 0) {

@@ -17,4 +17,8 @@ uint64_t ChecksumTensors(const std::vector<TensorBytes>& views);
 // reference a file without a stored checksum is checked against.
 Status ChecksumFile(int fd, const std::string& path, const TensorTable& table, uint64_t* out);
 
+// The same over a model: each tensor read from its shard's file, in table order. For a single
+// file it equals ChecksumFile; a model has the same checksum sharded or not.
+Status ChecksumModel(const TensorTable& model, uint64_t* out);
+
 }  // namespace loadbench

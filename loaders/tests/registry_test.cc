@@ -80,7 +80,7 @@ TEST(Registry, RejectsBadStrategyLists) {
       {"fread:bogus=1", "unknown option 'bogus'"},
       {"fread:chunk=lots", "not a size"},
       {"fread:chunk=0", "out of range"},
-      {"mmap:x=1", "options: none"},
+      {"mmap_seq:x=1", "options: none"},
   };
   for (const auto& c : cases) {
     std::vector<StrategySpec> specs;

@@ -27,6 +27,8 @@
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/shm_loader.h"
+#include "loaders/use/shard_by_shard.h"
+#include "tests/support/sharded_model.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -434,9 +436,116 @@ TEST(ShmStrategy, AMissingFileIsBadInputNamingIt) {
 TEST(ShmStrategy, IsRegisteredAsEagerWithASharedSegmentAndACleanup) {
   const StrategyInfo* info = FindStrategy("shm");
   ASSERT_NE(info, nullptr);
-  EXPECT_EQ(info->flags, kEager | kSharedSegment);
+  EXPECT_EQ(info->flags, kEager | kSharedSegment | kModel);
   EXPECT_NE(info->cleanup, nullptr);
   EXPECT_EQ(info->unsupported_reason(), "");
+}
+
+// A sharded model, as the runner loads it: the model's path and its joined table.
+Loaded LoadShmModel(const test::ShardedModel& model) {
+  Loaded out;
+  const StrategyInfo* info = FindStrategy("shm");
+  Params params;
+  out.status = Params::Resolve("shm", info->options, {}, &params);
+  out.loader = MakeModelLoader(*info, params, model.table);
+  if (out.status.ok()) out.status = out.loader->Load(model.path, model.table, &out.views);
+  return out;
+}
+
+// One segment per model, named after the model's path: every shard's tensors in it, created
+// once, attached by the next load, removed by the cleanup hook given that same path.
+TEST(ShmSharded, OneSegmentHoldsEveryShard) {
+  for (uint64_t align : {64u, 4096u}) {
+    SCOPED_TRACE("align " + std::to_string(align));
+    test::TempDir dir;
+    const test::ShardedModel model =
+        test::WriteWlfShardedModel(dir, test::LayersAcrossShards(), align);
+    ASSERT_EQ(model.table.shards.size(), 3u);
+    SegmentCleanup cleanup(model.path);
+    const std::string segment = SegmentOf(model.path);
+    ASSERT_FALSE(DevShmHas(segment));
+
+    Loaded first = LoadShmModel(model);
+    ASSERT_TRUE(first.status.ok()) << first.status.message();
+    EXPECT_EQ(first.role(), "creator");
+    EXPECT_EQ(first.segment(), segment);
+    EXPECT_TRUE(DevShmHas(segment));
+    ASSERT_EQ(first.views.size(), model.table.tensors.size());
+    EXPECT_EQ(ChecksumTensors(first.views), model.checksum);
+    // No segment of a shard's own.
+    for (const ShardInfo& shard : model.table.shards) {
+      EXPECT_FALSE(DevShmHas(SegmentOf(shard.path)));
+    }
+    // Tensors keep the alignment they have in their files.
+    for (size_t i = 0; i < first.views.size(); ++i) {
+      if (first.views[i].empty()) continue;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(first.views[i].data()) % align,
+                model.table.tensors[i].offset % align);
+    }
+    first = Loaded();
+
+    Loaded second = LoadShmModel(model);
+    ASSERT_TRUE(second.status.ok()) << second.status.message();
+    EXPECT_EQ(second.role(), "attacher");
+    EXPECT_EQ(second.segment(), segment);
+    EXPECT_EQ(ChecksumTensors(second.views), model.checksum);
+
+    std::vector<std::string> removed;
+    Status s = FindStrategy("shm")->cleanup(model.path, &removed);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(removed.size(), 1u);
+    EXPECT_NE(removed[0].find(segment), std::string::npos) << removed[0];
+    EXPECT_FALSE(DevShmHas(segment));
+    EXPECT_EQ(LoadShmModel(model).role(), "creator");
+  }
+}
+
+// The identity covers every shard: a rewrite of the last one (same size, other bytes, another
+// mtime) makes the next load a creator that serves the new bytes.
+TEST(ShmSharded, ARewrittenShardGetsAFreshSegment) {
+  test::TempDir dir;
+  const auto shards = test::LayersAcrossShards();
+  const test::ShardedModel model = test::WriteWlfShardedModel(dir, shards);
+  SegmentCleanup cleanup(model.path);
+  ASSERT_EQ(LoadShmModel(model).role(), "creator");
+  ASSERT_EQ(LoadShmModel(model).role(), "attacher");
+
+  const std::string last = model.table.shards[2].path;
+  const int64_t mtime = MtimeNs(last);
+  RewriteInPlace(dir, last, shards[2], /*seed=*/9);
+  SetMtimeNs(last, mtime + 1'000'000'000);
+  test::ShardedModel rewritten = model;
+  rewritten.checksum = test::PreadModelChecksum(model.table);
+  ASSERT_NE(rewritten.checksum, model.checksum);
+  Loaded again = LoadShmModel(rewritten);
+  ASSERT_TRUE(again.status.ok()) << again.status.message();
+  EXPECT_EQ(again.role(), "creator");
+  EXPECT_EQ(again.segment(), SegmentOf(model.path));
+  EXPECT_EQ(ChecksumTensors(again.views), rewritten.checksum);
+}
+
+TEST(ShmSharded, LoadsAGeneratedGgufModel) {
+  test::TempDir dir;
+  const test::ShardedModel model = test::GenerateShardedModel(dir, "gguf", 3, 1ull << 20);
+  SegmentCleanup cleanup(model.path);
+  for (const char* role : {"creator", "attacher"}) {
+    Loaded loaded = LoadShmModel(model);
+    ASSERT_TRUE(loaded.status.ok()) << loaded.status.message();
+    EXPECT_EQ(loaded.role(), role);
+    EXPECT_EQ(ChecksumTensors(loaded.views), model.checksum);
+  }
+}
+
+TEST(ShmSharded, AMissingShardIsBadInputNamingIt) {
+  test::TempDir dir;
+  const test::ShardedModel model = test::WriteWlfShardedModel(dir, test::LayersAcrossShards());
+  SegmentCleanup cleanup(model.path);
+  const std::string gone = model.table.shards[1].path;
+  ASSERT_EQ(::unlink(gone.c_str()), 0);
+  Loaded loaded = LoadShmModel(model);
+  EXPECT_EQ(loaded.status.code(), Status::Code::kBadInput);
+  EXPECT_NE(loaded.status.message().find(gone), std::string::npos) << loaded.status.message();
+  EXPECT_FALSE(DevShmHas(SegmentOf(model.path)));
 }
 
 }  // namespace

@@ -77,18 +77,27 @@ std::vector<TensorGroup> LayerGroups(const TensorTable& table) {
     const TensorInfo& t = table.tensors[i];
     const std::optional<int> layer = LayerOf(t.name);
     if (groups.empty() || groups.back().layer != layer) {
-      groups.push_back(TensorGroup{{}, layer, t.offset, t.offset + t.size});
+      groups.emplace_back();
+      groups.back().layer = layer;
     }
     TensorGroup& g = groups.back();
     g.tensors.push_back(i);
+    // Offsets are within a shard's file: a range never mixes two shards. The table lists its
+    // tensors shard by shard, so a group's tensors of one shard are consecutive.
+    if (g.ranges.empty() || g.ranges.back().shard != t.shard) {
+      g.ranges.push_back(ShardRange{t.shard, t.offset, t.offset + t.size});
+      continue;
+    }
+    ShardRange& r = g.ranges.back();
     if (t.size == 0) continue;
-    if (g.begin == g.end) {
-      g.begin = t.offset, g.end = t.offset + t.size;
+    if (r.begin == r.end) {
+      r.begin = t.offset, r.end = t.offset + t.size;
     } else {
-      g.begin = std::min(g.begin, t.offset);
-      g.end = std::max(g.end, t.offset + t.size);
+      r.begin = std::min(r.begin, t.offset);
+      r.end = std::max(r.end, t.offset + t.size);
     }
   }
+  for (TensorGroup& g : groups) g.begin = g.ranges.front().begin, g.end = g.ranges.front().end;
   return groups;
 }
 

@@ -28,12 +28,24 @@ std::vector<size_t> ForwardOrder(const TensorTable& table);
 // has a layer number: such a file has no first layer to time.
 std::vector<bool> FirstUseSet(const TensorTable& table);
 
-// Consecutive tensors (table order) of one layer, and the file bytes they lie in.
+// The bytes a group's tensors occupy in one shard (file) of the model.
+struct ShardRange {
+  uint32_t shard = 0;  // index into TensorTable::shards
+  uint64_t begin = 0;  // the smallest offset of the group's tensors in that shard's file
+  uint64_t end = 0;    // the largest tensor end; begin == end when they are all empty there
+};
+
+// Consecutive tensors (table order) of one layer, and the file bytes they lie in. A sharded
+// model's layer may span shards: `ranges` has one range per shard that holds any of the
+// group's tensors, in shard order (a single file: exactly one).
 struct TensorGroup {
   std::vector<size_t> tensors;  // table indices, ascending and consecutive
   std::optional<int> layer;
-  uint64_t begin = 0;  // the smallest tensor offset
-  uint64_t end = 0;    // the largest tensor end; begin == end for a group of empty tensors
+  // The first range's begin and end: the whole group's in a single file. begin == end for a
+  // group of empty tensors.
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::vector<ShardRange> ranges;
 };
 
 // The table cut into maximal runs of consecutive tensors with the same layer number (tensors
