@@ -1,5 +1,6 @@
-// `loadbench cache drop|warm|status FILE`: the runner's cache preparation on its own, for tools
-// that time something else (fio) against a checked page-cache state.
+// `loadbench cache drop|warm|status FILE`: the runner's cache preparation on its own (over every
+// shard of a sharded model), for tools that time something else (fio) against a checked
+// page-cache state.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -7,12 +8,13 @@
 #include "harness/system/cache.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
-#include "loaders/base/file_io.h"
+#include "loaders/format/model.h"
 
 namespace loadbench::cli {
 namespace {
 
-void Print(const CacheFlags& f, const Residency& r, DropMethod drop, bool reached) {
+void Print(const CacheFlags& f, const ModelResidency& m, DropMethod drop, bool reached) {
+  const Residency& r = m.total;
   const double frac = r.fraction();
   if (f.json) {
     nlohmann::ordered_json j{{"file", f.file},
@@ -21,7 +23,8 @@ void Print(const CacheFlags& f, const Residency& r, DropMethod drop, bool reache
                              {"resident_pages", r.resident_pages},
                              {"total_pages", r.total_pages},
                              {"method", ResidencyMethod()},
-                             {"state_reached", reached}};
+                             {"state_reached", reached},
+                             {"worst_shard_resident", m.Worst(f.action == "drop" ? "cold" : "warm")}};
     if (f.action == "drop") j["drop_method"] = DropMethodName(drop);
     fmt::print("{}\n", j.dump());
     return;
@@ -35,8 +38,8 @@ void Print(const CacheFlags& f, const Residency& r, DropMethod drop, bool reache
 
 int CacheCommand(const CacheFlags& f, const std::string& command_line) {
   const std::string cmd = "cache " + f.action;
-  UniqueFd fd;
-  Status s = OpenReadOnly(f.file, 0, &fd);
+  TensorTable model;
+  Status s = ReadModel(f.file, &model);
   if (!s.ok()) return ReportError(cmd, s);
   // Dropping or warming the cache under another measurement would change what it measures;
   // a status only reads.
@@ -49,19 +52,22 @@ int CacheCommand(const CacheFlags& f, const std::string& command_line) {
     }
   }
   DropMethod drop = DropMethod::kDropCaches;
-  if (f.action == "drop") s = DropFileCache(f.file, &drop);
-  if (f.action == "warm") s = WarmFile(f.file);
-  Residency r;
-  if (s.ok()) s = MeasureResidency(f.file, &r);
+  if (f.action == "drop") s = DropModelCache(model, &drop);
+  if (f.action == "warm") s = WarmModel(model);
+  ModelResidency r;
+  if (s.ok()) s = MeasureModelResidency(model, &r);
   if (!s.ok()) return ReportError(cmd, s);
-  const double frac = r.fraction();
+  // Every shard must reach the state: the worst one decides.
+  const double frac = r.Worst(f.action == "drop" ? "cold" : "warm");
   const bool reached = f.action == "drop"   ? frac <= kColdMaxResident
                        : f.action == "warm" ? frac >= kWarmMinResident
                                             : true;
   Print(f, r, drop, reached);
   if (!reached) {
-    fmt::print(stderr, "loadbench {}: {}: still {:.2f}% resident, the {} state was not reached\n",
-               cmd, f.file, frac * 100, f.action == "drop" ? "cold" : "warm");
+    fmt::print(stderr,
+               "loadbench {}: {}: {}{:.2f}% resident, the {} state was not reached\n",
+               cmd, f.file, model.sharded() ? "a shard still " : "still ", frac * 100,
+               f.action == "drop" ? "cold" : "warm");
     return 1;
   }
   return 0;

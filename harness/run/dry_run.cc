@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness/experiment/estimate.h"
+#include "harness/gen/generator.h"
 #include "harness/probe/probe.h"
 #include "harness/run/progress.h"
 #include "harness/run/results.h"
@@ -42,8 +43,17 @@ std::string ExistingDirOf(const std::string& path) {
 // A generated file the data folder already holds at its planned size (gen itself checks that
 // the spec matches before it reuses one).
 bool Present(const ExperimentFile& f) {
-  struct stat st {};
-  return ::stat(f.path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == f.file_bytes;
+  auto has = [](const std::string& path, uint64_t bytes) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == bytes;
+  };
+  GenPlan plan;
+  if (!PlanGenerated(f.gen, &plan).ok() || plan.shards.empty()) return has(f.path, f.file_bytes);
+  // A sharded model: every shard at its planned size, and the index where there is one.
+  for (const GenShard& s : plan.shards) {
+    if (!has(s.path, s.layout.file_size)) return false;
+  }
+  return plan.index_path.empty() || has(plan.index_path, plan.index_bytes);
 }
 
 std::string RepsText(const Experiment& e) {

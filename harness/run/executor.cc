@@ -29,6 +29,7 @@
 #include "harness/system/locks.h"
 #include "harness/system/stability.h"
 #include "loaders/base/units.h"
+#include "loaders/format/model.h"
 
 namespace loadbench {
 namespace {
@@ -180,7 +181,7 @@ Status Executor::CheckGivenFiles() {
   for (const ExperimentFile& f : e_.files) {
     if (f.generate) continue;
     TensorTable t;
-    LB_RETURN_IF_ERROR(ReadTensorTableFromPath(f.path, &t));
+    LB_RETURN_IF_ERROR(ReadModel(f.path, &t));
   }
   return Status::Ok();
 }
@@ -201,7 +202,7 @@ int Executor::GenerateFiles() {
       return Stop(s.message());
     }
     if (r.reused) continue;
-    generated_.push_back(f.path);
+    generated_.insert(generated_.end(), r.files.begin(), r.files.end());
     if (!o_.quiet) {
       fmt::print(stderr, "{}: generated {} ({}) in {:.1f} s\n", o_.who, f.path,
                  FormatBytes(r.file_bytes), r.seconds);

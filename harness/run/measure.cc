@@ -42,6 +42,7 @@ RunRecord BaseRecord(const RunSession& rs, const PreparedFile& file, const RunPo
   r.file = file.path;
   r.format = file.table.format;
   r.file_bytes = file.table.file_size;
+  if (file.table.sharded()) r.shards = file.table.shards.size();
   r.cache = p.cache;
   r.rep = p.rep;
   if (p.position >= 0) r.position = p.position;
@@ -106,17 +107,19 @@ Status MeasureCeiling(RunSession& rs, const PreparedFile& file, const RunPoint& 
   RunRecord r = BaseRecord(rs, file, p);
   r.params = {{"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes},
               {"direct", "on"}};
-  const uint64_t bytes = file.table.file_size / probe::kBlockBytes * probe::kBlockBytes;
+  // A sharded model's ceiling is its first shard's: the device's speed, read the same way.
+  const std::string& path = file.table.shards.at(0).path;
+  const uint64_t bytes = file.table.shards[0].file_size / probe::kBlockBytes * probe::kBlockBytes;
   UniqueFd direct;
   if (bytes == 0) {
     r.status = "unsupported";
     r.error = "the file is smaller than one 1 MiB request";
-  } else if (Status s = OpenReadOnly(file.path, O_DIRECT, &direct); !s.ok()) {
+  } else if (Status s = OpenReadOnly(path, O_DIRECT, &direct); !s.ok()) {
     r.status = "unsupported";
     r.error = fmt::format("O_DIRECT: {}", s.message());
   } else {
     direct.reset();
-    const nlohmann::ordered_json m = probe::ColdDirectRead(file.path, bytes, 1);
+    const nlohmann::ordered_json m = probe::ColdDirectRead(path, bytes, 1);
     if (Interrupted()) {
       *interrupted = true;
       return Status::Ok();  // no record: the run did not finish
@@ -127,7 +130,7 @@ Status MeasureCeiling(RunSession& rs, const PreparedFile& file, const RunPoint& 
       r.wall_s = static_cast<double>(bytes) / (g->get<double>() * 1e9);
       r.ceiling_bytes = bytes;
       r.gb_per_s = g->get<double>();
-      r.settle_s = Settle(file.path);
+      r.settle_s = Settle(path);
     } else {
       r.error = m.value("reason", "the ceiling read gave no figure");
     }
@@ -166,7 +169,7 @@ Resolved Resolve(const RunPoint& p) {
 struct Start {
   std::unique_ptr<MemoryCgroup> cgroup;
   DropMethod drop = DropMethod::kDropCaches;
-  Residency before;
+  ModelResidency before;
 };
 
 // The cgroup first: where none can be made, the run is unsupported before any work.
@@ -179,15 +182,15 @@ Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoi
     LB_RETURN_IF_ERROR(info.cleanup(file.path, &removed));
   }
   if (p.cache == "cold") {
-    LB_RETURN_IF_ERROR(DropFileCache(file.path, &st->drop));
+    LB_RETURN_IF_ERROR(DropModelCache(file.table, &st->drop));
   } else {
-    LB_RETURN_IF_ERROR(WarmFile(file.path));
+    LB_RETURN_IF_ERROR(WarmModel(file.table));
   }
   // The tool's own code (dropped by drop_caches, or by an earlier command's) back in before the
   // file is checked, so that the worker does not page it in on the clock: its reads would count
   // as the load's, and a warm run that reads from storage is invalid.
   ReadBackOwnCode();
-  return MeasureResidency(file.path, &st->before);
+  return MeasureModelResidency(file.table, &st->before);
 }
 
 // Kills by the OOM killer since `before` (a cgroup's count when the run had one, else the
@@ -201,7 +204,7 @@ std::optional<uint64_t> OomKillsSince(const MemoryCgroup* cg, std::optional<uint
 // What the runner saw around the workers: the page cache, the file, the OOM killer.
 struct Around {
   std::optional<uint64_t> cached_before, cached_after, oom_kills;
-  std::optional<Residency> after;
+  std::optional<ModelResidency> after;
 };
 
 // The runner's fields that say what the run is, over whatever the worker sent.
@@ -216,6 +219,7 @@ void Identify(const RunRecord& base, RunRecord* r) {
   r->file = base.file;
   r->format = base.format;
   r->file_bytes = base.file_bytes;
+  r->shards = base.shards;
   r->cache = base.cache;
   r->rep = base.rep;
   r->position = base.position;
@@ -256,8 +260,8 @@ void CheckWarmReads(const StrategyInfo& info, const RunPoint& p, RunRecord* r) {
 // activity on the machine moves too); and what a container would have been charged.
 void CacheAndCgroup(const Start& st, const Around& a, MemoryFigures* m) {
   if (a.after) {
-    m->file_cache_growth_bytes = (static_cast<int64_t>(a.after->resident_pages) -
-                                  static_cast<int64_t>(st.before.resident_pages)) * 4096;
+    m->file_cache_growth_bytes = (static_cast<int64_t>(a.after->total.resident_pages) -
+                                  static_cast<int64_t>(st.before.total.resident_pages)) * 4096;
   }
   if (a.cached_before && a.cached_after) {
     m->page_cache_growth_bytes =
@@ -274,7 +278,8 @@ RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const 
                    const Around& a, WorkerOutcome& w) {
   RunRecord r = w.error.empty() ? std::move(w.record) : RunRecord{};
   Identify(base, &r);
-  r.resident_before = st.before.fraction();
+  r.resident_before = st.before.total.fraction();
+  if (r.shards) r.worst_shard_resident = st.before.Worst(p.cache);
   if (p.cache == "cold") r.drop_method = DropMethodName(st.drop);
   if (!w.error.empty()) {
     r.status = "failed";
@@ -294,9 +299,9 @@ RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const 
   r.sys_s = TimevalSeconds(w.usage.ru_stime);
   r.major_faults = static_cast<uint64_t>(w.usage.ru_majflt);
   r.minor_faults = static_cast<uint64_t>(w.usage.ru_minflt);
-  if (a.after) r.resident_after = a.after->fraction();
+  if (a.after) r.resident_after = a.after->total.fraction();
   CacheAndCgroup(st, a, &r.memory);
-  CheckStartState(p, st.before.fraction(), &r);
+  CheckStartState(p, st.before.Worst(p.cache), &r);
   return r;
 }
 
@@ -330,6 +335,7 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   SpawnRequest spawn;
   spawn.exe = rs.exe;
   spawn.file = file.path;
+  for (const ShardInfo& s : file.table.shards) spawn.file_paths.push_back(s.path);
   spawn.strategy = p.spec.text;
   spawn.counters = rs.counters.empty() ? "none" : fmt::format("{}", fmt::join(rs.counters, ","));
   spawn.expect_checksum = fmt::format("{:016x}", *file.table.expected_checksum);
@@ -344,7 +350,7 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   if (*interrupted) return Status::Ok();
   a.cached_after = MeminfoBytes("Cached");
   a.oom_kills = OomKillsSince(st.cgroup.get(), oom_before);
-  if (Residency after; MeasureResidency(file.path, &after).ok()) a.after = after;
+  if (ModelResidency after; MeasureModelResidency(file.table, &after).ok()) a.after = after;
   for (size_t i = 0; i < batch->size(); ++i) {
     (*batch)[i] = Complete((*batch)[i], p, i, st, a, outcomes[i]);
   }

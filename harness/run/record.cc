@@ -46,6 +46,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("file", r.file, Key::kAlways);
   v("format", r.format, Key::kAlways);
   v("file_bytes", r.file_bytes, Key::kAlways);
+  v("shards", r.shards, Key::kWhenSet);
   v("cache", r.cache, Key::kAlways);
   v("rep", r.rep, Key::kAlways);
   v("position", r.position, Key::kWhenSet);
@@ -90,6 +91,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("read_bytes", r.read_bytes, Key::kAlways);
   v("resident_before", r.resident_before, Key::kAlways);
   v("resident_after", r.resident_after, Key::kAlways);
+  v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);
   v("counters_scaled", r.counters_scaled, Key::kWhenSet);

@@ -43,7 +43,8 @@ struct RunRecord {
   std::optional<std::string> label;
   std::string file;  // absolute
   std::string format;
-  uint64_t file_bytes = 0;
+  uint64_t file_bytes = 0;                     // a sharded model: every shard's
+  std::optional<uint64_t> shards;              // only for a model of several files
   std::string cache;  // "cold" or "warm"
   int rep = 0;
   std::optional<int> position;               // in its round; absent in grouped order
@@ -75,6 +76,8 @@ struct RunRecord {
   std::optional<uint64_t> load_major_faults, load_minor_faults;  // the timed region (worker)
   std::optional<uint64_t> read_bytes;
   std::optional<double> resident_before, resident_after;  // runner
+  // A sharded model: the shard that started farthest from the cache state (runner)
+  std::optional<double> worst_shard_resident;
   MemoryFigures memory;
   Json counters = Json::object();  // event name to count, null where it cannot count here
   std::vector<std::string> counters_scaled;  // only when the kernel multiplexed counters

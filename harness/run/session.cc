@@ -32,6 +32,7 @@
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/timeline.h"
+#include "loaders/format/model.h"
 #include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
@@ -78,10 +79,10 @@ std::string NowUtcMs() {
 
 Status PrepareFile(const std::string& path, const std::string& who, PreparedFile* out) {
   PreparedFile f;
-  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &f.table));
+  LB_RETURN_IF_ERROR(ReadModel(path, &f.table));
   f.path = AbsolutePath(path);
-  Residency probe;
-  if (Status s = MeasureResidency(f.path, &probe); !s.ok()) {
+  ModelResidency probe;
+  if (Status s = MeasureModelResidency(f.table, &probe); !s.ok()) {
     return Status::BadInput(
         fmt::format("{}; run as root or on a copy of the file you own", s.message()));
   }
@@ -93,10 +94,8 @@ Status PrepareFile(const std::string& path, const std::string& who, PreparedFile
     fmt::print(stderr, "{}: {} stores no checksum; reading it once for the reference checksum "
                        "({})\n", who, f.path, FormatBytes(f.table.tensor_bytes));
     const auto t0 = Clock::now();
-    UniqueFd fd;
     uint64_t sum = 0;
-    LB_RETURN_IF_ERROR(OpenReadOnly(f.path, 0, &fd));
-    LB_RETURN_IF_ERROR(ChecksumFile(fd.get(), f.path, f.table, &sum));
+    LB_RETURN_IF_ERROR(ChecksumModel(f.table, &sum));
     f.table.expected_checksum = sum;
     f.checksum_source =
         fmt::format("reference read by the runner before the runs (pread, {:.2f} s)",
@@ -106,6 +105,19 @@ Status PrepareFile(const std::string& path, const std::string& who, PreparedFile
   return Status::Ok();
 }
 
+namespace {
+
+nlohmann::ordered_json ShardsJson(const TensorTable& t) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const ShardInfo& s : t.shards) {
+    out.push_back({{"path", s.path}, {"file_bytes", s.file_size}, {"tensor_count", s.tensor_count},
+                   {"tensor_bytes", s.tensor_bytes}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::ordered_json FileEnv(const PreparedFile& f) {
   return {{"path", f.path},
           {"format", f.table.format},
@@ -113,7 +125,9 @@ nlohmann::ordered_json FileEnv(const PreparedFile& f) {
           {"tensor_count", f.table.tensors.size()},
           {"tensor_bytes", f.table.tensor_bytes},
           {"checksum", fmt::format("{:016x}", *f.table.expected_checksum)},
-          {"checksum_source", f.checksum_source}};
+          {"checksum_source", f.checksum_source},
+          {"layout", f.table.layout},
+          {"shards", ShardsJson(f.table)}};
 }
 
 void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& counters,

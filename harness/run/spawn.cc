@@ -76,7 +76,8 @@ Status StartChild(const SpawnRequest& req, Child* c) {
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecWorker(req, wr.get(), hold_rd.valid() ? hold_rd.get() : -1, parent);
   c->pid = pid;
-  if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(pid, req.file);
+  if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(
+      pid, req.file_paths.empty() ? std::vector<std::string>{req.file} : req.file_paths);
   return Status::Ok();
 }
 

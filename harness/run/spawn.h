@@ -16,6 +16,7 @@ namespace loadbench {
 
 struct SpawnRequest {
   std::string exe, file, strategy, counters;
+  std::vector<std::string> file_paths;  // the model's files, for the timeline (default: file)
   std::string expect_checksum = "none";  // hex, for a file that stores no checksum
   std::string cgroup_procs;  // the memory cgroup's procs file the workers join; "" for none
   int procs = 1;

@@ -15,7 +15,7 @@
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"
-#include "loaders/format/format.h"
+#include "loaders/format/model.h"
 #include "loaders/loader.h"
 #include "loaders/use/pipeline.h"
 #include "loaders/use/use.h"
@@ -185,11 +185,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   const auto t0 = Clock::now();
   TensorTable table;
   Status s;
-  {
-    UniqueFd fd;
-    s = OpenReadOnly(req.file, 0, &fd);
-    if (s.ok()) s = ReadTensorTable(fd.get(), req.file, &table);
-  }
+  s = ReadModel(req.file, &table);
   r.open_s = Seconds(t0, Clock::now());
   if (!s.ok()) return Unfinished(r, s);
   UsePipeline pipeline(*setup.info, setup.params, setup.use, req.file, table);

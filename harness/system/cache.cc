@@ -227,6 +227,35 @@ Status DropFileCache(const std::string& path, DropMethod* used) {
   return cache_internal::DropFileCacheImpl(path, /*try_drop_caches=*/true, used);
 }
 
+Status MeasureModelResidency(const TensorTable& model, ModelResidency* out) {
+  ModelResidency m;
+  for (size_t k = 0; k < model.shards.size(); ++k) {
+    Residency r;
+    LB_RETURN_IF_ERROR(MeasureResidency(model.shards[k].path, &r));
+    m.total.resident_pages += r.resident_pages;
+    m.total.total_pages += r.total_pages;
+    m.shard_min = k == 0 ? r.fraction() : std::min(m.shard_min, r.fraction());
+    m.shard_max = k == 0 ? r.fraction() : std::max(m.shard_max, r.fraction());
+  }
+  *out = m;
+  return Status::Ok();
+}
+
+Status DropModelCache(const TensorTable& model, DropMethod* used) {
+  for (size_t k = 0; k < model.shards.size(); ++k) {
+    DropMethod m = DropMethod::kFadvise;
+    // drop_caches empties the whole cache: once, for the first shard; fadvise for the others.
+    LB_RETURN_IF_ERROR(cache_internal::DropFileCacheImpl(model.shards[k].path, k == 0, &m));
+    if (k == 0 && used != nullptr) *used = m;
+  }
+  return Status::Ok();
+}
+
+Status WarmModel(const TensorTable& model) {
+  for (const ShardInfo& s : model.shards) LB_RETURN_IF_ERROR(WarmFile(s.path));
+  return Status::Ok();
+}
+
 Status WarmFile(const std::string& path) {
   UniqueFd fd;
   LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));

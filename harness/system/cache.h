@@ -6,6 +6,7 @@
 #include <string>
 
 #include "loaders/base/status.h"
+#include "loaders/format/tensor_table.h"
 
 namespace loadbench {
 
@@ -51,6 +52,21 @@ Status DropFileCache(const std::string& path, DropMethod* used);
 
 // Reads `path` fully through the page cache so that it becomes resident.
 Status WarmFile(const std::string& path);
+
+// The same over a model's files (its shards; one for a single file): `total` sums the
+// shards' pages, and the lowest and highest fraction of any one shard are kept, since a cold
+// model must have every shard cold and a warm one every shard warm.
+struct ModelResidency {
+  Residency total;
+  double shard_min = 0, shard_max = 0;
+  // The shard fraction farthest from what `cache` asks: cold the highest, warm the lowest.
+  double Worst(const std::string& cache) const { return cache == "cold" ? shard_max : shard_min; }
+};
+Status MeasureModelResidency(const TensorTable& model, ModelResidency* out);
+// DropFileCache over every shard (`used`: the first shard's method, which covers the rest).
+Status DropModelCache(const TensorTable& model, DropMethod* used);
+// WarmFile over every shard.
+Status WarmModel(const TensorTable& model);
 
 // Reads this program's executable and the shared libraries it maps executable (back) into the
 // page cache, so that a worker (the same executable) started next does not page them in from

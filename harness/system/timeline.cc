@@ -85,8 +85,14 @@ bool TimelineSampler::Sample() {
     s.read_bytes = Field(*io, "read_bytes");
     s.rchar_bytes = Field(*io, "rchar");
   }
-  Residency r;
-  if (MeasureResidency(file_, &r).ok()) s.file_cached_bytes = r.resident_pages * 4096;
+  uint64_t pages = 0;
+  bool measured = true;
+  for (const std::string& f : files_) {
+    Residency r;
+    measured = measured && MeasureResidency(f, &r).ok();
+    pages += r.resident_pages;
+  }
+  if (measured) s.file_cached_bytes = pages * 4096;
   samples_.push_back(s);
   return true;
 }

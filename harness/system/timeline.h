@@ -26,13 +26,15 @@ struct TimelineSample {
 // or become a zombie, whose /proc files no longer describe a load.
 class TimelineSampler {
  public:
-  TimelineSampler(pid_t pid, std::string file) : pid_(pid), file_(std::move(file)) {}
+  // `files`: the model's files, whose page-cache residency is summed.
+  TimelineSampler(pid_t pid, std::vector<std::string> files)
+      : pid_(pid), files_(std::move(files)) {}
   bool Sample();
   const std::vector<TimelineSample>& samples() const { return samples_; }
 
  private:
   pid_t pid_;
-  std::string file_;
+  std::vector<std::string> files_;
   std::vector<TimelineSample> samples_;
 };
 

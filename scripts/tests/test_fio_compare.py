@@ -100,6 +100,295 @@ def test_jobfile_reads_the_file_and_escapes_colons():
     assert "rw=read\n" in text and "bs=1048576\n" in text
 
 
+# pool's twins over a sharded model.
+
+SHARDS = [("/m/a-00001-of-00003.safetensors", 100 * MIB + 4096 + 17),
+          ("/m/a-00002-of-00003.safetensors", 64 * MIB),
+          ("/m/a-00003-of-00003.safetensors", 10 * MIB + 5)]
+
+
+def pool_params(**kw):
+    return dict({"threads": 16, "chunk": 2 * MIB, "direct": "off", "order": "file",
+                 "split": "chunks", "buffer": "malloc"}, **kw)
+
+
+def test_pool_files_twin_is_one_job_per_shard_file_reading_all_of_it():
+    common, sections, total, desc = fc.pool_job(pool_params(), SHARDS, "files")
+    assert common == {"rw": "read", "thread": 1, "ioengine": "psync", "bs": 2 * MIB,
+                      "fadvise_hint": 0}
+    assert [o["filename"] for _, o in sections] == [p for p, _ in SHARDS]
+    assert [o["size"] for _, o in sections] == [n for _, n in SHARDS]
+    assert all("numjobs" not in o and "offset_increment" not in o for _, o in sections)
+    assert total == 3 and "one job per file (3 jobs on 3 files)" in desc
+    direct, *_ = fc.pool_job(pool_params(direct="on"), SHARDS, "files")
+    assert direct["direct"] == 1
+
+
+@pytest.mark.parametrize("threads, direct, per_file", [(16, "off", 5), (4, "off", 2),
+                                                       (16, "on", 5)])
+def test_pool_slices_twin_reads_each_shard_in_k_contiguous_slices(threads, direct, per_file):
+    params = pool_params(threads=threads, direct=direct)
+    common, sections, total, desc = fc.pool_job(params, SHARDS, "slices")
+    assert ("direct" in common) == (direct == "on")
+    align = 2 * MIB if direct == "on" else 4096
+    assert [o["filename"] for _, o in sections] == [p for p, _ in SHARDS]
+    for (_, o), (_, size) in zip(sections, SHARDS):
+        assert o["numjobs"] == per_file  # K = max(2, threads // shards)
+        assert o["offset_increment"] == o["size"] and o["size"] % align == 0
+        assert (per_file - 1) * o["offset_increment"] + o["size"] <= size  # inside the file
+        assert size - per_file * o["size"] < per_file * align  # and together cover it
+    assert total == 3 * per_file
+    assert f"{per_file} jobs per file, each a slice ({total} jobs on 3 files)" in desc
+
+
+def test_pool_slices_twin_gives_a_small_shard_fewer_jobs_none_under_one_block():
+    shards = [("/m/big", 64 * MIB), ("/m/two-chunks", 2 * 2 * MIB - 1),
+              ("/m/small", 3 * 4096 + 1), ("/m/tiny", 4095)]
+    _, sections, total, desc = fc.pool_job(pool_params(threads=4), shards, "slices")
+    by_file = {o["filename"]: o for _, o in sections}
+    assert by_file["/m/big"]["numjobs"] == 2 and "bs" not in by_file["/m/big"]
+    # Two slices of 2 chunks less a byte would each be under a chunk: one job reads it all.
+    assert "numjobs" not in by_file["/m/two-chunks"]
+    assert by_file["/m/two-chunks"]["size"] == 2 * 2 * MIB - 1
+    # A shard under one chunk: one job, bs its size rounded down to 4 KiB (fio refuses a job
+    # smaller than bs); one under 4 KiB: no job.
+    assert by_file["/m/small"] == {"filename": "/m/small", "bs": 3 * 4096, "size": 3 * 4096 + 1}
+    assert "/m/tiny" not in by_file
+    assert total == 4 and "(4 jobs on 3 files)" in desc
+
+
+def test_pool_jobfile_has_a_global_section_and_one_section_per_shard():
+    common, sections, _, _ = fc.pool_job(pool_params(threads=6), SHARDS, "slices")
+    text = fc.sections_jobfile(common, sections)
+    assert text.startswith("[global]\nrw=read\nthread=1\nioengine=psync\nbs=2097152\n")
+    assert text.count("\n[shard") == 3 and text.count("numjobs=2\n") == 3
+    assert "filename=/m/a-00002-of-00003.safetensors\n" in text
+    labels = [t for t, *_ in fc.twins("pool:threads=6", pool_params(threads=6), SHARDS)]
+    assert labels == list(fc.POOL_TWINS) == ["files", "slices"]
+
+
+def test_single_file_twins_read_the_one_shard_of_a_model():
+    [(twin, text, numjobs, _)] = fc.twins("pread", {"chunk": MIB}, [("/m/only.safetensors", MIB)])
+    assert twin == "" and numjobs == 1 and "filename=/m/only.safetensors\n" in text
+
+
+def test_model_of_reads_the_shards_and_falls_back_to_one_file():
+    inspected = {"file_bytes": 300, "layout": "index",
+                 "shards": [{"file": "/m/a-1.safetensors", "file_bytes": 100},
+                            {"file": "a-2.safetensors", "file_bytes": 200}]}
+    model = fc.model_of(inspected, "/m/a.safetensors.index.json")
+    assert model == {"layout": "index", "bytes": 300,
+                     "shards": [("/m/a-1.safetensors", 100), ("/m/a-2.safetensors", 200)]}
+    old = fc.model_of({"file_bytes": 123}, "/m/x.wlf")
+    assert old == {"layout": "file", "shards": [("/m/x.wlf", 123)], "bytes": 123}
+
+
+def test_only_pool_runs_on_a_model_of_several_shards():
+    assert fc.skip_reason("pool:direct=on", SHARDS) is None
+    assert "3 shards" in fc.skip_reason("pread", SHARDS)
+    assert fc.skip_reason("pread", SHARDS[:1]) is None
+
+
+# The targets.
+
+def pair(name, lb, fio, twin=""):
+    return {"kind": "pair", "name": name, "twin": twin,
+            "status": "ok" if lb and fio else "no data", "loadbench_gbps": lb, "fio_gbps": fio}
+
+
+def test_pool_target_is_against_the_best_fio_job_over_the_shards():
+    rows = [pair("pool", 9.0, 8.0, "files"), pair("pool", 9.0, 10.0, "slices"),
+            pair("pool:direct=on", 8.9, 9.5, "files"), pair("pool:direct=on", 8.9, 9.9, "slices")]
+    targets = fc.target_lines(rows)
+    assert targets == [
+        "PASS  pool: 9.00 GB/s = 0.900 of the best fio job over the same shard files "
+        "(pool's slices twin) 10.00 GB/s (target >= 0.9)",
+        "MISS  pool:direct=on: 8.90 GB/s = 0.890 of the best fio job over the same shard files "
+        "(pool's slices twin) 10.00 GB/s (target >= 0.9)",
+        "PASS  best loadbench (pool): 9.00 GB/s = 0.900 of the best fio job "
+        "(pool's slices twin) 10.00 GB/s (target >= 0.9)"]
+
+
+def test_targets_without_figures_and_beside_single_file_twins():
+    targets = fc.target_lines([pair("pool", None, None, "files"),
+                               pair("pool", None, 5.0, "slices"), pair("odirect", 4.0, 6.0)])
+    assert targets[0] == ("MISS  odirect: 4.00 GB/s = 0.667 of its fio twin 6.00 GB/s "
+                          "(target >= 0.9)")
+    assert targets[1] == "n/a   pool: no figure to compare (no data)"
+    assert targets[2].startswith("MISS  best loadbench (odirect)")
+    assert "(odirect's twin) 6.00 GB/s" in targets[2]
+
+
+# A whole comparison on a 3-shard model, with a fake loadbench and a fake fio.
+
+FAKE_LOADBENCH = r"""#!/usr/bin/python3
+import json, os, sys
+a = sys.argv[1:]
+def log(line):
+    with open(os.environ["FAKE_LOG"], "a") as f:
+        f.write(line + "\n")
+if a[0] == "lock":
+    cmd = a[a.index("--") + 1:]
+    os.environ["LOADBENCH_LOCK_FD"] = "fake"
+    os.execv(cmd[0], cmd)
+elif a == ["cache", "--help"]:
+    print("drop")
+elif a[:2] == ["cache", "drop"]:
+    log("drop " + a[2])
+elif a == ["list", "--json"]:
+    print(json.dumps([{"name": n, "supported": True, "unsupported_reason": "",
+                       "flags": "eager,allocates"} for n in ("pool", "pread")]))
+elif a[0] == "inspect":
+    print(os.environ["FAKE_INSPECT"])
+elif a[0] == "run":
+    spec, out = a[a.index("--strategies") + 1], a[a.index("--out") + 1]
+    log("run " + spec)
+    params = {"threads": 16, "chunk": 4096, "direct": "off", "order": "file",
+              "split": "chunks", "buffer": "malloc"}
+    for kv in spec.split(":")[1:]:
+        k, v = kv.split("=")
+        params[k] = int(v) if k == "threads" else v
+    os.makedirs(out)
+    with open(os.path.join(out, "runs.jsonl"), "w") as f:
+        f.write(json.dumps({"status": "ok", "error": None, "ready_s": 0.01, "wall_s": 0.02,
+                            "params": params}) + "\n")
+"""
+
+# Each job reads its size in 10 ms more than the one before.
+FAKE_FIO = r"""#!/usr/bin/python3
+import json, os, sys
+if sys.argv[1:] == ["--version"]:
+    print("fio-3.33")
+    sys.exit(0)
+jobfile = sys.argv[-1]
+out = [a for a in sys.argv if a.startswith("--output=")][0].split("=", 1)[1]
+with open(os.environ["FAKE_LOG"], "a") as f:
+    f.write("fio " + os.path.basename(jobfile) + "\n")
+sections, cur = [], None
+for line in open(jobfile).read().splitlines():
+    if line.startswith("["):
+        cur = {}
+        sections.append((line[1:-1], cur))
+    elif "=" in line:
+        k, v = line.split("=", 1)
+        cur[k] = v
+jobs = []
+for name, opts in sections:
+    if name == "global":
+        continue
+    for _ in range(int(opts.get("numjobs", 1))):
+        jobs.append({"error": 0, "read": {"io_bytes": int(opts["size"]),
+                                          "runtime": 10 * (len(jobs) + 1)}})
+with open(out, "w") as f:
+    json.dump({"jobs": jobs}, f)
+"""
+
+
+@pytest.fixture
+def fake_model(tmp_path):
+    """(index path, shards, env) of a 3-shard model and a PATH whose fio is the fake."""
+    model = tmp_path / "m"
+    model.mkdir()
+    sizes = (40 * 1024 + 7, 32 * 1024, 20 * 1024 + 3)
+    shards = []
+    for k, size in enumerate(sizes, 1):
+        path = model / f"a-{k:05d}-of-00003.safetensors"
+        path.write_bytes(bytes([k]) * size)
+        shards.append((str(path), size))
+    index = model / "a.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {f"t{k}": os.path.basename(p)
+                                                for k, (p, _) in enumerate(shards)}}))
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, text in (("loadbench", FAKE_LOADBENCH), ("fio", FAKE_FIO)):
+        (fake / name).write_text(text)
+        (fake / name).chmod(0o755)
+    inspected = {"file": str(index), "file_bytes": 1234, "layout": "index",
+                 "shards": [{"file": p, "file_bytes": n, "tensor_count": 1, "tensor_bytes": n}
+                            for p, n in shards]}
+    env = dict(os.environ, PATH=f"{fake}:/usr/bin:/bin", FAKE_LOG=str(tmp_path / "log"),
+               FAKE_INSPECT=json.dumps(inspected))
+    env.pop("LOADBENCH_LOCK_FD", None)
+    return str(index), shards, env, str(fake / "loadbench")
+
+
+def test_pool_on_a_sharded_model_runs_both_twins_interleaved(fake_model, tmp_path):
+    index, shards, env, fake_bin = fake_model
+    out = str(tmp_path / "out")
+    p = run(index, "--reps", "2", "--strategies", "pool", "--out", out, "--bin", fake_bin,
+            env=env)
+    assert p.returncode == 0, p.stderr
+    model_bytes = sum(n for _, n in shards)
+
+    measured = read_csv(os.path.join(out, "measurements.csv"))
+    assert all(m["status"] == "ok" for m in measured)
+    # One unit per strategy and baseline, rotating; pool's twins alternate their order.
+    assert [(m["side"], m["name"], m["twin"]) for m in measured] == [
+        ("loadbench", "pool", ""), ("fio", "pool", "files"), ("fio", "pool", "slices"),
+        ("numpy", "numpy.fromfile", ""), ("numpy", "numpy.memmap", ""),
+        ("numpy", "numpy.fromfile", ""), ("numpy", "numpy.memmap", ""),
+        ("loadbench", "pool", ""), ("fio", "pool", "slices"), ("fio", "pool", "files")]
+    files = [m for m in measured if m["twin"] == "files"]
+    slices = [m for m in measured if m["twin"] == "slices"]
+    for m in measured:
+        if m not in slices:
+            assert int(m["bytes"]) == model_bytes
+    assert {m["numjobs"] for m in files} == {"3"}
+    # K = max(2, 16 // 3) = 5 jobs a shard, each a slice rounded down to 4 KiB (8 KiB in the
+    # first shard, 4 KiB in the others); the fake's longest job takes 150 ms.
+    assert {m["numjobs"] for m in slices} == {"15"}
+    assert {int(m["bytes"]) for m in slices} == {5 * 8192 + 10 * 4096}
+    assert float(slices[0]["gbps"]) == pytest.approx((5 * 8192 + 10 * 4096) / 0.15 / 1e9)
+    assert float(files[0]["gbps"]) == pytest.approx(model_bytes / 0.03 / 1e9)
+
+    with open(os.path.join(out, "fio", "pool-files-rep0.fio")) as f:
+        text = f.read()
+    assert [line[9:] for line in text.splitlines() if line.startswith("filename=")] == \
+        [p for p, _ in shards]
+    with open(os.path.join(out, "fio", "pool-slices-rep1.fio")) as f:
+        assert f.read().count("numjobs=5\n") == 3
+
+    # Every fio and baseline measurement starts from `cache drop` of the index.
+    with open(env["FAKE_LOG"]) as f:
+        log = f.read().splitlines()
+    assert log[:4] == ["run pool", "drop " + index, "fio pool-files-rep0.fio", "drop " + index]
+    assert log.count("drop " + index) == 8
+
+    summary = read_csv(os.path.join(out, "summary.csv"))
+    assert [(r["name"], r["twin"]) for r in summary[:2]] == [("pool", "files"), ("pool", "slices")]
+    assert "one job per file (3 jobs on 3 files)" in summary[0]["fio_job"]
+    assert "5 jobs per file, each a slice (15 jobs on 3 files)" in summary[1]["fio_job"]
+    assert "index, 3 shards" in p.stdout
+    assert "pool: " in p.stdout and "of the best fio job over the same shard files " \
+        "(pool's files twin)" in p.stdout
+    with open(os.path.join(out, "info.json")) as f:
+        info = json.load(f)
+    assert info["shards"] == [{"file": p, "file_bytes": n} for p, n in shards]
+
+
+def test_other_strategies_are_skipped_on_a_sharded_model(fake_model, tmp_path):
+    index, shards, env, fake_bin = fake_model
+    out = str(tmp_path / "out")
+    p = run(index, "--reps", "1", "--strategies", "pool:threads=4,pread", "--out", out,
+            "--bin", fake_bin, env=env)
+    assert p.returncode == 1, p.stderr
+    assert "pread: skipped: a model of 3 shards" in p.stderr
+    assert "pread" in p.stdout and "skipped: a model of 3 shards" in p.stdout
+    measured = read_csv(os.path.join(out, "measurements.csv"))
+    assert {m["name"] for m in measured if m["side"] != "numpy"} == {"pool:threads=4"}
+    slices = [m for m in measured if m["twin"] == "slices"]
+    assert slices[0]["numjobs"] == "6"  # K = max(2, 4 // 3) = 2 a shard
+
+
+def test_default_strategies_on_a_sharded_model_are_pools(fake_model, tmp_path):
+    index, _, env, fake_bin = fake_model
+    out = str(tmp_path / "out")
+    p = run(os.path.dirname(index), "--reps", "1", "--out", out, "--bin", fake_bin, env=env)
+    assert p.returncode == 0, p.stderr
+    with open(os.path.join(out, "info.json")) as f:
+        assert ",".join(json.load(f)["strategies"]) == fc.DEFAULT_MODEL_STRATEGIES
+
+
 # Reading fio's report.
 
 def job(io_bytes, runtime_ms, error=0):
@@ -251,3 +540,28 @@ def test_interrupt_keeps_what_finished(weights):
     with open(os.path.join(out, "table.txt")) as f:
         assert f.read() == stdout
     assert len(read_csv(os.path.join(out, "summary.csv"))) == 1 + len(fc.BASELINES)
+
+
+@needs_bin
+@needs_fio
+@needs_root
+def test_pool_on_a_real_sharded_model(tmp_path):
+    if "--shards" not in subprocess.run([BIN, "gen", "--help"], capture_output=True,
+                                        text=True).stdout:
+        pytest.skip(f"{BIN} writes no sharded models (rebuild it)")
+    index = str(tmp_path / "m.safetensors.index.json")
+    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "24MiB", "--format", "safetensors",
+                    "--shards", "3", "--out", str(tmp_path / "m.safetensors"), "--quiet"],
+                   check=True, capture_output=True)
+    out = str(tmp_path / "out")
+    p = run(index, "--reps", "1", "--strategies", "pool", "--out", out, "--bin", BIN)
+    assert p.returncode == 0, p.stderr
+    measured = read_csv(os.path.join(out, "measurements.csv"))
+    assert [(m["side"], m["twin"], m["status"]) for m in measured if m["side"] != "numpy"] == [
+        ("loadbench", "", "ok"), ("fio", "files", "ok"), ("fio", "slices", "ok")]
+    with open(os.path.join(out, "info.json")) as f:
+        shards = json.load(f)["shards"]
+    assert len(shards) == 3
+    with open(os.path.join(out, "fio", "pool-files-rep0.fio")) as f:
+        assert f.read().count("filename=") == 3
+    assert "of the best fio job over the same shard files" in p.stdout

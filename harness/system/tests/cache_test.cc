@@ -122,6 +122,36 @@ TEST_F(CacheTest, WarmThenDrop) {
                                 << DropMethodName(used);
 }
 
+// A model is as cold as its warmest shard and as warm as its coldest: one shard warm among cold
+// ones makes the total small but the cold state unreached.
+TEST_F(CacheTest, AModelIsJudgedByItsWorstShard) {
+  TensorTable model;
+  for (const char* name : {"s1", "s2", "s3"}) {
+    ShardInfo shard;
+    shard.path = MakeFile(name, 4 << 20);
+    shard.file_size = 4 << 20;
+    model.shards.push_back(shard);
+  }
+  DropMethod used = DropMethod::kFadvise;
+  ASSERT_TRUE(DropModelCache(model, &used).ok());
+  ModelResidency m;
+  ASSERT_TRUE(MeasureModelResidency(model, &m).ok());
+  EXPECT_LE(m.Worst("cold"), 0.01);
+  EXPECT_EQ(m.total.total_pages, 3u * 1024);
+
+  ASSERT_TRUE(WarmFile(model.shards[1].path).ok());
+  ASSERT_TRUE(MeasureModelResidency(model, &m).ok());
+  EXPECT_GE(m.Worst("cold"), 0.99);           // the warm shard
+  EXPECT_LE(m.Worst("warm"), 0.01);           // the cold ones
+  EXPECT_NEAR(m.total.fraction(), 1.0 / 3, 0.02);
+  EXPECT_FALSE(StartStateProblem("cold", m.Worst("cold")).empty());
+
+  ASSERT_TRUE(WarmModel(model).ok());
+  ASSERT_TRUE(MeasureModelResidency(model, &m).ok());
+  EXPECT_GE(m.Worst("warm"), 0.99);
+  EXPECT_TRUE(StartStateProblem("warm", m.Worst("warm")).empty());
+}
+
 // fadvise alone, whatever our privileges: clean, unmapped pages of one file go.
 TEST_F(CacheTest, FadviseAloneEvictsCleanFile) {
   std::string path = MakeFile("weights.bin", kFileBytes);
