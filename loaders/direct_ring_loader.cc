@@ -103,6 +103,7 @@ class DirectRingLoader final : public Loader {
 
   nlohmann::json Details() const override {
     return {{"windows", windows_},
+            {"depth", depth_},  // the reads in flight it used (the option's 0: windows)
             {"window_bytes", window_},
             {"ring_bytes", ring_.size()}};
   }
