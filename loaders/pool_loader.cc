@@ -25,6 +25,7 @@
 
 #include "loaders/base/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/model.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -101,20 +102,13 @@ class PoolLoader final : public Loader {
  private:
   // Every shard, opened once. A single file is the model of one shard at `path`.
   Status OpenShards(const std::string& path, const TensorTable& table) {
-    if (table.shards.size() <= 1) {
-      shards_.resize(1);
-      shards_[0].path = path;
-      shards_[0].file_size = table.file_size;
-      shards_[0].count = table.tensors.size();
-    } else {
-      shards_.resize(table.shards.size());
-      for (size_t k = 0; k < table.shards.size(); ++k) {
-        const ShardInfo& info = table.shards[k];
-        shards_[k].path = info.path;
-        shards_[k].file_size = info.file_size;
-        shards_[k].first = info.first_tensor;
-        shards_[k].count = info.tensor_count;
-      }
+    const std::vector<ShardInfo> shards = ShardsOf(path, table);
+    shards_.resize(shards.size());
+    for (size_t k = 0; k < shards.size(); ++k) {
+      shards_[k].path = shards[k].path;
+      shards_[k].file_size = shards[k].file_size;
+      shards_[k].first = shards[k].first_tensor;
+      shards_[k].count = shards[k].tensor_count;
     }
     for (Shard& s : shards_) {
       // kUnsupported naming the file where its filesystem refuses O_DIRECT (tmpfs).

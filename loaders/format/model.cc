@@ -155,6 +155,16 @@ TensorTable ShardTable(const TensorTable& model, size_t k) {
   return t;
 }
 
+std::vector<ShardInfo> ShardsOf(const std::string& path, const TensorTable& table) {
+  if (table.sharded()) return table.shards;
+  ShardInfo one = table.shards.empty() ? ShardInfo{} : table.shards[0];
+  one.path = path;
+  one.file_size = table.file_size;
+  one.first_tensor = 0;
+  one.tensor_count = table.tensors.size();
+  return {one};
+}
+
 std::string ShardFileName(const std::string& name, size_t k, size_t n, const std::string& ext) {
   return fmt::format("{}-{:05d}-of-{:05d}.{}", name, k + 1, n, ext);
 }

@@ -38,6 +38,10 @@ Status JoinShards(const std::vector<TensorTable>& shards, TensorTable* out);
 // (offsets unchanged, shard 0), its size, data offset and own checksum, one shard.
 TensorTable ShardTable(const TensorTable& model, size_t k);
 
+// The shards a strategy given (`path`, `table`) reads: the table's, with a single file's at
+// `path` as given (one shard of every tensor also when the table was built without shards).
+std::vector<ShardInfo> ShardsOf(const std::string& path, const TensorTable& table);
+
 // "NAME-00003-of-00016.EXT": the name writers give shard `k` (0-based) of `n`, as the
 // Hugging Face and llama.cpp tools do (five digits each).
 std::string ShardFileName(const std::string& name, size_t k, size_t n, const std::string& ext);
