@@ -731,6 +731,61 @@ Status Publish(TempFile* tmp, const std::string& out, const std::string& dir) {
   return FsyncDir(dir);
 }
 
+// Every shard of a sharded plan written and synced under a temporary name (into *tmps, in
+// shard order), the first shard's head last: a GGUF split's first file holds the model's
+// checksum, which is known only once every tensor is written (*model_sum).
+Status WriteShards(const GenOptions& opts, const GenPlan& plan, Progress* progress,
+                   std::vector<std::unique_ptr<TempFile>>* tmps, uint64_t* model_sum) {
+  std::unique_ptr<XXH3_state_t, XxhFree> model_state(XXH3_createState());
+  if (!model_state || XXH3_64bits_reset(model_state.get()) == XXH_ERROR) {
+    return Status::IOError("xxh3: cannot create hash state");
+  }
+  uint64_t first_sum = 0, done = 0;
+  for (size_t k = 0; k < plan.shards.size(); ++k) {
+    if (Interrupted()) return Status::Failed("interrupted");
+    const GenShard& s = plan.shards[k];
+    tmps->push_back(std::make_unique<TempFile>(fmt::format("{}.tmp.{}", s.path, ::getpid())));
+    TempFile& tmp = *tmps->back();
+    LB_RETURN_IF_ERROR(tmp.Open());
+    LB_RETURN_IF_ERROR(Reserve(tmp, s.layout.file_size));
+    const std::vector<WlfTensorSpec> tensors = ShardTensors(plan, s);
+    uint64_t sum = 0;
+    LB_RETURN_IF_ERROR(WriteData(opts, plan, s.layout, tensors, s.first_tensor, tmp, progress,
+                                 done, model_state.get(), &sum));
+    if (Interrupted()) return Status::Failed("interrupted");
+    done += s.layout.file_size;
+    if (k == 0) {
+      first_sum = sum;  // its head once the model's checksum is known; its file stays open
+      continue;
+    }
+    LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, tensors, s.layout, sum,
+                                 SplitKvs(opts.format, plan, k, 0), tmp));
+    LB_RETURN_IF_ERROR(Finish(&tmp));
+  }
+  *model_sum = XXH3_64bits_digest(model_state.get());
+  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, ShardTensors(plan, plan.shards[0]),
+                               plan.shards[0].layout, first_sum,
+                               SplitKvs(opts.format, plan, 0, *model_sum), *(*tmps)[0]));
+  return Finish((*tmps)[0].get());
+}
+
+// The index of a sharded safetensors or WLF plan, written and synced under a temporary name.
+Status WriteIndex(const GenPlan& plan, uint64_t model_sum, std::unique_ptr<TempFile>* out) {
+  std::vector<std::string> names;
+  names.reserve(plan.model.tensors.size());
+  for (const WlfTensorSpec& t : plan.model.tensors) names.push_back(t.name);
+  const std::string text = ShardIndexText(
+      ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, model_sum, plan.spec_id));
+  if (text.size() != plan.index_bytes) {
+    return Status::Failed(fmt::format("the index is {} bytes, the plan expects {}", text.size(),
+                                      plan.index_bytes));
+  }
+  *out = std::make_unique<TempFile>(fmt::format("{}.tmp.{}", plan.index_path, ::getpid()));
+  LB_RETURN_IF_ERROR((*out)->Open());
+  LB_RETURN_IF_ERROR(PwriteExact((*out)->fd(), (*out)->path(), text.data(), text.size(), 0));
+  return Finish(out->get());
+}
+
 // Generate for a sharded plan: every shard written under a temporary name (the first shard's
 // head last: a GGUF split's first file holds the model's checksum), then the index; only when
 // all are complete are they renamed, the shards from the last to the first, then the index, so
@@ -763,62 +818,18 @@ Status GenerateSharded(const GenOptions& opts, const GenPlan& plan, GenResult* r
   LB_RETURN_IF_ERROR(MakeRoom(old, dir, old_bytes, plan.total_bytes));
 
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<XXH3_state_t, XxhFree> model_state(XXH3_createState());
-  if (!model_state || XXH3_64bits_reset(model_state.get()) == XXH_ERROR) {
-    return Status::IOError("xxh3: cannot create hash state");
-  }
   Progress progress(opts.progress, plan.total_bytes);
-  const size_t n = plan.shards.size();
   std::vector<std::unique_ptr<TempFile>> tmps;  // removed, unless renamed, when this returns
-  uint64_t first_sum = 0, done = 0;
-  for (size_t k = 0; k < n; ++k) {
-    if (Interrupted()) return Status::Failed("interrupted");
-    const GenShard& s = plan.shards[k];
-    tmps.push_back(std::make_unique<TempFile>(fmt::format("{}.tmp.{}", s.path, ::getpid())));
-    TempFile& tmp = *tmps.back();
-    LB_RETURN_IF_ERROR(tmp.Open());
-    LB_RETURN_IF_ERROR(Reserve(tmp, s.layout.file_size));
-    const std::vector<WlfTensorSpec> tensors = ShardTensors(plan, s);
-    uint64_t sum = 0;
-    LB_RETURN_IF_ERROR(WriteData(opts, plan, s.layout, tensors, s.first_tensor, tmp, &progress,
-                                 done, model_state.get(), &sum));
-    if (Interrupted()) return Status::Failed("interrupted");
-    done += s.layout.file_size;
-    if (k == 0) {
-      first_sum = sum;  // its head once the model's checksum is known; its file stays open
-      continue;
-    }
-    LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, tensors, s.layout, sum,
-                                 SplitKvs(opts.format, plan, k, 0), tmp));
-    LB_RETURN_IF_ERROR(Finish(&tmp));
-  }
-  const uint64_t model_sum = XXH3_64bits_digest(model_state.get());
-  LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, ShardTensors(plan, plan.shards[0]),
-                               plan.shards[0].layout, first_sum,
-                               SplitKvs(opts.format, plan, 0, model_sum), *tmps[0]));
-  LB_RETURN_IF_ERROR(Finish(tmps[0].get()));
-
+  uint64_t model_sum = 0;
+  LB_RETURN_IF_ERROR(WriteShards(opts, plan, &progress, &tmps, &model_sum));
   std::unique_ptr<TempFile> index_tmp;
-  if (!plan.index_path.empty()) {
-    std::vector<std::string> names;
-    names.reserve(plan.model.tensors.size());
-    for (const WlfTensorSpec& t : plan.model.tensors) names.push_back(t.name);
-    const std::string text = ShardIndexText(
-        ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, model_sum, plan.spec_id));
-    if (text.size() != plan.index_bytes) {
-      return Status::Failed(fmt::format("the index is {} bytes, the plan expects {}", text.size(),
-                                        plan.index_bytes));
-    }
-    index_tmp = std::make_unique<TempFile>(fmt::format("{}.tmp.{}", plan.index_path, ::getpid()));
-    LB_RETURN_IF_ERROR(index_tmp->Open());
-    LB_RETURN_IF_ERROR(
-        PwriteExact(index_tmp->fd(), index_tmp->path(), text.data(), text.size(), 0));
-    LB_RETURN_IF_ERROR(Finish(index_tmp.get()));
-  }
+  if (!plan.index_path.empty()) LB_RETURN_IF_ERROR(WriteIndex(plan, model_sum, &index_tmp));
   progress.Update(plan.total_bytes, true);
 
   if (Interrupted()) return Status::Failed("interrupted");
-  for (size_t k = n; k-- > 0;) LB_RETURN_IF_ERROR(Rename(tmps[k].get(), plan.shards[k].path));
+  for (size_t k = tmps.size(); k-- > 0;) {
+    LB_RETURN_IF_ERROR(Rename(tmps[k].get(), plan.shards[k].path));
+  }
   if (index_tmp) LB_RETURN_IF_ERROR(Rename(index_tmp.get(), plan.index_path));
   LB_RETURN_IF_ERROR(FsyncDir(dir));
 

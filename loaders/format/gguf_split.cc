@@ -54,16 +54,21 @@ bool IsGgufSplit(const TensorTable& t) {
   return t.format == "gguf" && n && *n > 1;
 }
 
-Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* out) {
-  const auto bad = [](const std::string& file, const std::string& what) {
-    return Status::BadInput(fmt::format("{}: {}", file, what));
-  };
-  const uint64_t n = *Field(first, "count");
-  const std::filesystem::path p(path);
-  const std::string base = p.filename().string();
+namespace {
+
+Status Bad(const std::string& file, const std::string& what) {
+  return Status::BadInput(fmt::format("{}: {}", file, what));
+}
+
+// The first split's own claims: it is split 1 of `n`, named NAME-00001-of-0000N.gguf (*name),
+// and says how many tensors the model has (*total).
+Status CheckFirst(const std::string& path, const TensorTable& first, uint64_t n,
+                  std::string* name, uint64_t* total) {
+  const std::string base = std::filesystem::path(path).filename().string();
   const std::optional<uint64_t> no = Field(first, "no");
-  if (!no)
-    return bad(path, fmt::format("a GGUF split of {} with split.no {}", n, Shown(first, "no")));
+  if (!no) {
+    return Bad(path, fmt::format("a GGUF split of {} with split.no {}", n, Shown(first, "no")));
+  }
   if (*no != 0) {
     std::string hint;
     const std::string own = Suffix(*no, n);
@@ -71,63 +76,63 @@ Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* ou
       hint =
           fmt::format(" ({})", Printable(base.substr(0, base.size() - own.size()) + Suffix(0, n)));
     }
-    return bad(path, fmt::format("is split {} of {}; give the first{}", *no + 1, n, hint));
+    return Bad(path, fmt::format("is split {} of {}; give the first{}", *no + 1, n, hint));
   }
   const std::string suffix = Suffix(0, n);
   if (base.size() <= suffix.size() || !base.ends_with(suffix)) {
-    return bad(path, fmt::format("the first of a GGUF split of {} must be named NAME{}, so that "
+    return Bad(path, fmt::format("the first of a GGUF split of {} must be named NAME{}, so that "
                                  "its siblings can be found beside it",
                                  n, suffix));
   }
-  const std::optional<uint64_t> total = Field(first, "tensors_count");
-  if (!total) {
-    return bad(path, fmt::format("a GGUF split of {} with split.tensors.count {}", n,
+  const std::optional<uint64_t> t = Field(first, "tensors_count");
+  if (!t) {
+    return Bad(path, fmt::format("a GGUF split of {} with split.tensors.count {}", n,
                                  Shown(first, "tensors_count")));
   }
-  const std::string name = base.substr(0, base.size() - suffix.size());
+  *name = base.substr(0, base.size() - suffix.size());
+  *total = *t;
+  return Status::Ok();
+}
 
-  std::vector<TensorTable> splits;
-  splits.push_back(std::move(first));
-  uint64_t tensors = splits[0].tensors.size();
-  for (uint64_t k = 1; k < n; ++k) {
-    const std::string sp = (p.parent_path() / ShardFileName(name, k, n, "gguf")).string();
-    std::error_code ec;
-    if (!std::filesystem::exists(sp, ec)) {
-      return bad(sp, fmt::format("missing: split {} of {} of {}", k + 1, n, path));
-    }
-    TensorTable t;
-    LB_RETURN_IF_ERROR(ReadTensorTableFromPath(sp, &t));
-    if (t.format != "gguf") {
-      return bad(sp, fmt::format("a {} file, not split {} of {} of {}", t.format, k + 1, n, path));
-    }
-    if (Field(t, "count") != n) {
-      return bad(sp, fmt::format("split.count is {}, but the first split {} says {}",
-                                 Shown(t, "count"), path, n));
-    }
-    if (Field(t, "no") != k) {
-      return bad(sp, fmt::format("split.no is {}, but its name makes it split.no {} (split {} "
-                                 "of {})",
-                                 Shown(t, "no"), k, k + 1, n));
-    }
-    if (Field(t, "tensors_count") != total) {
-      return bad(sp, fmt::format("split.tensors.count is {}, but the first split {} says {}",
-                                 Shown(t, "tensors_count"), path, *total));
-    }
-    tensors += t.tensors.size();
-    splits.push_back(std::move(t));
+// Split `k` (0-based) of `n` at `sp`, read and checked against the first split at `path`.
+Status ReadSibling(const std::string& sp, uint64_t k, uint64_t n, const std::string& path,
+                   uint64_t total, TensorTable* out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(sp, ec)) {
+    return Bad(sp, fmt::format("missing: split {} of {} of {}", k + 1, n, path));
   }
-  if (tensors != *total) {
-    return bad(path, fmt::format("split.tensors.count says {} tensors, but the {} splits hold {}",
-                                 *total, n, tensors));
+  TensorTable t;
+  LB_RETURN_IF_ERROR(ReadTensorTableFromPath(sp, &t));
+  if (t.format != "gguf") {
+    return Bad(sp, fmt::format("a {} file, not split {} of {} of {}", t.format, k + 1, n, path));
   }
+  if (Field(t, "count") != n) {
+    return Bad(sp, fmt::format("split.count is {}, but the first split {} says {}",
+                               Shown(t, "count"), path, n));
+  }
+  if (Field(t, "no") != k) {
+    return Bad(sp, fmt::format("split.no is {}, but its name makes it split.no {} (split {} "
+                               "of {})",
+                               Shown(t, "no"), k, k + 1, n));
+  }
+  if (Field(t, "tensors_count") != total) {
+    return Bad(sp, fmt::format("split.tensors.count is {}, but the first split {} says {}",
+                               Shown(t, "tensors_count"), path, total));
+  }
+  *out = std::move(t);
+  return Status::Ok();
+}
 
+// The model of the checked splits: no tensor in two of them, the model checksum from the first.
+Status Assemble(const std::string& path, const std::vector<TensorTable>& splits,
+                TensorTable* out) {
   TensorTable m;
   LB_RETURN_IF_ERROR(JoinShards(splits, &m));
   std::unordered_map<std::string_view, uint32_t> held;  // tensor name to the split holding it
   for (const TensorInfo& t : m.tensors) {
     const auto [it, fresh] = held.emplace(t.name, t.shard);
     if (!fresh) {
-      return bad(m.shards[t.shard].path,
+      return Bad(m.shards[t.shard].path,
                  fmt::format("tensor '{}' is also in {}: a tensor in two splits", Printable(t.name),
                              m.shards[it->second].path));
     }
@@ -141,11 +146,36 @@ Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* ou
   }
   OJson header = OJson::object();
   header["first_split"] = JsonSafe(path);
-  header["split_count"] = n;
+  header["split_count"] = splits.size();
   header["shard_header"] = std::move(m.header);
   m.header = std::move(header);
   *out = std::move(m);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* out) {
+  const uint64_t n = *Field(first, "count");
+  std::string name;
+  uint64_t total = 0;
+  LB_RETURN_IF_ERROR(CheckFirst(path, first, n, &name, &total));
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::vector<TensorTable> splits;
+  splits.push_back(std::move(first));
+  uint64_t tensors = splits[0].tensors.size();
+  for (uint64_t k = 1; k < n; ++k) {
+    TensorTable t;
+    LB_RETURN_IF_ERROR(
+        ReadSibling((dir / ShardFileName(name, k, n, "gguf")).string(), k, n, path, total, &t));
+    tensors += t.tensors.size();
+    splits.push_back(std::move(t));
+  }
+  if (tensors != total) {
+    return Bad(path, fmt::format("split.tensors.count says {} tensors, but the {} splits hold {}",
+                                 total, n, tensors));
+  }
+  return Assemble(path, splits, out);
 }
 
 }  // namespace loadbench
