@@ -71,17 +71,6 @@ Status MmapLoader::Load(const std::string& path, const TensorTable& table,
   return Status::Ok();
 }
 
-namespace {
-
-// A resolved Params holds every declared option; one made by hand (a test's) may hold none, and
-// then each option has its default.
-std::string ChoiceOr(const Params& p, const char* name, const char* fallback) {
-  const nlohmann::json j = p.ToJson();
-  return j.contains(name) ? j[name].get<std::string>() : fallback;
-}
-
-}  // namespace
-
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "mmap",
     .summary = "mmap PROT_READ, MAP_PRIVATE, no advice; pages fault in as the consumer reads "
@@ -102,9 +91,9 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
         },
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       MmapOptions o;
-      o.shared = ChoiceOr(p, "share", "private") == "shared";
-      o.fadvise_sequential = ChoiceOr(p, "fadvise", "none") == "sequential";
-      if (ChoiceOr(p, "populate", "off") == "on") {
+      o.shared = p.Choice("share") == "shared";
+      o.fadvise_sequential = p.Choice("fadvise") == "sequential";
+      if (p.On("populate")) {
         o.map_flags = MAP_POPULATE;
         o.willneed_all = true;
       }

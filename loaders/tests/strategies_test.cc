@@ -243,9 +243,11 @@ TEST(MmapStrategy, RefusesAFileThatChangedSizeSinceValidation) {
   TensorTable table;
   ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
   ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(table.file_size / 2)), 0);
+  const StrategyInfo* info = FindStrategy("mmap");
   Params params;
+  ASSERT_TRUE(Params::Resolve(info->name, info->options, {}, &params).ok());
   std::vector<TensorBytes> views;
-  Status s = FindStrategy("mmap")->make(params)->Load(path, table, &views);
+  Status s = info->make(params)->Load(path, table, &views);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find("changed size"), std::string::npos) << s.message();
 }
