@@ -185,7 +185,6 @@ MemoryCgroup::MemoryCgroup(bool v2, std::string path, uint64_t limit_bytes)
 MemoryCgroup::~MemoryCgroup() { (void)Remove(); }
 
 Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>* out) {
-  if (limit_bytes == 0) return Status::BadInput("memory cgroup limit must be more than 0 bytes");
   Hierarchy h;
   LB_RETURN_IF_ERROR(FindHierarchy(&h));
   if (h.v2) {
@@ -204,6 +203,10 @@ Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>*
     if (err != EEXIST) return AsUnsupported(Status::FromErrno(path, err));
   }
   std::unique_ptr<MemoryCgroup> cg(new MemoryCgroup(h.v2, path, limit_bytes));
+  if (limit_bytes == 0) {  // a group to measure in, with no limit of its own
+    *out = std::move(cg);
+    return Status::Ok();
+  }
   const std::string limit = std::to_string(limit_bytes);
   if (h.v2) {
     LB_RETURN_IF_ERROR(WriteText(path + "/memory.max", limit));

@@ -1,5 +1,6 @@
 // A memory cgroup for one worker, so that the page cache and anonymous memory of a load are
-// charged and limited as they would be in a container with a memory limit.
+// charged and limited as they would be in a container with a memory limit; or, with no limit,
+// for an exec run's command, so that everything it starts is measured and can be found.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +19,9 @@ namespace loadbench {
 // fork, let the child join with JoinCgroupFromChild, read it after the child is reaped.
 class MemoryCgroup final {
  public:
-  // Creates the group with memory limited to `limit_bytes` (> 0) and swap to none (v2
-  // memory.swap.max, v1 memory.memsw.limit_in_bytes, where the kernel has them). kUnsupported
+  // Creates the group with memory limited to `limit_bytes` and swap to none (v2
+  // memory.swap.max, v1 memory.memsw.limit_in_bytes, where the kernel has them); with 0, a
+  // group with no limit of its own, to measure what its tasks are charged (exec runs). kUnsupported
   // with the reason when no group can be made here (not root, no memory controller, read-only
   // hierarchy); every message names the path and the errno text.
   static Status Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>* out);
