@@ -45,6 +45,7 @@ struct RunFlags {
   std::string counters = "default", memory_limit;
   int procs = 1;
   std::map<std::string, std::string> use;  // --consume and the like, by option name
+  std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
 };
 int RunCommand(const RunFlags& f, const std::string& command_line);
 

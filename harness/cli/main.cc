@@ -155,8 +155,18 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--file", f->file, "Weight file")->required();
   cmd->add_option("--strategies", f->strategies,
                   "Comma-separated strategies, each with optional :key=value options, e.g. "
-                  "fread:chunk=4MiB,mmap (see `loadbench list`)")
+                  "fread:chunk=4MiB,mmap (see `loadbench list`); 'none' with --exec for only "
+                  "commands")
       ->capture_default_str();
+  cmd->add_option("--exec", f->exec,
+                  "LABEL=COMMAND: also run this command as a strategy (row LABEL), measured like "
+                  "a worker; COMMAND is split at spaces ('...' and \"...\" quote), no shell; "
+                  "{file}, {dir}, {bytes} and {peers} are filled in (docs/exec.md). Repeatable. "
+                  "It runs whatever it says: give only commands you would run yourself")
+      ->take_all();
+  cmd->add_option("--exec-shell", f->exec_shell,
+                  "LABEL=COMMAND: as --exec, but COMMAND is run by /bin/sh -c. Repeatable")
+      ->take_all();
   cmd->add_option("--cache", f->cache, "Cache state: cold, warm or both")
       ->check(CLI::IsMember({"cold", "warm", "both"}))
       ->capture_default_str();

@@ -11,15 +11,41 @@
 #include "harness/run/session.h"
 #include "harness/system/counters.h"
 #include "loaders/base/units.h"
+#include "loaders/use/use.h"
 
 namespace loadbench::cli {
 namespace {
+
+// --exec and --exec-shell, after the strategies, each a point of its own.
+Status ExecStrategies(const RunFlags& f, Experiment* e, std::vector<std::string>* written) {
+  for (bool shell : {false, true}) {
+    for (const std::string& text : shell ? f.exec_shell : f.exec) {
+      ExperimentStrategy point;
+      ExecCommand c;
+      LB_RETURN_IF_ERROR(ParseExecFlag(text, shell, &c));
+      point.spec = ExecSpec(c.label);
+      LB_RETURN_IF_ERROR(LabelOf(point.spec, &c.label));
+      for (const ExperimentStrategy& other : e->strategies) {
+        if (other.spec.text == point.spec.text) {
+          return Status::BadInput(fmt::format("--exec: label '{}' is used twice", c.label));
+        }
+      }
+      point.exec = std::move(c);
+      written->push_back(point.spec.text);
+      e->strategies.push_back(std::move(point));
+    }
+  }
+  if (e->strategies.empty()) {
+    return Status::BadInput("--strategies none: nothing to run without --exec or --exec-shell");
+  }
+  return Status::Ok();
+}
 
 // The strategy points, with --consume and the like joined to every one that does not set them;
 // `written` gets each as given.
 Status Strategies(const RunFlags& f, Experiment* e, std::vector<std::string>* written) {
   std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(f.strategies, &specs));
+  if (f.strategies != "none") LB_RETURN_IF_ERROR(ParseStrategyList(f.strategies, &specs));
   for (StrategySpec& spec : specs) {
     written->push_back(spec.text);
     for (const auto& [name, value] : f.use) {
@@ -31,7 +57,7 @@ Status Strategies(const RunFlags& f, Experiment* e, std::vector<std::string>* wr
     point.spec = std::move(spec);
     e->strategies.push_back(std::move(point));
   }
-  return Status::Ok();
+  return ExecStrategies(f, e, written);
 }
 
 // --baseline names a strategy as written in --strategies, before --consume and the like join

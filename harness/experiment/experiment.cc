@@ -371,7 +371,71 @@ class Reader {
     return out;
   }
 
+  // An exec strategy: label, command, shell, package; no grid.
+  Status Exec(const toml::table& t, std::vector<ExperimentStrategy>* out) {
+    ExecCommand c;
+    const toml::node* command = nullptr;
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (k == "label") {
+        LB_RETURN_IF_ERROR(String(node, "label", &c.label));
+      } else if (k == "package") {
+        LB_RETURN_IF_ERROR(String(node, "package", &c.package));
+      } else if (k == "shell") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "exec: shell must be true or false");
+        c.shell = *v;
+      } else if (k == "command") {
+        command = &node;
+      } else if (k != "name") {
+        return BadAt(path_, node.source(),
+                     fmt::format("exec: unknown key '{}' (exec takes label, command, shell and "
+                                 "package)", k));
+      }
+    }
+    if (c.label.empty()) return BadAt(path_, t.source(), "exec: a label is required");
+    if (command == nullptr) return BadAt(path_, t.source(), "exec: a command is required");
+    LB_RETURN_IF_ERROR(ExecArgv(*command, c.shell, &c.argv));
+    ExperimentStrategy s;
+    s.spec = ExecSpec(c.label);
+    if (Status l = LabelOf(s.spec, &c.label); !l.ok()) return BadAt(path_, t.source(), l.message());
+    for (const ExperimentStrategy& other : *out) {
+      if (other.spec.text == s.spec.text) {
+        return BadAt(path_, t.source(), fmt::format("exec: label '{}' is used twice", c.label));
+      }
+    }
+    s.exec = std::move(c);
+    out->push_back(std::move(s));
+    return Status::Ok();
+  }
+
+  // An exec command: a list of strings, or with shell = true one string.
+  Status ExecArgv(const toml::node& n, bool shell, std::vector<std::string>* argv) {
+    if (shell) {
+      const std::optional<std::string> v = n.value<std::string>();
+      if (!v || v->empty()) {
+        return BadAt(path_, n.source(), "exec: with shell = true, command is one string");
+      }
+      *argv = {*v};
+      return Status::Ok();
+    }
+    const toml::array* a = n.as_array();
+    if (a == nullptr || a->empty()) {
+      return BadAt(path_, n.source(),
+                   "exec: command is a list of strings, [\"prog\", \"arg\"] (one string "
+                   "for /bin/sh only with shell = true)");
+    }
+    for (const toml::node& v : *a) {
+      const std::optional<std::string> text = v.value<std::string>();
+      if (!text) return BadAt(path_, v.source(), "exec: every word of command is a string");
+      argv->push_back(*text);
+    }
+    if (argv->front().empty()) return BadAt(path_, n.source(), "exec: the program is empty");
+    return Status::Ok();
+  }
+
   Status Strategy(const toml::table& t, std::vector<ExperimentStrategy>* out) {
+    if (t["name"].value<std::string>() == kExec) return Exec(t, out);
     std::string name;
     // Option name to its values: one for a scalar, several for a grid axis.
     std::vector<std::pair<std::string, std::vector<std::string>>> axes;

@@ -40,6 +40,13 @@
 //   qd = [1, 4, 16, 64]
 //   chunk = ["256KiB", "1MiB", "4MiB"]
 //
+//   [[strategy]]                   # any command, measured like a worker (docs/exec.md)
+//   name = "exec"
+//   label = "numpy-fromfile"       # its row; required, unique
+//   command = ["/usr/bin/python3", "{peers}/numpy_fromfile.py", "{file}"]
+//   shell = false                  # true: command is one string for /bin/sh -c
+//   package = "python3-numpy"      # named when the program is not found
+//
 // Rounds (harness/run/rounds.h): each repetition runs every file, cache state, procs count and
 // memory limit once, and in each of those conditions every strategy point (and the ceiling)
 // back to back, so that drift on a shared machine hits all alike: by default in the rows of a
@@ -55,6 +62,7 @@
 #include <vector>
 
 #include "harness/gen/generator.h"
+#include "harness/run/exec.h"
 #include "harness/run/rounds.h"
 #include "loaders/base/status.h"
 #include "loaders/loader.h"
@@ -74,6 +82,7 @@ struct ExperimentFile {
 struct ExperimentStrategy {
   StrategySpec spec;        // name and options as a run gets them; spec.text as on the CLI
   std::string unsupported;  // why it cannot run (unknown strategy, bad option), else empty
+  std::optional<ExecCommand> exec;  // an exec strategy's command (spec: "exec:label=LABEL")
 };
 
 struct ExperimentRun {

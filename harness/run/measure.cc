@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/probe/probe_measure.h"
+#include "harness/run/exec.h"
 #include "harness/run/spawn.h"
 #include "harness/system/cache.h"
 #include "harness/system/cgroup.h"
@@ -60,9 +62,10 @@ std::string LogDetail(const PreparedFile& file, const RunRecord& r) {
     return fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r.wall_s.value_or(0),
                        r.gb_per_s.value_or(0));
   }
-  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}", r.wall_s.value_or(0),
+  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}", r.wall_s.value_or(0),
                      file.table.file_size / r.wall_s.value_or(0) / 1e9,
-                     FormatBytes(r.peak_rss_bytes.value_or(0)));
+                     FormatBytes(r.peak_rss_bytes.value_or(0)),
+                     r.verify == "none" ? ", unverified (no checksum)" : "");
 }
 
 // Appends the records of one run to runs.jsonl and logs them.
@@ -174,12 +177,12 @@ struct Start {
 
 // The cgroup first: where none can be made, the run is unsupported before any work.
 Status PrepareStart(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
-                    const StrategyInfo& info, Start* st) {
+                    const StrategyInfo* info, Start* st) {
   st->drop = rs.root ? DropMethod::kDropCaches : DropMethod::kFadvise;
   if (p.memory_limit > 0) LB_RETURN_IF_ERROR(MemoryCgroup::Create(p.memory_limit, &st->cgroup));
-  if (p.cache == "cold" && info.cleanup != nullptr) {
+  if (p.cache == "cold" && info != nullptr && info->cleanup != nullptr) {
     std::vector<std::string> removed;
-    LB_RETURN_IF_ERROR(info.cleanup(file.path, &removed));
+    LB_RETURN_IF_ERROR(info->cleanup(file.path, &removed));
   }
   if (p.cache == "cold") {
     LB_RETURN_IF_ERROR(DropModelCache(file.table, &st->drop));
@@ -203,9 +206,22 @@ std::optional<uint64_t> OomKillsSince(const MemoryCgroup* cg, std::optional<uint
 
 // What the runner saw around the workers: the page cache, the file, the OOM killer.
 struct Around {
-  std::optional<uint64_t> cached_before, cached_after, oom_kills;
+  std::optional<uint64_t> cached_before, cached_after, oom_before, oom_kills;
   std::optional<ModelResidency> after;
 };
+
+Around Before() {
+  Around a;
+  a.cached_before = MeminfoBytes("Cached");
+  a.oom_before = SystemOomKills();
+  return a;
+}
+
+void After(const Start& st, const PreparedFile& file, Around* a) {
+  a->cached_after = MeminfoBytes("Cached");
+  a->oom_kills = OomKillsSince(st.cgroup.get(), a->oom_before);
+  if (ModelResidency after; MeasureModelResidency(file.table, &after).ok()) a->after = after;
+}
 
 // The runner's fields that say what the run is, over whatever the worker sent.
 void Identify(const RunRecord& base, RunRecord* r) {
@@ -273,23 +289,37 @@ void CacheAndCgroup(const Start& st, const Around& a, MemoryFigures* m) {
   }
 }
 
+// Why a process killed by `signal` died, when it was the OOM killer (SIGKILL with the OOM
+// killer's count up over the run); else nullopt.
+std::optional<std::string> OomKilled(const RunPoint& p, int signal, const Around& a) {
+  if (signal != SIGKILL || a.oom_kills.value_or(0) == 0) return std::nullopt;
+  return p.memory_limit > 0
+             ? fmt::format("killed by the OOM killer (SIGKILL) at the memory limit of {}",
+                           FormatBytes(p.memory_limit))
+             : std::string("killed by the OOM killer (SIGKILL): out of memory");
+}
+
+// What the runner measured around any run: the cache state before and after, the page cache
+// and the cgroup, and the check of the start state.
+void AddOutside(const RunPoint& p, const Start& st, const Around& a, RunRecord* r) {
+  r->resident_before = st.before.total.fraction();
+  if (r->shards) r->worst_shard_resident = st.before.Worst(p.cache);
+  if (p.cache == "cold") r->drop_method = DropMethodName(st.drop);
+  if (a.after) r->resident_after = a.after->total.fraction();
+  CacheAndCgroup(st, a, &r->memory);
+  CheckStartState(p, st.before.Worst(p.cache), r);
+}
+
 // A worker's record: its own part, then what the runner measured from outside.
 RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const Start& st,
                    const Around& a, WorkerOutcome& w) {
   RunRecord r = w.error.empty() ? std::move(w.record) : RunRecord{};
   Identify(base, &r);
-  r.resident_before = st.before.total.fraction();
-  if (r.shards) r.worst_shard_resident = st.before.Worst(p.cache);
-  if (p.cache == "cold") r.drop_method = DropMethodName(st.drop);
   if (!w.error.empty()) {
     r.status = "failed";
     r.error = w.error;
-    // SIGKILL with the OOM killer's count up over the run: it was the OOM killer.
-    if (w.signal == SIGKILL && a.oom_kills.value_or(0) > 0) {
-      r.error = p.memory_limit > 0
-                    ? fmt::format("killed by the OOM killer (SIGKILL) at the memory limit of {}",
-                                  FormatBytes(p.memory_limit))
-                    : std::string("killed by the OOM killer (SIGKILL): out of memory");
+    if (auto oom = OomKilled(p, w.signal, a)) {
+      r.error = *oom;
       r.oom_killed = true;
     }
   }
@@ -299,19 +329,18 @@ RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const 
   r.sys_s = TimevalSeconds(w.usage.ru_stime);
   r.major_faults = static_cast<uint64_t>(w.usage.ru_majflt);
   r.minor_faults = static_cast<uint64_t>(w.usage.ru_minflt);
-  if (a.after) r.resident_after = a.after->total.fraction();
-  CacheAndCgroup(st, a, &r.memory);
-  CheckStartState(p, st.before.Worst(p.cache), &r);
+  AddOutside(p, st, a, &r);
   return r;
 }
 
-// timelines/RUN_ID.csv for each worker that was sampled, its time from the worker's load start.
+// timelines/RUN_ID.csv for each process that was sampled, its time from its load start.
 // A timeline the disk has no room for stops the command (kNotWritten) before its record is
 // written; any other failure leaves the record without its timeline, saying why.
-Status WriteTimelines(const RunSession& rs, const std::vector<WorkerOutcome>& outcomes,
+Status WriteTimelines(const RunSession& rs,
+                      const std::vector<std::vector<TimelineSample>>& timelines,
                       std::vector<RunRecord>& batch) {
   for (size_t i = 0; i < batch.size(); ++i) {
-    const auto& samples = outcomes[i].timeline;
+    const auto& samples = timelines[i];
     if (samples.empty()) continue;
     const double zero = batch[i].load_start_mono_s.value_or(samples.front().mono_s);
     const std::string rel = fmt::format("timelines/{}.csv", batch[i].run_id);
@@ -343,18 +372,16 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   spawn.procs = p.procs;
   spawn.timeout_s = rs.timeout_s;
   spawn.sample_s = rs.sample_ms / 1000.0;
-  Around a;
-  a.cached_before = MeminfoBytes("Cached");
-  const auto oom_before = SystemOomKills();
+  Around a = Before();
   std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, interrupted);
   if (*interrupted) return Status::Ok();
-  a.cached_after = MeminfoBytes("Cached");
-  a.oom_kills = OomKillsSince(st.cgroup.get(), oom_before);
-  if (ModelResidency after; MeasureModelResidency(file.table, &after).ok()) a.after = after;
+  After(st, file, &a);
   for (size_t i = 0; i < batch->size(); ++i) {
     (*batch)[i] = Complete((*batch)[i], p, i, st, a, outcomes[i]);
   }
-  return WriteTimelines(rs, outcomes, *batch);
+  std::vector<std::vector<TimelineSample>> timelines;
+  for (const WorkerOutcome& w : outcomes) timelines.push_back(w.timeline);
+  return WriteTimelines(rs, timelines, *batch);
 }
 
 // What a run left outside its processes (shm: a segment holding the whole file, which nothing
@@ -367,11 +394,78 @@ void RemoveWhatTheRunLeft(const StrategyInfo& info, const PreparedFile& file) {
   }
 }
 
+// An exec run's command, started and completed into its record; interrupted, leaves it alone.
+Status RunExec(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
+               ExecRequest req, const Start& st, const ExecMeasured& how, RunRecord* r,
+               bool* interrupted) {
+  for (const ShardInfo& s : file.table.shards) req.file_paths.push_back(s.path);
+  req.cgroup_procs = st.cgroup ? st.cgroup->procs_path() : "";
+  req.cgroup_dir = st.cgroup ? st.cgroup->path() : "";
+  req.timeout_s = rs.timeout_s;
+  req.sample_s = rs.sample_ms / 1000.0;
+  Around a = Before();
+  ExecOutcome o = RunCommand(req, interrupted);
+  if (*interrupted) return Status::Ok();
+  After(st, file, &a);
+  FillExecRecord(o, file.table.expected_checksum, how, r);
+  if (auto oom = OomKilled(p, o.signal, a); oom && r->status == "failed") {
+    r->error = *oom;
+    r->oom_killed = true;
+  }
+  AddOutside(p, st, a, r);
+  std::vector<RunRecord> one = {*r};
+  LB_RETURN_IF_ERROR(WriteTimelines(rs, {o.timeline}, one));
+  *r = std::move(one[0]);
+  return Status::Ok();
+}
+
+// The cache state and a cgroup for an exec run. Without a memory limit a cgroup is only for
+// measuring: where none can be made the run goes on, and its record says so.
+Status PrepareExec(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                   Start* st, ExecMeasured* how) {
+  LB_RETURN_IF_ERROR(PrepareStart(rs, file, p, nullptr, st));
+  if (!st->cgroup) {
+    if (Status c = MemoryCgroup::Create(0, &st->cgroup); !c.ok()) how->no_cgroup = c.message();
+  }
+  if (st->cgroup) how->cgroup = fmt::format("cgroup {}", st->cgroup->version());
+  return Status::Ok();
+}
+
+// A run of an exec strategy: its command where a worker would be.
+Status MeasureExec(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                   bool* interrupted) {
+  RunRecord r = BaseRecord(rs, file, p);
+  const ExecPlaces places = {file.path, std::filesystem::path(file.path).parent_path().string(),
+                             file.table.file_size, PeersDir()};
+  ExecRequest req;
+  req.argv = FillCommand(*p.exec, places);
+  r.command = req.argv;
+  Status why = p.procs > 1 ? Status::Unsupported(
+                                 "exec runs one command per run; procs > 1 is not offered")
+                           : ResolveProgram(*p.exec, req.argv[0], &req.program);
+  Start st;
+  ExecMeasured how;
+  if (why.ok()) why = PrepareExec(rs, file, p, &st, &how);
+  if (why.code() == Status::Code::kUnsupported) {
+    r.status = "unsupported";
+    r.error = why.message();
+  } else if (!why.ok()) {
+    r.status = "invalid";
+    r.error = fmt::format("preparing the {} run: {}", p.cache, why.message());
+  } else {
+    LB_RETURN_IF_ERROR(RunExec(rs, file, p, std::move(req), st, how, &r, interrupted));
+    if (*interrupted) return Status::Ok();  // no record: the run did not finish
+  }
+  std::vector<RunRecord> batch = {std::move(r)};
+  return Record(rs, file, p, batch);
+}
+
 }  // namespace
 
 Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
                   bool* interrupted) {
   if (p.spec.name == kCeiling) return MeasureCeiling(rs, file, p, interrupted);
+  if (p.exec) return MeasureExec(rs, file, p, interrupted);
   const Resolved res = Resolve(p);
   RunRecord base = BaseRecord(rs, file, p);
   base.params = res.params;
@@ -380,7 +474,7 @@ Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
   for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = RunId(rs, i);
   Start st;
   const Status prep =
-      res.unsupported.empty() ? PrepareStart(rs, file, p, *res.info, &st) : Status::Ok();
+      res.unsupported.empty() ? PrepareStart(rs, file, p, res.info, &st) : Status::Ok();
   for (RunRecord& r : batch) {
     if (!res.unsupported.empty() || prep.code() == Status::Code::kUnsupported) {
       r.status = "unsupported";  // here, or no memory cgroup can be made here

@@ -43,6 +43,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("params", r.params, Key::kAlways);
   v("use", r.use, Key::kAlways);
   v("label", r.label, Key::kWhenSet);
+  v("command", r.command, Key::kWhenSet);
   v("file", r.file, Key::kAlways);
   v("format", r.format, Key::kAlways);
   v("file_bytes", r.file_bytes, Key::kAlways);
@@ -110,6 +111,7 @@ void VisitLoad(Record& r, Visit&& v) {
   v("loads", r.loads, Key::kAlways);
   v("details", r.details, Key::kAlways);
   v("device", r.device, Key::kWhenSet);
+  v("exec", r.exec, Key::kWhenSet);
   v("ceiling_bytes", r.ceiling_bytes, Key::kWhenSet);
   v("gb_per_s", r.gb_per_s, Key::kWhenSet);
   v("settle_s", r.settle_s, Key::kWhenSet);

@@ -41,6 +41,7 @@ struct RunRecord {
   Json params = Json::object();  // every option resolved
   Json use;                      // the use options resolved; null when not resolved
   std::optional<std::string> label;
+  std::vector<std::string> command;  // exec runs: the argv as run
   std::string file;  // absolute
   std::string format;
   uint64_t file_bytes = 0;                     // a sharded model: every shard's
@@ -90,6 +91,7 @@ struct RunRecord {
   std::optional<uint64_t> transformed_bytes, loads;
   Json details;  // what the strategy observed; null when it reported nothing
   Json device;   // strategies into GPU memory only
+  Json exec;     // exec runs only: what the command said and how it was measured
 
   // Ceiling records only.
   std::optional<uint64_t> ceiling_bytes;

@@ -163,6 +163,7 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
     const ExperimentStrategy& st = e.strategies[r.strategy];
     p.spec = st.spec;
     p.unsupported = st.unsupported;
+    p.exec = st.exec;
   }
   p.position = r.position;
   p.cache = r.cache;

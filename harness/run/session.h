@@ -55,6 +55,7 @@ struct RunPoint {
   int procs = 1;              // workers loading the file at the same time
   uint64_t memory_limit = 0;  // bytes; 0: no memory cgroup
   std::string unsupported;    // a reason known before the run (unknown strategy, bad option)
+  std::optional<ExecCommand> exec;  // an exec strategy's command
 };
 
 // The run `r` of experiment `e` as a point to measure (the ceiling for strategy index

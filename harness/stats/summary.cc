@@ -47,11 +47,12 @@ struct Table {
   int ceiling_runs = 0;
 };
 
-// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, how many
-// workers and under which memory limit when those are set, and the file's name when the
-// records hold more than one file.
+// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, whether
+// an exec command went unverified (it sent no checksum), how many workers and under which
+// memory limit when those are set, and the file's name when the records hold more than one file.
 std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
   std::string label = r.value("strategy_spec", r.value("strategy", "?"));
+  if (const auto v = r.find("verify"); v != r.end() && *v == "none") label += " (unverified)";
   if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
     label += "[" + d->value("role", "?") + "]";
   }

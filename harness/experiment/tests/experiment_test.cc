@@ -308,6 +308,68 @@ TEST_F(ExperimentTest, MalformedFilesNameTheLine) {
   EXPECT_NE(s.message().find("missing.toml"), std::string::npos) << s.message();
 }
 
+constexpr const char* kExecHead = R"(name = "peers"
+reps = 2
+[[file]]
+path = "m.wlf"
+[[strategy]]
+name = "fread"
+)";
+
+TEST_F(ExperimentTest, ExecStrategiesAreRowsNamedByTheirLabel) {
+  Experiment e;
+  const Status s = Load(std::string(kExecHead) + R"(
+[[strategy]]
+name = "exec"
+label = "np"
+command = ["/usr/bin/python3", "{peers}/numpy_fromfile.py", "{file}"]
+package = "python3-numpy"
+[[strategy]]
+name = "exec"
+label = "dd"
+shell = true
+command = "dd if={file} of=/dev/null bs=1M"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(e.strategies.size(), 3u);
+  const ExperimentStrategy& np = e.strategies[1];
+  EXPECT_EQ(np.spec.text, "exec:label=np");
+  ASSERT_TRUE(np.exec.has_value());
+  EXPECT_EQ(np.exec->argv,
+            (std::vector<std::string>{"/usr/bin/python3", "{peers}/numpy_fromfile.py", "{file}"}));
+  EXPECT_EQ(np.exec->package, "python3-numpy");
+  EXPECT_FALSE(np.exec->shell);
+  EXPECT_TRUE(e.strategies[2].exec->shell);
+  EXPECT_EQ(e.strategies[2].exec->argv, (std::vector<std::string>{"dd if={file} of=/dev/null bs=1M"}));
+  // Every round holds both commands beside fread, cold and warm.
+  EXPECT_EQ(e.runs.size(), 2u * 2u * 3u);
+  EXPECT_FALSE(e.strategies[0].exec.has_value());
+}
+
+TEST_F(ExperimentTest, MalformedExecStrategiesNameTheLineAndTheReason) {
+  const std::string head = kExecHead;
+  EXPECT_EQ(Refusal(head + "[[strategy]]\nname = \"exec\"\ncommand = [\"cat\"]\n"),
+            Write("") + ":7: exec: a label is required");
+  EXPECT_EQ(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\n"),
+            Write("") + ":7: exec: a command is required");
+  EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = \"cat x\"\n")
+                .find(":10: exec: command is a list of strings"),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\", 3]\n")
+                .find("exec: every word of command is a string"),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n"
+                           "qd = 4\n")
+                .find("exec: unknown key 'qd' (exec takes label, command, shell and package)"),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a b\"\ncommand = [\"cat\"]\n")
+                .find("label 'a b'"),
+            std::string::npos);
+  const std::string twice = "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n";
+  EXPECT_NE(Refusal(head + twice + twice).find("exec: label 'a' is used twice"),
+            std::string::npos);
+}
+
 // Every shipped experiment parses, and names only strategies and options this build has.
 TEST(ShippedExperiments, ParseAndPlanWithEveryStrategySupported) {
   const std::filesystem::path dir = std::filesystem::path(LOADBENCH_SOURCE_DIR) / "experiments";
@@ -322,6 +384,12 @@ TEST(ShippedExperiments, ParseAndPlanWithEveryStrategySupported) {
     EXPECT_FALSE(e.runs.empty()) << entry.path();
     for (const auto& st : e.strategies) {
       EXPECT_EQ(st.unsupported, "") << entry.path() << ": " << st.spec.text;
+      // A shipped peer a command names is in the tree.
+      for (const std::string& word : st.exec ? st.exec->argv : std::vector<std::string>{}) {
+        if (!word.starts_with("{peers}/")) continue;
+        const std::string peer = PeersDir() + word.substr(7);
+        EXPECT_TRUE(std::filesystem::exists(peer)) << entry.path() << ": " << peer;
+      }
     }
     std::ifstream in(entry.path());
     std::string first;

@@ -38,9 +38,11 @@ std::vector<DocRow> DocumentedKeys() {
     const size_t end = line.find("` | ");
     if (!in_section || !line.starts_with("| `") || end == std::string::npos) continue;
     const std::string key = line.substr(3, end - 3);
-    // The keys inside details and device depend on the strategy: documented, not held by the
-    // record's own fields.
-    if (key.starts_with("details.") || key.starts_with("device.")) continue;
+    // The keys inside details, device and exec depend on the strategy: documented, not held by
+    // the record's own fields.
+    if (key.starts_with("details.") || key.starts_with("device.") || key.starts_with("exec.")) {
+      continue;
+    }
     rows.push_back({key, line.compare(end + 4, 6, "*only*") == 0});
   }
   return rows;

@@ -69,5 +69,15 @@ TEST(SummaryTable, AMissingFigureIsMissingNotZero) {
       << line;
 }
 
+TEST(SummaryTable, AnExecRowWithoutAChecksumSaysItIsUnverified) {
+  Json plain = Ok("exec:label=cat", "warm", 1.0), checked = Ok("exec:label=np", "warm", 2.0);
+  plain["verify"] = "none";
+  checked["verify"] = "checksum";
+  const std::string t = SummaryTable({plain, checked});
+  EXPECT_NE(Line(t, "warm  exec:label=cat (unverified) "), "") << t;
+  EXPECT_NE(Line(t, "warm  exec:label=np "), "") << t;
+  EXPECT_EQ(Line(t, "warm  exec:label=np (unverified)"), "") << t;
+}
+
 }  // namespace
 }  // namespace loadbench

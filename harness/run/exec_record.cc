@@ -1,0 +1,110 @@
+// An exec run's record from what the runner saw of its command.
+#include <fmt/format.h>
+
+#include "harness/run/exec.h"
+
+namespace loadbench {
+namespace {
+
+double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
+
+// What the record says about how memory, CPU, faults and bytes read were measured.
+std::string MeasuredText(const ExecMeasured& how) {
+  const std::string tree =
+      "CPU time, faults and bytes read: the command and every descendant it waited for (wait4, "
+      "and its /proc/PID/io once exited); peak_rss_bytes: the largest of those processes";
+  if (!how.cgroup.empty()) {
+    return fmt::format("{}; memory.cgroup_peak_bytes: every process it started ({} memory "
+                       "group, page cache it caused included)", tree, how.cgroup);
+  }
+  return fmt::format("{}; no whole-tree memory figure: {}", tree, how.no_cgroup);
+}
+
+// The checksum line judged: verify, checksum, checksum_ok, and the mismatch as the error.
+void JudgeChecksum(const ExecReport& rep, std::optional<uint64_t> expected, RunRecord* r) {
+  if (!rep.checksum) {
+    r->verify = "none";
+    return;
+  }
+  r->verify = "checksum";
+  r->checksum = fmt::format("{:016x}", *rep.checksum);
+  if (!expected) return;
+  r->checksum_ok = *rep.checksum == *expected;
+  if (!*r->checksum_ok && r->status == "ok") {
+    r->status = "failed";
+    r->error = fmt::format("checksum mismatch: the command reports {:016x}, the model gives {:016x}",
+                           *rep.checksum, *expected);
+  }
+}
+
+// The command's own figures must fit in its run: ready before done, done within its wall time.
+std::string Implausible(const ExecReport& rep, double wall_s) {
+  if (rep.ready_s && rep.done_s && *rep.ready_s > *rep.done_s) {
+    return fmt::format("the command says ready at {} s but done at {} s: ready comes first",
+                       *rep.ready_s, *rep.done_s);
+  }
+  const std::optional<double> last = rep.done_s ? rep.done_s : rep.ready_s;
+  if (last && *last > wall_s) {
+    return fmt::format("the command says {} s, more than its whole run ({:.6f} s): its own "
+                       "times must be of this run, in seconds", *last, wall_s);
+  }
+  return "";
+}
+
+nlohmann::ordered_json ExecJson(const ExecOutcome& o, const ExecReport& rep,
+                                const ExecMeasured& how, const RunRecord& r) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (rep.ready_s) j["ready_s"] = *rep.ready_s;
+  if (rep.done_s) j["done_s"] = *rep.done_s;
+  if (rep.done_s && o.wall_s > 0) j["startup_s"] = o.wall_s - *rep.done_s;
+  if (o.exit_status) j["exit_status"] = *o.exit_status;
+  if (o.signal != 0) j["signal"] = o.signal;
+  j["left_behind"] = o.left_behind;
+  if (r.status == "failed" && !o.stderr_tail.empty()) j["stderr_tail"] = o.stderr_tail;
+  j["measured"] = MeasuredText(how);
+  return j;
+}
+
+}  // namespace
+
+void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
+                    const ExecMeasured& how, RunRecord* r) {
+  ExecReport rep;
+  const Status protocol = ParseExecReport(o.report_text, &rep);
+  r->status = "ok";
+  if (!o.started) {
+    r->status = "failed";
+    r->error = o.error;
+  } else if (rep.unsupported && protocol.ok()) {
+    r->status = "unsupported";
+    r->error = "the command says: " + *rep.unsupported;
+  } else if (!o.error.empty()) {
+    r->status = "failed";
+    r->error = o.error;
+    if (!o.stderr_tail.empty()) {
+      const size_t nl = o.stderr_tail.rfind('\n');
+      r->error = fmt::format("{}: {}", o.error,
+                             nl == std::string::npos ? o.stderr_tail : o.stderr_tail.substr(nl + 1));
+    }
+  } else if (!protocol.ok()) {
+    r->status = "failed";
+    r->error = protocol.message();
+  } else if (std::string why = Implausible(rep, o.wall_s); !why.empty()) {
+    r->status = "failed";
+    r->error = why;
+  }
+  JudgeChecksum(rep, expected, r);
+  if (o.wall_s > 0) r->wall_s = o.wall_s;
+  r->ready_s = rep.ready_s;
+  r->process_s = o.process_s;
+  r->user_s = Seconds(o.usage.ru_utime);
+  r->sys_s = Seconds(o.usage.ru_stime);
+  r->major_faults = static_cast<uint64_t>(o.usage.ru_majflt);
+  r->minor_faults = static_cast<uint64_t>(o.usage.ru_minflt);
+  r->peak_rss_bytes = static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
+  r->read_bytes = o.read_bytes;
+  r->load_start_mono_s = o.exec_mono_s;
+  r->exec = ExecJson(o, rep, how, *r);
+}
+
+}  // namespace loadbench
