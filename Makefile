@@ -9,7 +9,7 @@ RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
 BIN      := $(BUILD)/loadbench
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run report compare aa gpu-check bench probe fuzz test test-asan setup clean
+.PHONY: all build run report compare aa gpu-check bench probe fuzz peers test test-asan setup clean
 
 all: build
 
@@ -28,6 +28,13 @@ build: $(BUILD)/CMakeCache.txt
 
 setup:
 	bash scripts/setup.sh
+
+# The setup plus what the PyTorch peers of loaders/peers/ need: python3-torch (large; the
+# other peers need only the setup's numpy and python3-xxhash). Left out of the setup that
+# `make run` and `make test` do, so that both stay quick on a fresh machine; without it the
+# PyTorch peers are `unsupported` (experiments/peers.toml) and their tests skip.
+peers:
+	bash scripts/setup.sh peers
 
 # An experiment file (experiments/$(EXPERIMENT).toml) into a fresh results folder; RESULTS of an
 # interrupted one resumes it.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package loadbench needs to build, test, run and analyse; with the
-# argument `fuzz`, also clang and its libFuzzer runtime for `make fuzz` (left out otherwise: the
-# tests do not need them). Idempotent: packages already present are left alone, and apt is not
-# touched at all when nothing is missing. Run as root (or with sudo available).
+# argument `fuzz`, also clang and its libFuzzer runtime for `make fuzz`; with `peers`, also
+# PyTorch for the PyTorch peers of loaders/peers/ (`make peers`; CI installs them too). Both are
+# left out otherwise: `make run` and `make test` do not need them (the PyTorch peers are then
+# `unsupported` and their tests skip), and PyTorch is large. Idempotent: packages already
+# present are left alone, and apt is not touched at all when nothing is missing. Run as root
+# (or with sudo available).
 set -euo pipefail
 
 packages=(
@@ -12,12 +15,15 @@ packages=(
   liburing-dev libboost-dev libpfm4-dev libbenchmark-dev libtomlplusplus-dev
   fio
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy python3-scipy
+  python3-xxhash
   chromium
 )
 if [[ ${1:-} == fuzz ]]; then
   packages+=(clang libclang-rt-dev)
+elif [[ ${1:-} == peers ]]; then
+  packages+=(python3-torch)
 elif [[ -n ${1:-} ]]; then
-  echo "setup: unknown argument '$1' (the only one is: fuzz)" >&2
+  echo "setup: unknown argument '$1' (the arguments are: fuzz, peers)" >&2
   exit 2
 fi
 

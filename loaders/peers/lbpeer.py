@@ -1,0 +1,277 @@
+"""What the peers in this folder share: the LOADBENCH_FD lines, the model's tensor table and the
+model's checksum. Standard library only; xxhash is imported by the peer, before its clock starts.
+
+A peer is `python3 PEER.py MODEL`, MODEL being what `loadbench run --file` takes: a weight file,
+a safetensors (or WLF) index `*.index.json`, a folder holding one, or a GGUF split's first file.
+Its clock starts after its imports (in main()); it then writes, on the file descriptor
+LOADBENCH_FD names (the `exec` strategy, docs/exec.md):
+
+    ready SECONDS      the tensors are handed out
+    done SECONDS       every byte of every tensor was used (checksummed)
+    checksum HEX       xxh3-64 of all tensor bytes in table order (docs/formats.md)
+    unsupported WHY    it cannot run here (a missing package, a format it does not read)
+
+Without LOADBENCH_FD (a peer run by hand) the same lines go to stderr.
+"""
+import importlib
+import json
+import os
+import re
+import sys
+import time
+from typing import NamedTuple
+
+MAX_HEADER = 100 << 20  # a safetensors header longer than this is refused, as loadbench does
+
+# safetensors dtype: (bits per element, numpy dtype, torch 1.13 dtype). numpy has no bfloat16
+# or 8-bit floats: their bits are kept as unsigned integers of the same width. A dtype with
+# neither (the sub-byte floats; for torch 1.13 also U16 to U64 and the 8-bit floats) is kept as
+# a flat array of its bytes.
+DTYPES = {
+    "BOOL": (8, "?", "bool"), "U8": (8, "u1", "uint8"), "I8": (8, "i1", "int8"),
+    "F8_E5M2": (8, "u1", None), "F8_E4M3": (8, "u1", None), "F8_E8M0": (8, "u1", None),
+    "I16": (16, "<i2", "int16"), "U16": (16, "<u2", None), "F16": (16, "<f2", "float16"),
+    "BF16": (16, "<u2", "bfloat16"),
+    "I32": (32, "<i4", "int32"), "U32": (32, "<u4", None), "F32": (32, "<f4", "float32"),
+    "I64": (64, "<i8", "int64"), "U64": (64, "<u8", None), "F64": (64, "<f8", "float64"),
+    "C64": (64, "<c8", "complex64"),
+    "F4": (4, None, None), "F6_E2M3": (6, None, None), "F6_E3M2": (6, None, None),
+}
+
+
+class BadModel(Exception):
+    """A model this reader cannot take: the message names the file and says why."""
+
+
+class Tensor(NamedTuple):
+    name: str
+    dtype: str    # as in the file: "BF16", "F32", ...
+    shape: tuple
+    shard: int    # index into Model.files
+    offset: int   # absolute byte offset in its file
+    size: int     # bytes
+
+
+class Model(NamedTuple):
+    format: str    # "safetensors", "wlf" or "gguf"
+    files: list    # the weight files, in shard order
+    tensors: list  # [Tensor] in table order; None for the formats read here as bytes only
+
+
+# The LOADBENCH_FD lines.
+
+_PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "peer"
+
+
+def send(line):
+    """One line to LOADBENCH_FD (one write), or to stderr without it."""
+    line = " ".join(str(line).split()) + "\n"  # one line, whatever a reason held
+    fd = os.environ.get("LOADBENCH_FD")
+    if not fd:
+        sys.stderr.write(f"{_PROG}: {line}")
+        sys.stderr.flush()
+        return
+    try:
+        os.write(int(fd), line.encode())
+    except (ValueError, OSError) as e:
+        raise OSError(f"LOADBENCH_FD={fd}: cannot write to it ({e})") from None
+
+
+def unsupported(reason):
+    """Says the peer cannot run here, and ends it (exit 0: the reason is the result)."""
+    send(f"unsupported {reason}")
+    sys.exit(0)
+
+
+def need(module, package, target="make setup"):
+    """Imports `module`, or ends the peer `unsupported`, naming the Debian package."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name != module:
+            unsupported(f"{package} is broken: {e} (reinstall it: {target})")
+        unsupported(f"{package} is not installed ({target})")
+    except ImportError as e:
+        unsupported(f"{package} is broken: {e} (reinstall it: {target})")
+
+
+class Clock:
+    """The peer's own time since its start of loading, and the lines that report it."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    def ready(self):
+        send(f"ready {time.perf_counter() - self.start:.6f}")
+
+    def done(self):
+        send(f"done {time.perf_counter() - self.start:.6f}")
+
+
+def checksum(views):
+    """xxh3-64 over the bytes of `views` (anything with the buffer protocol) in order, as 16
+    lower-case hex digits. Reading every byte is also what makes a load complete."""
+    import xxhash  # the peer imported it before its clock started
+    h = xxhash.xxh3_64()
+    for v in views:
+        h.update(v)
+    return format(h.intdigest(), "016x")
+
+
+def main(load):
+    """Runs `load(path, clock)` on the one argument: a usage error exits 2, a missing file or a
+    malformed model exits 1 with one line on stderr."""
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        sys.stderr.write(f"usage: {_PROG} MODEL (a weight file, an index or a folder)\n")
+        sys.exit(2)
+    try:
+        load(sys.argv[1], Clock())
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"{_PROG}: {where}{e.strerror or e}\n")
+        sys.exit(1)
+    except BadModel as e:
+        sys.stderr.write(f"{_PROG}: {e}\n")
+        sys.exit(1)
+
+
+def need_table(model, peer):
+    """Ends the peer `unsupported` when it needs the tensor table and the model's format is one
+    it does not read."""
+    if model.tensors is None:
+        unsupported(f"{peer} reads safetensors models only; this is a {model.format.upper()} "
+                    f"model ({model.files[0]})")
+
+
+# The model: its files, and for safetensors its tensor table.
+
+def read_model(path):
+    if os.path.isdir(path):
+        return _read_index(_index_in(path))
+    kind = _sniff(path)
+    if kind == "index":
+        return _read_index(path)
+    if kind == "safetensors":
+        return Model("safetensors", [path], read_safetensors(path, 0))
+    if kind == "gguf":
+        return Model("gguf", _gguf_split(path), None)
+    return Model("wlf", [path], None)
+
+
+def _sniff(path):
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    text = head.lstrip(b" \t\r\n")
+    if text[:1] == b"{" and b"\0" not in head[:16]:
+        return "index"
+    if head[:4] == b"GGUF":
+        return "gguf"
+    if head[:4] in (b"GIEW", b"WEIG"):  # WLF's magic, little- or big-endian
+        return "wlf"
+    if head[8:9] == b"{":
+        return "safetensors"
+    raise BadModel(f"{path}: not a safetensors, WLF or GGUF file, nor an index")
+
+
+def read_safetensors(path, shard):
+    """The tensors of one safetensors file, in the order of their data."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        if n > MAX_HEADER or 8 + n > size:
+            raise BadModel(f"{path}: a header of {n} bytes in a file of {size}")
+        try:
+            header = json.loads(f.read(n))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadModel(f"{path}: the header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise BadModel(f"{path}: the header is not a JSON object")
+    data, data_len = 8 + n, size - 8 - n
+    tensors = [_tensor(path, shard, name, entry, data, data_len)
+               for name, entry in header.items() if name != "__metadata__"]
+    tensors.sort(key=lambda t: t.offset)  # stable: header order among equal offsets
+    return tensors
+
+
+def _tensor(path, shard, name, entry, data, data_len):
+    try:
+        dtype, shape, (begin, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
+        bits = DTYPES[dtype][0]
+        if not all(type(x) is int and x >= 0 for x in (*shape, begin, end)):
+            raise ValueError
+    except (TypeError, KeyError, ValueError):
+        raise BadModel(f"{path}: tensor '{name}': not a valid entry ({entry!r:.80})") from None
+    elements = 1
+    for d in shape:
+        elements *= d
+    if elements * bits % 8 or not 0 <= begin <= end <= data_len or \
+            end - begin != elements * bits // 8:
+        raise BadModel(f"{path}: tensor '{name}': data_offsets [{begin}, {end}] do not hold "
+                       f"shape {list(shape)} of {dtype} inside {data_len} bytes of data")
+    return Tensor(name, dtype, shape, shard, data + begin, end - begin)
+
+
+def _index_in(folder):
+    found = sorted(e.name for e in os.scandir(folder)
+                   if e.name.endswith(".index.json") and e.is_file())
+    if len(found) != 1:
+        raise BadModel(f"{folder}: a folder holding {len(found)} *.index.json files; "
+                       "give a weight file, an index, or a folder holding one index")
+    return os.path.join(folder, found[0])
+
+
+def _read_index(path):
+    """An index: the shards are the files its weight_map names, in sorted file-name order, and
+    the table is each shard's tensors in that shard's own order, shard after shard (as
+    loaders/format/shard_index.cc and model.cc read it)."""
+    try:
+        with open(path, "rb") as f:
+            weight_map = json.load(f)["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise BadModel(f"{path}: an index without a valid \"weight_map\"") from None
+    folder = os.path.dirname(path)
+    for name in names:
+        if not isinstance(name, str) or os.path.isabs(name) or ".." in name.split("/"):
+            raise BadModel(f"{path}: weight_map names {name!r}, outside the index's folder")
+    files = [os.path.join(folder, name) for name in names]
+    kinds = {_sniff(f) for f in files}
+    if len(kinds) != 1 or kinds & {"index", "gguf"}:
+        raise BadModel(f"{path}: shards of {sorted(kinds)}; an index names safetensors or WLF "
+                       "files of one format")
+    if kinds != {"safetensors"}:
+        return Model(kinds.pop(), files, None)
+    tensors = [t for k, f in enumerate(files) for t in read_safetensors(f, k)]
+    return Model("safetensors", files, tensors)
+
+
+def _gguf_split(path):
+    """A GGUF split's files, found by the first one's name (NAME-00001-of-0000N.gguf)."""
+    folder, base = os.path.split(path)
+    m = re.fullmatch(r"(.*)-00001-of-(\d{5})\.gguf", base)
+    if not m or int(m.group(2)) < 2:
+        return [path]
+    count = int(m.group(2))
+    files = [os.path.join(folder, f"{m.group(1)}-{k:05d}-of-{count:05d}.gguf")
+             for k in range(1, count + 1)]
+    for k, f in enumerate(files):
+        if not os.path.isfile(f):
+            raise BadModel(f"{f}: missing: split {k + 1} of {count} of {path}")
+    return files
+
+
+def numpy_view(t):
+    """(numpy dtype, shape) that a safetensors tensor's bytes are read as."""
+    np_dtype = DTYPES[t.dtype][1]
+    return (np_dtype, t.shape) if np_dtype else ("u1", (t.size,))
+
+
+def torch_dtype(torch, t):
+    """The torch dtype of a safetensors tensor, or None (kept as a flat uint8 tensor)."""
+    name = DTYPES[t.dtype][2]
+    return getattr(torch, name) if name else None
+
+
+def torch_bytes(torch, x):
+    """A tensor's bytes as a numpy array sharing its memory (for the checksum)."""
+    return x.reshape(-1).view(torch.uint8).numpy()
