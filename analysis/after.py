@@ -75,6 +75,7 @@ def summarize(results: Results) -> pd.DataFrame:
     columns.update({c: _memory(ok, c) for c in MEMORY})
     frame = ok[GROUP + ["strategy"]].assign(**columns)
     frame["verify"] = ok["verify"] if "verify" in ok else None
+    frame["verified"] = ok["verified"]
     frame["use"] = (ok["use"] if "use" in ok else pd.Series(None, index=ok.index)).map(
         resolved_use)
     rows = []
@@ -84,7 +85,8 @@ def summarize(results: Results) -> pd.DataFrame:
         rows.append({**dict(zip(GROUP, key)), "strategy": group["strategy"].iloc[0],
                      "n": len(group),
                      **{c: _median(group[c]) for c in columns},
-                     "verify": ", ".join(verify), "use": use,
+                     "verify": ", ".join(verify),
+                     "verified": bool(group["verified"].all()), "use": use,
                      "non_default_use": non_default(use)})
     table = pd.DataFrame(rows)
     if table.empty:

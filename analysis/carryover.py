@@ -40,23 +40,27 @@ def shown(results: Results) -> bool:
 
 
 def pooled(results: list[Results]) -> pd.DataFrame:
-    """The ok runs of every folder: GROUP, `after` (NONE where absent), wall_s, and `relative`,
-    its wall_s over its group's median over all folders."""
+    """The ok runs of every folder: GROUP, `after` (NONE where absent), wall_s, `verified`,
+    and `relative`, its wall_s over its group's median over all folders."""
     ok = pd.concat([r.ok.infer_objects() for r in results], ignore_index=True)
     wall = pd.to_numeric(ok["wall_s"], errors="coerce")
     after = ok["after"] if "after" in ok else pd.Series(None, index=ok.index, dtype=object)
-    frame = ok[GROUP].assign(after=after.fillna(NONE), wall_s=wall)[wall > 0]
+    frame = ok[GROUP].assign(after=after.fillna(NONE), wall_s=wall,
+                             verified=ok["verified"].astype(bool))[wall > 0]
     median = frame.groupby(GROUP)["wall_s"].transform("median")
     return frame.assign(relative=frame["wall_s"] / median).reset_index(drop=True)
 
 
 def predecessors(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per GROUP and predecessor: n, median_s, and ratio, median_s over the group's median."""
-    columns = GROUP + ["after", "n", "median_s", "ratio"]
+    """Per GROUP and predecessor: n, median_s, ratio, median_s over the group's median, and
+    whether every run was verified."""
+    columns = GROUP + ["after", "n", "median_s", "ratio", "verified"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     group_median = frame.groupby(GROUP)["wall_s"].median().rename("group_median_s")
-    table = (frame.groupby(GROUP + ["after"])["wall_s"].agg(n="size", median_s="median")
+    table = (frame.groupby(GROUP + ["after"])
+             .agg(n=("wall_s", "size"), median_s=("wall_s", "median"),
+                  verified=("verified", "all"))
              .reset_index().join(group_median, on=GROUP))
     return table.assign(ratio=table["median_s"] / table["group_median_s"])[columns]
 
@@ -71,8 +75,10 @@ def verdict(tested: int, p: float) -> str:
 def tests(frame: pd.DataFrame) -> pd.DataFrame:
     """Per GROUP: how many predecessors it had and how many were tested (MIN_RUNS runs or
     more), the Kruskal–Wallis p across the tested ones, the largest ratio of a tested
-    predecessor's median to the group's median and which one it is, and the verdict."""
-    columns = GROUP + ["predecessors", "tested", "p", "max_ratio", "slowest_after", "verdict"]
+    predecessor's median to the group's median and which one it is, the verdict, and whether
+    every run was verified."""
+    columns = GROUP + ["predecessors", "tested", "p", "max_ratio", "slowest_after", "verdict",
+                       "verified"]
     rows = []
     for key, group in frame.groupby(GROUP, sort=False):
         samples = {after: g["wall_s"].to_numpy() for after, g in group.groupby("after")
@@ -88,7 +94,8 @@ def tests(frame: pd.DataFrame) -> pd.DataFrame:
             max_ratio = medians[slowest] / float(group["wall_s"].median())
         rows.append({**dict(zip(GROUP, key)), "predecessors": group["after"].nunique(),
                      "tested": len(samples), "p": p, "max_ratio": max_ratio,
-                     "slowest_after": slowest, "verdict": verdict(len(samples), p)})
+                     "slowest_after": slowest, "verdict": verdict(len(samples), p),
+                     "verified": bool(group["verified"].all())})
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -37,6 +37,12 @@ def _walls(results) -> dict[tuple, np.ndarray]:
     return {key: g["wall_s"].to_numpy(dtype=float) for key, g in ok.groupby(MATCH)}
 
 
+def _verified(results) -> dict[tuple, bool]:
+    """Per match, whether every ok run was verified (an exec command's may count unverified)."""
+    ok = results.ok.assign(file_name=results.ok["file"].map(os.path.basename))
+    return {key: bool(g["verified"].all()) for key, g in ok.groupby(MATCH)}
+
+
 @functools.lru_cache(maxsize=None)
 def mann_whitney_cdf(m: int, n: int) -> np.ndarray:
     """P(U <= u) for u = 0..mn, U the Mann–Whitney count of pairs (x_i, y_j) with y_j < x_i
@@ -92,7 +98,9 @@ def compare_row(key: tuple, x: np.ndarray, y: np.ndarray) -> dict:
 def compare(a_dir: str, b_dir: str) -> dict:
     a, b = load(a_dir), load(b_dir)
     wa, wb = _walls(a), _walls(b)
-    rows = [compare_row(key, wa[key], wb[key]) for key in sorted(set(wa) & set(wb), key=str)]
+    va, vb = _verified(a), _verified(b)
+    rows = [{**compare_row(key, wa[key], wb[key]), "verified": va[key] and vb[key]}
+            for key in sorted(set(wa) & set(wb), key=str)]
     fa, fb = machine_facts(a.env), machine_facts(b.env)
     return {"a": a_dir, "b": b_dir, "alpha": ALPHA, "rows": rows,
             "only_in_a": [dict(zip(MATCH, k)) for k in sorted(set(wa) - set(wb), key=str)],

@@ -4,9 +4,10 @@
 - `title`, the page's <title>;
 - `sections`, the Markdown strings that report.py also joins into report.md, in order: a
   heading (`#`, `##`, ...) each on its own, or text made of blocks split by blank lines, each a
-  pipe table (its first row the header, `|---` lines dropped), a `- ` list or a paragraph, with
-  `code`, **strong** and *emphasis* spans; empty strings are skipped. That subset is all the
-  report writes, and all this module reads: anything else of Markdown comes out as text;
+  pipe table (its first row the header, `|---` lines dropped, `\\|` a pipe within a cell), a
+  `- ` list or a paragraph, with `code`, **strong** and *emphasis* spans; empty strings are
+  skipped. That subset is all the report writes, and all this module reads: anything else of
+  Markdown comes out as text;
 - `figures`, (PNG file, caption) pairs, each embedded as a base64 `data:` URI in a <figure>
   after the sections,
 and returns the HTML document (one line, ending in a newline) with its stylesheet inline, so
@@ -39,11 +40,13 @@ def heading(line: str) -> str:
 
 
 def table(lines: list[str]) -> str:
-    """A pipe table: the first row as the header (plain text), the others with spans."""
-    rows = [ln.strip("|").split(" | ") for ln in lines if not ln.startswith("|---")]
-    head = "".join(f"<th>{html.escape(c.strip())}</th>" for c in rows[0])
+    """A pipe table: the first row as the header (plain text), the others with spans; `\\|` in
+    a cell is a pipe of its text (a shell command's), not a cell's end."""
+    rows = [[c.strip().replace("\\|", "|") for c in ln.strip("|").split(" | ")]
+            for ln in lines if not ln.startswith("|---")]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     cells = "".join(
-        "<tr>" + "".join(f"<td>{spans(html.escape(c.strip()))}</td>" for c in r)
+        "<tr>" + "".join(f"<td>{spans(html.escape(c))}</td>" for c in r)
         + "</tr>" for r in rows[1:])
     return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>"
 

@@ -172,10 +172,10 @@ def no_rounds(results: Results) -> str:
 
 def run_values(results: Results) -> pd.DataFrame:
     """One row per run of a strategy (and role) in a round: CONDITION, strategy_spec, role,
-    strategy, rep, its wall_s (the largest of its ok workers), file_bytes, and `order`, its
-    place in runs.jsonl. Runs without `position` ran in no round and are left out."""
+    strategy, rep, its wall_s (the largest of its ok workers), file_bytes, `order`, its place
+    in runs.jsonl, and `verified`. Runs without `position` ran in no round and are left out."""
     columns = CONDITION + ["strategy_spec", "role", "strategy", "rep", "wall_s", "file_bytes",
-                           "order"]
+                           "order", "verified"]
     ok = results.ok
     if "rep" not in ok or ok.empty:
         return pd.DataFrame(columns=columns)
@@ -183,7 +183,8 @@ def run_values(results: Results) -> pd.DataFrame:
             (pd.to_numeric(ok["wall_s"], errors="coerce") > 0)]
     values = (ok.groupby(CONDITION + ["strategy_spec", "role", "rep"], sort=False)
               .agg(strategy=("strategy", "first"), wall_s=("wall_s", "max"),
-                   file_bytes=("file_bytes", "first"), order=("order", "min"))
+                   file_bytes=("file_bytes", "first"), order=("order", "min"),
+                   verified=("verified", "all"))
               .reset_index())
     return values[columns].sort_values("order", kind="stable").reset_index(drop=True)
 
@@ -354,7 +355,7 @@ def outliers(results: Results) -> pd.DataFrame:
     """The ok records whose ln(wall_s) lies more than 3.5 modified z scores from their group's
     (strategy spec and condition; ceiling reads per condition): flagged, and kept in every
     statistic."""
-    columns = ["run_id"] + GROUP + ["rep", "wall_s", "median_s", "z"]
+    columns = ["run_id"] + GROUP + ["rep", "wall_s", "median_s", "z", "verified"]
     frames = [results.ok, results.ceiling[results.ceiling["status"] == "ok"]
               if not results.ceiling.empty else results.ceiling]
     rows = []
@@ -372,5 +373,7 @@ def outliers(results: Results) -> pd.DataFrame:
                 rows.append({"run_id": rec["run_id"], **dict(zip(GROUP, key)),
                              "rep": rec["rep"] if "rep" in group else None,
                              "wall_s": float(wall[i]), "median_s": float(np.median(wall)),
-                             "z": float(z[i])})
+                             "z": float(z[i]),
+                             # Ceiling reads carry no `verified`: they are no strategy's.
+                             "verified": bool(rec.get("verified", True))})
     return pd.DataFrame(rows, columns=columns)

@@ -21,9 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import after, carryover, gpu, html_page, noise, paired, stats  # noqa: E402
-from analysis.results import (GROUP, Results, ResultsError, json_default, load,  # noqa: E402
-                              spec_label)
+from analysis import after, carryover, gpu, html_page, noise, paired, peers, stats  # noqa: E402
+from analysis.results import (EXEC, GROUP, UNVERIFIED_MARK, Results,  # noqa: E402
+                              ResultsError, json_default, load, spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
@@ -44,6 +44,8 @@ def why(row: pd.Series) -> str:
     """One phrase on what the run's own counts say its time went to."""
     if str(row.get("strategy", "")).startswith("cuda_"):
         return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
+    if row.get("strategy") == EXEC:
+        return "a command of its own: see *Peers*"  # its counts are its whole process tree's
     pages = row["file_bytes"] / 4096
     if row["minor_faults"] > 0.5 * pages:
         return f"a fresh page per 4 KiB: {row['minor_faults']:,.0f} minor faults"
@@ -329,6 +331,8 @@ def paired_note(t: pd.DataFrame, device: bool) -> str:
 MEDIAN_NOTE = ("Median s: of the ok runs, with the exact distribution-free 95% interval of the "
                "median (the order statistics that hold it with 95% probability whatever the "
                "distribution); (–): fewer than 6 runs: no 95% interval of the median exists.")
+UNVERIFIED_NOTE = (f"{UNVERIFIED_MARK}: a command's runs that count although no checksum "
+                   "checked the bytes it loaded (it sent none; see *Peers*).")
 
 
 def median_cell(r: pd.Series) -> str:
@@ -366,6 +370,8 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
         text = f"× {baseline_of(t)}, paired: as above." if paired_columns else "Columns as above."
     else:
         text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
+    if "verified" in t and not t["verified"].all():
+        text += " " + UNVERIFIED_NOTE
     return text + "\n\n" + "\n".join(lines)
 
 
@@ -428,15 +434,22 @@ def excluded_md(r: Results) -> str:
     for _, x in r.excluded.iterrows():
         lines.append(f"| {spec_label(x)} | {x['cache']} | {x['status']} | {x['count']} | "
                      f"{'; '.join(x['errors'])[:300]} |")
-    return ("Runs left out of every statistic (not ok, or ok with a checksum not verified):\n\n"
-            + "\n".join(lines))
+    return ("Runs left out of every statistic (not ok, or a loadbench strategy's ok runs whose "
+            "checksum was not verified):\n\n" + "\n".join(lines))
+
+
+def unverified_count(r: Results) -> str:
+    """How many of the ok runs count unverified, as a phrase after "N ok" ("" when none)."""
+    n = int((~r.ok["verified"]).sum())
+    return f" ({n} of them {UNVERIFIED_MARK}: commands that sent no checksum)" if n else ""
 
 
 def build(folder: str) -> dict:
     r = load(folder)
     table = stats.summarize(r)
-    # Device strategies that could not run (no GPU here) still get a report that says why.
-    if table.empty and not gpu.shown(r):
+    # Device strategies that could not run (no GPU here), and commands that could not, still
+    # get a report that says why.
+    if table.empty and not gpu.shown(r) and not peers.shown(r):
         raise ResultsError(f"{folder}: no ok runs to report")
     files = table["file"].nunique() if len(table) else 1
     figs = Figures(folder)
@@ -457,8 +470,9 @@ def build(folder: str) -> dict:
     ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
     no_rounds = paired.no_rounds(r)
     sections = [f"# {title}", question,
-                f"{len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok, "
-                f"{len(r.runs) - len(r.ok)} left out (below). Figures are medians of the ok runs "
+                f"{len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok"
+                f"{unverified_count(r)}, {len(r.runs) - len(r.ok)} left out (below). Figures are "
+                "medians of the ok runs "
                 "with their exact 95% intervals (none for fewer than 6 runs)"
                 + ("." if no_rounds else "; the speed-ups are paired, round by round, against "
                    "a baseline (below each table's heading)."),
@@ -468,6 +482,8 @@ def build(folder: str) -> dict:
                       no_rounds=no_rounds)
         if md:
             sections += [f"## {cache.capitalize()} start", md]
+    if peers.shown(r):
+        sections += [f"## {peers.TITLE}", peers.section_md(r, table)]
     ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
         else ""
     if ref:
@@ -496,6 +512,8 @@ def build(folder: str) -> dict:
         out["after_load"] = noise.records(use)
     if gpu.shown(r):
         out["gpu"] = noise.records(gpu.summarize(r))
+    if peers.shown(r):
+        out.update(peers.summary(r, table))
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)

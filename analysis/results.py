@@ -2,9 +2,11 @@
 they name.
 
 Every analysis module reads results through `load`, so that all of them agree on which runs
-count: only `ok` runs whose checksum was verified (checksum_ok true) enter the statistics;
-failed, invalid and unsupported runs, and ok runs whose bytes were not verified, are kept aside
-and counted, never silently dropped. Ceiling records (strategy "ceiling": a raw read of the
+count (`_rule`, the one place that says it): `ok` runs whose checksum was verified
+(checksum_ok true) enter the statistics, and so do `ok` runs of an exec command that sent no
+checksum (verify "none"), marked unverified wherever they show; failed, invalid and
+unsupported runs, and a loadbench strategy's ok runs whose bytes were not verified, are kept
+aside and counted, never silently dropped. Ceiling records (strategy "ceiling": a raw read of the
 file once per round, the device's speed at that moment) are not runs of a strategy: they are
 kept apart in `ceiling`, never in `runs`, `ok` or `excluded`.
 """
@@ -15,6 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 # The columns a group of comparable runs shares: one strategy with its options, one role (shm's
@@ -24,8 +27,13 @@ GROUP = ["strategy_spec", "role", "cache", "file", "procs", "memory_limit_bytes"
 # What every strategy of a round shares: the runs of one rep of a condition are a round.
 CONDITION = ["file", "cache", "procs", "memory_limit_bytes"]
 CEILING = "ceiling"
-# The status an ok run is counted under when its bytes were not verified.
+# A command of the user's own (strategy "exec", spec "exec:label=LABEL"), run and measured like
+# a strategy.
+EXEC = "exec"
+# The status a loadbench strategy's ok run is left out under when its bytes were not verified.
 UNVERIFIED = "ok, checksum not verified"
+# What a row's name carries when its runs count but no checksum checked their bytes.
+UNVERIFIED_MARK = "(unverified)"
 
 
 class ResultsError(Exception):
@@ -36,10 +44,11 @@ class ResultsError(Exception):
 class Results:
     folder: str
     env: dict
-    runs: pd.DataFrame      # every record of a strategy, one row per run, in file order
-    ok: pd.DataFrame        # the runs that count
-    # The others, counted: GROUP + strategy, status (UNVERIFIED for an ok run whose checksum_ok
-    # is not true), count, errors.
+    # Every record of a strategy, one row per run, in file order; `verified`: checksum_ok true.
+    runs: pd.DataFrame
+    ok: pd.DataFrame        # the runs that count (an exec command's may be unverified)
+    # The others, counted: GROUP + strategy, status (UNVERIFIED for a loadbench strategy's ok
+    # run whose checksum_ok is not true), count, errors.
     excluded: pd.DataFrame
     # The ceiling reads, every status, in file order (empty without them).
     ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -96,19 +105,52 @@ def role(details) -> str:
     return ""
 
 
+def exec_label(spec: str) -> str | None:
+    """The label of an exec command's spec ("exec:label=LABEL"), None for any other spec."""
+    name, *options = str(spec).split(":")
+    if name != EXEC:
+        return None
+    labels = [o[len("label="):] for o in options if o.startswith("label=")]
+    return labels[0] if labels else str(spec)
+
+
 def spec_label(row) -> str:
-    """The strategy spec with its role, as the console shows it: `shm[creator]`."""
+    """The row's name, as the console shows it: the strategy spec (an exec command's label)
+    with its role (`shm[creator]`), and UNVERIFIED_MARK where the row says `verified` false."""
+    spec = row["strategy_spec"]
+    text = exec_label(spec) or spec
     role = row.get("role")
-    return row["strategy_spec"] + (f"[{role}]" if isinstance(role, str) and role else "")
+    text += f"[{role}]" if isinstance(role, str) and role else ""
+    verified = row.get("verified")
+    if isinstance(verified, (bool, np.bool_)) and not verified:
+        text += " " + UNVERIFIED_MARK
+    return text
 
 
-def _split(runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(ok, excluded): the ok runs whose checksum was verified, and the others counted per
-    group and status; an ok run whose checksum_ok is false or null (or absent) is counted as
-    UNVERIFIED, with what checksum_ok said as its reason."""
-    checked = (runs["checksum_ok"] if "checksum_ok" in runs
-               else pd.Series(None, index=runs.index, dtype=object))
-    counts = (runs["status"] == "ok") & checked.eq(True)
+def _column(runs: pd.DataFrame, name: str) -> pd.Series:
+    """The column, or nulls where no record has it."""
+    return runs[name] if name in runs else pd.Series(None, index=runs.index, dtype=object)
+
+
+def _rule(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """(counts, verified) per record, the rule every table follows: a run is verified when it
+    is ok and checksum_ok is true; it counts when it is verified, or when it is an ok run of an
+    exec command that sent no checksum (verify "none", checksum_ok absent), which then counts
+    unverified. Any other ok run (a loadbench strategy's, checksum_ok false or null) does
+    not count."""
+    checked = _column(runs, "checksum_ok")
+    method = _column(runs, "verify")
+    ok = runs["status"] == "ok"
+    verified = ok & checked.eq(True)
+    no_checksum = (runs["strategy"] == EXEC) & method.eq("none") & checked.isna()
+    return verified | (ok & no_checksum), verified
+
+
+def _split(runs: pd.DataFrame, counts: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ok, excluded): the runs that count (`_rule`), and the others counted per group and
+    status; an ok run that does not count is counted as UNVERIFIED, with what checksum_ok said
+    as its reason."""
+    checked = _column(runs, "checksum_ok")
     others = runs[~counts].copy()
     unverified = others["status"] == "ok"
     others.loc[unverified, "status"] = UNVERIFIED
@@ -150,6 +192,7 @@ def load(folder: str) -> Results:
     if not ceiling.empty and "gb_per_s" not in ceiling:
         ceiling["gb_per_s"] = float("nan")
     runs = records[~is_ceiling].reset_index(drop=True)
-    ok, excluded = _split(runs)
+    counts, runs["verified"] = _rule(runs)
+    ok, excluded = _split(runs, counts)
     return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded, ceiling=ceiling,
                    adaptive=_read_json(os.path.join(folder, "adaptive.json")))

@@ -94,6 +94,8 @@ def summarize(results: Results) -> pd.DataFrame:
             "minor_faults": median_of(load_or_process(group, "minor_faults")),
             "read_bytes": median_of(group.get("read_bytes")),
             "in_rounds": bool(paired.in_rounds(group, results.env).any()),
+            # False where some run counted unverified (an exec command that sent no checksum).
+            "verified": bool(group["verified"].all()),
         })
     table = pd.DataFrame(rows)
     if table.empty:

@@ -41,6 +41,9 @@ window.addEventListener('load', () => {
     # cold table and one in that section; two files, so rows name them
     ("after", 3, ("fread [llama-2GiB-bf16-s0.wlf]",
                   "mmap:consume=forward:bind=copy [llama-2GiB-bf16-s0.wlf]"), 2),
+    # exec commands: each peer that ran has a row in the cold and warm tables and in the Peers
+    # section's table of each (numpy-fromfile also in its Commands table)
+    ("peers", 6, ("numpy-fromfile", "dd (unverified)"), 4),
 ])
 def test_every_figure_loads_and_the_tables_are_there(tmp_path, fixture, tables, specs,
                                                      rows_each):
