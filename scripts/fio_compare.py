@@ -1,755 +1,445 @@
-"""Compare every loadbench I/O strategy with the fio job that does the same I/O on the same file.
+"""Compare loadbench's I/O strategies with the fio jobs that do the same I/O, in the same rounds.
 
-usage: scripts/fio-compare.sh FILE [--reps N] [--out DIR] [--bin PATH] [--strategies LIST]
+usage: scripts/fio-compare.sh FILE [--reps N] [--out DIR] [--bin PATH]
+       scripts/fio-compare.sh [FILE] --experiment
 
-FILE is a weight file or a sharded model: a safetensors/WLF index (NAME.safetensors.index.json),
-a folder holding one, or the first file of a GGUF split (NAME-00001-of-0000N.gguf). The shards
-are the "shards" of `loadbench inspect --json FILE` (a loadbench whose inspect has none: FILE is
-one shard); the model's bytes are the sum of the shard files' sizes.
+The comparison is the experiment experiments/fio-compare.toml: every strategy of COMPARED
+(fread, pread, pread_mt, odirect, io_uring, io_uring:direct=on, io_uring:direct=on:fixed=on,
+mmap, mmap_seq; the ones that fill memory of their own also with buffer=thp) and, as `exec`
+strategies in the same rounds, each one's fio twin (label fio-<strategy>) and two baselines a
+Python user reaches for (the peers loaders/peers/numpy_fromfile.py and numpy_memmap.py). So a
+fio run is measured as a loadbench run is: from a checked cold cache, in a fresh process, in
+balanced rounds with a ceiling read in each, and its ratio to its strategy is paired by round.
 
-Each repetition runs, cold, every strategy once with `loadbench run --cache cold --reps 1`,
-followed at once by its fio twin (pool: its two twins, their order alternating by repetition),
-plus two Python baselines; the order rotates by one every repetition, as `loadbench run` does.
-Every fio and baseline measurement is preceded by `loadbench cache drop FILE`, which checks, for
-every shard, that at most 1% of it is still resident; `loadbench run` drops and checks the
-cache itself and records a run that did not start cold as invalid. Only measurements that
-completed (and, for loadbench, verified) count.
+Each twin is a /bin/sh command: fio, then fio's own time (the longest job's read runtime, from
+its terse output) sent as `done` on LOADBENCH_FD, so that its record holds fio's start-up apart
+(exec.done_s, exec.startup_s). That start-up is large: loading fio and its 60-odd libraries
+(cold: from the disk) and fio's own waits (about 0.1 s) take 0.4 to 0.6 s on a 2-core VM,
+whatever the file.
 
-By default every allocating strategy runs also with buffer=thp (destination memory in
-transparent huge pages; the fio twin is the same job): fio reads into one small reused buffer,
-a loader into fresh memory whose first-touch faults can cost more than the I/O. On a model of
-more than one shard the default is pool, pool:buffer=thp, pool:direct=on and
-pool:direct=on:buffer=thp.
+This script writes that experiment with `[[file]] path = FILE` into a temporary folder, runs
+`loadbench experiment` on it (which waits while another measurement runs on this machine; its
+output goes to stderr), and prints per compared strategy, beside its twin, two comparisons,
+each the medians of both sides and the ratio loadbench / fio paired by round (the
+Hodges-Lehmann estimate with its exact 95% interval, analysis/paired.py; at least 6 rounds for
+an interval; above 1, loadbench is slower):
+  wall_s      the strategy's wall_s (open to every byte checksummed) over the twin's (exec to
+              exit: fio's start-up included)
+  I/O alone   the strategy's ready_s where it reads everything before it hands out views
+              (EAGER), else its wall_s, over fio's own runtime
 
-The twins (every fio job: fio --readonly --output-format=json, rw=read, filename=FILE (of a
-model of one shard: that shard), size=the file size or the slice, fadvise_hint=0 unless said
-otherwise, thread=1):
+The twins (fio --readonly --rw=read --thread=1 --output-format=terse --filename=FILE
+--size=the file's bytes --fadvise_hint=0, unless said otherwise), from each strategy's options
+with loadbench's defaults filled in (DEFAULTS):
   fread, pread     ioengine=psync, bs=chunk
-  pread_mt         ioengine=psync, bs=chunk, numjobs=threads, each job one contiguous slice
-                   (size=offset_increment=the file size / threads, rounded down to 4 KiB so
-                   that no job runs past the end of the file; loadbench rounds up instead and
-                   gives the last thread the rest)
-  odirect          ioengine=psync, direct=1, bs=chunk; with threads > 1 numjobs and slices as
-                   pread_mt, slices rounded down to a multiple of chunk
-  io_uring         ioengine=io_uring, iodepth=qd, bs=chunk, direct as `direct`, fixedbufs=1
-                   where fixed=on, registerfiles=1 where regfile=on
+  pread_mt         ioengine=psync, bs=chunk, numjobs=threads (by default the cores, counted by
+                   getconf _NPROCESSORS_ONLN as loadbench counts them), each job one contiguous
+                   slice: size=offset_increment=the file's bytes / threads rounded down to
+                   4 KiB, so that no job runs past the end of the file (loadbench rounds up
+                   and gives the last thread the rest), and bs=the slice where that is under
+                   one chunk; the command works the slice out from the file's bytes. fio reads
+                   whole blocks: a job's last block may run past its slice into the next one's
+  odirect          ioengine=psync, direct=1, bs=chunk; with threads > 1 slices as pread_mt's,
+                   rounded down to a multiple of chunk
+  io_uring         ioengine=io_uring, iodepth=qd, bs=chunk, direct=1 where direct=on,
+                   fixedbufs=1 where fixed=on, registerfiles=1 where regfile=on
   mmap             ioengine=mmap (memcpy out of a MAP_SHARED mapping), bs=1MiB, no advice
   mmap_seq         as mmap with fadvise_hint=1: fio then advises MADV_SEQUENTIAL on the mapping
                    and also POSIX_FADV_SEQUENTIAL on the file, which loadbench's mmap_seq does not
-  pool             two twins over every shard file, all jobs of one running at once,
-                   ioengine=psync, bs=chunk, direct=1 where direct=on:
-                   files   one job section per shard file (filename=the shard, size=its size)
-                   slices  each shard read by K = max(2, threads // shards) jobs (numjobs=K),
-                           each a contiguous slice as pread_mt's (offset_increment=size=the
-                           shard / K rounded down to 4 KiB, to chunk with direct=on; fewer
-                           jobs where a slice would be under one chunk)
-                   fio refuses a job smaller than its bs: a shard under one chunk is read
-                   by one job with bs=its size rounded down to 4 KiB (one under 4 KiB not
-                   at all).
-                   pool's order and split do not change its twins.
-The fio job is built from the resolved options that loadbench recorded for the run it follows.
-On a model of more than one shard only pool runs: every other strategy is skipped, with the
-reason printed (loadbench reads such a model with it one shard after another, a fio twin of
-which this script does not build).
+A buffer=thp variant has its strategy's twin: fio reads into one small buffer it reuses, so the
+gap between a strategy's two rows is the price of fresh memory, the gap between its thp row and
+fio the price of the I/O path. fio reads whole blocks only: up to one block less than the file.
 
-Python baselines, each in a fresh /usr/bin/python3 process that imports numpy first and times
-itself from open to done: numpy.fromfile (the whole file as uint8) and numpy.memmap with every
-byte touched (sum over a uint64 view plus the tail); on a model, every shard file in turn.
+FILE is one weight file; a sharded model (an index, a folder, a GGUF split) is refused: fio has
+no twin here of a strategy reading one shard after another, and pool's twins are gone (compare
+pool with a fio job of your own through `loadbench run --exec`). fio splits file names at ':'
+and the twins quote FILE for /bin/sh, so a path holding ':' or "'" is refused too.
 
-GB/s is 10^9 bytes per second of bytes read from the file: loadbench and the baselines read the
-whole file (model: every shard), so the file size (the sum of the shard sizes) over their time
-(pool reads only the shards' tensor bytes, a little less); fio the bytes its jobs read (each
-file or slice rounded down to whole blocks of its job) over its runtime, with more than one job
-the jobs' total over the longest job's runtime. loadbench's time is ready_s for the strategies
-flagged "eager" in `loadbench list` (everything read before the load returns) and wall_s (until
-every byte has been read and checksummed) for the others; the table says which. Ratio:
-loadbench median / fio median.
+--experiment prints the experiment instead of running it: with FILE, the one that would run;
+without, the shipped one (scripts/fio-compare.sh --experiment > experiments/fio-compare.toml).
+--reps N: rounds instead of the file's 6. --out (default results/fio-compare-<UTC time>): the
+results folder, as `loadbench experiment` writes it (runs.jsonl, env.json, the summary);
+one that holds some of this comparison's runs is resumed. --bin: the loadbench binary (default
+build/loadbench of this checkout).
 
-Targets, printed as PASS/MISS lines: odirect and io_uring with direct=on at least 0.9 of their
-fio twins; every pool spec at least 0.9 of the best fio job over the same shard files (the
-highest fio median of the run, whichever twin); the best loadbench strategy at least 0.9 of the
-best fio job (the device ceiling).
-
---out (default results/fio-compare-<UTC time>) gets: measurements.csv (one row per measurement,
-appended and synced as each ends, so an interruption loses only the measurement in flight),
-loadbench/<strategy>-rep<N>/ (each run's results folder) and .log, fio/<strategy>-rep<N>.fio
-(pool: fio/<strategy>-<twin>-rep<N>.fio), .json (fio's raw output) and .log,
-numpy/<baseline>-rep<N>.json, info.json, summary.csv and table.txt. On Ctrl-C the summary of
-what finished is printed and saved; exit status 130. Progress goes to stderr, the table to
-stdout.
-
-The whole comparison is one measurement: once its inputs are checked it runs itself under
-`loadbench lock`, which waits while another measurement runs on this machine (saying for whom)
-and holds the machine for every repetition; fio, the baselines and the loadbench commands it
-starts die with it, however it dies.
-
-Exit status: 0 every measurement ok; 1 some measurement failed, was invalid, or a strategy is
-unsupported or skipped; 2 bad input (missing or unreadable FILE, unknown strategy, fio, numpy
-or a usable loadbench missing: one line on stderr); 130 interrupted. Needs root for cold runs of
-files you do not own.
+Exit status: loadbench experiment's (0 every run ok; 1 some run failed or was unsupported; 3
+disk full; 130 interrupted, with the table of the rounds that finished); 2 bad input (FILE, fio
+or a loadbench with the exec strategy missing: one line on stderr).
 """
 import argparse
-import csv
 import datetime
-import importlib.util
 import json
+import math
 import os
+import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path[:0] = [HERE, REPO]
 import measuring  # noqa: E402  (beside this file)
 
 PROG = "fio-compare"
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Each allocating strategy also with buffer=thp: fio reuses one small buffer, a loader fills
-# fresh memory, and on a VM a first-touch 4 KiB fault costs more than the I/O. With huge pages
-# the faults nearly vanish and the I/O method shows.
-DEFAULT_STRATEGIES = ("fread,pread,pread:buffer=thp,pread_mt,pread_mt:buffer=thp,mmap,mmap_seq,"
-                      "odirect,odirect:buffer=thp,io_uring,io_uring:direct=on,"
-                      "io_uring:direct=on:buffer=thp,io_uring:direct=on:fixed=on,"
-                      "io_uring:direct=on:fixed=on:buffer=thp")
-# On a model of more than one shard only pool has twins (see the docstring).
-DEFAULT_MODEL_STRATEGIES = "pool,pool:buffer=thp,pool:direct=on,pool:direct=on:buffer=thp"
-TWINS = ("fread", "pread", "pread_mt", "odirect", "io_uring", "mmap", "mmap_seq", "pool")
-# pool's twins: one fio job per shard file, and K jobs per shard file each reading a slice.
-POOL_TWINS = ("files", "slices")
-BASELINES = ("numpy.fromfile", "numpy.memmap")
-TARGET = 0.9
 MIB = 1 << 20
 
-# Runs in a fresh interpreter: argv is the baseline name and the files (every shard, in order);
-# prints its timing as JSON.
-BASELINE_CHILD = """
-import json, sys, time
-import numpy as np
-how, paths = sys.argv[1], sys.argv[2:]
-t0 = time.perf_counter()
-n = 0
-for path in paths:
-    if how == "numpy.fromfile":
-        n += np.fromfile(path, dtype=np.uint8).size
-    else:
-        m = np.memmap(path, dtype=np.uint8, mode="r")
-        whole = m.size // 8 * 8
-        # The sum is only there to read every byte of the mapping.
-        int(m[:whole].view(np.uint64).sum(dtype=np.uint64)) + int(m[whole:].sum())
-        n += m.size
-t1 = time.perf_counter()
-print(json.dumps({"seconds": t1 - t0, "bytes": int(n)}))
-"""
-
-MEASUREMENT_FIELDS = ["rep", "order", "name", "side", "twin", "status", "gbps", "seconds",
-                      "time_used", "bytes", "numjobs", "path", "error"]
-SUMMARY_FIELDS = ["kind", "name", "twin", "status", "time_used", "loadbench_gbps", "loadbench_n",
-                  "fio_job", "fio_gbps", "fio_n", "ratio", "baseline_gbps", "baseline_n", "note"]
+# The loadbench strategies compared, as loadbench writes their specs (options sorted by name).
+COMPARED = ("fread", "pread", "pread:buffer=thp", "pread_mt", "pread_mt:buffer=thp", "odirect",
+            "odirect:buffer=thp", "io_uring", "io_uring:direct=on",
+            "io_uring:buffer=thp:direct=on", "io_uring:direct=on:fixed=on",
+            "io_uring:buffer=thp:direct=on:fixed=on", "mmap", "mmap_seq")
+# loadbench's defaults of the options the twins follow (`loadbench list`; a test checks them).
+# pread_mt's threads default to the cores (None): its twin counts them when it runs.
+DEFAULTS = {
+    "fread": {"chunk": "1MiB"},
+    "pread": {"chunk": "1MiB"},
+    "pread_mt": {"threads": None, "chunk": "8MiB"},
+    "odirect": {"threads": "1", "chunk": "1MiB"},
+    "io_uring": {"qd": "32", "chunk": "1MiB", "direct": "off", "fixed": "off", "regfile": "off"},
+    "mmap": {},
+    "mmap_seq": {},
+}
+# fio's own time: the longest job's read runtime (a terse line's 9th field, in ms), sent as
+# `done` on LOADBENCH_FD, so that its record keeps fio's start-up (exec.startup_s: loading fio
+# and its libraries, fio's own waits of about 0.1 s) apart from its I/O.
+REPORT = ("awk -F';' '$9 > m { m = $9 } END { printf \"done %.3f\\n\", m / 1000 }' "
+          '>>"/dev/fd/$LOADBENCH_FD"')  # dash's >&N takes one digit only
+# The compared strategies that read everything before they hand out views (flag "eager" in
+# `loadbench list`; a test checks them): their ready_s is their I/O.
+EAGER = frozenset({"fread", "pread", "pread_mt", "odirect", "io_uring"})
+# io_uring's options that change its twin, and the fio options they become.
+IO_URING_FLAGS = (("direct", "direct"), ("fixed", "fixedbufs"), ("regfile", "registerfiles"))
+# The Python baselines: (label, the peer script).
+PEERS = (("numpy-fromfile", "numpy_fromfile.py"), ("numpy-memmap", "numpy_memmap.py"))
+# The file of the shipped experiment, generated in the data folder.
+SHIPPED_FILE = ('preset = "llama"', 'size = "2GiB"', 'format = "wlf"')
+HEADER = """\
+# Question: how close does each of loadbench's I/O strategies come to fio doing the same I/O
+# on the same file? Each strategy (those that fill memory of their own also with buffer=thp)
+# beside its fio twin, an exec strategy labelled fio-<strategy> in the same rounds, and
+# numpy.fromfile and numpy.memmap as a Python user's baselines; a 2 GiB llama WLF, cold, 6
+# balanced rounds with a ceiling read each: enough for paired 95% intervals. About 12 minutes
+# (estimated from its table) on the 2-core VM of docs/strategies.md: about 2 minutes a round,
+# most of it the 4 KiB first-touch faults of the malloc rows.
+# Cold only: the twins compare ways of reading the device; warm, the buffered ones would
+# compare copies out of the page cache while the O_DIRECT ones still read the device.
+# Each twin sends fio's own runtime as `done`, so that its record keeps fio's start-up (about
+# 0.5 s on that VM) apart: exec.done_s is its I/O, exec.startup_s the rest.
+# Written by `scripts/fio-compare.sh --experiment`: change the twins there (its --help says
+# which fio options each one gets); a test checks that this file is what it writes.
+# `scripts/fio-compare.sh FILE` runs the same on another file and prints each twin's ratios."""
 
 
 class BadInput(Exception):
     """Stops the script with one line on stderr and exit status 2."""
 
 
-def size_text(n):
-    for unit, scale in (("GiB", 1 << 30), ("MiB", MIB), ("KiB", 1024)):
-        if n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
 def parse_spec(spec):
-    """'io_uring:direct=on:fixed=on' -> ('io_uring', {'direct': 'on', 'fixed': 'on'})."""
-    name, *kvs = spec.split(":")
-    return name, dict(kv.split("=", 1) for kv in kvs if "=" in kv)
+    """'io_uring:buffer=thp:direct=on' -> ('io_uring', {'buffer': 'thp', 'direct': 'on'})."""
+    name, *pairs = spec.split(":")
+    return name, dict(pair.split("=", 1) for pair in pairs)
 
 
-def slice_bytes(total, parts, align):
-    """(slice, jobs): `parts` slices of total / parts rounded down to align, so that no fio job
-    runs past the end of the file (fio refuses that on a read-only file); fewer jobs where the
-    file is too small for `parts` aligned slices."""
-    jobs = max(1, min(parts, total // align))
-    return (total, 1) if jobs == 1 else (total // jobs // align * align, jobs)
+def resolve(spec):
+    """The strategy's name and its options with loadbench's defaults filled in."""
+    name, options = parse_spec(spec)
+    return name, {**DEFAULTS[name], **options}
 
 
-def fio_job(name, params, file_bytes):
-    """The fio twin of one loadbench run: (job options in order, a short description)."""
-    opts = {"ioengine": "psync", "bs": params.get("chunk", MIB)}
-    numjobs, align = 1, 4096
-    if name == "pread_mt":
-        numjobs = params["threads"]
-    elif name == "odirect":
-        opts["direct"] = 1
-        numjobs, align = params["threads"], params["chunk"]
+def size_bytes(text):
+    """A size as loadbench writes one ('1MiB', '256KiB', '4096') in bytes."""
+    m = re.fullmatch(r"(\d+)(KiB|MiB|GiB)?", str(text))
+    if not m:
+        raise ValueError(f"not a size: {text!r}")
+    return int(m[1]) << {None: 0, "KiB": 10, "MiB": 20, "GiB": 30}[m[2]]
+
+
+def twin_label(name, opts):
+    """fio-NAME, with -direct, -fixed and -regfile where io_uring's twin has them."""
+    flags = [key for key, _ in IO_URING_FLAGS if name == "io_uring" and opts.get(key) == "on"]
+    return "-".join(["fio-" + name] + flags)
+
+
+def fio_options(name, opts):
+    """The fio options of `name`'s twin that follow its resolved options `opts`, in order:
+    [(option, value)]."""
+    if name in ("fread", "pread", "pread_mt", "odirect"):
+        out = [("ioengine", "psync"), ("bs", size_bytes(opts["chunk"]))]
+        if name == "odirect":
+            out.append(("direct", 1))
     elif name == "io_uring":
-        opts.update(ioengine="io_uring", iodepth=params["qd"])
-        if params["direct"] == "on":
-            opts["direct"] = 1
-        if params["fixed"] == "on":
-            opts["fixedbufs"] = 1
-        if params["regfile"] == "on":
-            opts["registerfiles"] = 1
+        out = [("ioengine", "io_uring"), ("iodepth", int(opts["qd"])),
+               ("bs", size_bytes(opts["chunk"]))]
+        out += [(fio_key, 1) for key, fio_key in IO_URING_FLAGS if opts[key] == "on"]
     elif name in ("mmap", "mmap_seq"):
-        opts.update(ioengine="mmap", bs=MIB)
-    opts["fadvise_hint"] = 1 if name == "mmap_seq" else 0
-    size = file_bytes
-    if numjobs > 1:
-        size, numjobs = slice_bytes(file_bytes, numjobs, align)
-    if numjobs > 1:
-        opts.update(numjobs=numjobs, offset_increment=size)
-    opts["size"] = size
-    desc = " ".join(f"{k}={size_text(v) if k in ('bs', 'offset_increment') else v}"
-                    for k, v in opts.items()
-                    if k not in ("ioengine", "size") and (k, v) != ("fadvise_hint", 0))
-    return opts, f"{opts['ioengine']} {desc}"
-
-
-def fio_filename(path):
-    # fio splits filenames at ':'; a backslash keeps it.
-    return path.replace(":", "\\:")
-
-
-def fio_jobfile(job_name, path, opts):
-    lines = [f"[{job_name}]", "filename=" + fio_filename(path), "rw=read", "thread=1"]
-    lines += [f"{k}={v}" for k, v in opts.items()]
-    return "\n".join(lines) + "\n"
-
-
-def pool_job(params, shards, twin):
-    """pool's fio twin `twin` ('files' or 'slices') over `shards` ([(path, bytes)], every file
-    of the model): (options shared by every job, [(section name, its options)], total jobs,
-    a short description). files: one job per shard file. slices: K = max(2, threads // shards)
-    jobs per shard file, each a contiguous slice of at least one block (fewer for a file too
-    small for K). fio refuses a job smaller than its block: a shard under one chunk gets
-    bs=its size rounded down to 4 KiB, and one under 4 KiB no job."""
-    chunk = params["chunk"]
-    common = {"rw": "read", "thread": 1, "ioengine": "psync", "bs": chunk}
-    if params.get("direct") == "on":
-        common["direct"] = 1
-    common["fadvise_hint"] = 0
-    per_file = 1 if twin == "files" else max(2, params["threads"] // len(shards))
-    align = chunk if params.get("direct") == "on" else 4096
-    sections, total = [], 0
-    for k, (path, size) in enumerate(shards):
-        bs = chunk if size >= chunk else size // 4096 * 4096
-        if bs == 0:
-            continue
-        opts = {"filename": fio_filename(path)}
-        if bs != chunk:
-            opts["bs"] = bs
-        jobs, piece = max(1, min(per_file, size // bs)), size
-        while jobs > 1:
-            piece = size // jobs // align * align
-            if piece >= bs:
-                break
-            jobs, piece = jobs - 1, size
-        if jobs > 1:
-            opts.update(numjobs=jobs, offset_increment=piece)
-        opts["size"] = piece
-        sections.append((f"shard{k}", opts))
-        total += jobs
-    how = ("one job per file" if twin == "files"
-           else f"{per_file} jobs per file, each a slice")
-    direct = " direct=1" if "direct" in common else ""
-    desc = f"psync bs={size_text(chunk)}{direct} {how} ({total} jobs on {len(sections)} files)"
-    return common, sections, total, desc
-
-
-def sections_jobfile(common, sections):
-    """A job file of a [global] section and one section per job (all run at once)."""
-    lines = ["[global]"] + [f"{k}={v}" for k, v in common.items()]
-    for name, opts in sections:
-        lines += ["", f"[{name}]"] + [f"{k}={v}" for k, v in opts.items()]
-    return "\n".join(lines) + "\n"
-
-
-def twins(spec, params, shards):
-    """Every fio twin of one loadbench run: [(twin label, job file text, total jobs,
-    description)]; the label is '' for a strategy with one twin."""
-    name, _ = parse_spec(spec)
-    if name == "pool":
-        out = []
-        for twin in POOL_TWINS:
-            common, sections, total, desc = pool_job(params, shards, twin)
-            out.append((twin, sections_jobfile(common, sections), total, desc))
-        return out
-    path, size = shards[0]  # the other strategies only run on one file
-    opts, desc = fio_job(name, params, size)
-    return [("", fio_jobfile(name, path, opts), opts.get("numjobs", 1), desc)]
-
-
-def twin_labels(spec):
-    return POOL_TWINS if parse_spec(spec)[0] == "pool" else ("",)
-
-
-def fio_result(report):
-    """(bytes read, seconds) of a fio JSON report: all jobs' bytes over the longest runtime."""
-    jobs = report["jobs"]
-    errors = [j["error"] for j in jobs if j["error"] != 0]
-    if errors:
-        raise ValueError(f"fio job error {errors[0]}: {os.strerror(errors[0])}")
-    runtime_ms = max(j["read"]["runtime"] for j in jobs)
-    if runtime_ms <= 0:
-        raise ValueError("fio reported a runtime of 0 ms")
-    return sum(j["read"]["io_bytes"] for j in jobs), runtime_ms / 1000
-
-
-class Runner:
-    """Runs the measurements and appends each to measurements.csv as it ends."""
-
-    def __init__(self, args, shards, strategies):
-        """shards: [(path, bytes)], every file of the model (FILE itself for a weight file)."""
-        self.args, self.shards, self.strategies = args, shards, strategies
-        self.file_bytes = sum(size for _, size in shards)
-        self.csv_path = os.path.join(args.out, "measurements.csv")
-        self.rows = []
-
-    def run(self, cmd, **kw):
-        """subprocess.run that, on Ctrl-C, lets the child end by itself (loadbench run stops
-        its worker and keeps its runs) before it gives up and kills it."""
-        child = subprocess.Popen(cmd, **measuring.CHILD, **kw)
-        try:
-            out, err = child.communicate()
-        except KeyboardInterrupt:
-            child.send_signal(signal.SIGINT)
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-            raise
-        return subprocess.CompletedProcess(cmd, child.returncode, out, err)
-
-    def record(self, row):
-        row = {k: row.get(k, "") for k in MEASUREMENT_FIELDS}
-        new = not os.path.exists(self.csv_path)
-        with open(self.csv_path, "a", newline="") as f:
-            w = csv.DictWriter(f, MEASUREMENT_FIELDS)
-            if new:
-                w.writeheader()
-            w.writerow(row)
-            f.flush()
-            os.fsync(f.fileno())
-        self.rows.append(row)
-        gbps = f"{row['gbps']:.2f} GB/s" if row["status"] == "ok" else row["error"]
-        twin = f" ({row['twin']})" if row["twin"] else ""
-        print(f"{PROG}: rep {row['rep'] + 1}/{self.args.reps} {row['side']:<9} {row['name']}"
-              f"{twin}: {row['status']} {gbps}", file=sys.stderr, flush=True)
-
-    def drop_cache(self):
-        """None when FILE (every shard) is verified cold, else why not."""
-        p = self.run([self.args.bin, "cache", "drop", self.args.file],
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        return None if p.returncode == 0 else (p.stderr or p.stdout).strip()
-
-    def loadbench(self, rep, order, spec, eager):
-        slug = spec.replace(":", "-")
-        out = os.path.join(self.args.out, "loadbench", f"{slug}-rep{rep}")
-        with open(out + ".log", "w") as log:
-            p = self.run([self.args.bin, "run", "--file", self.args.file, "--strategies", spec,
-                          "--cache", "cold", "--reps", "1", "--out", out,
-                          "--experiment", "fio-compare"], stdout=log, stderr=subprocess.STDOUT)
-        if p.returncode == 130:
-            raise KeyboardInterrupt
-        if p.returncode == 2:
-            with open(out + ".log") as log:
-                lines = log.read().strip().splitlines() or [f"{spec}: loadbench run exited with 2"]
-                raise BadInput(lines[-1])
-        time_used = "ready_s" if eager else "wall_s"
-        row = {"rep": rep, "order": order, "name": spec, "side": "loadbench",
-               "time_used": time_used, "bytes": self.file_bytes, "path": out}
-        try:
-            with open(os.path.join(out, "runs.jsonl")) as f:
-                rec = json.loads(f.readline())
-        except (OSError, ValueError) as e:
-            self.record(dict(row, status="failed", error=f"no run recorded: {e}"))
-            return None
-        ok = rec["status"] == "ok"
-        seconds = rec[time_used] if ok else None
-        self.record(dict(row, status=rec["status"], error=rec["error"] or "", seconds=seconds,
-                         gbps=self.file_bytes / seconds / 1e9 if ok else ""))
-        return rec["params"]
-
-    def fio(self, rep, order, spec, params):
-        """Every twin of the run just made, each from a checked cold cache; a strategy with
-        more than one (pool) runs them in an order that rotates by one every repetition."""
-        jobs = twins(spec, params, self.shards)
-        for k in range(len(jobs)):
-            self.fio_twin(rep, order, spec, *jobs[(k + rep) % len(jobs)])
-
-    def fio_twin(self, rep, order, spec, twin, jobfile, numjobs, _desc):
-        slug = spec.replace(":", "-") + (f"-{twin}" if twin else "")
-        base = os.path.join(self.args.out, "fio", f"{slug}-rep{rep}")
-        with open(base + ".fio", "w") as f:
-            f.write(jobfile)
-        row = {"rep": rep, "order": order, "name": spec, "side": "fio", "twin": twin,
-               "path": base + ".json", "time_used": "runtime", "numjobs": numjobs}
-        why = self.drop_cache()
-        if why:
-            return self.record(dict(row, status="invalid", error=why))
-        with open(base + ".log", "w") as log:
-            p = self.run(["fio", "--readonly", "--output-format=json", "--output=" + base + ".json",
-                          base + ".fio"], stdout=log, stderr=subprocess.STDOUT)
-        try:
-            if p.returncode != 0:
-                raise ValueError(f"fio exited with {p.returncode}, see {base}.log")
-            with open(base + ".json") as f:
-                nbytes, seconds = fio_result(json.load(f))
-        except (OSError, ValueError, KeyError) as e:
-            return self.record(dict(row, status="failed", error=str(e)))
-        self.record(dict(row, status="ok", seconds=seconds, bytes=nbytes,
-                         gbps=nbytes / seconds / 1e9))
-
-    def baseline(self, rep, order, how):
-        row = {"rep": rep, "order": order, "name": how, "side": "numpy",
-               "time_used": "open to done"}
-        why = self.drop_cache()
-        if why:
-            return self.record(dict(row, status="invalid", error=why))
-        files = [path for path, _ in self.shards]
-        p = self.run([sys.executable, "-c", BASELINE_CHILD, how] + files,
-                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if p.returncode != 0:
-            lines = p.stderr.strip().splitlines() or [f"exit status {p.returncode}"]
-            return self.record(dict(row, status="failed", error=lines[-1]))
-        path = os.path.join(self.args.out, "numpy", f"{how}-rep{rep}.json")
-        with open(path, "w") as f:
-            f.write(p.stdout)
-        r = json.loads(p.stdout)
-        self.record(dict(row, status="ok", seconds=r["seconds"], bytes=r["bytes"],
-                         path=path, gbps=r["bytes"] / r["seconds"] / 1e9))
-
-    def measure(self, runnable):
-        """All repetitions; `runnable` maps each runnable strategy spec to its eager flag."""
-        units = [("pair", s) for s in self.strategies if s in runnable]
-        units += [("baseline", b) for b in BASELINES]
-        for rep in range(self.args.reps):
-            for k in range(len(units)):
-                kind, what = units[(k + rep) % len(units)]
-                if kind == "baseline":
-                    self.baseline(rep, k, what)
-                    continue
-                params = self.loadbench(rep, k, what, runnable[what])
-                if params is None:
-                    for twin in twin_labels(what):
-                        self.record({"rep": rep, "order": k, "name": what, "side": "fio",
-                                     "twin": twin, "status": "failed",
-                                     "error": "no params: loadbench run failed"})
-                else:
-                    self.fio(rep, k, what, params)
-
-
-def median_of(rows, name, side, twin=""):
-    runs = [r for r in rows if r["name"] == name and r["side"] == side
-            and r.get("twin", "") == twin]
-    ok = [float(r["gbps"]) for r in runs if r["status"] == "ok"]
-    bad = [r["status"] for r in runs if r["status"] != "ok"]
-    note = ", ".join(f"{side}: {bad.count(s)} {s}" for s in sorted(set(bad)))
-    return (statistics.median(ok) if ok else None), len(ok), note
-
-
-def skip_reason(spec, shards):
-    """Why `spec` does not run on this model, or None."""
-    if len(shards) > 1 and parse_spec(spec)[0] != "pool":
-        return (f"a model of {len(shards)} shards: only pool has fio twins over shards "
-                "(loadbench reads it with this strategy one shard after another)")
-    return None
-
-
-def summarize(rows, strategies, listing, shards):
-    """The summary rows (as written to summary.csv) and the target lines."""
-    out = []
-    for spec in strategies:
-        name, _ = parse_spec(spec)
-        info = listing.get(name)
-        row = {"kind": "pair", "name": spec}
-        if info is None:
-            out.append(dict(row, status="missing", note="not in this loadbench build"))
-            continue
-        if not info["supported"]:
-            out.append(dict(row, status="unsupported", note=info["unsupported_reason"]))
-            continue
-        if skip_reason(spec, shards):
-            out.append(dict(row, status="skipped", note=skip_reason(spec, shards)))
-            continue
-        lb, lb_n, lb_note = median_of(rows, spec, "loadbench")
-        params = None
-        for r in rows:
-            if r["name"] == spec and r["side"] == "loadbench" and r["path"]:
-                try:
-                    with open(os.path.join(r["path"], "runs.jsonl")) as f:
-                        params = json.loads(f.readline())["params"]
-                    break
-                except (OSError, ValueError):
-                    continue
-        descs = ({t: d for t, _, _, d in twins(spec, params, shards)} if params is not None
-                 else {})
-        for twin in twin_labels(spec):
-            fio, fio_n, fio_note = median_of(rows, spec, "fio", twin)
-            out.append(dict(row, twin=twin, status="ok" if lb_n and fio_n else "no data",
-                            time_used="ready_s" if "eager" in info["flags"] else "wall_s",
-                            loadbench_gbps=lb, loadbench_n=lb_n, fio_gbps=fio, fio_n=fio_n,
-                            fio_job=descs.get(twin, ""),
-                            ratio=lb / fio if lb and fio else None,
-                            note="; ".join(n for n in (lb_note, fio_note) if n)))
-    for how in BASELINES:
-        g, n, note = median_of(rows, how, "numpy")
-        out.append({"kind": "baseline", "name": how, "status": "ok" if n else "no data",
-                    "time_used": "open to done", "baseline_gbps": g, "baseline_n": n,
-                    "note": note})
-    return out, target_lines(out)
-
-
-def twin_name(r):
-    return f"{r['name']}'s {r['twin'] + ' ' if r.get('twin') else ''}twin"
-
-
-def target_lines(summary):
-    """The PASS/MISS lines of the summary rows: odirect and direct=on strategies against their
-    twin, every pool spec against the best fio job of the run (every fio job of the run reads
-    the same files), and the best loadbench strategy against the best fio job."""
-    targets = []
-    pairs = [r for r in summary if r["kind"] == "pair"]
-    for r in pairs:
-        name, opts = parse_spec(r["name"])
-        if name != "pool" and (name == "odirect" or opts.get("direct") == "on"):
-            targets.append(target_line(r["name"], r.get("loadbench_gbps"),
-                                       "its fio twin", r.get("fio_gbps"), r["status"]))
-    best_lb = max((r for r in pairs if r.get("loadbench_gbps")),
-                  key=lambda r: r["loadbench_gbps"], default=None)
-    best_fio = max((r for r in pairs if r.get("fio_gbps")),
-                   key=lambda r: r["fio_gbps"], default=None)
-    fio_label = f"the best fio job ({twin_name(best_fio) if best_fio else 'none'})"
-    pools = {}
-    for r in pairs:
-        if parse_spec(r["name"])[0] == "pool":
-            pools.setdefault(r["name"], r)
-    for spec, r in pools.items():
-        targets.append(target_line(
-            spec, r.get("loadbench_gbps"),
-            f"the best fio job over the same shard files "
-            f"({twin_name(best_fio) if best_fio else 'none'})",
-            best_fio and best_fio["fio_gbps"], r["status"]))
-    targets.append(target_line(
-        f"best loadbench ({best_lb['name'] if best_lb else 'none'})",
-        best_lb and best_lb["loadbench_gbps"], fio_label,
-        best_fio and best_fio["fio_gbps"], "ok"))
-    return targets
-
-
-def target_line(what, lb, against, fio, status):
-    if not lb or not fio:
-        return f"n/a   {what}: no figure to compare ({status})"
-    verdict = "PASS" if lb >= TARGET * fio else "MISS"
-    return (f"{verdict}  {what}: {lb:.2f} GB/s = {lb / fio:.3f} of {against} {fio:.2f} GB/s "
-            f"(target >= {TARGET})")
-
-
-def model_text(model):
-    if len(model["shards"]) == 1 and model["layout"] == "file":
-        return f"{model['bytes']} bytes"
-    n = len(model["shards"])
-    return f"{model['layout']}, {n} shard{'s' if n > 1 else ''}, {model['bytes']} bytes in all"
-
-
-def table_text(summary, targets, args, model):
-    def num(v):
-        return "-" if v is None or v == "" else f"{v:.2f}"
-
-    pairs = [r for r in summary if r["kind"] == "pair"]
-    name_w = max([len("strategy")] + [len(r["name"]) for r in summary])
-    job_w = max([len("fio job")] + [len(r.get("fio_job", "")) for r in pairs])
-    lines = [f"{args.file}: {model_text(model)}, cold, {args.reps} reps",
-             f"{'strategy':<{name_w}}  {'time':<7}  {'loadbench GB/s':>14}  {'fio job':<{job_w}}  "
-             f"{'fio GB/s':>8}  {'ratio':>5}  {'n lb/fio':>8}  note"]
-    for r in pairs:
-        if r["status"] in ("missing", "unsupported", "skipped"):
-            lines.append(f"{r['name']:<{name_w}}  {r['status']}: {r['note']}")
-            continue
-        n = f"{r['loadbench_n']}/{r['fio_n']}"
-        lines.append(f"{r['name']:<{name_w}}  {r['time_used']:<7}  {num(r['loadbench_gbps']):>14}  "
-                     f"{r['fio_job']:<{job_w}}  {num(r['fio_gbps']):>8}  {num(r['ratio']):>5}  "
-                     f"{n:>8}  {r['note']}".rstrip())
-    lines += ["GB/s: medians, 10^9 bytes read from the file per second. loadbench: the file size "
-              "(model: the sum of the shards')",
-              "/ ready_s (eager strategies) or / wall_s (the others); fio: the bytes its jobs "
-              "read / runtime (more than one job:",
-              "their total / the longest job's). Ratio: loadbench / fio. n: measurements that "
-              "completed (loadbench: and verified).",
-              "",
-              "Python baselines (fresh process, cold, timed from open to done; the file size / "
-              "time):"]
-    for r in summary:
-        if r["kind"] == "baseline":
-            lines.append(f"{r['name']:<{name_w}}  {num(r['baseline_gbps']):>5} GB/s  "
-                         f"n={r['baseline_n']}  {r['note']}".rstrip())
-    lines += ["", "Targets:"] + targets
-    return "\n".join(lines) + "\n"
-
-
-def model_of(inspected, path):
-    """{'layout', 'shards': [(path, bytes)], 'bytes'} of `loadbench inspect --json` output (a
-    dict); without "shards" (an older loadbench) FILE is one shard. Relative shard paths are
-    taken from the index's folder."""
-    shards = inspected.get("shards") or []
-    if not shards:
-        return {"layout": inspected.get("layout", "file"),
-                "shards": [(path, int(inspected["file_bytes"]))],
-                "bytes": int(inspected["file_bytes"])}
-    folder = path if os.path.isdir(path) else os.path.dirname(path)
-    files = [(os.path.normpath(os.path.join(folder, s["file"])), int(s["file_bytes"]))
-             for s in shards]
-    return {"layout": inspected.get("layout", "index" if len(files) > 1 else "file"),
-            "shards": files, "bytes": sum(size for _, size in files)}
-
-
-def check_inputs(args):
-    """Everything that can be wrong before the first measurement; returns (the model as
-    model_of gives it, strategy name -> `loadbench list --json` entry)."""
-    if not os.path.exists(args.file):
-        raise BadInput(f"{args.file}: no such file")
-    if os.path.isdir(args.file):
-        try:
-            names = os.listdir(args.file)
-        except OSError as e:
-            raise BadInput(f"{args.file}: cannot list the folder: {e.strerror}")
-        if not any(n.endswith(".index.json") for n in names):
-            raise BadInput(f"{args.file}: a folder holding no *.index.json model index")
-    elif not os.path.isfile(args.file):
-        raise BadInput(f"{args.file}: not a regular file or a model folder")
+        out = [("ioengine", "mmap"), ("bs", MIB)]
     else:
-        try:
-            open(args.file, "rb").close()
-        except OSError as e:
-            raise BadInput(f"{args.file}: cannot read: {e.strerror}")
-    for spec in args.strategies or []:
-        if parse_spec(spec)[0] not in TWINS:
-            raise BadInput(f"--strategies: '{spec}' has no fio twin (twins exist for: "
-                           f"{', '.join(TWINS)})")
+        raise ValueError(f"{name}: no fio twin")
+    return out + [("fadvise_hint", 1 if name == "mmap_seq" else 0)]
+
+
+def twin_command(name, opts):
+    """The /bin/sh command of `name`'s twin: fio with the options of fio_options, then fio's
+    own time sent as `done` (REPORT). Where the strategy reads in slices (more than one
+    thread), the command first works the slice out from the file's bytes."""
+    words = ["fio", "--name=" + twin_label(name, opts), "--filename='{file}'", "--readonly",
+             "--rw=read", "--thread=1", "--output-format=terse"]
+    options = fio_options(name, opts)
+    threads = opts.get("threads", "1")
+    if threads == "1" or name not in ("pread_mt", "odirect"):
+        words += [f"--{k}={v}" for k, v in options] + ["--size={bytes}"]
+        slices = ""
+    else:
+        # Slices inside the file (fio refuses a job that runs past its end), no block over one.
+        bs = dict(options)["bs"]
+        align = bs if name == "odirect" else 4096
+        count = threads or "$(getconf _NPROCESSORS_ONLN)"
+        words += [f"--{k}={'$b' if k == 'bs' else v}" for k, v in options]
+        words += ["--numjobs=$n", "--size=$s", "--offset_increment=$s"]
+        slices = (f"n={count}; s=$(({{bytes}} / n / {align} * {align})); "
+                  f"b=$((s < {bs} ? s : {bs})); ")
+    return slices + f"out=$({' '.join(words)}) && printf '%s\\n' \"$out\" | " + REPORT
+
+
+def toml_strategy(name, options):
+    lines = ["", "[[strategy]]", f"name = {json.dumps(name)}"]
+    return lines + [f"{k} = {json.dumps(v)}" for k, v in options.items()]
+
+
+def toml_shell(label, script):
+    """An exec strategy run by /bin/sh, its command a multi-line string of lines under about
+    96 characters (each line's closing backslash joins it to the next, dropping the indent)."""
+    escaped = script.replace("\\", "\\\\")
+    if escaped.endswith('"'):  # not a fourth quote before the closing three
+        escaped = escaped[:-1] + '\\"'
+    rows, row = [], ""
+    for word in escaped.split(" "):
+        if row and len(row) + len(word) > 84:
+            rows.append(row + " \\")
+            row = ""
+        row += (" " if row else "") + word
+    text = "\n    ".join(rows + [row])
+    return toml_strategy("exec", {"label": label, "package": "fio"}) + [
+        "shell = true", f'command = """\\\n    {text}"""']
+
+
+def toml_argv(label, argv, package):
+    """An exec strategy run as an argv list."""
+    return toml_strategy("exec", {"label": label, "package": package}) + [
+        f"command = {json.dumps(argv)}"]
+
+
+def experiment_text(file_lines):
+    """The experiment: HEADER, the file (`file_lines`: the keys of its [[file]] table), every
+    strategy of COMPARED, each followed by its twin where that has not come yet, and the
+    peers. Two strategies whose twins share a label must share the twin (ValueError)."""
+    lines = [HEADER, 'name = "fio-compare"', "reps = 6", 'cache = "cold"',
+             "ceiling = true", 'baseline = "fread"', "", "[[file]]", *file_lines]
+    twins = {}
+    for spec in COMPARED:
+        strategy, options = parse_spec(spec)
+        lines += toml_strategy(strategy, options)
+        resolved = {**DEFAULTS[strategy], **options}
+        label, twin = twin_label(strategy, resolved), twin_command(strategy, resolved)
+        if label in twins:
+            if twins[label] != twin:
+                raise ValueError(f"{spec}: another twin under the label {label}")
+            continue
+        twins[label] = twin
+        lines += toml_shell(label, twin)
+    for label, script in PEERS:
+        lines += toml_argv(label, ["/usr/bin/python3", "{peers}/" + script, "{file}"],
+                           "python3-numpy")
+    return "\n".join(lines) + "\n"
+
+
+def counted(record):
+    """Whether a run counts, as in analysis/results.py: ok, and verified by checksum, or a
+    command's that sent none (a fio twin never does)."""
+    unchecked = record.get("strategy") == "exec" and record.get("checksum_ok") is None
+    return record.get("status") == "ok" and (record.get("checksum_ok") is True or unchecked)
+
+
+def io_seconds(record):
+    """The time of the I/O alone: a twin's own (fio's runtime, its `done`); a strategy's
+    ready_s where it reads everything before it hands out views (EAGER), else its wall_s."""
+    if record.get("strategy") == "exec":
+        return (record.get("exec") or {}).get("done_s")
+    return record.get("ready_s" if record["strategy"] in EAGER else "wall_s")
+
+
+def paired(mine, theirs):
+    """{n, median of each side, the ratio mine / theirs paired by round (Hodges-Lehmann) and
+    its 95% interval} of two {rep: seconds}, over the rounds where both are positive."""
+    from analysis.paired import signed_rank_interval  # pandas and numpy: only when needed
+    mine = {k: v for k, v in mine.items() if v and v > 0}
+    theirs = {k: v for k, v in theirs.items() if v and v > 0}
+    reps = sorted(mine.keys() & theirs.keys())
+    iv = signed_rank_interval([math.log(mine[k] / theirs[k]) for k in reps])
+    return {"n": iv.n, "mine": statistics.median(mine.values()) if mine else None,
+            "theirs": statistics.median(theirs.values()) if theirs else None,
+            "ratio": math.exp(iv.estimate) if iv.n else None,
+            "low": math.exp(iv.low) if iv.bounded else None,
+            "high": math.exp(iv.high) if iv.bounded else None}
+
+
+def paired_rows(records):
+    """Per cache state and compared strategy, beside its twin: `wall`, their wall_s paired by
+    round, and `io`, the time of the I/O alone (io_seconds) paired by round."""
+    runs = {}
+    for r in records:
+        if counted(r):
+            runs.setdefault((r["cache"], r["strategy_spec"]), {})[r["rep"]] = r
+    rows = []
+    for cache in dict.fromkeys(r["cache"] for r in records if r.get("strategy") != "ceiling"):
+        for spec in COMPARED:
+            twin = twin_label(*resolve(spec))
+            mine = runs.get((cache, spec), {})
+            theirs = runs.get((cache, "exec:label=" + twin), {})
+            rows.append({"cache": cache, "strategy": spec, "twin": twin, "wall": paired(
+                {k: r["wall_s"] for k, r in mine.items()},
+                {k: r["wall_s"] for k, r in theirs.items()}), "io": paired(
+                {k: io_seconds(r) for k, r in mine.items()},
+                {k: io_seconds(r) for k, r in theirs.items()})})
+    return rows
+
+
+def pair_text(p):
+    """'  1.23  0.456  2.70 [2.51, 2.93]': the medians, the ratio and its interval."""
+    def num(v, fmt):
+        return "-" if v is None else fmt.format(v)
+
+    interval = (f"[{p['low']:.2f}, {p['high']:.2f}]" if p["low"] is not None
+                else "too few rounds" if p["n"] else "no pair")
+    return (f"{num(p['mine'], '{:.3f}'):>9} {num(p['theirs'], '{:.3f}'):>7} "
+            f"{num(p['ratio'], '{:.2f}'):>6} {interval:<14}")
+
+
+def table_text(rows, records):
+    """The table of paired_rows, with the file and the ceiling's median GB/s per cache state."""
+    files = {r["file"]: r.get("file_bytes") for r in records if r.get("file")}
+    lines = [f"{f}: {n} bytes" for f, n in files.items()]
+    width = max([len("strategy")] + [len(r["strategy"]) for r in rows])
+    twin_w = max([len("fio twin")] + [len(r["twin"]) for r in rows])
+    lines.append(f"{'':<5} {'':<{width}}  {'':<{twin_w}}     {'wall_s':^39} "
+                 f"{'I/O alone':^39}".rstrip())
+    lines.append(f"cache {'strategy':<{width}}  {'fio twin':<{twin_w}}  n  " +
+                 " ".join(f"{'loadbench':>9} {'fio':>7} {'ratio':>6} {'(95%)':<14}"
+                          for _ in range(2)).rstrip())
+    for r in rows:
+        lines.append(f"{r['cache']:<5} {r['strategy']:<{width}}  {r['twin']:<{twin_w}} "
+                     f"{r['wall']['n']:>2}  {pair_text(r['wall'])} {pair_text(r['io'])}".rstrip())
+    for cache in dict.fromkeys(r["cache"] for r in rows):
+        c = [x["gb_per_s"] for x in records if x.get("strategy") == "ceiling"
+             and x.get("cache") == cache and x.get("status") == "ok" and x.get("gb_per_s")]
+        if c:
+            lines.append(f"{cache}: ceiling (a raw O_DIRECT read of the file) median "
+                         f"{statistics.median(c):.2f} GB/s over {len(c)} round(s)")
+    lines += ["Medians in seconds; ratio: loadbench / fio, paired by round (Hodges-Lehmann, "
+              "exact 95% interval from 6 rounds); above 1, loadbench is slower.",
+              "I/O alone: fio's own runtime; loadbench's ready_s (strategies that read "
+              "everything before handing out views), else its wall_s."]
+    return "\n".join(lines) + "\n"
+
+
+def check_file(path):
+    """One weight file, at a path fio and /bin/sh take as it is."""
+    if not os.path.exists(path):
+        raise BadInput(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise BadInput(f"{path}: not a weight file (a sharded model's folder is not compared)")
+    if ":" in path or "'" in path:
+        raise BadInput(f"{path}: a path holding ':' or \"'\", which fio or /bin/sh would split; "
+                       "link the file under another name")
+
+
+def check_tools(path, binary):
+    """fio, a loadbench with the exec strategy, and FILE one file as loadbench reads it."""
     if shutil.which("fio") is None:
         raise BadInput("fio not found on PATH (scripts/setup.sh installs it)")
-    if importlib.util.find_spec("numpy") is None:
-        raise BadInput(f"{sys.executable} cannot import numpy (scripts/setup.sh installs "
-                       "python3-numpy)")
-    if not os.access(args.bin, os.X_OK):
-        raise BadInput(f"{args.bin}: no loadbench binary there (build it, or pass --bin)")
-    help_text = subprocess.run([args.bin, "cache", "--help"], capture_output=True, text=True)
-    if help_text.returncode != 0 or "drop" not in help_text.stdout:
-        raise BadInput(f"{args.bin}: this loadbench has no `cache drop` subcommand (rebuild it)")
-    listed = subprocess.run([args.bin, "list", "--json"], capture_output=True, text=True)
-    try:
-        listing = {s["name"]: s for s in json.loads(listed.stdout)}
-    except ValueError:
-        raise BadInput(f"{args.bin}: `loadbench list --json` gave no JSON (rebuild it)")
-    inspected = subprocess.run([args.bin, "inspect", args.file, "--json"], capture_output=True,
+    if not os.access(binary, os.X_OK):
+        raise BadInput(f"{binary}: no loadbench binary there (build it, or pass --bin)")
+    run_help = subprocess.run([binary, "run", "--help"], capture_output=True, text=True)
+    if "--exec" not in run_help.stdout:
+        raise BadInput(f"{binary}: this loadbench has no exec strategy (rebuild it)")
+    inspected = subprocess.run([binary, "inspect", path, "--json"], capture_output=True,
                                text=True)
     if inspected.returncode != 0:
-        lines = inspected.stderr.strip().splitlines() or [f"{args.file}: inspect failed"]
+        lines = inspected.stderr.strip().splitlines() or [f"{path}: inspect failed"]
         raise BadInput(lines[-1])
-    model = model_of(json.loads(inspected.stdout), args.file)
-    for path, _ in model["shards"]:
+    layout = json.loads(inspected.stdout).get("layout", "file")
+    if layout != "file":
+        raise BadInput(f"{path}: a sharded model ({layout}); only one weight file is compared")
+
+
+def run_experiment(cmd):
+    """loadbench experiment's exit status; its output goes to stderr, so that stdout holds only
+    the twins' table. Ctrl-C reaches it from the terminal and it ends by itself, keeping every
+    finished run; SIGTERM is passed on to it."""
+    child = subprocess.Popen(cmd, stdout=sys.stderr, **measuring.CHILD)
+    signal.signal(signal.SIGTERM, lambda *_: child.send_signal(signal.SIGTERM))
+    while True:
         try:
-            open(path, "rb").close()
-        except OSError as e:
-            raise BadInput(f"{path}: a shard of {args.file}: cannot read: {e.strerror}")
-    if os.path.exists(os.path.join(args.out, "measurements.csv")):
-        raise BadInput(f"{args.out}: already holds measurements; choose a new --out")
-    return model, listing
+            return child.wait()
+        except KeyboardInterrupt:
+            continue
 
 
-def main():
+def parse_args(argv):
     parser = argparse.ArgumentParser(prog="scripts/fio-compare.sh", description=__doc__,
                                      usage=argparse.SUPPRESS,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE",
-                        help="a weight file or a sharded model (an index, a folder holding one, "
-                             "or the first file of a GGUF split)")
-    parser.add_argument("--reps", type=int, default=5, help="repetitions (default 5)")
+    parser.add_argument("file", metavar="FILE", nargs="?", help="one weight file")
+    parser.add_argument("--reps", type=int, help="rounds (default: the experiment's 6)")
     parser.add_argument("--out", help="results folder (default results/fio-compare-<UTC time>)")
     parser.add_argument("--bin", default=os.path.join(REPO, "build", "loadbench"),
                         help="the loadbench binary (default: build/loadbench of this checkout)")
-    parser.add_argument("--strategies",
-                        help="comma-separated loadbench strategy specs, options as in `loadbench "
-                             f"run` (default {DEFAULT_STRATEGIES}; on a model of more than one "
-                             f"shard {DEFAULT_MODEL_STRATEGIES})")
-    args = parser.parse_args()
-    if args.reps < 1:
+    parser.add_argument("--experiment", action="store_true",
+                        help="print the experiment (with FILE: the one that would run) and exit")
+    args = parser.parse_args(argv)
+    if args.reps is not None and args.reps < 1:
         parser.error("--reps must be at least 1")
-    args.file = os.path.abspath(args.file)
-    args.bin = os.path.abspath(args.bin)
-    if args.strategies is not None:
-        args.strategies = list(dict.fromkeys(s for s in args.strategies.split(",") if s))
-    stamp = datetime.datetime.now(datetime.timezone.utc)
-    args.out = args.out or os.path.join("results",
-                                        "fio-compare-" + stamp.strftime("%Y%m%dT%H%M%SZ"))
+    if args.file is None and not args.experiment:
+        parser.error("FILE is required (or --experiment for the shipped experiment)")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.file is None:
+        sys.stdout.write(experiment_text(SHIPPED_FILE))
+        return 0
+    path, binary = os.path.abspath(args.file), os.path.abspath(args.bin)
     try:
-        model, listing = check_inputs(args)
+        check_file(path)
+        text = experiment_text(["# given to scripts/fio-compare.sh, in place of the 2 GiB file",
+                                f"path = {json.dumps(path)}"])
+        if args.experiment:
+            sys.stdout.write(text)
+            return 0
+        check_tools(path, binary)
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    shards, file_bytes = model["shards"], model["bytes"]
-    if args.strategies is None:
-        args.strategies = (DEFAULT_MODEL_STRATEGIES if len(shards) > 1
-                           else DEFAULT_STRATEGIES).split(",")
-    measuring.hold_machine(args.bin)  # the whole comparison is one measurement
-
-    created = not os.path.exists(args.out)
-    for sub in ("loadbench", "fio", "numpy"):
-        os.makedirs(os.path.join(args.out, sub), exist_ok=True)
-    fio_version = subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout
-    with open(os.path.join(args.out, "info.json"), "w") as f:
-        json.dump({"file": args.file, "file_bytes": file_bytes, "layout": model["layout"],
-                   "shards": [{"file": p, "file_bytes": n} for p, n in shards],
-                   "reps": args.reps,
-                   "strategies": args.strategies, "loadbench": args.bin,
-                   "fio": fio_version.strip(), "root": os.geteuid() == 0,
-                   "started_at": stamp.strftime("%Y-%m-%dT%H:%M:%SZ"), "argv": sys.argv,
-                   "list": list(listing.values())}, f, indent=2)
-    runnable = {}
-    for spec in args.strategies:
-        info = listing.get(parse_spec(spec)[0])
-        if info is None or not info["supported"] or skip_reason(spec, shards):
-            why = ("not in this loadbench build" if info is None else
-                   info["unsupported_reason"] if not info["supported"] else
-                   skip_reason(spec, shards))
-            print(f"{PROG}: {spec}: skipped: {why}", file=sys.stderr)
-        else:
-            runnable[spec] = "eager" in info["flags"]
-    print(f"{PROG}: {args.file} ({model_text(model)}), {args.reps} reps of "
-          f"{len(runnable)} strategies with their fio twins and {len(BASELINES)} baselines -> "
-          f"{args.out}", file=sys.stderr)
-
-    runner = Runner(args, shards, args.strategies)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    status = 0
-    try:
-        runner.measure(runnable)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; the summary covers the measurements that finished",
-              file=sys.stderr)
-        status = 130
-    except BadInput as e:
-        # A spec only loadbench can judge: nothing was measured, so leave nothing behind.
-        if created and not runner.rows:
-            shutil.rmtree(args.out)
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 2
-
-    summary, targets = summarize(runner.rows, args.strategies, listing, shards)
-    with open(os.path.join(args.out, "summary.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, SUMMARY_FIELDS)
-        w.writeheader()
-        for r in summary:
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in SUMMARY_FIELDS})
-    text = table_text(summary, targets, args, model)
-    with open(os.path.join(args.out, "table.txt"), "w") as f:
-        f.write(text)
-    sys.stdout.write(text)
-    print(f"{PROG}: results in {args.out}", file=sys.stderr)
-    if status == 0 and (any(r["status"] != "ok" for r in runner.rows) or len(runnable)
-                        < len(args.strategies)):
-        status = 1
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    out = os.path.abspath(args.out or os.path.join("results", "fio-compare-" + stamp))
+    with tempfile.TemporaryDirectory(prefix="fio-compare-") as folder:
+        experiment = os.path.join(folder, "fio-compare.toml")
+        with open(experiment, "w") as f:
+            f.write(text)
+        cmd = [binary, "experiment", experiment, "--out", out]
+        status = run_experiment(cmd + (["--reps", str(args.reps)] if args.reps else []))
+    runs = os.path.join(out, "runs.jsonl")
+    if status == 2 or not os.path.exists(runs):  # refused (another experiment's folder...)
+        return status
+    with open(runs) as f:
+        records = [json.loads(line) for line in f if line.endswith("\n")]
+    sys.stdout.write(table_text(paired_rows(records), records))
+    print(f"{PROG}: results in {out}", file=sys.stderr)
     return status
 
 
