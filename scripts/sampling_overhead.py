@@ -1,6 +1,7 @@
 """Does timeline sampling disturb the loads it watches? Runs with and without it, interleaved.
 
-usage: scripts/sampling-overhead.sh FILE [--pairs N] [--strategies LIST] [--cache STATE]
+usage: scripts/sampling-overhead.sh FILE [--pairs N] [--strategies LIST] [--exec LABEL=CMD]...
+                                          [--cache STATE]
                                           [--sample-ms MS] [--out DIR] [--bin PATH]
 
 Each pair runs `loadbench run --reps 1` twice on FILE, once with --sample-ms 0 (no timeline)
@@ -39,7 +40,10 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     p.add_argument("file")
     p.add_argument("--pairs", type=int, default=10, help="pairs of runs (default 10)")
-    p.add_argument("--strategies", default="fread,mmap", help="loadbench strategies")
+    p.add_argument("--strategies", default="fread,mmap",
+                   help="loadbench strategies ('none' with --exec for commands only)")
+    p.add_argument("--exec", action="append", default=[], metavar="LABEL=COMMAND",
+                   help="a command measured as `run --exec` does (repeatable)")
     p.add_argument("--cache", default="warm", choices=("cold", "warm", "both"))
     p.add_argument("--sample-ms", type=float, default=10.0, help="interval of the sampled side")
     p.add_argument("--tolerance", type=float, default=0.02, help="allowed |ratio - 1|")
@@ -69,6 +73,8 @@ def run_side(a, side, pair):
     cmd = [a.bin, "run", "--file", a.file, "--strategies", a.strategies, "--cache", a.cache,
            "--reps", "1", "--sample-ms", f"{ms:g}", "--experiment", f"sampling-{side}",
            "--out", out]
+    for text in a.exec:
+        cmd += ["--exec", text]
     with open(out + ".log", "w") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
                             **measuring.CHILD).returncode
