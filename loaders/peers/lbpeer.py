@@ -118,6 +118,17 @@ def checksum(views):
     return format(h.intdigest(), "016x")
 
 
+def use(clock, views, verified=True):
+    """The end of every peer's load: `ready` (the views are handed out), the checksum reads
+    every byte through them, `done`, then the checksum line (unless the peer read no tensor
+    table, so that its bytes are not the model's tensors)."""
+    clock.ready()
+    digest = checksum(views)
+    clock.done()
+    if verified:
+        send(f"checksum {digest}")
+
+
 def main(load):
     """Runs `load(path, clock)` on the one argument: a usage error exits 2, a missing file or a
     malformed model exits 1 with one line on stderr."""

@@ -33,11 +33,7 @@ def load(path, clock):
         arrays = [np.fromfile(f, dtype=np.uint8) for f in model.files]
     else:
         arrays = read_tensors(model)
-    clock.ready()
-    checksum = lbpeer.checksum(arrays)
-    clock.done()
-    if model.tensors is not None:
-        lbpeer.send(f"checksum {checksum}")
+    lbpeer.use(clock, arrays, verified=model.tensors is not None)
 
 
 if __name__ == "__main__":

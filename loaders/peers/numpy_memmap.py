@@ -22,11 +22,7 @@ def load(path, clock):
     model = lbpeer.read_model(path)
     maps = [np.memmap(f, dtype=np.uint8, mode="r") for f in model.files]
     views = maps if model.tensors is None else [view(maps, t) for t in model.tensors]
-    clock.ready()
-    checksum = lbpeer.checksum(views)
-    clock.done()
-    if model.tensors is not None:
-        lbpeer.send(f"checksum {checksum}")
+    lbpeer.use(clock, views, verified=model.tensors is not None)
 
 
 if __name__ == "__main__":

@@ -34,10 +34,7 @@ def load(path, clock):
     lbpeer.need_table(model, "safetensors_py")
     maps = [mapped(f) for f in model.files]
     views = [view(maps, t) for t in model.tensors]
-    clock.ready()
-    checksum = lbpeer.checksum(views)
-    clock.done()
-    lbpeer.send(f"checksum {checksum}")
+    lbpeer.use(clock, views)
 
 
 if __name__ == "__main__":

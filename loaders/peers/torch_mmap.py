@@ -29,10 +29,7 @@ def load(path, clock):
     storages = [torch.UntypedStorage.from_file(f, False, os.path.getsize(f))
                 for f in model.files]
     tensors = [tensor(storages, t) for t in model.tensors]
-    clock.ready()
-    checksum = lbpeer.checksum(lbpeer.torch_bytes(torch, x) for x in tensors)
-    clock.done()
-    lbpeer.send(f"checksum {checksum}")
+    lbpeer.use(clock, (lbpeer.torch_bytes(torch, x) for x in tensors))
 
 
 if __name__ == "__main__":

@@ -39,10 +39,7 @@ def load(path, clock):
     tensors = [tensor(files, t) for t in model.tensors]
     for f in files:
         f.close()
-    clock.ready()
-    checksum = lbpeer.checksum(lbpeer.torch_bytes(torch, x) for x in tensors)
-    clock.done()
-    lbpeer.send(f"checksum {checksum}")
+    lbpeer.use(clock, (lbpeer.torch_bytes(torch, x) for x in tensors))
 
 
 if __name__ == "__main__":
