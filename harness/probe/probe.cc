@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -53,6 +55,7 @@ struct MemorySizes {
 constexpr MemorySizes kFullSizes{256 * kMiB, 64 * kMiB, 256 * kMiB};
 constexpr MemorySizes kQuickSizes{32 * kMiB, 16 * kMiB, 64 * kMiB};
 constexpr uint64_t kQuickFileBytes = 16 * kMiB;
+constexpr uint64_t kFirstTouchBytes = 256 * kMiB;  // each first-touch measurement's memory
 
 constexpr const char* kRunProbe = "run `loadbench probe` (make probe) to measure it";
 
@@ -161,6 +164,11 @@ std::string Result(const CeilingSpec& c, const Json& m) {
   } else if (std::string(c.key) == "file_minor_fault") {
     how = fmt::format("{:.3f} us per 4 KiB page, {:.0f} pages per fault",
                       m["us_per_page"].get<double>(), m["pages_per_fault"].get<double>());
+  } else if (m.contains("first_faults")) {
+    how = fmt::format("populate {:.2f} s/GiB, then first {:.2f}, second {:.3f}; {} faults in the "
+                      "first pass", m["populate_s_per_gib"].get<double>(),
+                      m["first_s_per_gib"].get<double>(), m["second_s_per_gib"].get<double>(),
+                      Text(m["first_faults"]));
   } else if (m.contains("faults")) {
     how = fmt::format("{} faults counted", Text(m["faults"]));
   }
@@ -258,6 +266,11 @@ Json QuickProbe(const std::string& file_path) {
     c[key] = {{"gb_per_s", nullptr},
               {"reason",
                fmt::format("not measured: a run's quick probe does no device I/O; {}", kRunProbe)}};
+  }
+  for (const CeilingSpec& spec : kCeilings) {
+    if (!std::string_view(spec.key).starts_with("first_touch_")) continue;
+    c[spec.key] = {{spec.figure, nullptr},
+                   {"reason", fmt::format("not measured by a run's quick probe; {}", kRunProbe)}};
   }
   c["memcpy"] = probe::MemcpyBandwidth(kQuickSizes.memcpy_bytes, kMemcpyReps);
   c["h2d_pinned"] = probe::HostToDevice(true, kQuickSizes.memcpy_bytes, kMemcpyReps);
@@ -371,6 +384,17 @@ Status MakeOutDir(const ProbeOptions& opts, std::string* out, std::string* env_p
   return MakeDirs(*out);
 }
 
+// The first user access to fresh memory populated `how`, over at most kFirstTouchBytes (the
+// reads read them from the scratch file).
+Step FirstTouchStep(const char* key, probe::FirstTouchBy how, const std::string& scratch,
+                    uint64_t size) {
+  const uint64_t bytes = std::min(size, kFirstTouchBytes);
+  return {key,
+          fmt::format("first access to {} populated by {}", FormatBytes(bytes),
+                      probe::FirstTouchName(how)),
+          [=] { return probe::FirstTouch(how, scratch, bytes, kFaultReps); }};
+}
+
 // The measurements of the scratch file `scratch` (open as fd), in order: the write comes
 // first, and fills the file that the others read and map.
 std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
@@ -387,6 +411,13 @@ std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
        [=] { return probe::WarmRead(scratch, size, kDeviceReps); }},
       {"file_minor_fault", fmt::format("minor faults mapping the cached {}", sz),
        [=] { return probe::FileMinorFault(scratch, size, kFaultReps); }},
+      FirstTouchStep("first_touch_user_write", probe::FirstTouchBy::kUserWrite, scratch, size),
+      FirstTouchStep("first_touch_map_populate", probe::FirstTouchBy::kMapPopulate, scratch,
+                     size),
+      FirstTouchStep("first_touch_populate_write", probe::FirstTouchBy::kPopulateWrite, scratch,
+                     size),
+      FirstTouchStep("first_touch_read", probe::FirstTouchBy::kRead, scratch, size),
+      FirstTouchStep("first_touch_direct_read", probe::FirstTouchBy::kDirectRead, scratch, size),
   };
 }
 

@@ -38,6 +38,14 @@ inline constexpr CeilingSpec kCeilings[] = {
     {"anon_4k_fault", "us_per_fault", "first-touch 4 KiB anonymous fault", "us/fault"},
     {"thp_fault", "us_per_fault", "first-touch THP fault (2 MiB)", "us/fault"},
     {"file_minor_fault", "us_per_fault", "minor fault, cached file page via mmap", "us/fault"},
+    // The first user access to fresh memory by who populated it (harness/probe/first_touch.cc).
+    {"first_touch_user_write", "first_s_per_gib", "first access: user write faults", "s/GiB"},
+    {"first_touch_map_populate", "first_s_per_gib", "first access after MAP_POPULATE", "s/GiB"},
+    {"first_touch_populate_write", "first_s_per_gib", "first access after MADV_POPULATE_WRITE",
+     "s/GiB"},
+    {"first_touch_read", "first_s_per_gib", "first access after read(2) into it", "s/GiB"},
+    {"first_touch_direct_read", "first_s_per_gib", "first access after O_DIRECT read into it",
+     "s/GiB"},
 };
 
 // The probe command. Writes the scratch file in opts.dir (it has no name there and never

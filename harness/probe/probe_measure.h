@@ -50,4 +50,16 @@ nlohmann::ordered_json AnonFault4k(uint64_t bytes, int reps);
 // with the AnonHugePages the kernel granted.
 nlohmann::ordered_json ThpFault(uint64_t bytes, int reps);
 
+// Who populated fresh anonymous memory before its first user access.
+enum class FirstTouchBy { kUserWrite, kMapPopulate, kPopulateWrite, kRead, kDirectRead };
+const char* FirstTouchName(FirstTouchBy how);
+// The first user access (one byte written per 4 KiB page) to `bytes` of fresh anonymous memory
+// populated `how` (kRead: from the file at `path`, warmed and checked >= 99% resident first;
+// kDirectRead: from it with O_DIRECT), against a second pass over it; seconds per GiB of the
+// population, the first pass (first_s_per_gib, the figure) and the second, and the faults the
+// kernel counted in the population and the first pass. `bytes`: a multiple of 1 MiB, at most
+// the file's size for the two reads.
+nlohmann::ordered_json FirstTouch(FirstTouchBy how, const std::string& path, uint64_t bytes,
+                                  int reps);
+
 }  // namespace loadbench::probe
