@@ -167,7 +167,8 @@ def test_no_wait_refuses_naming_the_measurement(tmp_path, model, plan, env):
     listed = subprocess.run([BIN, "cache", "status", model],
                             capture_output=True, text=True, env=env, timeout=30)
     assert listed.returncode == 0, listed.stderr
-    assert finish(first)[0] == 0
+    rc, _, err = finish(first)
+    assert rc == 0, err
 
 
 def test_sigkill_of_the_harness_leaves_nothing_running_and_nothing_locked(tmp_path, model, env):
