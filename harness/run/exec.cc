@@ -186,19 +186,10 @@ bool Drain(UniqueFd& fd, std::string* to, size_t keep) {
 // Waits for the first process to exit, reading its pipes and sampling its timeline; kills
 // everything on timeout or interruption. True when it exited by itself.
 bool Watch(const ExecRequest& req, Running& c, ExecOutcome* o, bool* interrupted) {
-  auto next_sample = Clock::now();
+  SamplePacer pacer(c.sampler ? req.sample_s : 0);
   for (;;) {
-    int wait_ms = 100;
-    if (c.sampler && Clock::now() >= next_sample) {
-      c.sampler->Sample();
-      next_sample += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(req.sample_s));
-    }
-    if (c.sampler) {
-      const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
-          next_sample - Clock::now());
-      wait_ms = std::clamp(static_cast<int>(until.count()), 0, 100);
-    }
+    if (pacer.Due()) c.sampler->Sample();
+    int wait_ms = pacer.WaitMs(100);
     if (!c.pidfd.valid()) wait_ms = std::min(wait_ms, 1);  // no pidfd: look every millisecond
     pollfd polls[3] = {{c.pidfd.get(), POLLIN, 0}, {c.report.get(), POLLIN, 0},
                        {c.err.get(), POLLIN, 0}};

@@ -6,8 +6,6 @@
 namespace loadbench {
 namespace {
 
-double Seconds(const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; }
-
 // What the record says about how memory, CPU, faults and bytes read were measured.
 std::string MeasuredText(const ExecMeasured& how) {
   const std::string tree =
@@ -97,10 +95,7 @@ void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
   if (o.wall_s > 0) r->wall_s = o.wall_s;
   r->ready_s = rep.ready_s;
   r->process_s = o.process_s;
-  r->user_s = Seconds(o.usage.ru_utime);
-  r->sys_s = Seconds(o.usage.ru_stime);
-  r->major_faults = static_cast<uint64_t>(o.usage.ru_majflt);
-  r->minor_faults = static_cast<uint64_t>(o.usage.ru_minflt);
+  SetProcessUsage(o.usage, r);
   r->peak_rss_bytes = static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
   r->read_bytes = o.read_bytes;
   r->load_start_mono_s = o.exec_mono_s;

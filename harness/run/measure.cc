@@ -26,8 +26,6 @@
 namespace loadbench {
 namespace {
 
-double TimevalSeconds(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
-
 // The run id of the `i`th record of the next run: <stamp>-<sequence>.
 std::string RunId(const RunSession& rs, size_t i) {
   return fmt::format("{}-{:04d}", rs.stamp, rs.seq + 1 + static_cast<int>(i));
@@ -325,10 +323,7 @@ RunRecord Complete(const RunRecord& base, const RunPoint& p, size_t proc, const 
   }
   if (p.procs > 1) r.proc = static_cast<int>(proc);
   r.process_s = w.process_s;
-  r.user_s = TimevalSeconds(w.usage.ru_utime);
-  r.sys_s = TimevalSeconds(w.usage.ru_stime);
-  r.major_faults = static_cast<uint64_t>(w.usage.ru_majflt);
-  r.minor_faults = static_cast<uint64_t>(w.usage.ru_minflt);
+  SetProcessUsage(w.usage, &r);
   AddOutside(p, st, a, &r);
   return r;
 }

@@ -175,6 +175,14 @@ void FromJson(const Json& j, T* out) {
 
 }  // namespace
 
+void SetProcessUsage(const rusage& usage, RunRecord* r) {
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  r->user_s = secs(usage.ru_utime);
+  r->sys_s = secs(usage.ru_stime);
+  r->major_faults = static_cast<uint64_t>(usage.ru_majflt);
+  r->minor_faults = static_cast<uint64_t>(usage.ru_minflt);
+}
+
 Json RecordJson(const RunRecord& r) {
   Json j = Json::object();
   VisitRecord(r, [&](const char* key, const auto& field, Key when) {

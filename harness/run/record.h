@@ -6,6 +6,8 @@
 // holds the two together).
 #pragma once
 
+#include <sys/resource.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -102,6 +104,10 @@ struct RunRecord {
   // the runner's timeline of the run starts.
   std::optional<double> load_start_mono_s;
 };
+
+// The process's CPU time and faults from wait4's rusage: user_s, sys_s, major_faults,
+// minor_faults.
+void SetProcessUsage(const rusage& usage, RunRecord* r);
 
 // The record as runs.jsonl holds it: every field in order, the optional ones only when set.
 nlohmann::ordered_json RecordJson(const RunRecord& r);

@@ -126,17 +126,12 @@ class Group {
  private:
   // Samples the timelines when a sample is due; the poll's wait until the next one.
   int SampleAndWaitMs() {
-    if (req_.sample_s <= 0) return 100;
-    if (Clock::now() >= next_sample_) {
+    if (pacer_.Due()) {
       for (auto& c : children_) {
         if (c.sampler) c.sampler->Sample();
       }
-      next_sample_ += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(req_.sample_s));
     }
-    const auto until =
-        std::chrono::duration_cast<std::chrono::milliseconds>(next_sample_ - Clock::now());
-    return std::clamp(static_cast<int>(until.count()), 0, 100);
+    return pacer_.WaitMs(100);
   }
 
   // Kills every worker on interruption or timeout.
@@ -198,7 +193,7 @@ class Group {
   std::vector<Child> children_;
   bool released_;
   const Clock::time_point t0_ = Clock::now();
-  Clock::time_point next_sample_ = Clock::now();
+  SamplePacer pacer_{req_.sample_s};
 };
 
 // Why a reaped worker left no usable record, or its record.

@@ -3,6 +3,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +48,19 @@ std::optional<uint64_t> Field(const std::string& text, const std::string& key) {
 std::string Opt(const std::optional<uint64_t>& v) { return v ? std::to_string(*v) : ""; }
 
 }  // namespace
+
+bool SamplePacer::Due() {
+  if (interval_.count() <= 0 || std::chrono::steady_clock::now() < next_) return false;
+  next_ += interval_;
+  return true;
+}
+
+int SamplePacer::WaitMs(int max_ms) const {
+  if (interval_.count() <= 0) return max_ms;
+  const auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
+      next_ - std::chrono::steady_clock::now());
+  return std::clamp(static_cast<int>(until.count()), 0, max_ms);
+}
 
 double MonotonicNow() {
   timespec ts{};

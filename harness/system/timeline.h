@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,24 @@ class TimelineSampler {
   pid_t pid_;
   std::vector<std::string> files_;
   std::vector<TimelineSample> samples_;
+};
+
+// When to sample: a runner watching processes polls their pipes and, between polls, takes a
+// sample every `interval_s` (0: never).
+class SamplePacer {
+ public:
+  explicit SamplePacer(double interval_s)
+      : interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(interval_s))),
+        next_(std::chrono::steady_clock::now()) {}
+  // Whether a sample is due now; when it is, the next one is set an interval later.
+  bool Due();
+  // The poll's wait in ms until the next sample, at most `max_ms` (`max_ms` when never).
+  int WaitMs(int max_ms) const;
+
+ private:
+  std::chrono::steady_clock::duration interval_;
+  std::chrono::steady_clock::time_point next_;
 };
 
 // Writes `samples` as CSV with time relative to `zero_mono_s` (the worker's load start: rows
