@@ -35,6 +35,12 @@ struct RepsFlags {
   int min_rounds = -1, max_rounds = -1;
 };
 
+// --profile and --profile-hz, for run and experiment.
+struct ProfileFlags {
+  bool on = false;
+  std::optional<int> hz;
+};
+
 struct RunFlags {
   std::string file, strategies = "fread,mmap,mmap_seq", cache = "both";
   RepsFlags reps;
@@ -46,6 +52,7 @@ struct RunFlags {
   int procs = 1;
   std::map<std::string, std::string> use;  // --consume and the like, by option name
   std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
+  ProfileFlags profile;
 };
 int RunCommand(const RunFlags& f, const std::string& command_line);
 
@@ -54,6 +61,7 @@ struct ExperimentFlags {
   RepsFlags reps;
   bool dry_run = false, quiet = false, cleanup = false, no_wait = false;
   std::optional<uint64_t> seed;
+  ProfileFlags profile;
 };
 int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line);
 

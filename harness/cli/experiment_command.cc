@@ -18,6 +18,11 @@ int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line)
     PlanRuns(&e);
   }
   if (s.ok()) s = ApplyRepsOverrides(reps, &e);
+  if (s.ok() && f.profile.hz && !f.profile.on && !e.profile) {
+    s = Status::BadInput("--profile-hz: only with --profile or the file's profile = true");
+  }
+  e.profile = e.profile || f.profile.on;
+  if (f.profile.hz) e.profile_hz = *f.profile.hz;
   if (!s.ok()) return ReportError("experiment", s);
   const std::string out_dir = f.out_dir.empty() ? "results/" + e.name : f.out_dir;
   if (f.dry_run) return PrintPlan(e, f.data_dir, out_dir);

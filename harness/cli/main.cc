@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
+#include "harness/experiment/experiment.h"
 #include "harness/gen/presets.h"
 #include "harness/probe/probe.h"
 #include "loadbench_commit.h"
@@ -99,6 +100,18 @@ void AddReps(CLI::App* cmd, RepsFlags* f, const std::string& reps_help) {
   cmd->add_option("--auto-budget", f->budget,
                   "With --reps auto: no round is started that would end past this time (90s, "
                   "30min, 2h; default none)");
+}
+
+void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
+  cmd->add_flag("--profile", f->on,
+                on_help + ": perf samples each load (cpu-clock, kernel and user call chains, the "
+                          "timed region only) into profiles/RUN_ID.folded; where perf is missing "
+                          "or not permitted each record says why and the run goes on "
+                          "(docs/profile.md)");
+  cmd->add_option("--profile-hz", f->hz,
+                  fmt::format("With --profile: samples per second (default {})",
+                              kDefaultProfileHz))
+      ->check(CLI::Range(1, kMaxProfileHz));
 }
 
 void AddNoWait(CLI::App* cmd, bool* no_wait) {
@@ -197,6 +210,7 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   AddRunMeasurement(cmd, f);
+  AddProfile(cmd, &f->profile, "A CPU profile of every load");
   return cmd;
 }
 
@@ -222,6 +236,7 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
   AddNoWait(cmd, &f->no_wait);
+  AddProfile(cmd, &f->profile, "A CPU profile of every load, whatever the file's profile key says");
   return cmd;
 }
 
@@ -281,6 +296,8 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   cmd->add_option("--counters", f->counters)->capture_default_str();
   cmd->add_option("--hold-fd", f->req.hold_fd)->capture_default_str();
   cmd->add_option("--expect-checksum", f->expect_checksum)->capture_default_str();
+  cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
+  cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
   return cmd;
 }
 

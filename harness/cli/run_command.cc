@@ -98,6 +98,9 @@ Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
   LB_RETURN_IF_ERROR(ParseRoundOrder(f.order, &e->order));
   e->seed = f.seed;
   e->ceiling = f.ceiling;
+  if (f.profile.hz && !f.profile.on) return Status::BadInput("--profile-hz: only with --profile");
+  e->profile = f.profile.on;
+  if (f.profile.hz) e->profile_hz = *f.profile.hz;
   e->timeout_s = f.timeout_s;
   e->procs = {f.procs};
   ExperimentFile file;

@@ -117,7 +117,8 @@ class Reader {
     return Status::Ok();
   }
 
-  // The keys of what runs: name, timeout_s, procs, memory_limit, cache, [[file]], [[strategy]].
+  // The keys of what runs: name, timeout_s, profile, profile_hz, procs, memory_limit, cache,
+  // [[file]], [[strategy]].
   Status PlanKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
     *known = true;
     if (k == "name") return String(node, "name", &e->name);
@@ -127,6 +128,18 @@ class Reader {
         return BadAt(path_, node.source(), "timeout_s must be a number of seconds, 0 to 604800");
       }
       e->timeout_s = *v;
+      return Status::Ok();
+    }
+    if (k == "profile") {
+      const std::optional<bool> v = node.value<bool>();
+      if (!v) return BadAt(path_, node.source(), "profile must be true or false");
+      e->profile = *v;
+      return Status::Ok();
+    }
+    if (k == "profile_hz") {
+      int64_t v = 0;
+      LB_RETURN_IF_ERROR(Integer(node, "profile_hz", 1, kMaxProfileHz, &v));
+      e->profile_hz = static_cast<int>(v);
       return Status::Ok();
     }
     if (k == "procs") {

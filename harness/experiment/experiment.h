@@ -15,6 +15,8 @@
 //   order = "balanced"             # "interleaved", "shuffled" or "grouped"; the first two
 //   seed = 0                       #   draw from `seed`
 //   timeout_s = 600                # per run, 0 = none (default 0)
+//   profile = true                 # a CPU profile of every load (perf; docs/profile.md)
+//   profile_hz = 1000              #   samples per second (default 1000)
 //   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
@@ -69,6 +71,9 @@
 
 namespace loadbench {
 
+inline constexpr int kDefaultProfileHz = 1000;
+inline constexpr int kMaxProfileHz = 10000;
+
 struct ExperimentFile {
   std::string path;      // the file to load; for a generated one ModelPath(gen): gen.out_path,
                          // or a sharded model's index or first GGUF split
@@ -108,6 +113,8 @@ struct Experiment {
   RoundOrder order = RoundOrder::kBalanced;
   uint64_t seed = 0;          // of the balanced or shuffled order
   double timeout_s = 0;
+  bool profile = false;    // every worker's load sampled by perf (harness/run/profile.h)
+  int profile_hz = kDefaultProfileHz;
   std::vector<int> procs = {1};
   std::vector<uint64_t> memory_limits = {0};
   std::vector<ExperimentFile> files;

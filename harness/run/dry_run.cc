@@ -123,6 +123,10 @@ void PrintSettings(const Experiment& e) {
              e.timeout_s > 0 ? DurationText(e.timeout_s) : "none");
   fmt::print("baseline: {} (paired ratios in every round are against it); ceiling: {}\n",
              e.baseline, e.ceiling ? "a device read in every round of a cold condition" : "no");
+  if (e.profile) {
+    fmt::print("profile: every load sampled by perf at {} Hz (profiles/RUN_ID.folded)\n",
+               e.profile_hz);
+  }
   const bool any_limit = std::any_of(e.memory_limits.begin(), e.memory_limits.end(),
                                      [](uint64_t l) { return l > 0; });
   if (const std::string cg = MemoryCgroupUnsupportedReason(); any_limit && !cg.empty()) {

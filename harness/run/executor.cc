@@ -17,6 +17,7 @@
 #include "harness/experiment/estimate.h"
 #include "harness/probe/probe.h"
 #include "harness/run/measure.h"
+#include "harness/run/profile.h"
 #include "harness/run/progress.h"
 #include "harness/run/results.h"
 #include "harness/run/rounds.h"
@@ -98,6 +99,8 @@ class Executor {
   Status PrepareFiles();
   Json NewEnv(const Json& stability) const;
   Status OpenResults();
+  void SetUpProfiles();
+  Json ProfileEnv() const;
   void PlanWhatIsLeft();
   void Announce();
   Status RunThrough(int last_rep, bool* stop);
@@ -243,6 +246,7 @@ Json Executor::NewEnv(const Json& stability) const {
 // beside it, and runs.jsonl open for appending.
 Status Executor::OpenResults() {
   LB_RETURN_IF_ERROR(MakeDirs(o_.out_dir));
+  SetUpProfiles();
   StabilityOptions check;
   check.window_s = 0.5;  // every run and experiment pays it
   check.file_bytes = files_[0].table.file_size;
@@ -254,6 +258,8 @@ Status Executor::OpenResults() {
   if (!env.is_object() || !env.contains("sessions")) env = NewEnv(stability_);
   // A resumed experiment may have changed its reps (--reps): the latest settings count.
   env["rounds"] = RoundsEnv(e_);
+  env.erase("profile");
+  if (rs_.profile_hz > 0) env["profile"] = ProfileEnv();
   env["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
                              {"command_line", o_.command_line},
                              {"runs_recorded_before", recorded_records_},
@@ -271,6 +277,32 @@ Status Executor::OpenResults() {
   rs_.out = &out_;
   rs_.log = !o_.quiet;
   return Status::Ok();
+}
+
+// Profiles asked for: perf found and allowed here, or why every record will be without one
+// (said once now, and in env.json).
+void Executor::SetUpProfiles() {
+  if (!e_.profile) return;
+  rs_.profile_hz = e_.profile_hz;
+  if (Status s = FindProfiler(&rs_.perf); !s.ok()) {
+    rs_.profile_unavailable = s.message();
+    fmt::print(stderr, "{}: no profiles: {}; the runs go on without them\n", o_.who,
+               s.message());
+  }
+}
+
+// env.json's "profile": how loads are profiled, or why they are not.
+Json Executor::ProfileEnv() const {
+  Json j = {{"event", "cpu-clock"}, {"hz", rs_.profile_hz},
+            {"call_chains", "kernel and user, frame pointers"},
+            {"region", "the worker's timed region (perf --control, enabled and disabled by "
+                       "the worker)"}};
+  if (rs_.profile_unavailable.empty()) {
+    j["perf"] = rs_.perf;
+  } else {
+    j["unavailable"] = rs_.profile_unavailable;
+  }
+  return j;
 }
 
 // The plan's runs not yet recorded, with their estimates for the time left.

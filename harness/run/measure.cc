@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -13,6 +14,7 @@
 
 #include "harness/probe/probe_measure.h"
 #include "harness/run/exec.h"
+#include "harness/run/profile.h"
 #include "harness/run/spawn.h"
 #include "harness/system/cache.h"
 #include "harness/system/cgroup.h"
@@ -352,6 +354,41 @@ Status WriteTimelines(const RunSession& rs,
   return Status::Ok();
 }
 
+// perf's data of a worker and its log, once folded (or not wanted).
+void RemoveProfileData(const std::string& data) {
+  if (data.empty()) return;
+  ::unlink(data.c_str());
+  ::unlink((data + ".log").c_str());
+}
+
+// profiles/RUN_ID.folded from a worker's perf data, and the record's profile figures; or the
+// record's profile null with why. Only a full disk stops the command (kNotWritten); nothing
+// here changes the run's status.
+Status WriteProfile(const RunSession& rs, const WorkerOutcome& w, RunRecord* r) {
+  if (rs.profile_hz <= 0) return Status::Ok();
+  r->profile = nlohmann::ordered_json();
+  std::string why = !rs.profile_unavailable.empty() ? rs.profile_unavailable : w.profile_error;
+  if (w.profile_data.empty() && why.empty()) why = "the worker was not profiled";
+  FoldedProfile folded;
+  const std::string rel = fmt::format("profiles/{}.folded", r->run_id);
+  if (why.empty()) {
+    Status s = FoldPerfData(rs.perf, w.profile_data, &folded);
+    if (s.ok()) s = WriteFolded(rs.out_dir + "/" + rel, folded);
+    if (s.code() == Status::Code::kNotWritten) return s;
+    if (!s.ok()) why = s.message();
+  }
+  RemoveProfileData(w.profile_data);
+  if (!why.empty()) {
+    r->profile_error = why;
+    return Status::Ok();
+  }
+  r->profile = nlohmann::ordered_json{
+      {"folded", rel}, {"event", "cpu-clock"}, {"hz", rs.profile_hz},
+      {"samples", folded.samples}, {"stacks", folded.stacks.size()},
+      {"on_cpu_s", static_cast<double>(folded.period_ns) / 1e9}};
+  return Status::Ok();
+}
+
 // Spawns the run's workers and completes their records; interrupted, leaves `batch` alone.
 // Fails only when a timeline cannot be written.
 Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
@@ -367,16 +404,29 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   spawn.procs = p.procs;
   spawn.timeout_s = rs.timeout_s;
   spawn.sample_s = rs.sample_ms / 1000.0;
+  if (rs.profile_hz > 0 && rs.profile_unavailable.empty()) {
+    spawn.perf = rs.perf;
+    spawn.profile_dir = rs.out_dir + "/profiles";
+    spawn.profile_hz = rs.profile_hz;
+    LB_RETURN_IF_ERROR(MakeDirs(spawn.profile_dir));
+  }
   Around a = Before();
   std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, interrupted);
-  if (*interrupted) return Status::Ok();
+  if (*interrupted) {
+    for (const WorkerOutcome& w : outcomes) RemoveProfileData(w.profile_data);
+    return Status::Ok();
+  }
   After(st, file, &a);
   for (size_t i = 0; i < batch->size(); ++i) {
     (*batch)[i] = Complete((*batch)[i], p, i, st, a, outcomes[i]);
   }
   std::vector<std::vector<TimelineSample>> timelines;
   for (const WorkerOutcome& w : outcomes) timelines.push_back(w.timeline);
-  return WriteTimelines(rs, timelines, *batch);
+  LB_RETURN_IF_ERROR(WriteTimelines(rs, timelines, *batch));
+  for (size_t i = 0; i < batch->size(); ++i) {
+    LB_RETURN_IF_ERROR(WriteProfile(rs, outcomes[i], &(*batch)[i]));
+  }
+  return Status::Ok();
 }
 
 // What a run left outside its processes (shm: a segment holding the whole file, which nothing
@@ -411,6 +461,11 @@ Status RunExec(const RunSession& rs, const PreparedFile& file, const RunPoint& p
   std::vector<RunRecord> one = {*r};
   LB_RETURN_IF_ERROR(WriteTimelines(rs, {o.timeline}, one));
   *r = std::move(one[0]);
+  if (rs.profile_hz > 0) {
+    r->profile = nlohmann::ordered_json();
+    r->profile_error = "exec commands are not profiled: no timed region the profiler could "
+                       "be turned on and off at";
+  }
   return Status::Ok();
 }
 

@@ -97,6 +97,8 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("counters", r.counters, Key::kAlways);
   v("counters_scaled", r.counters_scaled, Key::kWhenSet);
   v("timeline", r.timeline, Key::kAlways);
+  v("profile", r.profile, Key::kWhenSet);
+  v("profile_error", r.profile_error, Key::kWhenSet);
 }
 
 template <typename Record, typename Visit>

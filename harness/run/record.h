@@ -85,6 +85,10 @@ struct RunRecord {
   Json counters = Json::object();  // event name to count, null where it cannot count here
   std::vector<std::string> counters_scaled;  // only when the kernel multiplexed counters
   std::optional<std::string> timeline;       // timelines/RUN_ID.csv (runner)
+  // Profiled runs only (runner): the profile's figures and its folded stacks'
+  // (profiles/RUN_ID.folded), or null with profile_error saying why none was taken.
+  std::optional<Json> profile;
+  std::optional<std::string> profile_error;
 
   // What was loaded and what the use did with it.
   std::optional<uint64_t> tensor_count, tensor_bytes;

@@ -79,6 +79,10 @@ struct RunSession {
   std::vector<std::string> counters;
   double sample_ms = 10;
   double timeout_s = 0;
+  // Profiles (harness/run/profile.h): 0 for none; else the rate, and perf's path or why no
+  // profile can be taken here (every record then says so).
+  int profile_hz = 0;
+  std::string perf, profile_unavailable;
   bool root = false;
   std::string stamp;  // run ids are <stamp>-<sequence>
   int total = 0;      // runs planned (records, one per worker), for the progress lines

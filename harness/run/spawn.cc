@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/run/profile.h"
 #include "harness/system/cgroup.h"
 #include "harness/system/interrupt.h"
 #include "loaders/base/file_io.h"
@@ -34,10 +35,17 @@ struct Child {
   bool open = true;  // result pipe not at EOF yet
   bool loaded = false, measured = false;  // the worker's hold stages (several workers only)
   std::unique_ptr<TimelineSampler> sampler;
+  std::unique_ptr<Profiler> profiler;
+  std::string profile_data, profile_error;
+};
+
+// The descriptors a worker gets, at 3, 4, 5 and 6 (-1: none).
+struct WorkerFds {
+  int result = -1, hold = -1, profile_ctl = -1, profile_ack = -1;
 };
 
 // In the child, after fork: only async-signal-safe calls until exec.
-[[noreturn]] void ExecWorker(const SpawnRequest& req, int result_wr, int hold_rd, pid_t parent) {
+[[noreturn]] void ExecWorker(const SpawnRequest& req, WorkerFds fds, pid_t parent) {
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   // Nothing outlives the harness: killed by any signal, SIGKILL included, it takes the worker
@@ -46,36 +54,70 @@ struct Child {
   // The OOM killer must pick a worker, never the harness that records its death.
   SetOomScoreAdjFromChild(1000);
   if (!req.cgroup_procs.empty() && !JoinCgroupFromChild(req.cgroup_procs.c_str())) ::_exit(126);
-  if (::dup2(result_wr, 3) < 0) ::_exit(127);  // dup2 clears O_CLOEXEC
-  if (hold_rd >= 0 && ::dup2(hold_rd, 4) < 0) ::_exit(127);
+  // Each moved above 16 first, so that placing one at 3..6 never overwrites another; dup2
+  // clears O_CLOEXEC on the placed copy.
+  int* all[] = {&fds.result, &fds.hold, &fds.profile_ctl, &fds.profile_ack};
+  for (int* fd : all) {
+    if (*fd >= 0 && (*fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 16)) < 0) ::_exit(127);
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (*all[i] >= 0 && ::dup2(*all[i], 3 + i) < 0) ::_exit(127);
+  }
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
-  const char* hold_arg = hold_rd >= 0 ? "4" : "-1";
+  const char* hold_arg = fds.hold >= 0 ? "4" : "-1";
+  const bool profiled = fds.profile_ctl >= 0;
   const char* argv[] = {req.exe.c_str(),      "worker",          "--file",
                         req.file.c_str(),     "--strategy",      req.strategy.c_str(),
                         "--result-fd",        "3",               "--counters",
                         req.counters.c_str(), "--hold-fd",       hold_arg,
-                        "--expect-checksum",  req.expect_checksum.c_str(), nullptr};
+                        "--expect-checksum",  req.expect_checksum.c_str(),
+                        "--profile-ctl-fd",   profiled ? "5" : "-1",
+                        "--profile-ack-fd",   profiled ? "6" : "-1", nullptr};
   ::execv(req.exe.c_str(), const_cast<char* const*>(argv));
   ::_exit(127);
 }
 
-// Forks and execs one `loadbench worker`.
+// Perf's pipes for a worker about to be forked; without them the worker runs unprofiled and
+// its outcome says why.
+void OpenProfiler(const SpawnRequest& req, Child* c) {
+  if (req.profile_hz <= 0) return;
+  c->profiler = std::make_unique<Profiler>();
+  if (Status s = c->profiler->Open(); !s.ok()) {
+    c->profile_error = s.message();
+    c->profiler.reset();
+  }
+}
+
+// Forks and execs one `loadbench worker`, and its profiler.
 Status StartChild(const SpawnRequest& req, Child* c) {
-  int fds[2], hold[2] = {-1, -1};
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  c->result.reset(fds[0]);
-  UniqueFd wr(fds[1]), hold_rd;
+  int result[2], hold[2] = {-1, -1};
+  if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  c->result.reset(result[0]);
+  UniqueFd wr(result[1]), hold_rd;
   if (req.procs > 1) {
     if (::pipe2(hold, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
     hold_rd.reset(hold[0]);
     c->hold.reset(hold[1]);
   }
+  OpenProfiler(req, c);
+  WorkerFds fds{wr.get(), hold_rd.valid() ? hold_rd.get() : -1};
+  if (c->profiler) {
+    fds.profile_ctl = c->profiler->worker_ctl();
+    fds.profile_ack = c->profiler->worker_ack();
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
-  if (pid == 0) ExecWorker(req, wr.get(), hold_rd.valid() ? hold_rd.get() : -1, parent);
+  if (pid == 0) ExecWorker(req, fds, parent);
   c->pid = pid;
+  if (c->profiler) {
+    c->profile_data = fmt::format("{}/worker-{}.perf.data", req.profile_dir, pid);
+    if (Status s = c->profiler->Start(req.perf, pid, req.profile_hz, c->profile_data); !s.ok()) {
+      c->profile_error = s.message();
+      c->profiler.reset();
+    }
+  }
   if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(
       pid, req.file_paths.empty() ? std::vector<std::string>{req.file} : req.file_paths);
   return Status::Ok();
@@ -187,6 +229,7 @@ class Group {
   }
 
   void Judge(const Child& c, int wstatus, WorkerOutcome* o) const;
+  void FinishProfile(Child& c, bool killed, WorkerOutcome* o) const;
 
   const SpawnRequest& req_;
   std::vector<WorkerOutcome>& out_;
@@ -226,6 +269,24 @@ void Group::ReapAll(bool killed) {
     }
     o.process_s = std::chrono::duration<double>(Clock::now() - t0_).count();
     if (!killed && o.error.empty()) Judge(c, wstatus, &o);
+  }
+  for (size_t i = 0; i < children_.size(); ++i) FinishProfile(children_[i], killed, &out_[i]);
+}
+
+// Once its worker is reaped, perf writes its data and exits; the outcome gets the data or why
+// there is none.
+void Group::FinishProfile(Child& c, bool killed, WorkerOutcome* o) const {
+  if (req_.profile_hz <= 0) return;
+  o->profile_error = c.profile_error;
+  if (!c.profiler) return;
+  if (killed) {
+    c.profiler->Kill();
+    return;
+  }
+  if (Status s = c.profiler->Finish(30); s.ok()) {
+    o->profile_data = c.profile_data;
+  } else {
+    o->profile_error = s.message();
   }
 }
 

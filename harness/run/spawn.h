@@ -22,6 +22,10 @@ struct SpawnRequest {
   int procs = 1;
   double timeout_s = 0;
   double sample_s = 0;  // 0: no timeline
+  // Profiles (harness/run/profile.h): perf's path and rate; each worker's data goes to
+  // profile_dir/worker-PID.perf.data. profile_hz 0: none.
+  std::string perf, profile_dir;
+  int profile_hz = 0;
 };
 
 // What the runner learns about one worker process.
@@ -32,6 +36,8 @@ struct WorkerOutcome {
   double process_s = 0;  // from fork to reaping
   std::vector<TimelineSample> timeline;
   int signal = 0;  // the signal that killed the worker, when one did
+  std::string profile_data;   // perf's data of the timed region, when it was profiled
+  std::string profile_error;  // why a profile asked for was not taken
 };
 
 // Runs `req.procs` workers to the end. On timeout or interruption kills them all; interrupted,

@@ -1,5 +1,6 @@
 #include "harness/run/worker.h"
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/run/profile.h"
 #include "harness/system/counters.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
@@ -182,6 +184,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   rusage usage_start{};
   ::getrusage(RUSAGE_SELF, &usage_start);  // every thread, so pread_mt's too
   setup.counters.Enable();
+  if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
   const auto t0 = Clock::now();
   TensorTable table;
   Status s;
@@ -191,6 +194,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   UsePipeline pipeline(*setup.info, setup.params, setup.use, req.file, table);
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
+  if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "disable");
   setup.counters.Disable();
   rusage usage_end{};
   ::getrusage(RUSAGE_SELF, &usage_end);
@@ -231,6 +235,8 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
 }
 
 int WorkerMain(const WorkerRequest& req, int result_fd) {
+  // A profiler that is gone makes its control pipe's write fail with EPIPE, not kill the load.
+  if (req.profile_ctl_fd >= 0) ::signal(SIGPIPE, SIG_IGN);
   const RunRecord r = RunWorker(req, result_fd);
   const std::string line =
       WireJson(r).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";

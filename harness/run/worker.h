@@ -22,6 +22,9 @@ struct WorkerRequest {
   int hold_fd = -1;
   // The checksum a file that stores none must give: the runner's reference read of it.
   std::optional<uint64_t> expect_checksum;
+  // When >= 0: perf's control pipes (harness/run/profile.h). The worker enables the profiler
+  // at the start of its timed region and disables it at the end, waiting for each ack.
+  int profile_ctl_fd = -1, profile_ack_fd = -1;
 };
 
 // Runs the load and returns the worker's part of the run record (harness/run/record.h): status,
