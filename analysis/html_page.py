@@ -1,15 +1,18 @@
 """report.html: the report's Markdown as one self-contained HTML page.
 
-`page(title, sections, figures)` takes
+`page(title, sections, figures, folder)` takes
 - `title`, the page's <title>;
 - `sections`, the Markdown strings that report.py also joins into report.md, in order: a
   heading (`#`, `##`, ...) each on its own, or text made of blocks split by blank lines, each a
   pipe table (its first row the header, `|---` lines dropped, `\\|` a pipe within a cell), a
-  `- ` list or a paragraph, with `code`, **strong** and *emphasis* spans; empty strings are
-  skipped. That subset is all the report writes, and all this module reads: anything else of
-  Markdown comes out as text;
+  `- ` list, a figure (a block whose first line is a Markdown image of a PNG,
+  `![caption](path.png)`, the path relative to `folder`: embedded as below, with the caption;
+  the block's other lines, the caption again for report.md, are dropped) or a paragraph, with
+  `code`, **strong** and *emphasis* spans; empty strings are skipped. That subset is all the
+  report writes, and all this module reads: anything else of Markdown comes out as text;
 - `figures`, (PNG file, caption) pairs, each embedded as a base64 `data:` URI in a <figure>
-  after the sections,
+  after the sections;
+- `folder`, the report's folder (the figures' paths in sections are relative to it),
 and returns the HTML document (one line, ending in a newline) with its stylesheet inline, so
 that the file opens anywhere on its own. Text is HTML-escaped before the spans are marked up.
 Standard library only; report.py writes the result to DIR/report.html.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:"
@@ -57,9 +61,17 @@ def bullets(lines: list[str]) -> str:
     return f"<ul>{items}</ul>"
 
 
-def block(text: str) -> str:
-    """One block of a section (between blank lines): a table, a list or a paragraph."""
+# A Markdown image of a PNG: the caption may hold brackets (a file's name), the path no parens.
+IMAGE = re.compile(r"!\[(.*)\]\(([^()]+\.png)\)")
+
+
+def block(text: str, folder: str) -> str:
+    """One block of a section (between blank lines): a table, a list, a figure or a
+    paragraph."""
     lines = text.splitlines()
+    image = IMAGE.fullmatch(lines[0]) if lines else None
+    if image:
+        return figure(os.path.join(folder, image.group(2)), image.group(1))
     if lines and lines[0].startswith("|"):
         return table(lines)
     if lines and lines[0].startswith("- "):
@@ -67,8 +79,9 @@ def block(text: str) -> str:
     return f"<p>{spans(html.escape(text))}</p>"
 
 
-def body(sections: list[str]) -> str:
-    """The sections as HTML, in order: headings, tables, lists and paragraphs are all they use."""
+def body(sections: list[str], folder: str) -> str:
+    """The sections as HTML, in order: headings, tables, lists, figures and paragraphs are all
+    they use."""
     out = []
     for s in sections:
         if not s:
@@ -76,7 +89,7 @@ def body(sections: list[str]) -> str:
         if s.startswith("#"):
             out.append(heading(s))
             continue
-        out += [block(b) for b in s.split("\n\n")]
+        out += [block(b, folder) for b in s.split("\n\n")]
     return "".join(out)
 
 
@@ -89,9 +102,10 @@ def figure(png: str, caption: str) -> str:
             f"{html.escape(caption)}</figcaption></figure>")
 
 
-def page(title: str, sections: list[str], figures: list[tuple[str, str]]) -> str:
+def page(title: str, sections: list[str], figures: list[tuple[str, str]],
+         folder: str = "") -> str:
     """The whole document: sections, then the figures, as described in the module's docstring."""
     embedded = "".join(figure(png, caption) for png, caption in figures)
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{STYLE}</style></head><body>{body(sections)}{embedded}"
+            f"</title><style>{STYLE}</style></head><body>{body(sections, folder)}{embedded}"
             "</body></html>\n")

@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -20,8 +21,11 @@ matplotlib.use("Agg")  # files only: no display on a server
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from analysis import after, carryover, gpu, html_page, noise, paired, peers, stats  # noqa: E402
+from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  # noqa: E402
+                      peers, stats)
 from analysis.results import (EXEC, GROUP, UNVERIFIED_MARK, Results,  # noqa: E402
                               ResultsError, json_default, load, spec_label)
 
@@ -41,11 +45,16 @@ def gib(n: float) -> str:
 
 
 def why(row: pd.Series) -> str:
-    """One phrase on what the run's own counts say its time went to."""
+    """One phrase on what the group's profile, else the run's own counts, say its time went
+    to."""
     if str(row.get("strategy", "")).startswith("cuda_"):
         return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
     if row.get("strategy") == EXEC:
         return "a command of its own: see *Peers*"  # its counts are its whole process tree's
+    shares = row.get("cause_shares")
+    if isinstance(shares, dict) and shares:
+        top = sorted(shares.items(), key=lambda kv: kv[1], reverse=True)[:2]
+        return "profile: " + ", ".join(f"{share:.0%} {cause}" for cause, share in top)
     pages = row["file_bytes"] / 4096
     if row["minor_faults"] > 0.5 * pages:
         return f"a fresh page per 4 KiB: {row['minor_faults']:,.0f} minor faults"
@@ -57,19 +66,32 @@ def why(row: pd.Series) -> str:
 
 
 class Figures:
-    """Writes each figure as PNG and SVG and keeps its caption."""
+    """Writes each figure as PNG and SVG and keeps its caption; `inline`: the figures a section
+    shows itself (figure_md), left out of the list at the report's end."""
 
     def __init__(self, folder: str):
         self.dir = os.path.join(folder, "figures")
         os.makedirs(self.dir, exist_ok=True)
         self.items: list[tuple[str, str]] = []  # (name, caption)
+        self.inline: set[str] = set()
 
-    def save(self, fig, name: str, caption: str) -> None:
+    def save(self, fig, name: str, caption: str, inline: bool = False) -> None:
         fig.tight_layout()
         for ext in ("png", "svg"):
             fig.savefig(os.path.join(self.dir, f"{name}.{ext}"), dpi=110)
         plt.close(fig)
         self.items.append((name, caption))
+        if inline:
+            self.inline.add(name)
+
+    def listed(self) -> list[tuple[str, str]]:
+        """The figures of the list at the report's end."""
+        return [(name, caption) for name, caption in self.items if name not in self.inline]
+
+
+def figure_md(name: str, caption: str) -> str:
+    """A figure in Markdown, the image then its caption (html_page embeds it there)."""
+    return f"![{caption}](figures/{name}.png)\n*{caption}*"
 
 
 def label(row: pd.Series, files: int) -> str:
@@ -444,9 +466,208 @@ def unverified_count(r: Results) -> str:
     return f" ({n} of them {UNVERIFIED_MARK}: commands that sent no checksum)" if n else ""
 
 
+# --- Where the time went: the profiles, by analysis/causes.py -----------------------------------
+
+WHERE_TITLE = "Where the time went"
+MINOR = 0.01  # a cause under this share of the wall time in every group gets no column
+SMALLER = "smaller causes"
+# One color per cause, the same in every figure: causes.NAMES in order, then SMALLER, WAITING.
+CAUSE_COLORS = dict(zip(causes.NAMES + [SMALLER, causes.WAITING],
+                        ["#d62728", "#ff7f0e", "#e377c2", "#8c564b", "#1f77b4", "#17becf",
+                         "#9467bd", "#bcbd22", "#2ca02c", "#f2c12e", "#c5b0d5", "#6f6f6f",
+                         "#b0b0b0", "#dcdcdc", "#ffffff"]))
+FLAME_WIDTH = 13.0  # inches
+FLAME_FONT = 6.5  # points
+
+
+def cause_rows(profiled: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """causes.summarize's rows in the report's order (cache state, then median time), with the
+    summary table's median_s and `verified` for their labels."""
+    if profiled.empty:
+        return profiled
+    rows = profiled.merge(table[GROUP + ["median_s", "verified"]], on=GROUP, how="left")
+    return rows.sort_values(["cache", "median_s"], kind="stable").reset_index(drop=True)
+
+
+def cause_seconds(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row the seconds of each cause that reaches MINOR of its group's wall time in some
+    group, of SMALLER (the others summed, where they add up to anything) and of WAITING."""
+    share = rows[causes.NAMES].div(rows["wall_s"], axis=0)
+    shown = [c for c in causes.NAMES if (share[c] >= MINOR).any()]
+    out = rows[shown].copy()
+    rest = rows[[c for c in causes.NAMES if c not in shown]].sum(axis=1)
+    if rest.sum() > 0:
+        out[SMALLER] = rest
+    out[causes.WAITING] = rows[causes.WAITING]
+    return out
+
+
+def where_intro(r: Results) -> str:
+    how = r.env.get("profile") or {}
+    rates = sorted(set(causes.profiled(r)["hz"]))
+    rate = f"{rates[0]:.0f} times a second" if len(rates) == 1 else "at its record's rate"
+    chains = f"; call chains: {how['call_chains']}" if how.get("call_chains") else ""
+    return (
+        "Where each group's load went, from CPU profiles (`loadbench run --profile`: perf "
+        f"samples each of the worker's threads while it is on a CPU, {rate}, over the timed "
+        f"region{chains}). A sample's cause is read from its call chain, from the leaf (where "
+        "the CPU was) toward the root: the first frame that names a cause decides, so a page "
+        "fault taken inside a copy is the fault's time, not the copy's; a chain where none "
+        "does is *other kernel* or *other user* by its leaf. Waiting (off-CPU) is the wall "
+        "time minus the on-CPU time: for a single-threaded load, time blocked on I/O or "
+        "waiting for a CPU. A load with several threads (pread_mt, pool) can be on CPU for "
+        "longer than its wall time: its shares then add up to more than 100% and its waiting "
+        "is 0. Seconds are medians over the group's profiled ok runs (n), each cause's on its "
+        "own, so a row need not add up; % of the median wall time of those runs. On a virtual "
+        "machine the guest does not see the hypervisor's time except where it re-enables "
+        "interrupts (PVM: `pvm_irq_enable`, in *hypervisor and exception entry*): the first "
+        "user access to a page the hypervisor has not backed yet shows up as the user "
+        "instruction that touched it, *the consumer* or *the strategy's copy*, not as a fault.")
+
+
+def glossary_md(columns) -> str:
+    text = {**causes.DESCRIPTIONS, SMALLER: f"the causes under {MINOR:.0%} of the wall time in "
+                                            "every group, summed"}
+    return "\n".join(f"- *{c}*: {text[c]}" for c in columns)
+
+
+def where_table_md(rows: pd.DataFrame, seconds: pd.DataFrame, files: int) -> str:
+    head = ["strategy", "n", "wall s", "on CPU s"] + list(seconds.columns)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, r in rows.iterrows():
+        cells = [label(r, files), str(r["n"]), f"{r['wall_s']:.3f}", f"{r['on_cpu_s']:.3f}"]
+        cells += [f"{s:.3f} ({s / r['wall_s']:.0%})" for s in seconds.loc[i]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def profiles_missing_md(r: Results, files: int) -> str:
+    gone = causes.missing(r)
+    lines = []
+    for _, g in gone.groupby(GROUP + ["status", "profile_error"], sort=False):
+        first = g.iloc[0].drop("verified")  # a failed run is not "unverified"
+        ids = ", ".join(g["run_id"].head(3)) + (", …" if len(g) > 3 else "")
+        status = "" if first["status"] == "ok" else f", {first['status']}"
+        lines.append(f"- {label(first, files)}, {first['cache']}{status}: "
+                     f"{noise.plural(len(g), 'run')} ({ids}): {first['profile_error']}")
+    return ("Profiles asked for but not taken (those runs are in no row above; their times "
+            "count everywhere else):\n\n" + "\n".join(lines)) if lines else ""
+
+
+def plot_causes(rows: pd.DataFrame, seconds: pd.DataFrame, files: int, figs: Figures) -> None:
+    """Per cache state, one bar per group of its seconds by cause, the fastest at the top."""
+    for cache in [c for c in ("cold", "warm") if c in set(rows["cache"])]:
+        t = rows[rows["cache"] == cache].iloc[::-1]
+        y = np.arange(len(t))
+        fig, ax = plt.subplots(figsize=(11, 0.45 * len(t) + 1.8))
+        left = np.zeros(len(t))
+        for cause, values in seconds.loc[t.index].items():
+            ax.barh(y, values, left=left, color=CAUSE_COLORS[cause], edgecolor="grey",
+                    linewidth=0.3, hatch="//" if cause == causes.WAITING else None, label=cause)
+            left += values.to_numpy()
+        ax.scatter(t["wall_s"], y, marker="|", s=400, color="black", zorder=3, label="wall time")
+        ax.set_yticks(list(y), [label(row, files) for _, row in t.iterrows()])
+        ax.set_xlabel("seconds, median over the profiled runs")
+        ax.set_title(f"{cache} cache")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        figs.save(fig, f"causes-{cache}",
+                  f"Where the {cache} loads' time went, by cause (see *{WHERE_TITLE}*): the "
+                  "median seconds of each cause over each group's profiled runs, and the median "
+                  "wall time (|).")
+
+
+def frame_kind(frame: str) -> str:
+    """The cause a frame names, else other kernel or other user: its color in a flame graph."""
+    return causes.frame_cause(frame) or (causes.OTHER_KERNEL if causes.is_kernel(frame)
+                                         else causes.OTHER_USER)
+
+
+def short_frame(frame: str) -> str:
+    """A frame's name for a label: no `_[k]`, no namespace `(anonymous namespace)`, template
+    arguments and parameter lists left out."""
+    name = frame[:-4] if causes.is_kernel(frame) else frame
+    name, previous = name.replace("(anonymous namespace)::", ""), None
+    while name != previous:
+        previous, name = name, re.sub(r"<[^<>]*>|\([^()]*\)", "", name)
+    return name
+
+
+def draw_flame(rects: pd.DataFrame, title: str):
+    """A flame graph (causes.flame's rectangles): root at the bottom, width the share of the
+    samples, each frame colored by frame_kind and named where it is wide enough."""
+    total = rects.loc[rects["depth"] == 0, "samples"].sum()
+    levels = int(rects["depth"].max()) + 1
+    kinds = rects["frame"].map(frame_kind)
+    fig, ax = plt.subplots(figsize=(FLAME_WIDTH, 1.4 + 0.2 * levels))
+    ax.barh(rects["depth"], rects["samples"], left=rects["start"], height=0.92,
+            color=kinds.map(CAUSE_COLORS).tolist(), edgecolor="white", linewidth=0.3)
+    per_char = total * FLAME_FONT * 0.58 / (FLAME_WIDTH * 0.9 * 72)  # samples a letter takes
+    for q in rects.itertuples():
+        room = int(q.samples / per_char) - 1
+        if room >= 3:
+            name = short_frame(q.frame)
+            ax.text(q.start + per_char / 2, q.depth,
+                    name if len(name) <= room else name[:room - 1] + "…",
+                    fontsize=FLAME_FONT, va="center", clip_on=True)
+    ax.set_xlim(0, total)
+    ax.set_ylim(-0.5, levels - 0.5)
+    ax.set_yticks([])
+    ax.set_xticks(np.linspace(0, total, 11))
+    ax.xaxis.set_major_formatter(PercentFormatter(xmax=total, decimals=0))
+    ax.set_xlabel("share of the run's on-CPU samples (root at the bottom, callees above)")
+    present = [k for k in CAUSE_COLORS if k in set(kinds)]
+    ax.legend(handles=[Patch(color=CAUSE_COLORS[k], label=k) for k in present], fontsize=7,
+              loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5, frameon=False, title=title,
+              title_fontsize=9, alignment="left")
+    return fig
+
+
+def plot_flames(r: Results, rows: pd.DataFrame, files: int, figs: Figures) -> list[str]:
+    """A flame graph of each group's representative run, shown in the section: its Markdown."""
+    runs = causes.profiled(r).set_index("run_id")
+    out = []
+    for i, row in rows.iterrows():
+        run = runs.loc[row["run_id"]]
+        rects = causes.flame(causes.read_folded(run["folded"]))
+        if rects.empty:
+            continue
+        name = f"flame-{row['cache']}-{i}-" + re.sub(r"[^A-Za-z0-9]+", "-", row["strategy_spec"])
+        samples = int(rects.loc[rects["depth"] == 0, "samples"].sum())
+        what = f"{row['cache']} {label(row, files)}, run {row['run_id']}"
+        caption = (f"Flame graph, {what} (the group's run nearest its median time): "
+                   f"{samples} samples, {samples / run['hz']:.3f} s on CPU in "
+                   f"{run['wall_s']:.3f} s; colored by the cause each frame names (grey: none).")
+        figs.save(draw_flame(rects, what), name, caption, inline=True)
+        out.append(figure_md(name, caption))
+    return out
+
+
+def where_md(r: Results, profiled: pd.DataFrame, table: pd.DataFrame, files: int,
+             figs: Figures) -> str:
+    """The section: a table per cache state, its figure, and a flame graph per group."""
+    rows = cause_rows(profiled, table)
+    parts = [where_intro(r) if len(rows) else "No ok run has a profile."]
+    if len(rows):
+        seconds = cause_seconds(rows)
+        plot_causes(rows, seconds, files, figs)
+        parts.append(glossary_md(seconds.columns))
+        for cache in [c for c in ("cold", "warm") if c in set(rows["cache"])]:
+            t = rows[rows["cache"] == cache]
+            parts += [f"**{cache.capitalize()} start**", where_table_md(t, seconds, files)]
+    parts.append(profiles_missing_md(r, files))
+    flames = plot_flames(r, rows, files, figs)
+    if flames:
+        parts.append("Flame graphs of each group's run nearest its median time: a frame's width "
+                     "is its share of the run's on-CPU samples, its callees stand on it, and "
+                     "its color is the cause its own name gives (a sample's cause is that of "
+                     "the first such frame from the top).")
+    return "\n\n".join(p for p in parts + flames if p)
+
+
 def build(folder: str) -> dict:
     r = load(folder)
-    table = stats.summarize(r)
+    profiled = causes.summarize(r) if causes.shown(r) else None
+    table = stats.summarize(r, profiled)
     # Device strategies that could not run (no GPU here), and commands that could not, still
     # get a report that says why.
     if table.empty and not gpu.shown(r) and not peers.shown(r):
@@ -482,6 +703,8 @@ def build(folder: str) -> dict:
                       no_rounds=no_rounds)
         if md:
             sections += [f"## {cache.capitalize()} start", md]
+    if profiled is not None:
+        sections += [f"## {WHERE_TITLE}", where_md(r, profiled, table, files, figs)]
     if peers.shown(r):
         sections += [f"## {peers.TITLE}", peers.section_md(r, table)]
     ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
@@ -496,24 +719,26 @@ def build(folder: str) -> dict:
     if carryover.shown(r):
         sections += [f"## {carryover.TITLE}", carryover.section_md(r)]
     sections += ["## Runs left out", excluded_md(r), "## Figures"]
-    md_parts = sections + [f"![{caption}](figures/{name}.png)\n\n*{caption}*"
-                           for name, caption in figs.items]
+    md_parts = sections + [figure_md(name, caption) for name, caption in figs.listed()]
     markdown = "\n\n".join(p for p in md_parts if p) + "\n"
     with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
         f.write(markdown)
-    pngs = [(os.path.join(figs.dir, f"{name}.png"), caption) for name, caption in figs.items]
+    pngs = [(os.path.join(figs.dir, f"{name}.png"), caption) for name, caption in figs.listed()]
     with open(os.path.join(folder, "report.html"), "w", encoding="utf-8") as f:
-        f.write(html_page.page(title, sections, pngs))
+        f.write(html_page.page(title, sections, pngs, folder))
     # NaN (no baseline to compare with) and the unbounded intervals' infinities as null: JSON
     # has neither.
     out = {"folder": folder,
-           "groups": noise.records(table.drop(columns=["major_faults"], errors="ignore"))}
+           "groups": noise.records(table.drop(columns=["major_faults", "cause_shares"],
+                                              errors="ignore"))}
     if use is not None:
         out["after_load"] = noise.records(use)
     if gpu.shown(r):
         out["gpu"] = noise.records(gpu.summarize(r))
     if peers.shown(r):
         out.update(peers.summary(r, table))
+    if profiled is not None:
+        out.update(causes.summary(profiled, r))
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)

@@ -1,10 +1,11 @@
 """Aggregates of the runs that count, per group of comparable runs (strategy, options, role,
 cache state, file, workers, memory limit): median, min, max, IQR, the exact distribution-free 95%
-interval of the median (order statistics; none with fewer than 6 runs), GB/s, peak RSS, and the
+interval of the median (order statistics; none with fewer than 6 runs), GB/s, peak RSS, the
 speed-up over the condition's baseline: paired, from the rounds both ran in
 (analysis/paired.py: the baseline's time over the strategy's, the Hodges–Lehmann estimate with
-its signed-rank 95% interval), and with ceiling reads the strategy's fraction of the device's
-speed.
+its signed-rank 95% interval), with ceiling reads the strategy's fraction of the device's
+speed, and where the group's runs were profiled each cause's share of its wall time
+(analysis/causes.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from analysis import paired
+from analysis import causes, paired
 from analysis.results import GROUP, Results
 
 CONFIDENCE = 0.95
@@ -63,11 +64,13 @@ def median_interval(values) -> tuple[float, float]:
     return float(x[k - 1]), float(x[len(x) - k])
 
 
-def summarize(results: Results) -> pd.DataFrame:
+def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP), sorted by cache state then median time.
     The interval columns are NaN for groups of fewer than 6 runs. The speed-up columns are NaN
     where the group shares no round with its condition's baseline; the baseline's own row is 1
-    with `is_baseline` set where its condition ran in rounds."""
+    with `is_baseline` set where its condition ran in rounds. `cause_shares` is causes.shares'
+    (a dict of cause to share of wall time) where the group has profiled runs, else None;
+    `profiled` is causes.summarize's table, when the caller has it."""
     rows = []
     for key, group in results.ok.groupby(GROUP, sort=False):
         wall = group["wall_s"].to_numpy(dtype=float)
@@ -119,4 +122,6 @@ def summarize(results: Results) -> pd.DataFrame:
         table = table.assign(**{c: np.nan for c in DEVICE})
     else:
         table = table.merge(device, on=GROUP, how="left")
+    shares = causes.shares(causes.summarize(results) if profiled is None else profiled)
+    table["cause_shares"] = [shares.get(tuple(r[GROUP])) for _, r in table.iterrows()]
     return table.sort_values(["cache", "median_s"], kind="stable").reset_index(drop=True)

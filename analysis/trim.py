@@ -1,6 +1,7 @@
-"""A results folder made small enough to commit: env.json, runs.jsonl, adaptive.json and the
-experiment file as they are, and every timeline thinned to at most --rows rows (the first and
-the last kept, the rest evenly spaced), so that a figure drawn from it keeps its shape.
+"""A results folder made small enough to commit: env.json, runs.jsonl, adaptive.json, the
+experiment file and the profiles (profiles/*.folded, which the report's *Where the time went*
+reads) as they are, and every timeline thinned to at most --rows rows (the first and the last
+kept, the rest evenly spaced), so that a figure drawn from it keeps its shape.
 
     /usr/bin/python3 -m analysis.trim SRC DST [--rows 200]
 """
@@ -23,6 +24,9 @@ def trim(src: str, dst: str, rows: int) -> int:
     for name in ("env.json", "runs.jsonl", "adaptive.json", "experiment.toml"):
         if os.path.exists(os.path.join(src, name)):
             shutil.copy(os.path.join(src, name), os.path.join(dst, name))
+    if os.path.isdir(os.path.join(src, "profiles")):
+        shutil.copytree(os.path.join(src, "profiles"), os.path.join(dst, "profiles"),
+                        dirs_exist_ok=True)
     count = 0
     timelines = os.path.join(src, "timelines")
     for name in sorted(os.listdir(timelines)) if os.path.isdir(timelines) else []:

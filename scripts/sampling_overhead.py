@@ -1,7 +1,8 @@
-"""Does timeline sampling disturb the loads it watches? Runs with and without it, interleaved.
+"""Does timeline sampling (or profiling) disturb the loads it watches? Runs with and without it,
+interleaved.
 
 usage: scripts/sampling-overhead.sh FILE [--pairs N] [--strategies LIST] [--exec LABEL=CMD]...
-                                          [--cache STATE]
+                                          [--cache STATE] [--profile]
                                           [--sample-ms MS] [--out DIR] [--bin PATH]
 
 Each pair runs `loadbench run --reps 1` twice on FILE, once with --sample-ms 0 (no timeline)
@@ -15,6 +16,9 @@ runs itself under `loadbench lock`, so nothing else measures between them.
 --out (default results/sampling-overhead-<UTC time>) gets off-pairN/ and on-pairN/ (each run's
 results folder), table.txt and summary.json. Exit status: 0 every run ok and every ratio within
 tolerance; 1 some run not ok or some ratio outside; 2 bad input; 130 interrupted.
+
+With --profile the question is the profiler's cost instead: both sides sample timelines every
+MS, and the "on" side also runs with `--profile` (perf on every load, docs/profile.md).
 """
 import argparse
 import datetime
@@ -46,6 +50,8 @@ def parse_args(argv):
                    help="a command measured as `run --exec` does (repeatable)")
     p.add_argument("--cache", default="warm", choices=("cold", "warm", "both"))
     p.add_argument("--sample-ms", type=float, default=10.0, help="interval of the sampled side")
+    p.add_argument("--profile", action="store_true",
+                   help="compare --profile against none (both sides sampling timelines)")
     p.add_argument("--tolerance", type=float, default=0.02, help="allowed |ratio - 1|")
     p.add_argument("--out", default=None)
     p.add_argument("--bin", default=os.environ.get("LOADBENCH_BIN",
@@ -69,10 +75,11 @@ def parse_args(argv):
 
 def run_side(a, side, pair):
     out = os.path.join(a.out, f"{side}-pair{pair}")
-    ms = a.sample_ms if side == "on" else 0
+    ms = a.sample_ms if side == "on" or a.profile else 0
+    what = "profile" if a.profile else "sampling"
     cmd = [a.bin, "run", "--file", a.file, "--strategies", a.strategies, "--cache", a.cache,
-           "--reps", "1", "--sample-ms", f"{ms:g}", "--experiment", f"sampling-{side}",
-           "--out", out]
+           "--reps", "1", "--sample-ms", f"{ms:g}", "--experiment", f"{what}-{side}",
+           "--out", out] + (["--profile"] if a.profile and side == "on" else [])
     for text in a.exec:
         cmd += ["--exec", text]
     with open(out + ".log", "w") as log:
@@ -108,8 +115,8 @@ def main(argv):
                         walls.setdefault(key, {"off": [], "on": []})[side].append(r["wall_s"])
                     else:
                         bad += 1
-                print(f"[pair {pair + 1}/{a.pairs}] sampling {side}: {len(runs)} runs, exit {rc}",
-                      file=sys.stderr)
+                print(f"[pair {pair + 1}/{a.pairs}] {'profile' if a.profile else 'sampling'} "
+                      f"{side}: {len(runs)} runs, exit {rc}", file=sys.stderr)
     except KeyboardInterrupt:
         interrupted = True
 
@@ -123,8 +130,9 @@ def main(argv):
         rows.append({"strategy": spec, "cache": cache, "n_off": len(off), "n_on": len(on),
                      "median_off_s": m_off, "median_on_s": m_on, "ratio": ratio,
                      "within": abs(ratio - 1) <= a.tolerance})
-    lines = [f"timeline sampling every {a.sample_ms:g} ms vs none, {a.pairs} interleaved pairs, "
-             f"file {a.file}",
+    what = ("--profile vs none (timelines every {:g} ms on both sides)" if a.profile
+            else "timeline sampling every {:g} ms vs none").format(a.sample_ms)
+    lines = [f"{what}, {a.pairs} interleaved pairs, file {a.file}",
              f"{'strategy':<24} {'cache':<5} {'n':>5} {'off median_s':>13} {'on median_s':>12} "
              f"{'on/off':>7}  within {a.tolerance:.0%}"]
     for r in rows:
@@ -137,6 +145,7 @@ def main(argv):
         f.write(table)
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump({"file": a.file, "pairs": a.pairs, "sample_ms": a.sample_ms,
+                   "compared": "profile" if a.profile else "sampling",
                    "tolerance": a.tolerance, "runs_not_ok": bad, "interrupted": interrupted,
                    "rows": rows}, f, indent=2)
     if interrupted:

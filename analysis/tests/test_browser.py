@@ -44,6 +44,9 @@ window.addEventListener('load', () => {
     # exec commands: each peer that ran has a row in the cold and warm tables and in the Peers
     # section's table of each (numpy-fromfile also in its Commands table)
     ("peers", 6, ("numpy-fromfile", "dd (unverified)"), 4),
+    # profiles: each group has a row in its start table, its Where the time went table and
+    # the After the load table; the flame graphs are figures within that section
+    ("profiles", 5, ("fread", "io_uring:buffer=thp"), 6),
 ])
 def test_every_figure_loads_and_the_tables_are_there(tmp_path, fixture, tables, specs,
                                                      rows_each):

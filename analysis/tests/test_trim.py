@@ -1,5 +1,5 @@
-"""trim keeps a results folder's records whole and thins its timelines, first and last row
-kept."""
+"""trim keeps a results folder's records and profiles whole and thins its timelines, first and
+last row kept."""
 
 import os
 import shutil
@@ -32,3 +32,12 @@ def test_the_adaptive_stop_record_is_kept(tmp_path):
     (src / "adaptive.json").write_text('{"rounds": 9, "stopped": "target met"}')
     trim.trim(str(src), str(tmp_path / "dst"), 200)
     assert (tmp_path / "dst" / "adaptive.json").read_text() == (src / "adaptive.json").read_text()
+
+
+def test_the_profiles_are_kept_whole(tmp_path):
+    src = os.path.join(os.path.dirname(__file__), "fixtures", "profiles")
+    trim.trim(src, str(tmp_path / "dst"), 200)
+    names = sorted(os.listdir(os.path.join(src, "profiles")))
+    assert sorted(os.listdir(tmp_path / "dst" / "profiles")) == names
+    with open(os.path.join(src, "profiles", names[0])) as f:
+        assert (tmp_path / "dst" / "profiles" / names[0]).read_text() == f.read()

@@ -16,7 +16,7 @@
 //   seed = 0                       #   draw from `seed`
 //   timeout_s = 600                # per run, 0 = none (default 0)
 //   profile = true                 # a CPU profile of every load (perf; docs/profile.md)
-//   profile_hz = 1000              #   samples per second (default 1000)
+//   profile_hz = 250               #   samples per second (default 250)
 //   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
@@ -71,7 +71,7 @@
 
 namespace loadbench {
 
-inline constexpr int kDefaultProfileHz = 1000;
+inline constexpr int kDefaultProfileHz = 250;
 inline constexpr int kMaxProfileHz = 10000;
 
 struct ExperimentFile {

@@ -1,0 +1,300 @@
+"""Where the time went (analysis/causes.py) on the real profiles of fixtures/profiles (see its
+README.md): recorded call chains fall to the cause their leaf-most named frame gives, no profile
+leaves much to the fallbacks, a single-threaded run's causes and waiting add up to its wall
+time, a bad folded file is one line naming it, and the report has the section, its figures
+and flame graphs and a `why` from the profile, while a folder without profiles has none."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import build_report_of
+
+from analysis import causes, report, results
+from analysis.results import ResultsError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+FIXTURE = os.path.join(FIXTURES, "profiles")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FREAD_WARM, IO_URING_WARM = "20261202T010024-0008", "20261202T010024-0010"
+ODIRECT_WARM, MMAP_SEQ_WARM, THP_WARM = ("20261202T010024-0012", "20261202T010024-0011",
+                                         "20261202T010024-0013")
+FREAD_COLD, THP_COLD = "20261202T010024-0001", "20261202T010024-0006"
+TITLE = f"## {report.WHERE_TITLE}"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_report_of(tmp_path_factory, FIXTURE)
+
+
+def folded(run_id):
+    return os.path.join(FIXTURE, "profiles", f"{run_id}.folded")
+
+
+def record(run_id):
+    with open(os.path.join(FIXTURE, "runs.jsonl")) as f:
+        return next(r for r in map(json.loads, f) if r["run_id"] == run_id)
+
+
+def recorded(run_id, *tail):
+    """The frames of the first call chain of the run's profile that ends in `tail`."""
+    found = [frames for frames, _ in causes.read_folded(folded(run_id))
+             if frames[-len(tail):] == tail]
+    assert found, f"{run_id}: no call chain ends in {tail}"
+    return found[0]
+
+
+def section(md):
+    return md.split(TITLE, 1)[1].split("\n## ", 1)[0]
+
+
+def copy(tmp_path, edit):
+    """A copy of the fixture whose records `edit(records)` changes in place."""
+    folder = tmp_path / "profiles"
+    shutil.copytree(FIXTURE, folder)
+    records = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()]
+    edit(records)
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder
+
+
+@pytest.mark.parametrize("run_id, tail, cause", [
+    # The hypervisor's time, seen where the fault re-enables interrupts, inside the copy.
+    (FREAD_WARM, ("__memmove_avx512_unaligned_erms", "asm_exc_page_fault_[k]",
+                  "exc_page_fault_[k]", "__raw_callee_save_pvm_irq_enable_[k]",
+                  "pvm_irq_enable_[k]"), "hypervisor and exception entry"),
+    (FREAD_WARM, ("__memmove_avx512_unaligned_erms", "asm_exc_page_fault_[k]",
+                  "exc_page_fault_[k]", "handle_mm_fault_[k]", "__handle_mm_fault_[k]"),
+     "page-fault handling"),
+    (THP_WARM, ("vma_alloc_anon_folio_pmd_[k]", "folio_zero_user_[k]", "clear_page_erms_[k]"),
+     "page zeroing"),
+    # A fault inside the kernel's copy, zeroing a 2 MiB page: the zeroing's time.
+    (THP_COLD, ("_copy_to_iter_[k]", "asm_exc_page_fault_[k]", "exc_page_fault_[k]",
+                "handle_mm_fault_[k]", "__handle_mm_fault_[k]",
+                "do_huge_pmd_anonymous_page_[k]", "vma_alloc_anon_folio_pmd_[k]",
+                "folio_zero_user_[k]"), "page zeroing"),
+    (FREAD_COLD, ("filemap_read_[k]", "copy_page_to_iter_[k]", "_copy_to_iter_[k]"),
+     "kernel copy to user"),
+    (IO_URING_WARM, ("__io_read_[k]", "filemap_read_[k]", "copy_page_to_iter_[k]",
+                     "_copy_to_iter_[k]"), "kernel copy to user"),
+    (IO_URING_WARM, ("__do_sys_io_uring_enter_[k]", "io_submit_sqes_[k]"),
+     "I/O submission and completion"),
+    (ODIRECT_WARM, ("virtio_queue_rq_[k]", "virtqueue_notify_[k]", "vp_notify_[k]",
+                    "iowrite16_[k]"), "I/O submission and completion"),
+    (FREAD_WARM, ("loadbench::UsePipeline::LoadModel", "__memmove_avx512_unaligned_erms"),
+     "the strategy's copy"),
+    (MMAP_SEQ_WARM, ("loadbench", "[unknown]", "XXH3_64bits_update"), "the consumer"),
+    (MMAP_SEQ_WARM, ("[unknown]", "XXH3_64bits_update", "asm_exc_page_fault_[k]",
+                     "exc_page_fault_[k]", "__raw_callee_save_pvm_irq_enable_[k]",
+                     "pvm_irq_enable_[k]"), "hypervisor and exception entry"),
+])
+def test_recorded_call_chains_fall_to_their_cause(run_id, tail, cause):
+    assert causes.classify(recorded(run_id, *tail)) == cause
+
+
+def test_the_leaf_decides_where_the_chain_stops():
+    """io_uring's read: the kernel's copy when the sample was in it, I/O when in __io_read
+    itself (the same recorded chain, cut there); a frame no cause names passes it on."""
+    chain = recorded(IO_URING_WARM, "__io_read_[k]", "filemap_read_[k]",
+                     "copy_page_to_iter_[k]", "_copy_to_iter_[k]")
+    assert causes.classify(chain) == "kernel copy to user"
+    cut = chain[:chain.index("__io_read_[k]") + 1]
+    assert causes.classify(cut) == "I/O submission and completion"
+    assert causes.classify(cut + ("_raw_spin_lock_[k]",)) == "I/O submission and completion"
+    assert causes.classify(("loadbench", "[unknown]", "_int_malloc")) == causes.OTHER_USER
+    assert causes.classify(("loadbench", "ret_from_fork_[k]")) == causes.OTHER_KERNEL
+    # The user-space copy's patterns do not take a kernel memcpy.
+    assert causes.frame_cause("memcpy_orig_[k]") is None
+    assert causes.frame_cause("__memcpy_[k]") is None
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(os.path.join(FIXTURE, "profiles"))))
+def test_no_profile_leaves_a_tenth_to_the_fallbacks(name):
+    run_id = name[:-len(".folded")]
+    r = record(run_id)
+    s = causes.seconds(causes.read_folded(folded(run_id)), r["profile"]["hz"], r["wall_s"])
+    on_cpu = s[causes.NAMES].sum()
+    assert on_cpu == pytest.approx(r["profile"]["on_cpu_s"])
+    assert (s[causes.OTHER_KERNEL] + s[causes.OTHER_USER]) / on_cpu < 0.10
+
+
+def test_a_single_threaded_runs_causes_and_waiting_add_up_to_its_wall_time():
+    for run_id in (FREAD_WARM, ODIRECT_WARM, MMAP_SEQ_WARM):
+        r = record(run_id)
+        s = causes.seconds(causes.read_folded(folded(run_id)), r["profile"]["hz"], r["wall_s"])
+        assert list(s.index) == causes.NAMES + [causes.WAITING]
+        assert s.sum() == pytest.approx(r["wall_s"])
+        assert s[causes.WAITING] == pytest.approx(r["wall_s"] - r["profile"]["on_cpu_s"])
+    odirect = causes.seconds(causes.read_folded(folded(ODIRECT_WARM)), 1000, 1.420722876)
+    assert odirect[causes.WAITING] == pytest.approx(0.184722876)  # 1236 samples at 1000 Hz
+    # Several threads can be on CPU for longer than the wall time: waiting is then 0.
+    busy = causes.seconds(causes.read_folded(folded(FREAD_WARM)), 1000, 1.0)
+    assert busy[causes.WAITING] == 0 and busy.sum() == pytest.approx(2.316)
+
+
+def test_the_fixtures_shares_are_what_its_readme_says():
+    table = causes.summarize(results.load(FIXTURE))
+    row = table.set_index(["strategy_spec", "cache"]).loc[("fread", "warm")]
+    share = {c: row[c] / row["wall_s"] for c in causes.NAMES + [causes.WAITING]}
+    assert round(share["the strategy's copy"], 2) == 0.55
+    assert round(share["hypervisor and exception entry"], 2) == 0.32
+    thp = table.set_index(["strategy_spec", "cache"]).loc[("io_uring:buffer=thp", "warm")]
+    assert round(thp["page zeroing"] / thp["wall_s"], 2) == 0.90
+
+
+def test_a_group_is_its_profiled_runs_medians_and_its_run_nearest_the_median(tmp_path):
+    """Two more warm fread runs (the same profile, other wall times) and one unprofiled: the
+    median wall time of the group's 4 ok runs is 2.5 s, and the profiled run nearest it the
+    one of 2.6 s; waiting is the median of each run's own."""
+    def more(records):
+        fread = next(r for r in records if r["run_id"] == FREAD_WARM)
+        for run_id, wall in (("extra-1", 2.6), ("extra-2", 3.5)):
+            records.append({**fread, "run_id": run_id, "wall_s": wall})
+        unprofiled = {k: v for k, v in fread.items() if k != "profile"}
+        records.append({**unprofiled, "run_id": "extra-3", "wall_s": 2.4})
+
+    r = results.load(str(copy(tmp_path, more)))
+    row = causes.summarize(r).set_index(["strategy_spec", "cache"]).loc[("fread", "warm")]
+    assert row["n"] == 3 and row["run_id"] == "extra-1"
+    assert row["wall_s"] == pytest.approx(2.6) and row["on_cpu_s"] == pytest.approx(2.316)
+    assert row[causes.WAITING] == pytest.approx(2.6 - 2.316)
+    assert row["the strategy's copy"] == pytest.approx(1.272)
+
+
+@pytest.mark.parametrize("text, where", [
+    ("loadbench;main 12\nloadbench;main;read twelve\n", ":2: not a folded call chain"),
+    ("loadbench;main 12\n\n", ":2: not a folded call chain"),
+    ("42\n", ":1: not a folded call chain"),
+])
+def test_a_malformed_folded_file_is_an_error_naming_its_line(tmp_path, text, where):
+    path = tmp_path / "bad.folded"
+    path.write_text(text)
+    with pytest.raises(ResultsError, match=f"bad.folded{where}"):
+        causes.read_folded(str(path))
+
+
+def test_a_missing_or_bad_profile_is_exit_2_in_one_line(tmp_path):
+    with pytest.raises(ResultsError, match="nothing.folded: cannot read the profile"):
+        causes.read_folded(str(tmp_path / "nothing.folded"))
+    folder = copy(tmp_path, lambda records: None)
+    with open(folder / "profiles" / f"{FREAD_WARM}.folded", "a") as f:
+        f.write("loadbench;main;[unknown]\n")
+    p = subprocess.run([sys.executable, "-m", "analysis.report", str(folder)], cwd=REPO,
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert f"{FREAD_WARM}.folded:58: not a folded call chain" in p.stderr
+
+
+def test_the_report_says_where_the_time_went(built):
+    md = (built / "report.md").read_text()
+    assert md.index("## Warm start") < md.index(TITLE) < md.index("## After the load")
+    where = section(md)
+    assert "wall time minus the on-CPU time" in where and "PVM" in where
+    for cache in ("Cold", "Warm"):
+        assert f"**{cache} start**" in where
+    rows = [line for line in where.splitlines() if line.startswith("| fread |")]
+    assert len(rows) == 2  # cold and warm, named as in the other tables
+    head = next(line for line in where.splitlines() if line.startswith("| strategy |"))
+    assert "| the strategy's copy |" in head and head.endswith("| waiting (off-CPU) |")
+    assert "scheduling" not in head  # under 1% everywhere: summed into the smaller causes
+    cells = [c.strip() for c in rows[1].strip("|").split("|")]
+    assert cells[:4] == ["fread", "1", "2.322", "2.316"]
+    assert "1.272 (55%)" in cells and cells[-1] == "0.006 (0%)"
+
+
+def test_why_says_what_the_profile_says(built):
+    md = (built / "report.md").read_text()
+    warm = md.split("## Warm start", 1)[1].split("\n## ", 1)[0]
+    fread = next(line for line in warm.splitlines() if line.startswith("| fread |"))
+    assert fread.endswith("| profile: 55% the strategy's copy, 32% hypervisor and exception "
+                          "entry |")
+    odirect = next(line for line in warm.splitlines() if line.startswith("| odirect |"))
+    assert odirect.endswith("| profile: 78% the consumer, 13% waiting (off-CPU) |")
+
+
+def test_the_figures_and_flame_graphs_are_there(built):
+    names = set(os.listdir(built / "figures"))
+    assert {"causes-cold.png", "causes-warm.png", "causes-warm.svg"} <= names
+    flames = sorted(n for n in names if n.startswith("flame-") and n.endswith(".svg"))
+    assert len(flames) == 8  # one per group
+    for name in flames:
+        assert (built / "figures" / name).stat().st_size > 10_000
+        assert (built / "figures" / name.replace(".svg", ".png")).stat().st_size > 0
+    md = (built / "report.md").read_text()
+    where, figures = section(md), md.split("## Figures", 1)[1]
+    for name in flames:  # shown under the section, not again in the list at the end
+        png = name.replace(".svg", ".png")
+        assert f"](figures/{png})" in where and png not in figures
+    assert "](figures/causes-warm.png)" in figures
+    html = (built / "report.html").read_text()
+    pngs = [n for n in names if n.endswith(".png")]
+    assert html.count('src="data:image/png;base64,') == len(pngs)
+    assert html.index(report.WHERE_TITLE) < html.index("<figure>") < html.index("After the load")
+
+
+def test_summary_json_has_the_causes(built):
+    summary = json.loads((built / "summary.json").read_text())
+    by = {(c["strategy_spec"], c["cache"]): c for c in summary["causes"]}
+    assert len(by) == 8 and summary["profiles_missing"] == []
+    fread = by[("fread", "warm")]
+    assert fread["run_id"] == FREAD_WARM and fread["n"] == 1
+    assert fread["on_cpu_s"] == pytest.approx(2.316)
+    assert fread["waiting_s"] == pytest.approx(2.321994053 - 2.316)
+    assert fread["seconds"]["the strategy's copy"] == pytest.approx(1.272)
+    assert set(fread["seconds"]) == set(causes.NAMES)
+    assert all("cause_shares" not in g for g in summary["groups"])
+
+
+def test_profiles_not_taken_are_listed_with_why(tmp_path):
+    why = "perf record failed: Thread and evlist pollfd index mismatch"
+
+    def no_profile(records):
+        odirect = next(r for r in records if r["run_id"] == ODIRECT_WARM)
+        odirect.update(profile=None, profile_error=why)
+
+    folder = copy(tmp_path, no_profile)
+    report.build(str(folder))
+    where = section((folder / "report.md").read_text())
+    assert f"- odirect, warm: 1 run ({ODIRECT_WARM}): {why}" in where
+    assert "| odirect |" not in where
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["profiles_missing"] == [{"run_id": ODIRECT_WARM, "strategy_spec": "odirect",
+                                            "cache": "warm", "status": "ok",
+                                            "profile_error": why}]
+    assert len(summary["causes"]) == 7
+    md = (folder / "report.md").read_text()
+    odirect = next(line for line in md.split("## Warm start", 1)[1].splitlines()
+                   if line.startswith("| odirect |"))
+    assert "profile:" not in odirect  # the fault-count rule, as without a profile
+
+
+def test_a_folder_whose_profiles_all_failed_says_why(tmp_path):
+    def none_taken(records):
+        for r in records:
+            r.update(profile=None, profile_error="perf did not exit 10 s after the worker")
+
+    folder = copy(tmp_path, none_taken)
+    report.build(str(folder))
+    where = section((folder / "report.md").read_text())
+    assert where.strip().startswith("No ok run has a profile.")
+    assert "- fread, warm: 1 run (20261202T010024-0008): perf did not exit" in where
+    assert not any(n.startswith(("flame-", "causes-")) for n in os.listdir(folder / "figures"))
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["causes"] == [] and len(summary["profiles_missing"]) == 8
+
+
+@pytest.mark.parametrize("fixture", ["small", "after", "peers"])
+def test_a_folder_without_profiles_has_no_section(tmp_path, fixture):
+    folder = tmp_path / fixture
+    shutil.copytree(os.path.join(FIXTURES, fixture), folder)
+    assert not causes.shown(results.load(str(folder)))
+    report.build(str(folder))
+    md = (folder / "report.md").read_text()
+    assert report.WHERE_TITLE not in md and "profile:" not in md
+    assert not any(n.startswith(("flame-", "causes-")) for n in os.listdir(folder / "figures"))
+    summary = json.loads((folder / "summary.json").read_text())
+    assert "causes" not in summary and "profiles_missing" not in summary
