@@ -431,7 +431,9 @@ def machine_facts(env: dict) -> dict[str, str]:
         "cpu": f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores",
         "memory": f"{gib(host.get('memory_bytes', 0))}, swap "
                   f"{gib(env.get('memory', {}).get('swap_total_bytes', 0))}",
-        "virtualization": "yes (hypervisor flag)" if virt.get("hypervisor_flag") else "no",
+        "virtualization": ("yes (hypervisor flag)" if virt.get("hypervisor_flag") else "no")
+                          + ("; free memory handed back to the host (virtio-balloon free page "
+                             "reporting)" if virt.get("free_page_reporting") else ""),
         "kernel": str(kernel.get("release", "?")),
         "storage": f"{storage.get('device', '?')} ({storage.get('driver', '?')}, model "
                    f"{storage.get('model') or '?'}, rotational {storage.get('rotational')}, "

@@ -160,6 +160,19 @@ Json Kernel() {
   return k;
 }
 
+// Whether a virtio balloon device hands the guest's free memory back to the host (feature bit
+// 5, VIRTIO_BALLOON_F_REPORTING): memory freed and left alone then costs a host fault at its
+// next first touch. Null without a balloon device.
+std::optional<bool> BalloonFreePageReporting() {
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator("/sys/bus/virtio/devices", ec)) {
+    if (ReadTrimmed(d.path() / "device") != "0x0005") continue;  // VIRTIO_ID_BALLOON
+    const std::optional<std::string> bits = ReadTrimmed(d.path() / "features");
+    if (bits && bits->size() > 5) return (*bits)[5] == '1';
+  }
+  return std::nullopt;
+}
+
 Json Virtualization(const std::optional<std::string>& cpuinfo) {
   Json v;
   // The "hypervisor" CPU flag exists on x86 only: without a flags line it is unknown (null).
@@ -177,6 +190,10 @@ Json Virtualization(const std::optional<std::string>& cpuinfo) {
   v["hypervisor_flag"] = Opt(flag);
   v["sys_vendor"] = Str(ReadTrimmed("/sys/class/dmi/id/sys_vendor"));
   v["product_name"] = Str(ReadTrimmed("/sys/class/dmi/id/product_name"));
+  v["free_page_reporting"] = Opt(BalloonFreePageReporting());
+  // The smallest free block reported, as a page order (9: 2 MiB).
+  v["page_reporting_order"] =
+      Opt(ReadInt("/sys/module/page_reporting/parameters/page_reporting_order"));
   return v;
 }
 

@@ -51,6 +51,25 @@ TEST(EnvTest, HostAndKernel) {
   EXPECT_TRUE(m == "cachestat" || m == "mincore") << m;
 }
 
+// The balloon's free page reporting as the kernel shows it: true or false where a virtio
+// balloon device exists, null where none does.
+TEST(EnvTest, FreePageReportingMatchesTheBalloonsFeatureBits) {
+  const Json v = CollectEnv("")["virtualization"];
+  std::optional<bool> expected;
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator("/sys/bus/virtio/devices", ec)) {
+    std::ifstream device(d.path() / "device"), features(d.path() / "features");
+    std::string id, bits;
+    if (device >> id && id == "0x0005" && features >> bits) expected = bits.at(5) == '1';
+  }
+  if (expected) {
+    EXPECT_EQ(v["free_page_reporting"], *expected);
+  } else {
+    EXPECT_TRUE(v["free_page_reporting"].is_null());
+  }
+  EXPECT_TRUE(v.contains("page_reporting_order"));
+}
+
 TEST(EnvTest, MissingPathGivesNullStorage) {
   Json env;
   ASSERT_NO_THROW(env = CollectEnv("/nonexistent/loadbench/weights.bin"));
