@@ -52,3 +52,22 @@ def test_two_pairs_measure_both_sides_of_every_strategy():
             assert all(isinstance(x["timeline"], str) for x in on)
             assert all(x["timeline"] is None for x in off)
         assert "on/off" in r.stdout and "fread" in r.stdout
+
+
+@needs_bin
+def test_profile_compares_profiled_runs_with_unprofiled_ones():
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        model = os.path.join(d, "m.wlf")
+        subprocess.run([BIN, "gen", "--preset", "llama", "--size", "4MiB", "--out", model,
+                        "--quiet"], check=True)
+        out = os.path.join(d, "out")
+        r = run(model, "--pairs", "1", "--strategies", "mmap", "--cache", "warm", "--profile",
+                "--tolerance", "100", "--out", out)
+        assert r.returncode == 0, r.stderr
+        assert json.load(open(os.path.join(out, "summary.json")))["compared"] == "profile"
+        on = [json.loads(l) for l in open(os.path.join(out, "on-pair0", "runs.jsonl"))]
+        off = [json.loads(l) for l in open(os.path.join(out, "off-pair0", "runs.jsonl"))]
+        # Both sides sample timelines; only the "on" side asked for profiles.
+        assert all(isinstance(x["timeline"], str) for x in on + off)
+        assert all("profile" in x for x in on) and not any("profile" in x for x in off)
+        assert "--profile vs none" in r.stdout
