@@ -49,6 +49,12 @@ def test_every_load_gets_its_folded_profile(setup):
     assert env_json["profile"]["hz"] == 2000
     if "unavailable" in env_json["profile"]:
         pytest.skip(env_json["profile"]["unavailable"])
+    failed = [r["profile_error"] for r in records(out) if r.get("profile_error")]
+    if failed and all(e.startswith(("perf record failed", "perf did not")) for e in failed):
+        # perf is installed and allowed, but this machine (a container without
+        # perf_event_open, say) does not let it record: the runs went on, as they must.
+        assert all(r["status"] == "ok" for r in records(out))
+        pytest.skip(failed[0])
     for r in records(out):
         assert r["status"] == "ok"
         prof = r["profile"]
