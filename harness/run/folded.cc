@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -139,7 +140,7 @@ Status FoldPerfData(const std::string& perf, const std::string& data_path, Folde
   if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
     return Status::Failed(fmt::format("perf script {} failed (status {})", data_path, wstatus));
   }
-  std::istringstream in(text);
+  std::istringstream in(std::move(text));
   return FoldPerfScript(in, out);
 }
 

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "harness/run/exec.h"
+#include "harness/run/spawn.h"
 
 namespace loadbench {
 namespace {
@@ -30,20 +31,6 @@ std::string LastLine(const std::string& path) {
   return last;
 }
 
-// In the child, after fork: moves `fds` to 3, 4, ... (first above them all, so that no move
-// overwrites another), clearing close-on-exec. Only async-signal-safe calls.
-bool PlaceFds(const int* fds, int n) {
-  int high[4];
-  for (int i = 0; i < n; ++i) {
-    high[i] = ::fcntl(fds[i], F_DUPFD, 16);
-    if (high[i] < 0) return false;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (::dup2(high[i], 3 + i) < 0) return false;
-  }
-  return true;
-}
-
 // In the child: perf record, attached to `pid`, disabled until the worker enables it.
 [[noreturn]] void ExecPerf(const char* perf, const char* pid, const char* hz, const char* data,
                            const char* log, int ctl_rd, int ack_wr) {
@@ -51,8 +38,8 @@ bool PlaceFds(const int* fds, int n) {
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const int fds[2] = {ctl_rd, ack_wr};
-  if (!PlaceFds(fds, 2)) ::_exit(127);
+  int fds[2] = {ctl_rd, ack_wr};
+  if (!PlaceFdsFromChild(fds, 2)) ::_exit(127);
   const int null = ::open("/dev/null", O_RDONLY);
   const int out = ::open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (null < 0 || out < 0) ::_exit(127);

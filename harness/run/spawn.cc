@@ -54,15 +54,8 @@ struct WorkerFds {
   // The OOM killer must pick a worker, never the harness that records its death.
   SetOomScoreAdjFromChild(1000);
   if (!req.cgroup_procs.empty() && !JoinCgroupFromChild(req.cgroup_procs.c_str())) ::_exit(126);
-  // Each moved above 16 first, so that placing one at 3..6 never overwrites another; dup2
-  // clears O_CLOEXEC on the placed copy.
-  int* all[] = {&fds.result, &fds.hold, &fds.profile_ctl, &fds.profile_ack};
-  for (int* fd : all) {
-    if (*fd >= 0 && (*fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, 16)) < 0) ::_exit(127);
-  }
-  for (int i = 0; i < 4; ++i) {
-    if (*all[i] >= 0 && ::dup2(*all[i], 3 + i) < 0) ::_exit(127);
-  }
+  int placed[] = {fds.result, fds.hold, fds.profile_ctl, fds.profile_ack};
+  if (!PlaceFdsFromChild(placed, 4)) ::_exit(127);
   int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) ::dup2(devnull, 0);
   const char* hold_arg = fds.hold >= 0 ? "4" : "-1";
@@ -291,6 +284,16 @@ void Group::FinishProfile(Child& c, bool killed, WorkerOutcome* o) const {
 }
 
 }  // namespace
+
+bool PlaceFdsFromChild(int* fds, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (fds[i] >= 0 && (fds[i] = ::fcntl(fds[i], F_DUPFD_CLOEXEC, 16)) < 0) return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (fds[i] >= 0 && ::dup2(fds[i], 3 + i) < 0) return false;  // dup2 clears O_CLOEXEC
+  }
+  return true;
+}
 
 std::vector<WorkerOutcome> SpawnWorkers(const SpawnRequest& req, bool* interrupted) {
   std::vector<WorkerOutcome> out(static_cast<size_t>(req.procs));

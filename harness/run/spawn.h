@@ -40,6 +40,11 @@ struct WorkerOutcome {
   std::string profile_error;  // why a profile asked for was not taken
 };
 
+// In a child after fork, before exec (async-signal-safe): puts fds[i] at descriptor 3 + i,
+// each first copied above 16 so that no placement overwrites another, and the placed copies
+// stay open across exec; a -1 leaves its number free. False when a descriptor cannot be moved.
+bool PlaceFdsFromChild(int* fds, int n);
+
 // Runs `req.procs` workers to the end. On timeout or interruption kills them all; interrupted,
 // it sets *interrupted and the outcomes mean nothing.
 std::vector<WorkerOutcome> SpawnWorkers(const SpawnRequest& req, bool* interrupted);

@@ -21,6 +21,16 @@ def run(*args):
                           timeout=300)
 
 
+@pytest.fixture(scope="module")
+def model():
+    """A small generated model, shared by the tests that run pairs on it."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        path = os.path.join(d, "m.wlf")
+        subprocess.run([BIN, "gen", "--preset", "llama", "--size", "4MiB", "--out", path,
+                        "--quiet"], check=True)
+        yield path
+
+
 @needs_bin
 def test_missing_file_is_bad_input_naming_it():
     r = run("/nonexistent/model.wlf")
@@ -29,45 +39,37 @@ def test_missing_file_is_bad_input_naming_it():
 
 
 @needs_bin
-def test_two_pairs_measure_both_sides_of_every_strategy():
-    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
-        model = os.path.join(d, "m.wlf")
-        subprocess.run([BIN, "gen", "--preset", "llama", "--size", "4MiB", "--out", model,
-                        "--quiet"], check=True)
-        out = os.path.join(d, "out")
-        # A tolerance no real pair can miss: this test checks the bookkeeping, not the machine.
-        r = run(model, "--pairs", "2", "--strategies", "fread,mmap", "--tolerance", "100",
-                "--out", out)
-        assert r.returncode == 0, r.stderr
-        summary = json.load(open(os.path.join(out, "summary.json")))
-        assert summary["runs_not_ok"] == 0
-        assert {row["strategy"] for row in summary["rows"]} == {"fread", "mmap"}
-        for row in summary["rows"]:
-            assert row["n_off"] == 2 and row["n_on"] == 2
-            assert row["ratio"] == pytest.approx(row["median_on_s"] / row["median_off_s"])
-        # The sampled side wrote timelines, the other did not.
-        for pair in (0, 1):
-            on = [json.loads(l) for l in open(os.path.join(out, f"on-pair{pair}", "runs.jsonl"))]
-            off = [json.loads(l) for l in open(os.path.join(out, f"off-pair{pair}", "runs.jsonl"))]
-            assert all(isinstance(x["timeline"], str) for x in on)
-            assert all(x["timeline"] is None for x in off)
-        assert "on/off" in r.stdout and "fread" in r.stdout
+def test_two_pairs_measure_both_sides_of_every_strategy(model):
+    out = os.path.join(os.path.dirname(model), "out-pairs")
+    # A tolerance no real pair can miss: this test checks the bookkeeping, not the machine.
+    r = run(model, "--pairs", "2", "--strategies", "fread,mmap", "--tolerance", "100",
+            "--out", out)
+    assert r.returncode == 0, r.stderr
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    assert summary["runs_not_ok"] == 0
+    assert {row["strategy"] for row in summary["rows"]} == {"fread", "mmap"}
+    for row in summary["rows"]:
+        assert row["n_off"] == 2 and row["n_on"] == 2
+        assert row["ratio"] == pytest.approx(row["median_on_s"] / row["median_off_s"])
+    # The sampled side wrote timelines, the other did not.
+    for pair in (0, 1):
+        on = [json.loads(l) for l in open(os.path.join(out, f"on-pair{pair}", "runs.jsonl"))]
+        off = [json.loads(l) for l in open(os.path.join(out, f"off-pair{pair}", "runs.jsonl"))]
+        assert all(isinstance(x["timeline"], str) for x in on)
+        assert all(x["timeline"] is None for x in off)
+    assert "on/off" in r.stdout and "fread" in r.stdout
 
 
 @needs_bin
-def test_profile_compares_profiled_runs_with_unprofiled_ones():
-    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
-        model = os.path.join(d, "m.wlf")
-        subprocess.run([BIN, "gen", "--preset", "llama", "--size", "4MiB", "--out", model,
-                        "--quiet"], check=True)
-        out = os.path.join(d, "out")
-        r = run(model, "--pairs", "1", "--strategies", "mmap", "--cache", "warm", "--profile",
-                "--tolerance", "100", "--out", out)
-        assert r.returncode == 0, r.stderr
-        assert json.load(open(os.path.join(out, "summary.json")))["compared"] == "profile"
-        on = [json.loads(l) for l in open(os.path.join(out, "on-pair0", "runs.jsonl"))]
-        off = [json.loads(l) for l in open(os.path.join(out, "off-pair0", "runs.jsonl"))]
-        # Both sides sample timelines; only the "on" side asked for profiles.
-        assert all(isinstance(x["timeline"], str) for x in on + off)
-        assert all("profile" in x for x in on) and not any("profile" in x for x in off)
-        assert "--profile vs none" in r.stdout
+def test_profile_compares_profiled_runs_with_unprofiled_ones(model):
+    out = os.path.join(os.path.dirname(model), "out-profile")
+    r = run(model, "--pairs", "1", "--strategies", "mmap", "--cache", "warm", "--profile",
+            "--tolerance", "100", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(os.path.join(out, "summary.json")))["compared"] == "profile"
+    on = [json.loads(l) for l in open(os.path.join(out, "on-pair0", "runs.jsonl"))]
+    off = [json.loads(l) for l in open(os.path.join(out, "off-pair0", "runs.jsonl"))]
+    # Both sides sample timelines; only the "on" side asked for profiles.
+    assert all(isinstance(x["timeline"], str) for x in on + off)
+    assert all("profile" in x for x in on) and not any("profile" in x for x in off)
+    assert "--profile vs none" in r.stdout
