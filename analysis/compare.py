@@ -29,7 +29,7 @@ from analysis.results import ResultsError, json_default, load, spec_label
 ALPHA = 0.05
 # Runs are matched across folders by these; the file by its name, since paths differ between
 # machines.
-MATCH = ["strategy_spec", "role", "cache", "file_name", "procs", "memory_limit_bytes"]
+MATCH = ["strategy_spec", "role", "cache", "file_name", "procs", "pattern", "memory_limit_bytes"]
 
 
 def _walls(results) -> dict[tuple, np.ndarray]:

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis import paired
-from analysis.results import CONDITION, Results, spec_label
+from analysis.results import CONDITION, REPLICATED, Results, spec_label
 
 TITLE = "Noise: rounds, ceiling, drift, outliers"
 
@@ -33,13 +33,15 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 
 def condition(row, files: int) -> str:
-    """A condition in words: cache state, and file, workers and memory limit where they
-    tell conditions apart."""
+    """A condition in words: cache state, and file, workers, read pattern and memory limit
+    where they tell conditions apart."""
     text = str(row["cache"])
     if files > 1:
         text += f" [{os.path.basename(str(row['file']))}]"
     if row["procs"] > 1:
-        text += f" ×{row['procs']}"
+        text += f" ×{int(row['procs'])}"  # a float where a table's column holds a null
+    if row["pattern"] != REPLICATED:
+        text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{row['memory_limit_bytes'] / 2**30:.2f} GiB"
     return text
@@ -199,6 +201,7 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
              "|---|---|---|---|---|---|---|"]
     for c in adaptive.get("comparisons") or []:
         row = {"cache": c.get("cache"), "file": c.get("file"), "procs": c.get("procs") or 1,
+               "pattern": c.get("pattern") or REPLICATED,
                "memory_limit_bytes": c.get("memory_limit_bytes") or 0}
         ci = ("(–)" if c.get("low") is None or c.get("high") is None else
               f"({c['low']:.3f}–{c['high']:.3f})")

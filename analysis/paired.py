@@ -4,14 +4,14 @@ runs. The method is the one of harness/stats/paired_stats.*, so that the
 adaptive stop rule of the harness and the report agree figure for figure; the fixture
 tests/fixtures/paired_stats.json holds cases both must match.
 
-A *condition* is (file, cache, procs, memory limit); a *round* is one rep of a condition, in
-which every strategy ran once, back to back. Only records that carry `position` (their place in
-the round) ran in rounds: runs in grouped order (every run of a strategy back to back) have
-none, and are never paired, since the same rep of two strategies ran far apart in time. A
-strategy's value in a round is its wall time (with several workers, the largest: the time until
-all had loaded), per role where its workers had different ones (shm's creator and attacher);
-a round pairs a strategy with the baseline when both have an ok value in it. The baseline's
-value is its slowest worker's whatever their roles, as in the harness.
+A *condition* is (file, cache, procs, read pattern, memory limit); a *round* is one rep of a
+condition, in which every strategy ran once, back to back. Only records that carry `position`
+(their place in the round) ran in rounds: runs in grouped order (every run of a strategy back
+to back) have none, and are never paired, since the same rep of two strategies ran far apart in
+time. A strategy's value in a round is its wall time (with several workers, the largest: the
+time until all had loaded), per role where its workers had different ones (shm's creator and
+attacher); a round pairs a strategy with the baseline when both have an ok value in it. The
+baseline's value is its slowest worker's whatever their roles, as in the harness.
 
 The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
 `fread` when the condition has it; else the condition's first strategy spec in runs.jsonl.
@@ -340,7 +340,7 @@ def drift(results: Results) -> pd.DataFrame:
     ceilings = ceiling_values(results).sort_values("order", kind="stable")
     for file, group in ceilings.groupby("file", sort=False):
         rows.append(_drift_row("ceiling", {"file": file, "cache": None, "procs": None,
-                                           "memory_limit_bytes": None},
+                                           "pattern": None, "memory_limit_bytes": None},
                                group["gb_per_s"].to_numpy(dtype=float)))
     measured = {tuple(k) for k in ceilings[CONDITION].itertuples(index=False)}
     for key, group in round_factors(results).groupby(CONDITION, sort=False):

@@ -25,9 +25,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  # noqa: E402
-                      peers, stats)
-from analysis.results import (EXEC, GROUP, UNVERIFIED_MARK, Results,  # noqa: E402
-                              ResultsError, json_default, load, spec_label)
+                      peers, readers, stats)
+from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
+                              Results, ResultsError, json_default, load, spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
@@ -98,6 +98,8 @@ def label(row: pd.Series, files: int) -> str:
     text = spec_label(row)
     if row["procs"] > 1:
         text += f" ×{row['procs']}"
+    if row["pattern"] != REPLICATED:
+        text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{gib(row['memory_limit_bytes'])}"
     if files > 1:
@@ -468,6 +470,85 @@ def unverified_count(r: Results) -> str:
     return f" ({n} of them {UNVERIFIED_MARK}: commands that sent no checksum)" if n else ""
 
 
+# --- Many readers: several readers loading one model at once, by analysis/readers.py ---------
+
+READERS_TITLE = "Many readers"
+READERS_INTRO = (
+    "Runs in which several readers loaded one model at once (procs: workers on this machine, "
+    "or the ranks of an MPI job), each its part by the read pattern: *replicated*, every "
+    "reader the whole model; *tp* (*tp:1*), a 1/N slice of every tensor along dimension 0 "
+    "(1); *pp*, a contiguous range of layers; *files*, a range of a sharded model's files. "
+    "The tables above count every reader as a run of its own; here a round (one rep of one "
+    "strategy, number of readers and pattern) is the unit, counted the way MLPerf Storage "
+    "counts one: a round lasts as long as its slowest reader, its throughput is every byte "
+    "the readers delivered (their tensor bytes) over that time, and its spread is the "
+    "slowest reader's time over the median reader's (1: all finished together). A round "
+    "with a reader that failed, was not verified or is missing has none of the three. "
+    "Figures are medians over the complete rounds; × one reader: the median duration over "
+    "the same strategy's with a single reader (the row with 1 reader); bytes: whether the "
+    "readers' bytes add up, the model once per reader for replicated and once in all for the "
+    "other patterns (*unknown* without the model's bytes: no single reader's record of the "
+    "file, nor env.json's).")
+
+
+def series_name(row: pd.Series, files: int) -> str:
+    """A summary row's strategy, with its file and memory limit where they tell rows apart."""
+    text = spec_label(row)
+    if files > 1:
+        text += f" [{os.path.basename(row['file'])}]"
+    if row["memory_limit_bytes"] > 0:
+        text += f" ≤{gib(row['memory_limit_bytes'])}"
+    return text
+
+
+def figure_cell(value, fmt: str) -> str:
+    return "" if value is None or pd.isna(value) else f"{value:{fmt}}"
+
+
+def readers_table_md(summary: pd.DataFrame, files: int) -> str:
+    lines = ["| strategy | cache | pattern | readers | rounds | duration s | GB/s, all readers | "
+             "spread | × one reader | bytes |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in summary.iterrows():
+        single = r["procs"] == 1
+        rounds = str(r["rounds"]) + (f" ({r['failed_rounds']} failed)" if r["failed_rounds"]
+                                     else "")
+        vs = "1 (reference)" if single else figure_cell(r["vs_single"], ".2f")
+        lines.append(f"| {series_name(r, files)} | {r['cache']} | "
+                     f"{'' if single else r['pattern']} | {r['procs']} | {rounds} | "
+                     f"{figure_cell(r['duration_s'], '.3f')} | "
+                     f"{figure_cell(r['gb_per_s'], '.2f')} | {figure_cell(r['spread'], '.2f')} | "
+                     f"{vs} | {r['bytes_check']} |")
+    return "\n".join(lines)
+
+
+def readers_word(row: pd.Series) -> str:
+    """A row's readers and pattern in words: `one reader`, `tp ×4`."""
+    return "one reader" if row["procs"] == 1 else f"{row['pattern']} ×{row['procs']}"
+
+
+def failed_rounds_md(rounds: pd.DataFrame, summary: pd.DataFrame, files: int) -> str:
+    """The rounds without a duration of the summary's strategies, each with its reason."""
+    shown = rounds.merge(summary[readers.REFERENCE].drop_duplicates(), on=readers.REFERENCE)
+    failed = shown[shown["duration_s"].isna()]
+    lines = [f"- {series_name(r, files)}, {r['cache']}, {readers_word(r)}, round {r['rep']}: "
+             f"{r['reason']}" for _, r in failed.iterrows()]
+    return ("Rounds without a duration (a reader failed or has no record; the other readers' "
+            "records count as usual):\n\n" + "\n".join(lines)) if lines else ""
+
+
+def readers_md(rounds: pd.DataFrame, summary: pd.DataFrame, reader_table: pd.DataFrame,
+               figs: Figures) -> str:
+    """The section: the rule, the summary table, the rounds without a duration and the
+    figures."""
+    files = max(summary["file"].nunique(), 1)
+    table = (readers_table_md(summary, files) if len(summary) else
+             "No round had more than one reader.")
+    parts = [READERS_INTRO, table, failed_rounds_md(rounds, summary, files)]
+    parts += [figure_md(name, caption) for name, caption in readers.plot(reader_table, summary,
+                                                                         figs)]
+    return "\n\n".join(p for p in parts if p)
+
+
 # --- Where the time went: the profiles, by analysis/causes.py -----------------------------------
 
 WHERE_TITLE = "Where the time went"
@@ -670,9 +751,9 @@ def build(folder: str) -> dict:
     r = load(folder)
     profiled = causes.summarize(r) if causes.shown(r) else None
     table = stats.summarize(r, profiled)
-    # Device strategies that could not run (no GPU here), and commands that could not, still
-    # get a report that says why.
-    if table.empty and not gpu.shown(r) and not peers.shown(r):
+    # Device strategies that could not run (no GPU here), and commands and rounds of several
+    # readers that could not, still get a report that says why.
+    if table.empty and not gpu.shown(r) and not peers.shown(r) and not readers.shown(r):
         raise ResultsError(f"{folder}: no ok runs to report")
     files = table["file"].nunique() if len(table) else 1
     figs = Figures(folder)
@@ -687,6 +768,8 @@ def build(folder: str) -> dict:
     use = after.summarize(r) if after.shown(r) else None
     if use is not None:
         plot_first_use(use, figs)
+    many = readers.rounds(r.runs, r.env) if readers.shown(r) else None
+    many_summary = readers.summarize(many) if many is not None else None
 
     title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
     question = r.env.get("experiment_file", {}).get("question", "")
@@ -705,6 +788,9 @@ def build(folder: str) -> dict:
                       no_rounds=no_rounds)
         if md:
             sections += [f"## {cache.capitalize()} start", md]
+    if many is not None:
+        sections += [f"## {READERS_TITLE}",
+                     readers_md(many, many_summary, readers.readers(r.runs), figs)]
     if profiled is not None:
         sections += [f"## {WHERE_TITLE}", where_md(r, profiled, table, files, figs)]
     if peers.shown(r):
@@ -741,6 +827,8 @@ def build(folder: str) -> dict:
         out.update(peers.summary(r, table))
     if profiled is not None:
         out.update(causes.summary(profiled, r))
+    if many_summary is not None:
+        out["many_readers"] = noise.records(many_summary)
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)

@@ -22,10 +22,13 @@ import pandas as pd
 
 # The columns a group of comparable runs shares: one strategy with its options, one role (shm's
 # creator and attacher do different work: "" for runs without one), one cache state, one file,
-# one number of workers, one memory limit.
-GROUP = ["strategy_spec", "role", "cache", "file", "procs", "memory_limit_bytes"]
+# one number of workers (readers), one read pattern (what each reader loads), one memory limit.
+GROUP = ["strategy_spec", "role", "cache", "file", "procs", "pattern", "memory_limit_bytes"]
 # What every strategy of a round shares: the runs of one rep of a condition are a round.
-CONDITION = ["file", "cache", "procs", "memory_limit_bytes"]
+CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes"]
+# The read pattern of a record without one: every reader loads the whole model (a single
+# reader's records, and those from before patterns, have none).
+REPLICATED = "replicated"
 CEILING = "ceiling"
 # A command of the user's own (strategy "exec", spec "exec:label=LABEL"), run and measured like
 # a strategy.
@@ -44,7 +47,8 @@ class ResultsError(Exception):
 class Results:
     folder: str
     env: dict
-    # Every record of a strategy, one row per run, in file order; `verified`: checksum_ok true.
+    # Every record of a strategy, one row per run, in file order; `verified`: checksum_ok true;
+    # `counted`: the run is one of `ok` (the rule of `_rule`).
     runs: pd.DataFrame
     ok: pd.DataFrame        # the runs that count (an exec command's may be unverified)
     # The others, counted: GROUP + strategy, status (UNVERIFIED for a loadbench strategy's ok
@@ -178,6 +182,8 @@ def load(folder: str) -> Results:
         if column not in records:
             records[column] = default
         records[column] = records[column].fillna(default).astype("int64")
+    records["pattern"] = (records["pattern"].fillna(REPLICATED) if "pattern" in records
+                          else REPLICATED)
     if "strategy_spec" not in records:
         records["strategy_spec"] = records["strategy"]
     if "error" not in records:
@@ -192,7 +198,7 @@ def load(folder: str) -> Results:
     if not ceiling.empty and "gb_per_s" not in ceiling:
         ceiling["gb_per_s"] = float("nan")
     runs = records[~is_ceiling].reset_index(drop=True)
-    counts, runs["verified"] = _rule(runs)
-    ok, excluded = _split(runs, counts)
+    runs["counted"], runs["verified"] = _rule(runs)
+    ok, excluded = _split(runs, runs["counted"])
     return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded, ceiling=ceiling,
                    adaptive=_read_json(os.path.join(folder, "adaptive.json")))

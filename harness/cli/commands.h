@@ -50,6 +50,7 @@ struct RunFlags {
   double timeout_s = 0, sample_ms = 10;
   std::string counters = "default", memory_limit;
   int procs = 1;
+  std::string pattern = "replicated";
   std::map<std::string, std::string> use;  // --consume and the like, by option name
   std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
   ProfileFlags profile;
@@ -83,6 +84,7 @@ struct WorkerFlags {
   WorkerRequest req;
   int result_fd = 1;
   std::string counters = "none", expect_checksum = "none";
+  std::string part = "0/1";  // K/N: the part of the model this worker loads
 };
 int WorkerCommand(WorkerFlags& f);
 

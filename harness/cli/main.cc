@@ -145,6 +145,12 @@ void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
                   "memory is measured while all hold their load)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd->add_option("--pattern", f->pattern,
+                  "What each of the --procs workers loads: replicated (the whole model), tp or "
+                  "tp:DIM (its 1/N slice of every tensor along dimension DIM, default 0), pp (a "
+                  "contiguous range of layers), files (its share of a sharded model's files); "
+                  "docs/many-readers.md")
+      ->capture_default_str();
   // Use options for every strategy that does not set its own (mmap:bind=copy keeps copy).
   for (const char* name : {"consume", "bind", "transform", "place"}) {
     const OptionSpec* o = nullptr;
@@ -296,6 +302,8 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   cmd->add_option("--counters", f->counters)->capture_default_str();
   cmd->add_option("--hold-fd", f->req.hold_fd)->capture_default_str();
   cmd->add_option("--expect-checksum", f->expect_checksum)->capture_default_str();
+  cmd->add_option("--pattern", f->req.pattern)->capture_default_str();
+  cmd->add_option("--part", f->part)->capture_default_str();
   cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
   cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
   return cmd;

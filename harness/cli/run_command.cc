@@ -7,6 +7,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
+#include "harness/ranks/part.h"
 #include "harness/run/executor.h"
 #include "harness/run/session.h"
 #include "harness/system/counters.h"
@@ -103,6 +104,9 @@ Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
   if (f.profile.hz) e->profile_hz = *f.profile.hz;
   e->timeout_s = f.timeout_s;
   e->procs = {f.procs};
+  ReadPattern pattern;
+  LB_RETURN_IF_ERROR(ParsePattern(f.pattern, &pattern));
+  e->patterns = {pattern.Text()};
   ExperimentFile file;
   file.path = f.file;
   e->files = {file};

@@ -1,5 +1,7 @@
 // `loadbench worker` (internal): one load in the worker process the runner forks and execs
 // (harness/run/worker.h).
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
@@ -23,6 +25,11 @@ int WorkerCommand(WorkerFlags& f) {
                                        "--expect-checksum: '{}' is not a hex number",
                                        f.expect_checksum)));
     }
+  }
+  if (std::sscanf(f.part.c_str(), "%d/%d", &f.req.part, &f.req.parts) != 2 || f.req.parts < 1 ||
+      f.req.part < 0 || f.req.part >= f.req.parts) {
+    return ReportError("worker", Status::BadInput(fmt::format(
+                                     "--part: '{}' is not K/N with 0 <= K < N", f.part)));
   }
   return WorkerMain(f.req, f.result_fd);
 }

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "harness/ranks/part.h"
 #include "harness/run/session.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
@@ -117,7 +118,7 @@ class Reader {
     return Status::Ok();
   }
 
-  // The keys of what runs: name, timeout_s, profile, profile_hz, procs, memory_limit, cache,
+  // The keys of what runs: name, timeout_s, profile, profile_hz, procs, pattern, memory_limit, cache,
   // [[file]], [[strategy]].
   Status PlanKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
     *known = true;
@@ -142,8 +143,22 @@ class Reader {
       e->profile_hz = static_cast<int>(v);
       return Status::Ok();
     }
+    if (k == "pattern") {
+      e->patterns.clear();
+      return Each(node, "pattern", [&](const toml::node& v) {
+        ReadPattern p;
+        const std::optional<std::string> text = v.value<std::string>();
+        if (!text) return BadAt(path_, v.source(), "pattern must be a word or a list of words");
+        if (Status s = ParsePattern(*text, &p); !s.ok()) {
+          return BadAt(path_, v.source(), s.message());
+        }
+        e->patterns.push_back(p.Text());
+        return Status::Ok();
+      });
+    }
     if (k == "procs") {
       e->procs.clear();
+      e->procs_given = true;
       return Each(node, "procs", [&](const toml::node& v) {
         int64_t n = 0;
         LB_RETURN_IF_ERROR(Integer(v, "procs", 1, 64, &n));

@@ -17,7 +17,12 @@
 //   timeout_s = 600                # per run, 0 = none (default 0)
 //   profile = true                 # a CPU profile of every load (perf; docs/profile.md)
 //   profile_hz = 250               #   samples per second (default 250)
-//   procs = [1, 2, 4]              # workers loading the file at the same time (default 1)
+//   procs = [1, 2, 4]              # readers loading the model at the same time: workers on
+//                                  #   this machine, or under MPI ranks of the job, one worker
+//                                  #   each (default 1; under MPI the job's size)
+//   pattern = ["replicated", "tp"] # what each reader loads (harness/ranks/part.h): replicated,
+//                                  #   tp, tp:DIM, pp, files (default replicated); one reader
+//                                  #   loads the whole model whatever the pattern
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
 //
@@ -98,6 +103,7 @@ struct ExperimentRun {
   int procs = 1;
   uint64_t memory_limit = 0;  // bytes; 0: none
   int position = -1;          // place in its round; -1 in grouped order
+  std::string pattern = "replicated";  // what each of the procs readers loads
 };
 
 struct Experiment {
@@ -116,6 +122,8 @@ struct Experiment {
   bool profile = false;    // every worker's load sampled by perf (harness/run/profile.h)
   int profile_hz = kDefaultProfileHz;
   std::vector<int> procs = {1};
+  bool procs_given = false;  // the file set procs (else MPI makes it the job's size)
+  std::vector<std::string> patterns = {"replicated"};  // as ReadPattern::Text writes them
   std::vector<uint64_t> memory_limits = {0};
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;

@@ -6,6 +6,17 @@
 
 namespace loadbench {
 
+namespace {
+
+// The patterns a condition of `procs` readers is run with: one reader loads the whole model
+// whatever the pattern, so it is run once.
+std::vector<std::string> PatternsFor(const Experiment& e, int procs) {
+  if (procs == 1) return {"replicated"};
+  return e.patterns;
+}
+
+}  // namespace
+
 void PlanRuns(Experiment* e) {
   const size_t nf = e->files.size(), ns = e->strategies.size();
   e->runs.clear();
@@ -18,9 +29,12 @@ void PlanRuns(Experiment* e) {
         const std::vector<size_t> order = MembersInOrder(members, rep, e->order, e->seed);
         for (uint64_t limit : e->memory_limits) {
           for (int procs : e->procs) {
-            for (size_t f = 0; f < nf; ++f) {
-              for (size_t k = 0; k < members; ++k) {
-                e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k)});
+            for (const std::string& pattern : PatternsFor(*e, procs)) {
+              for (size_t f = 0; f < nf; ++f) {
+                for (size_t k = 0; k < members; ++k) {
+                  e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k),
+                                     pattern});
+                }
               }
             }
           }
@@ -33,9 +47,11 @@ void PlanRuns(Experiment* e) {
     for (size_t k = 0; k < ns; ++k) {
       for (uint64_t limit : e->memory_limits) {
         for (int procs : e->procs) {
-          for (const std::string& cache : e->caches) {
-            for (int rep = 0; rep < e->reps; ++rep) {
-              e->runs.push_back({f, k, cache, rep, procs, limit, -1});
+          for (const std::string& pattern : PatternsFor(*e, procs)) {
+            for (const std::string& cache : e->caches) {
+              for (int rep = 0; rep < e->reps; ++rep) {
+                e->runs.push_back({f, k, cache, rep, procs, limit, -1, pattern});
+              }
             }
           }
         }

@@ -16,6 +16,7 @@
 
 #include "harness/experiment/estimate.h"
 #include "harness/probe/probe.h"
+#include "harness/ranks/across.h"
 #include "harness/run/measure.h"
 #include "harness/run/profile.h"
 #include "harness/run/progress.h"
@@ -49,6 +50,13 @@ Json RoundsEnv(const Experiment& e) {
           {"auto", e.auto_reps ? e.autoreps.ToJson() : Json(nullptr)}};
 }
 
+// env.json's "mpi": the job's ranks and the host of each.
+Json MpiEnv(const Job& job) {
+  Json hosts = Json::array();
+  for (int k = 0; k < job.size(); ++k) hosts.push_back(job.host_of(k));
+  return {{"ranks", job.size()}, {"hosts", job.hosts()}, {"rank_hosts", hosts}};
+}
+
 // One command's execution of a plan, phase by phase (Run reads as the table of contents).
 class Executor {
  public:
@@ -67,6 +75,7 @@ class Executor {
     StartSession(&rs_);
     if (int code = GenerateFiles(); code != 0) return code;
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
+    if (int code = CheckRanks(); code != 0) return code;
     if (Status s = OpenResults(); !s.ok()) return NotWritten(s);
     PlanWhatIsLeft();
     Announce();
@@ -83,6 +92,9 @@ class Executor {
     return Finish();
   }
 
+  // Whether the other ranks of an MPI job are gone already (they stopped at the check).
+  bool ranks_gone() const { return ranks_gone_; }
+
  private:
   // The message on stderr after the command's name; returns the exit code to end with.
   int Stop(const std::string& message, int code = 2) const {
@@ -91,6 +103,7 @@ class Executor {
   }
 
   int NotWritten(const Status& s) const;
+  int CheckRanks();
   std::string ResumeCommand() const;
   Status TakeLocks();
   Status CheckResultsFolder();
@@ -126,7 +139,7 @@ class Executor {
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
   std::optional<Eta> eta_;
   size_t next_ = 0;  // into todo_
-  bool interrupted_ = false, cleaned_up_ = false;
+  bool interrupted_ = false, cleaned_up_ = false, ranks_gone_ = false;
   std::string stopped_;  // why adaptive rounds stopped
   RoundsVerdict verdict_;
 };
@@ -214,10 +227,32 @@ int Executor::GenerateFiles() {
   return 0;
 }
 
+// Each file's table and reference checksum; then, for the read patterns of the plan, each
+// reader's part and its checksum: a pattern that cannot split a file stops the command here,
+// before anything runs.
+// Under MPI: every rank runs this loadbench and every host sees the same model, or every rank
+// stops with the one line that says which rank differs and how.
+int Executor::CheckRanks() {
+  if (o_.job == nullptr) return 0;
+  const RankJson check = CheckMessage(files_);
+  o_.job->Broadcast(check.dump());
+  const std::string why = loadbench::CheckRanks(*o_.job, check, o_.who, &files_);
+  if (why.empty()) return 0;
+  ranks_gone_ = true;
+  return Stop(why);
+}
+
 Status Executor::PrepareFiles() {
   files_.resize(e_.files.size());
   for (size_t i = 0; i < e_.files.size(); ++i) {
     LB_RETURN_IF_ERROR(PrepareFile(e_.files[i].path, o_.who, &files_[i]));
+  }
+  for (const ExperimentRun& r : e_.runs) {
+    if (r.strategy == e_.strategies.size()) continue;  // the ceiling reads the whole file
+    if (Status s = PrepareParts(r.pattern, r.procs, &files_[r.file]); !s.ok()) {
+      return Status::BadInput(fmt::format("{}: {}", e_.path.empty() ? "--pattern" : e_.path,
+                                          s.message()));
+    }
   }
   return Status::Ok();
 }
@@ -235,6 +270,7 @@ Json Executor::NewEnv(const Json& stability) const {
   for (const PreparedFile& f : files_) env["files"].push_back(FileEnv(f));
   if (files_.size() == 1) env["file"] = FileEnv(files_[0]);
   if (e_.procs.size() == 1 && e_.procs[0] > 1) env["procs"] = e_.procs[0];
+  if (o_.job != nullptr) env["mpi"] = MpiEnv(*o_.job);
   if (e_.memory_limits.size() == 1 && e_.memory_limits[0] > 0) {
     env["memory_limit_bytes"] = e_.memory_limits[0];
   }
@@ -275,6 +311,7 @@ Status Executor::OpenResults() {
   rs_.sample_ms = o_.sample_ms;
   rs_.timeout_s = e_.timeout_s;
   rs_.out = &out_;
+  rs_.job = o_.job;
   rs_.log = !o_.quiet;
   return Status::Ok();
 }
@@ -428,7 +465,9 @@ void Executor::RemoveGenerated() const {
 // The summary of every run in the folder (earlier sessions' included), and the exit code.
 int Executor::Finish() {
   const std::vector<Json> all = ReadRecords(runs_path_);
-  if (!o_.quiet) fmt::print("\n{}{}", SummaryTable(all), NoiseSummary(all, e_.baseline));
+  if (!o_.quiet) {
+    fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all), NoiseSummary(all, e_.baseline));
+  }
   if (e_.auto_reps) fmt::print("{}", AutoRepsLine(e_.autoreps, verdict_, stopped_));
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path_, all.size(), o_.out_dir);
   std::fflush(stdout);  // the summary before the messages below
@@ -456,6 +495,36 @@ int Executor::Finish() {
 
 }  // namespace
 
-int Execute(const Experiment& e, const ExecuteOptions& o) { return Executor(e, o).Run(); }
+namespace {
+
+// Every rank of an MPI job: rank 0 executes, the others follow; all end with rank 0's code.
+int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
+  Job job;
+  if (Status s = job.Join(); !s.ok()) {
+    fmt::print(stderr, "{}: started by an MPI launcher, but {}\n", o.who, s.message());
+    return 2;
+  }
+  o.job = &job;
+  if (job.rank() != 0) {
+    o.quiet = true;
+    return FollowJob(job, o);
+  }
+  Experiment planned = e;
+  if (!planned.procs_given) {
+    planned.procs = {job.size()};
+    PlanRuns(&planned);
+  }
+  Executor x(planned, o);
+  const int code = x.Run();
+  if (!x.ranks_gone()) EndJob(job, code);
+  return code;
+}
+
+}  // namespace
+
+int Execute(const Experiment& e, const ExecuteOptions& o) {
+  if (LaunchedByMpi()) return ExecuteInJob(e, o);
+  return Executor(e, o).Run();
+}
 
 }  // namespace loadbench

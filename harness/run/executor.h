@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/experiment/experiment.h"
+#include "harness/ranks/job.h"
 
 namespace loadbench {
 
@@ -26,8 +27,12 @@ struct ExecuteOptions {
   std::vector<std::string> counters;  // libpfm4 events counted over every load
   double sample_ms = 10;              // timeline sampling interval; 0: no timelines
   std::string command_line;
+  const Job* job = nullptr;  // set by Execute under MPI
 };
 
+// Launched by an MPI launcher (mpirun, srun), every rank calls this: rank 0 runs the plan
+// across the job's ranks (harness/ranks/across.h), the others follow it, and every rank ends
+// with rank 0's exit code; an experiment that does not set procs gets the job's size.
 // Holds the results folder for this command alone and the machine for this measurement alone
 // while it runs (harness/system/locks.h).
 // Returns the exit code of the CLI contract: 0 every run ok (unsupported ones aside), 1 some

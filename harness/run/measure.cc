@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/probe/probe_measure.h"
+#include "harness/ranks/across.h"
 #include "harness/run/exec.h"
 #include "harness/run/profile.h"
 #include "harness/run/spawn.h"
@@ -50,6 +51,7 @@ RunRecord BaseRecord(const RunSession& rs, const PreparedFile& file, const RunPo
   if (p.position >= 0) r.position = p.position;
   if (!rs.previous.empty()) r.after = rs.previous;
   if (p.procs > 1) r.procs = p.procs;
+  if (p.procs > 1) r.pattern = p.pattern;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   r.started_at = NowUtcMs();
   return r;
@@ -62,8 +64,12 @@ std::string LogDetail(const PreparedFile& file, const RunRecord& r) {
     return fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r.wall_s.value_or(0),
                        r.gb_per_s.value_or(0));
   }
+  // A reader of a part delivers the part's bytes, not the file's.
+  const uint64_t bytes = r.pattern.value_or("replicated") != "replicated"
+                             ? r.tensor_bytes.value_or(0)
+                             : file.table.file_size;
   return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}", r.wall_s.value_or(0),
-                     file.table.file_size / r.wall_s.value_or(0) / 1e9,
+                     static_cast<double>(bytes) / r.wall_s.value_or(0) / 1e9,
                      FormatBytes(r.peak_rss_bytes.value_or(0)),
                      r.verify == "none" ? ", unverified (no checksum)" : "");
 }
@@ -78,10 +84,12 @@ Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     ++rs.done;
     LB_RETURN_IF_ERROR(rs.out->Append(RecordJson(r)));
     if (rs.log) {
-      fmt::print(stderr, "{}[{}/{}] {} {} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
-                 rs.done, rs.total, p.cache, p.spec.text, p.rep,
+      fmt::print(stderr, "{}[{}/{}] {} {}{} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
+                 rs.done, rs.total, p.cache, p.spec.text,
+                 p.procs > 1 && p.pattern != "replicated" ? " " + p.pattern : "", p.rep,
                  p.memory_limit > 0 ? fmt::format(" limit {}", FormatBytes(p.memory_limit)) : "",
-                 r.proc ? fmt::format(" proc {}", *r.proc) : "", r.status, LogDetail(file, r));
+                 r.proc ? fmt::format(" {} {}", r.rank ? "rank" : "proc", *r.proc) : "",
+                 r.status, LogDetail(file, r));
     }
     rs.records.push_back(std::move(r));
   }
@@ -241,6 +249,7 @@ void Identify(const RunRecord& base, RunRecord* r) {
   r->position = base.position;
   r->after = base.after;
   r->procs = base.procs;
+  r->pattern = base.pattern;
   r->memory_limit_bytes = base.memory_limit_bytes;
   r->started_at = base.started_at;
 }
@@ -389,6 +398,19 @@ Status WriteProfile(const RunSession& rs, const WorkerOutcome& w, RunRecord* r) 
   return Status::Ok();
 }
 
+// What the runner does beside the workers it spawns itself: their timelines and profiles.
+Status SampleAndProfile(const RunSession& rs, const PreparedFile& file, SpawnRequest* spawn) {
+  for (const ShardInfo& s : file.table.shards) spawn->file_paths.push_back(s.path);
+  spawn->sample_s = rs.sample_ms / 1000.0;
+  if (rs.profile_hz > 0 && rs.profile_unavailable.empty()) {
+    spawn->perf = rs.perf;
+    spawn->profile_dir = rs.out_dir + "/profiles";
+    spawn->profile_hz = rs.profile_hz;
+    LB_RETURN_IF_ERROR(MakeDirs(spawn->profile_dir));
+  }
+  return Status::Ok();
+}
+
 // Spawns the run's workers and completes their records; interrupted, leaves `batch` alone.
 // Fails only when a timeline cannot be written.
 Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint& p,
@@ -396,20 +418,20 @@ Status RunWorkers(const RunSession& rs, const PreparedFile& file, const RunPoint
   SpawnRequest spawn;
   spawn.exe = rs.exe;
   spawn.file = file.path;
-  for (const ShardInfo& s : file.table.shards) spawn.file_paths.push_back(s.path);
   spawn.strategy = p.spec.text;
   spawn.counters = rs.counters.empty() ? "none" : fmt::format("{}", fmt::join(rs.counters, ","));
   spawn.expect_checksum = fmt::format("{:016x}", *file.table.expected_checksum);
+  spawn.pattern = p.pattern;
+  if (p.procs > 1 && p.pattern != "replicated") {
+    spawn.parts = p.procs;
+    for (uint64_t sum : file.part_checksums.at(PartsKey(p.pattern, p.procs))) {
+      spawn.part_checksums.push_back(fmt::format("{:016x}", sum));
+    }
+  }
   spawn.cgroup_procs = st.cgroup ? st.cgroup->procs_path() : "";
   spawn.procs = p.procs;
   spawn.timeout_s = rs.timeout_s;
-  spawn.sample_s = rs.sample_ms / 1000.0;
-  if (rs.profile_hz > 0 && rs.profile_unavailable.empty()) {
-    spawn.perf = rs.perf;
-    spawn.profile_dir = rs.out_dir + "/profiles";
-    spawn.profile_hz = rs.profile_hz;
-    LB_RETURN_IF_ERROR(MakeDirs(spawn.profile_dir));
-  }
+  LB_RETURN_IF_ERROR(SampleAndProfile(rs, file, &spawn));
   Around a = Before();
   std::vector<WorkerOutcome> outcomes = SpawnWorkers(spawn, interrupted);
   if (*interrupted) {
@@ -510,18 +532,87 @@ Status MeasureExec(RunSession& rs, const PreparedFile& file, const RunPoint& p,
   return Record(rs, file, p, batch);
 }
 
+// Why a run cannot be made across the job's ranks, or "".
+std::string NotAcross(const Job& job, const RunPoint& p) {
+  if (p.procs > job.size()) {
+    return fmt::format("{} readers, but the job has {} rank{}", p.procs, job.size(),
+                       job.size() == 1 ? "" : "s");
+  }
+  if (p.memory_limit > 0) return "a memory limit is not offered across MPI ranks";
+  return "";
+}
+
+// The readers' records of a run across ranks: rank 0 spawned its own (timeline, profile), the
+// others' came gathered; interrupted anywhere, none.
+Status CompleteAcross(const RunSession& rs, const StrategyInfo& info, const RunPoint& p,
+                      const std::vector<RankJson>& outcomes, WorkerOutcome& mine,
+                      std::vector<RunRecord>* batch) {
+  for (size_t k = 0; k < batch->size(); ++k) {
+    RunRecord r = ReaderRecord(*rs.job, outcomes, static_cast<int>(k), p.cache);
+    Identify((*batch)[k], &r);
+    if (p.procs > 1) r.proc = static_cast<int>(k);
+    CheckWarmReads(info, p, &r);
+    (*batch)[k] = std::move(r);
+  }
+  std::vector<std::vector<TimelineSample>> timelines(batch->size());
+  timelines.front() = std::move(mine.timeline);
+  LB_RETURN_IF_ERROR(WriteTimelines(rs, timelines, *batch));
+  LB_RETURN_IF_ERROR(WriteProfile(rs, mine, &batch->front()));
+  for (size_t k = 1; k < batch->size() && rs.profile_hz > 0; ++k) {
+    (*batch)[k].profile = nlohmann::ordered_json();
+    (*batch)[k].profile_error = "under MPI only rank 0's reader is profiled";
+  }
+  return Status::Ok();
+}
+
+// A run across the ranks of an MPI job (harness/ranks/across.h): every rank its reader, each
+// host's cache state made by its first rank, all starting together.
+Status MeasureAcross(RunSession& rs, const PreparedFile& file, const RunPoint& p,
+                     const Resolved& res, std::vector<RunRecord>& batch, bool* interrupted) {
+  const Job& job = *rs.job;
+  const RankJson run = RunMessage(rs, file, p);
+  job.Broadcast(run.dump());
+  Start st;
+  Around a;
+  HostSteps host;
+  host.prepare = [&] {
+    const Status prep = PrepareStart(rs, file, p, res.info, &st);
+    a = Before();
+    return HostStartJson(prep, st.before, DropMethodName(st.drop), p.cache, a.cached_before);
+  };
+  host.after = [&] {
+    After(st, file, &a);
+    return HostAfterJson(a.after, a.cached_after);
+  };
+  SpawnRequest spawn = ReaderSpawn(job, run, rs.exe);
+  LB_RETURN_IF_ERROR(SampleAndProfile(rs, file, &spawn));
+  WorkerOutcome mine;
+  const auto outcomes = RunOnEveryRank(job, p.procs, spawn, host, &mine, interrupted);
+  RemoveWhatTheRunLeft(*res.info, file);
+  if (*interrupted) {
+    RemoveProfileData(mine.profile_data);
+    return Status::Ok();  // no record: the run did not finish
+  }
+  LB_RETURN_IF_ERROR(CompleteAcross(rs, *res.info, p, outcomes, mine, &batch));
+  return Record(rs, file, p, batch);
+}
+
 }  // namespace
 
 Status MeasureRun(RunSession& rs, const PreparedFile& file, const RunPoint& p,
                   bool* interrupted) {
   if (p.spec.name == kCeiling) return MeasureCeiling(rs, file, p, interrupted);
   if (p.exec) return MeasureExec(rs, file, p, interrupted);
-  const Resolved res = Resolve(p);
+  Resolved res = Resolve(p);
+  if (rs.job != nullptr && res.unsupported.empty()) res.unsupported = NotAcross(*rs.job, p);
   RunRecord base = BaseRecord(rs, file, p);
   base.params = res.params;
   base.use = res.use;
   std::vector<RunRecord> batch(static_cast<size_t>(p.procs), base);
   for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = RunId(rs, i);
+  if (rs.job != nullptr && res.unsupported.empty()) {
+    return MeasureAcross(rs, file, p, res, batch, interrupted);
+  }
   Start st;
   const Status prep =
       res.unsupported.empty() ? PrepareStart(rs, file, p, res.info, &st) : Status::Ok();

@@ -54,6 +54,11 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("after", r.after, Key::kWhenSet);
   v("procs", r.procs, Key::kWhenSet);
   v("proc", r.proc, Key::kWhenSet);
+  v("pattern", r.pattern, Key::kWhenSet);
+  v("host", r.host, Key::kWhenSet);
+  v("rank", r.rank, Key::kWhenSet);
+  v("ranks", r.ranks, Key::kWhenSet);
+  v("cache_by_rank", r.cache_by_rank, Key::kWhenSet);
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
   v("ended_at", r.ended_at, Key::kAlways);

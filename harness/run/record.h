@@ -54,6 +54,12 @@ struct RunRecord {
   std::optional<std::string> after;          // the spec of the run made just before
   std::optional<int> procs;                  // only when more than one worker loads at once
   std::optional<int> proc;                   // which of those workers
+  std::optional<std::string> pattern;        // with procs: what each loads (ranks/part.h)
+  // Under MPI only (harness/ranks/job.h): the host the worker ran on, the rank that ran it, the
+  // job's size, and the host's first rank, which made and checked the cache state.
+  std::optional<std::string> host;
+  std::optional<int> rank, ranks;
+  std::optional<int> cache_by_rank;  // the rank that made and checked its host's cache state
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
   std::string started_at;                    // UTC, before the cache state is made
   std::string ended_at;                      // UTC, once the workers are reaped

@@ -177,6 +177,7 @@ Json AdaptiveJson(const AutoReps& a, const RoundsVerdict& v, double elapsed_s,
   for (const Comparison& c : v.comparisons) {
     j["comparisons"].push_back({{"file", c.file}, {"cache", c.cache}, {"procs", c.procs},
                                 {"memory_limit_bytes", c.memory_limit_bytes},
+                                {"pattern", c.pattern},
                                 {"strategy_spec", c.spec}, {"baseline", c.baseline},
                                 {"n", c.n}, {"ratio", finite(c.ratio)},
                                 {"low", c.high < kInf ? finite(c.low) : Json(nullptr)},

@@ -33,6 +33,7 @@
 #include "harness/system/interrupt.h"
 #include "harness/system/timeline.h"
 #include "loaders/format/model.h"
+#include "harness/ranks/part.h"
 #include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
@@ -169,8 +170,32 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   p.cache = r.cache;
   p.rep = r.rep;
   p.procs = r.procs;
+  p.pattern = r.pattern;
   p.memory_limit = r.memory_limit;
   return p;
+}
+
+std::string PartsKey(const std::string& pattern, int readers) {
+  return fmt::format("{}/{}", pattern, readers);
+}
+
+Status PrepareParts(const std::string& pattern, int readers, PreparedFile* f) {
+  const std::string key = PartsKey(pattern, readers);
+  if (readers <= 1 || pattern == "replicated" || f->part_checksums.count(key)) {
+    return Status::Ok();
+  }
+  ReadPattern p;
+  LB_RETURN_IF_ERROR(ParsePattern(pattern, &p));
+  std::vector<uint64_t> sums;
+  for (int k = 0; k < readers; ++k) {
+    TensorTable part;
+    LB_RETURN_IF_ERROR(PartOf(f->path, f->table, p, k, readers, &part));
+    uint64_t sum = 0;
+    LB_RETURN_IF_ERROR(ChecksumModel(part, &sum));
+    sums.push_back(sum);
+  }
+  f->part_checksums[key] = std::move(sums);
+  return Status::Ok();
 }
 
 std::string RecordedPath(const std::string& path) {
@@ -181,8 +206,9 @@ std::string RecordedPath(const std::string& path) {
 }
 
 std::string RunKey(const std::string& file, const RunPoint& p) {
-  return fmt::format("{}|{}|{}|{}|{}|{}", file, p.spec.text, p.cache, p.rep, p.procs,
-                     p.memory_limit);
+  // Replicated is every record's pattern from before patterns: its key is unchanged.
+  return fmt::format("{}|{}|{}|{}|{}|{}{}", file, p.spec.text, p.cache, p.rep, p.procs,
+                     p.memory_limit, p.pattern == "replicated" ? "" : "|" + p.pattern);
 }
 
 std::string RunKey(const nlohmann::ordered_json& r) {
@@ -191,6 +217,7 @@ std::string RunKey(const nlohmann::ordered_json& r) {
   p.cache = r.value("cache", "");
   p.rep = r.value("rep", -1);
   p.procs = r.value("procs", 1);
+  p.pattern = r.value("pattern", "replicated");
   const auto limit = r.find("memory_limit_bytes");
   p.memory_limit = limit != r.end() && limit->is_number() ? limit->get<uint64_t>() : 0;
   return RunKey(r.value("file", ""), p);

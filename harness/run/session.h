@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/experiment/experiment.h"
+#include "harness/ranks/job.h"
 #include "harness/run/record.h"
 #include "harness/run/results.h"
 #include "harness/system/cache.h"
@@ -23,7 +25,17 @@ struct PreparedFile {
   std::string path;  // absolute
   TensorTable table;  // expected_checksum always set once prepared
   std::string checksum_source;
+  // The checksum of each reader's part under a read pattern (harness/ranks/part.h), by
+  // PartsKey; replicated readers check the model's.
+  std::map<std::string, std::vector<uint64_t>> part_checksums;
 };
+
+// "tp/4": the key of part_checksums for `readers` readers by `pattern`.
+std::string PartsKey(const std::string& pattern, int readers);
+
+// Computes part_checksums[PartsKey(pattern, readers)] of `f` once: kBadInput naming the file
+// when the pattern cannot split it among that many readers.
+Status PrepareParts(const std::string& pattern, int readers, PreparedFile* f);
 
 // Reads and checks the file's table, checks that its residency can be measured (every run
 // checks its cache state), and, for a file that stores no checksum, reads it once with plain
@@ -52,7 +64,8 @@ struct RunPoint {
   std::string cache;  // "cold" or "warm"
   int rep = 0;        // the round
   int position = -1;  // place in its round from 0; -1: not run in rounds
-  int procs = 1;              // workers loading the file at the same time
+  int procs = 1;              // readers loading the model at the same time
+  std::string pattern = "replicated";  // what each reader loads (harness/ranks/part.h)
   uint64_t memory_limit = 0;  // bytes; 0: no memory cgroup
   std::string unsupported;    // a reason known before the run (unknown strategy, bad option)
   std::optional<ExecCommand> exec;  // an exec strategy's command
@@ -66,8 +79,8 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r);
 // exist yet.
 std::string RecordedPath(const std::string& path);
 
-// The identity of a run for resuming: file, strategy spec, cache, repetition, procs and memory
-// limit, from a point or from a record of runs.jsonl.
+// The identity of a run for resuming: file, strategy spec, cache, repetition, procs, memory
+// limit and read pattern, from a point or from a record of runs.jsonl.
 std::string RunKey(const std::string& file, const RunPoint& p);
 std::string RunKey(const nlohmann::ordered_json& record);
 
@@ -90,6 +103,7 @@ struct RunSession {
   bool log = true;    // print a line per record on stderr
   bool clear_line = false;  // erase a progress line on the terminal before each
   JsonlWriter* out = nullptr;
+  const Job* job = nullptr;  // under MPI: the job whose ranks load (harness/ranks/job.h)
   std::vector<RunRecord> records;  // appended by this session
   std::string previous;            // the spec of the session's last run that ran
   int seq = 0;

@@ -44,8 +44,20 @@ struct WorkerFds {
   int result = -1, hold = -1, profile_ctl = -1, profile_ack = -1;
 };
 
+// What differs between the workers of one run: the part each loads and its checksum.
+struct WorkerArgs {
+  std::string part, checksum;
+};
+
+WorkerArgs ArgsOf(const SpawnRequest& req, size_t i) {
+  if (req.parts <= 1) return {"0/1", req.expect_checksum};
+  return {fmt::format("{}/{}", req.first_part + static_cast<int>(i), req.parts),
+          req.part_checksums.at(i)};
+}
+
 // In the child, after fork: only async-signal-safe calls until exec.
-[[noreturn]] void ExecWorker(const SpawnRequest& req, WorkerFds fds, pid_t parent) {
+[[noreturn]] void ExecWorker(const SpawnRequest& req, const WorkerArgs& args, WorkerFds fds,
+                             pid_t parent) {
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
   // Nothing outlives the harness: killed by any signal, SIGKILL included, it takes the worker
@@ -64,7 +76,9 @@ struct WorkerFds {
                         req.file.c_str(),     "--strategy",      req.strategy.c_str(),
                         "--result-fd",        "3",               "--counters",
                         req.counters.c_str(), "--hold-fd",       hold_arg,
-                        "--expect-checksum",  req.expect_checksum.c_str(),
+                        "--expect-checksum",  args.checksum.c_str(),
+                        "--pattern",          req.pattern.c_str(),
+                        "--part",             args.part.c_str(),
                         "--profile-ctl-fd",   profiled ? "5" : "-1",
                         "--profile-ack-fd",   profiled ? "6" : "-1", nullptr};
   ::execv(req.exe.c_str(), const_cast<char* const*>(argv));
@@ -83,7 +97,7 @@ void OpenProfiler(const SpawnRequest& req, Child* c) {
 }
 
 // Forks and execs one `loadbench worker`, and its profiler.
-Status StartChild(const SpawnRequest& req, Child* c) {
+Status StartChild(const SpawnRequest& req, const WorkerArgs& args, Child* c) {
   int result[2], hold[2] = {-1, -1};
   if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   c->result.reset(result[0]);
@@ -102,7 +116,7 @@ Status StartChild(const SpawnRequest& req, Child* c) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
-  if (pid == 0) ExecWorker(req, fds, parent);
+  if (pid == 0) ExecWorker(req, args, fds, parent);
   c->pid = pid;
   if (c->profiler) {
     c->profile_data = fmt::format("{}/worker-{}.perf.data", req.profile_dir, pid);
@@ -124,7 +138,7 @@ class Group {
 
   void StartAll() {
     for (size_t i = 0; i < children_.size(); ++i) {
-      if (Status s = StartChild(req_, &children_[i]); !s.ok()) {
+      if (Status s = StartChild(req_, ArgsOf(req_, i), &children_[i]); !s.ok()) {
         out_[i].error = s.message();
         children_[i].open = false;
       }

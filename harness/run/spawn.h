@@ -18,6 +18,11 @@ struct SpawnRequest {
   std::string exe, file, strategy, counters;
   std::vector<std::string> file_paths;  // the model's files, for the timeline (default: file)
   std::string expect_checksum = "none";  // hex, for a file that stores no checksum
+  // Readers of a model by a read pattern (harness/ranks/part.h): worker i loads part
+  // first_part + i of `parts` and must give part_checksums[i] (hex). parts 1: the whole model.
+  std::string pattern = "replicated";
+  int first_part = 0, parts = 1;
+  std::vector<std::string> part_checksums;
   std::string cgroup_procs;  // the memory cgroup's procs file the workers join; "" for none
   int procs = 1;
   double timeout_s = 0;

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/ranks/part.h"
 #include "harness/run/profile.h"
 #include "harness/system/counters.h"
 #include "loaders/base/file_io.h"
@@ -167,6 +168,20 @@ void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
   r->loads = p.loads();
 }
 
+// One of several readers keeps its part of the model (inside the timed region: a rank works
+// out its slices as it opens the model). Replicated readers load the whole model as it is. A
+// part in one file of a sharded model is loaded from that file (*path).
+Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path) {
+  ReadPattern p;
+  LB_RETURN_IF_ERROR(ParsePattern(req.pattern, &p));
+  if (p.kind == ReadPattern::Kind::kReplicated) return Status::Ok();
+  TensorTable part;
+  LB_RETURN_IF_ERROR(PartOf(req.file, *table, p, req.part, req.parts, &part));
+  if (table->sharded() && part.shards.size() == 1) *path = part.shards[0].path;
+  *table = std::move(part);
+  return Status::Ok();
+}
+
 }  // namespace
 
 RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
@@ -188,10 +203,12 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   const auto t0 = Clock::now();
   TensorTable table;
   Status s;
+  std::string path = req.file;
   s = ReadModel(req.file, &table);
+  if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path);
   r.open_s = Seconds(t0, Clock::now());
   if (!s.ok()) return Unfinished(r, s);
-  UsePipeline pipeline(*setup.info, setup.params, setup.use, req.file, table);
+  UsePipeline pipeline(*setup.info, setup.params, setup.use, path, table);
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
   if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "disable");

@@ -22,6 +22,10 @@ struct WorkerRequest {
   int hold_fd = -1;
   // The checksum a file that stores none must give: the runner's reference read of it.
   std::optional<uint64_t> expect_checksum;
+  // One of several readers (harness/ranks/part.h): the read pattern and which part of how
+  // many this worker loads; with parts > 1 the checksum to give is the part's.
+  std::string pattern = "replicated";
+  int part = 0, parts = 1;
   // When >= 0: perf's control pipes (harness/run/profile.h). The worker enables the profiler
   // at the start of its timed region and disables it at the end, waiting for each ack.
   int profile_ctl_fd = -1, profile_ack_fd = -1;

@@ -17,13 +17,14 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Condition ConditionOf(const Json& r) {
   return {r.value("file", ""), r.value("cache", ""), r.value("procs", 1),
-          r.value("memory_limit_bytes", uint64_t{0})};
+          r.value("memory_limit_bytes", uint64_t{0}), r.value("pattern", "replicated")};
 }
 
 std::string ConditionText(const Condition& c, bool with_file) {
-  const auto& [file, cache, procs, limit] = c;
+  const auto& [file, cache, procs, limit, pattern] = c;
   std::string out = cache;
   if (procs > 1) out += fmt::format(" x{} procs", procs);
+  if (pattern != "replicated") out += " " + pattern;
   if (limit > 0) out += fmt::format(" limit {} MiB", limit >> 20);
   if (with_file) out += " " + file.substr(file.find_last_of('/') + 1);
   return out;
@@ -67,7 +68,7 @@ RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::s
       }
       const paired::Interval i = paired::SignedRankInterval(d);
       Comparison c;
-      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes) = condition;
+      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern) = condition;
       c.spec = spec;
       c.baseline = baseline;
       c.n = i.n;

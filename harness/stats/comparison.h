@@ -15,7 +15,7 @@
 namespace loadbench {
 
 // A condition: runs of it are comparable with each other (file, cache, procs, memory limit).
-using Condition = std::tuple<std::string, std::string, int, uint64_t>;
+using Condition = std::tuple<std::string, std::string, int, uint64_t, std::string>;
 Condition ConditionOf(const nlohmann::ordered_json& record);
 // "cold", "warm x2 procs limit 512 MiB", with the file's name when `with_file`.
 std::string ConditionText(const Condition& c, bool with_file);
@@ -34,6 +34,7 @@ struct Comparison {
   std::string file, cache;
   int procs = 1;
   uint64_t memory_limit_bytes = 0;
+  std::string pattern = "replicated";
   std::string spec, baseline;
   int n = 0;
   double ratio = 0, low = 0, high = 0;  // low/high: 0 and +inf when unbounded

@@ -28,7 +28,7 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
       fmt::format("paired, time over {}'s in the same round (95% interval):\n", baseline);
   for (const Comparison& c : v.comparisons) {
     const std::string cond =
-        ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes}, many_files);
+        ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern}, many_files);
     if (c.n == 0) {
       out += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, c.spec, baseline);
     } else if (c.half_width == kInf) {

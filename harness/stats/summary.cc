@@ -47,27 +47,6 @@ struct Table {
   int ceiling_runs = 0;
 };
 
-// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, whether
-// an exec command went unverified (it sent no checksum), how many workers and under which
-// memory limit when those are set, and the file's name when the records hold more than one file.
-std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
-  std::string label = r.value("strategy_spec", r.value("strategy", "?"));
-  if (const auto v = r.find("verify"); v != r.end() && *v == "none") label += " (unverified)";
-  if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
-    label += "[" + d->value("role", "?") + "]";
-  }
-  if (const auto procs = Num(r, "procs"); procs && *procs > 1) {
-    label += fmt::format(" x{:.0f}", *procs);
-  }
-  if (const auto limit = Num(r, "memory_limit_bytes")) {
-    label += fmt::format(" limit {:.0f}MiB", *limit / (1 << 20));
-  }
-  if (name_file) {
-    const std::string file = r.value("file", "?");
-    label += " " + file.substr(file.rfind('/') + 1);
-  }
-  return label;
-}
 
 Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
   Table t;
@@ -145,6 +124,31 @@ std::string CeilingLine(const Table& t) {
 }
 
 }  // namespace
+
+// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, whether
+// an exec command went unverified (it sent no checksum), how many workers and under which
+// memory limit when those are set, and the file's name when the records hold more than one file.
+std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
+  std::string label = r.value("strategy_spec", r.value("strategy", "?"));
+  if (const auto v = r.find("verify"); v != r.end() && *v == "none") label += " (unverified)";
+  if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
+    label += "[" + d->value("role", "?") + "]";
+  }
+  if (const auto procs = Num(r, "procs"); procs && *procs > 1) {
+    label += fmt::format(" x{:.0f}", *procs);
+  }
+  if (const auto p = r.find("pattern"); p != r.end() && p->is_string() && *p != "replicated") {
+    label += " " + p->get<std::string>();
+  }
+  if (const auto limit = Num(r, "memory_limit_bytes")) {
+    label += fmt::format(" limit {:.0f}MiB", *limit / (1 << 20));
+  }
+  if (name_file) {
+    const std::string file = r.value("file", "?");
+    label += " " + file.substr(file.rfind('/') + 1);
+  }
+  return label;
+}
 
 std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   const Table t = Tabulate(runs);

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "harness/experiment/experiment.h"
+#include "harness/run/session.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -397,6 +398,93 @@ TEST(ShippedExperiments, ParseAndPlanWithEveryStrategySupported) {
     EXPECT_EQ(first.rfind("# Question:", 0), 0u) << entry.path() << " must start with its question";
   }
   EXPECT_GE(count, 2);
+}
+
+// Read patterns are an axis of the runs with more than one reader: one reader loads the whole
+// model whatever the pattern, so procs 1 is run once per point.
+TEST_F(ExperimentTest, PatternsAreAnAxisOfTheRunsWithSeveralReaders) {
+  Experiment e;
+  Status s = Load(R"(reps = 2
+cache = "both"
+procs = [1, 2]
+pattern = ["replicated", "tp", "pp"]
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "mmap"
+[[strategy]]
+name = "fread"
+)", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(e.procs_given);
+  EXPECT_EQ(e.patterns, (std::vector<std::string>{"replicated", "tp", "pp"}));
+  // Per strategy point, cache state and rep: 1 run with 1 reader, 3 with 2 (one per pattern).
+  std::map<std::tuple<size_t, std::string, int, int>, std::multiset<std::string>> runs;
+  for (const auto& r : e.runs) {
+    runs[{r.strategy, r.cache, r.rep, r.procs}].insert(r.pattern);
+    EXPECT_EQ(PointOf(e, r).pattern, r.pattern);
+  }
+  ASSERT_EQ(runs.size(), 2u * 2u * 2u * 2u);
+  for (const auto& [key, patterns] : runs) {
+    const std::multiset<std::string> want =
+        std::get<3>(key) == 1 ? std::multiset<std::string>{"replicated"}
+                              : std::multiset<std::string>{"pp", "replicated", "tp"};
+    EXPECT_EQ(patterns, want) << std::get<0>(key) << " " << std::get<1>(key) << " "
+                              << std::get<2>(key) << " procs " << std::get<3>(key);
+  }
+  EXPECT_EQ(e.runs.size(), 2u * 2u * 2u * (1u + 3u));
+
+  s = Load("procs = 4
+pattern = \"tp:1\"\n[[file]]\npath = \"x.wlf\"\n[[strategy]]\n"
+           "name = \"mmap\"\n", &e);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(e.patterns, (std::vector<std::string>{"tp:1"}));
+  ASSERT_FALSE(e.runs.empty());
+  for (const auto& r : e.runs) EXPECT_EQ(r.pattern, "tp:1");
+}
+
+TEST_F(ExperimentTest, ABadPatternNamesTheLineAndTheProcsDefault) {
+  EXPECT_EQ(Refusal("name = \"x\"\npattern = [\"tp\", \"zz\"]\n"),
+            Write("") + ":2: unknown read pattern 'zz' (the patterns are: replicated, tp, "
+                        "tp:DIM, pp, files)");
+  EXPECT_NE(Refusal("pattern = 3\n").find("e.toml:1: pattern must be a word"), std::string::npos);
+  EXPECT_NE(Refusal("pattern = []\n").find("e.toml:1: pattern is an empty list"),
+            std::string::npos);
+
+  Experiment e;
+  const std::string rest = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"mmap\"\n";
+  ASSERT_TRUE(Load(rest, &e).ok());
+  EXPECT_FALSE(e.procs_given);
+  EXPECT_EQ(e.patterns, (std::vector<std::string>{"replicated"}));
+  ASSERT_TRUE(Load("procs = 1\n" + rest, &e).ok());
+  EXPECT_TRUE(e.procs_given);
+  ASSERT_TRUE(Load("pattern = \"tp\"\n" + rest, &e).ok());
+  EXPECT_FALSE(e.procs_given);
+}
+
+// A run's identity for resuming: a replicated run keeps the key it had before patterns, so a
+// record without "pattern" is the replicated run's; another pattern is another run.
+TEST(RunKeyTest, OnlyAPatternOtherThanReplicatedChangesTheKey) {
+  RunPoint p;
+  p.spec.text = "mmap";
+  p.cache = "cold";
+  p.rep = 1;
+  p.procs = 2;
+  nlohmann::ordered_json record = {{"file", "/m.wlf"}, {"strategy_spec", "mmap"},
+                                   {"cache", "cold"}, {"rep", 1}, {"procs", 2}};
+  const std::string replicated = RunKey("/m.wlf", p);
+  EXPECT_EQ(replicated, "/m.wlf|mmap|cold|1|2|0");
+  EXPECT_EQ(RunKey(record), replicated);
+  record["pattern"] = "replicated";
+  EXPECT_EQ(RunKey(record), replicated);
+
+  p.pattern = "tp";
+  const std::string tp = RunKey("/m.wlf", p);
+  EXPECT_NE(tp, replicated);
+  record["pattern"] = "tp";
+  EXPECT_EQ(RunKey(record), tp);
+  record["pattern"] = "tp:1";
+  EXPECT_NE(RunKey(record), tp);
 }
 
 }  // namespace
