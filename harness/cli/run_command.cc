@@ -104,6 +104,7 @@ Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
   if (f.profile.hz) e->profile_hz = *f.profile.hz;
   e->timeout_s = f.timeout_s;
   e->procs = {f.procs};
+  e->procs_given = f.procs > 1;  // under MPI, 1 means the job's size
   ReadPattern pattern;
   LB_RETURN_IF_ERROR(ParsePattern(f.pattern, &pattern));
   e->patterns = {pattern.Text()};

@@ -27,9 +27,10 @@ struct Cut {
 };
 
 Status CutOf(const std::string& path, const TensorInfo& t, int dim, int readers, Cut* c) {
+  const std::string tp = ReadPattern{ReadPattern::Kind::kTp, dim}.Text();
   if (t.shape.empty()) {
-    return Status::BadInput(fmt::format("{}: tp cannot split tensor '{}' among {} readers: it is "
-                                        "a scalar", path, t.name, readers));
+    return Status::BadInput(fmt::format("{}: {} cannot split tensor '{}' among {} readers: it "
+                                        "is a scalar", path, tp, t.name, readers));
   }
   c->dim = std::min(static_cast<size_t>(dim), t.shape.size() - 1);
   c->outer = 1;
@@ -37,14 +38,14 @@ Status CutOf(const std::string& path, const TensorInfo& t, int dim, int readers,
   c->len = t.shape[c->dim];
   if (c->len % static_cast<uint64_t>(readers) != 0) {
     return Status::BadInput(fmt::format(
-        "{}: tp:{} cannot split tensor '{}' among {} readers: its dimension {} is {}, not a "
-        "multiple of {}", path, dim, t.name, readers, c->dim, c->len, readers));
+        "{}: {} cannot split tensor '{}' among {} readers: its dimension {} is {}, not a "
+        "multiple of {}", path, tp, t.name, readers, c->dim, c->len, readers));
   }
   const uint64_t indices = c->outer * c->len;
   if (indices == 0 || t.size % indices != 0) {
     return Status::BadInput(fmt::format(
-        "{}: tp:{} cannot split tensor '{}' ({}) along dimension {}: its {} bytes are stored in "
-        "blocks that a slice would cut", path, dim, t.name, t.dtype, c->dim, t.size));
+        "{}: {} cannot split tensor '{}' ({}) along dimension {}: its {} bytes are stored in "
+        "blocks that a slice would cut", path, tp, t.name, t.dtype, c->dim, t.size));
   }
   c->unit = t.size / indices;
   return Status::Ok();

@@ -115,8 +115,12 @@ void PrintSettings(const Experiment& e) {
   std::vector<std::string> limits, procs;
   for (uint64_t l : e.memory_limits) limits.push_back(l ? FormatBytes(l) : "none");
   for (int p : e.procs) procs.push_back(std::to_string(p));
-  fmt::print("cache: {}; reps: {}; procs: {}; memory limit: {}; order: {}; timeout: {}\n",
-             Joined(e.caches), RepsText(e), Joined(procs), Joined(limits),
+  fmt::print("cache: {}; reps: {}; procs: {}{}; memory limit: {}; order: {}; timeout: {}\n",
+             Joined(e.caches), RepsText(e), Joined(procs),
+             e.patterns == std::vector<std::string>{"replicated"}
+                 ? ""
+                 : fmt::format(" (pattern {})", Joined(e.patterns)),
+             Joined(limits),
              e.order == RoundOrder::kShuffled || e.order == RoundOrder::kBalanced
                  ? fmt::format("{} (seed {})", RoundOrderName(e.order), e.seed)
                  : RoundOrderName(e.order),

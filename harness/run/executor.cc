@@ -154,10 +154,12 @@ int Executor::NotWritten(const Status& s) const {
               3);
 }
 
-// The command that goes on where this one stopped.
+// The command that goes on where this one stopped (under MPI, by the same launcher).
 std::string Executor::ResumeCommand() const {
+  const std::string launcher =
+      o_.job != nullptr ? fmt::format("mpirun -np {} ", o_.job->size()) : "";
   if (!e_.path.empty()) {
-    return fmt::format("loadbench experiment {} --out {}{}", e_.path, o_.out_dir,
+    return fmt::format("{}loadbench experiment {} --out {}{}", launcher, e_.path, o_.out_dir,
                        o_.data_dir != "data" ? " --data " + o_.data_dir : "");
   }
   // run: the same flags, into the same folder, with --resume.
@@ -165,7 +167,7 @@ std::string Executor::ResumeCommand() const {
                                                      o_.command_line.size()));
   if (args.find(" --out") == std::string::npos) args += " --out " + o_.out_dir;
   if (args.find(" --resume") == std::string::npos) args += " --resume";
-  return "loadbench" + args;
+  return launcher + "loadbench" + args;
 }
 
 // The results folder for this command alone (refused when another writes there), then the

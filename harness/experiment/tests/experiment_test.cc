@@ -434,8 +434,7 @@ name = "fread"
   }
   EXPECT_EQ(e.runs.size(), 2u * 2u * 2u * (1u + 3u));
 
-  s = Load("procs = 4
-pattern = \"tp:1\"\n[[file]]\npath = \"x.wlf\"\n[[strategy]]\n"
+  s = Load("procs = 4\npattern = \"tp:1\"\n[[file]]\npath = \"x.wlf\"\n[[strategy]]\n"
            "name = \"mmap\"\n", &e);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(e.patterns, (std::vector<std::string>{"tp:1"}));
