@@ -68,28 +68,31 @@ void FollowRun(const Job& job, const RankJson& run, const std::vector<PreparedFi
   if (job.host_leader() && i < files.size()) CleanUp(run.value("strategy", ""), files[i].path);
 }
 
+// Another host's first rank holds that machine for this measurement, as rank 0 holds its own:
+// once rank 0 has its lock (it sends the check after), so that two ranks of one machine never
+// wait for each other; and without waiting, since every rank waits for this one (a machine
+// another measurement holds is said, and measured anyway).
+void HoldHost(const Job& job, const ExecuteOptions& o, HeldLock* machine) {
+  if (!job.host_leader()) return;
+  const Status s = BeginMeasurement(o.who, ThisProcess(o.command_line, o.out_dir), false, machine);
+  if (!s.ok()) {
+    fmt::print(stderr, "{}: WARNING: rank {} (host {}): {}\n", o.who, job.rank(), job.host(),
+               s.message());
+  }
+}
+
 }  // namespace
 
 int FollowJob(const Job& job, const ExecuteOptions& o) {
   RunSession rs;
   StartSession(&rs);
-  // Another host's first rank holds that machine for this measurement, as rank 0 holds its
-  // own; without waiting, since rank 0 and the other ranks wait for it (a machine that another
-  // measurement holds is said, and measured anyway).
   HeldLock machine;
-  if (job.host_leader()) {
-    const Status s =
-        BeginMeasurement(o.who, ThisProcess(o.command_line, o.out_dir), false, &machine);
-    if (!s.ok()) {
-      fmt::print(stderr, "{}: WARNING: rank {} (host {}): {}\n", o.who, job.rank(), job.host(),
-                 s.message());
-    }
-  }
   std::vector<PreparedFile> files;
   for (;;) {
     const RankJson m = Parse(job.Broadcast(""));
     const std::string type = m.value("type", "end");
     if (type == "check") {
+      HoldHost(job, o, &machine);
       if (std::string why = CheckRanks(job, m, o.who, &files); !why.empty()) {
         fmt::print(stderr, "{}: {}\n", o.who, why);
         return 2;
