@@ -16,11 +16,6 @@ namespace {
 
 const char* const kVersion = LOADBENCH_VERSION " (" LOADBENCH_COMMIT ")";
 
-RankJson Parse(const std::string& text) {
-  RankJson j = RankJson::parse(text, nullptr, false);
-  return j.is_discarded() ? RankJson::object() : j;
-}
-
 std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
 // What this rank answers to the check: its version; a host's first rank, each file as it sees
@@ -115,6 +110,11 @@ std::string RankDifference(int k, const std::string& host, const RankJson& check
   return "";
 }
 
+RankJson ParseRankJson(const std::string& text) {
+  RankJson j = RankJson::parse(text, nullptr, false);
+  return j.is_discarded() ? RankJson::object() : j;
+}
+
 RankJson CheckMessage(const std::vector<PreparedFile>& files) {
   RankJson m = {{"type", "check"}, {"version", kVersion}, {"files", RankJson::array()}};
   for (const PreparedFile& f : files) {
@@ -129,7 +129,7 @@ std::string CheckRanks(const Job& job, const RankJson& check, const std::string&
   const std::vector<std::string> all = job.AllGather(Identity(job, check, who, files).dump());
   for (int k = 0; k < job.size(); ++k) {
     const std::string d =
-        RankDifference(k, job.host_of(k), check, Parse(all[static_cast<size_t>(k)]));
+        RankDifference(k, job.host_of(k), check, ParseRankJson(all[static_cast<size_t>(k)]));
     if (!d.empty()) return d;
   }
   return "";
@@ -158,7 +158,7 @@ std::vector<RankJson> RunOnEveryRank(const Job& job, int readers, SpawnRequest s
                                      bool* interrupted) {
   const RankJson start = job.host_leader() ? host.prepare() : RankJson::object();
   const std::vector<std::string> starts = job.AllGather(start.dump());
-  const RankJson my_start = Parse(starts.at(static_cast<size_t>(job.leader_of(job.rank()))));
+  const RankJson my_start = ParseRankJson(starts.at(static_cast<size_t>(job.leader_of(job.rank()))));
   const bool reader = job.rank() < readers;
   bool stopped = false;
   job.Barrier();  // every reader starts at the same moment
@@ -175,7 +175,7 @@ std::vector<RankJson> RunOnEveryRank(const Job& job, int readers, SpawnRequest s
   *interrupted = stopped || Interrupted();
   std::vector<RankJson> all;
   for (const std::string& o : job.Gather(outcome.dump())) {
-    all.push_back(Parse(o));
+    all.push_back(ParseRankJson(o));
     *interrupted = *interrupted || all.back().value("interrupted", false);
   }
   return all;

@@ -28,6 +28,9 @@ namespace loadbench {
 
 using RankJson = nlohmann::ordered_json;
 
+// A message as JSON; an empty object when it is not JSON.
+RankJson ParseRankJson(const std::string& text);
+
 // ---- check ----
 // What rank 0 asks every rank to agree on: its version and each file's path, bytes, checksum.
 RankJson CheckMessage(const std::vector<PreparedFile>& files);

@@ -13,11 +13,6 @@
 namespace loadbench {
 namespace {
 
-RankJson Parse(const std::string& text) {
-  RankJson j = RankJson::parse(text, nullptr, false);
-  return j.is_discarded() ? RankJson::object() : j;
-}
-
 // What a run of `strategy` leaves outside its processes (shm's segment), removed.
 void CleanUp(const std::string& spec, const std::string& path) {
   std::vector<StrategySpec> specs;
@@ -89,7 +84,7 @@ int FollowJob(const Job& job, const ExecuteOptions& o) {
   HeldLock machine;
   std::vector<PreparedFile> files;
   for (;;) {
-    const RankJson m = Parse(job.Broadcast(""));
+    const RankJson m = ParseRankJson(job.Broadcast(""));
     const std::string type = m.value("type", "end");
     if (type == "check") {
       HoldHost(job, o, &machine);
