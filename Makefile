@@ -5,26 +5,35 @@ EXPERIMENT ?= quick
 REPS     ?=
 DATA     ?= data
 JOBS     ?= $(shell nproc)
-RESULTS  ?= results/$(EXPERIMENT)-$(shell date +%Y%m%d-%H%M%S)
+STAMP    := $(shell date +%Y%m%d-%H%M%S)
+RESULTS  ?= results/$(EXPERIMENT)-$(STAMP)
 BIN      := $(BUILD)/loadbench
+# A step whose output goes to a log, one line on the screen (scripts/step.sh).
+STEP      = bash scripts/step.sh
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build run report compare aa gpu-check bench probe fuzz peers test test-asan setup clean
+.PHONY: all build binary run report compare reference aa gpu-check bench probe fuzz peers test \
+  test-asan setup clean
 
 all: build
 
 # setup.sh installs only what is missing; the stamp keeps make from asking dpkg every time.
 $(BUILD)/.setup-done: scripts/setup.sh
-	@bash scripts/setup.sh
+	@SETUP_LOG=$(BUILD)/setup.log bash scripts/setup.sh
 	@mkdir -p $(BUILD) && touch $@
 
 $(BUILD)/CMakeCache.txt: $(BUILD)/.setup-done CMakeLists.txt
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	@$(STEP) $(BUILD)/configure.log "cmake: configure $(BUILD)" \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # The binaries; the tests are built where they run, in the sanitizer tree (`make test`).
 # `cmake --build build` still builds everything, for working on the tests.
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target loadbench loadbench_bench
+
+# The loadbench binary alone, its compiler output in a log (what `make run` needs).
+binary: $(BUILD)/CMakeCache.txt
+	@$(STEP) $(BUILD)/build.log "build: $(BIN)" cmake --build $(BUILD) -j $(JOBS) --target loadbench
 
 setup:
 	bash scripts/setup.sh
@@ -36,11 +45,15 @@ setup:
 peers:
 	bash scripts/setup.sh peers
 
-# An experiment file (experiments/$(EXPERIMENT).toml) into a fresh results folder; RESULTS of an
-# interrupted one resumes it.
-run: build
-	$(BIN) experiment experiments/$(EXPERIMENT).toml --data $(DATA) --out $(RESULTS) \
-	  $(if $(REPS),--reps $(REPS))
+# An experiment file (experiments/$(EXPERIMENT).toml) into a fresh results folder, then its report;
+# RESULTS of an interrupted one resumes it. The report is written when every run was recorded
+# (exit 0, or 1: some runs failed or were invalid, which the report shows); it ends the output
+# with where it is and the verdict.
+run: binary
+	@$(BIN) experiment experiments/$(EXPERIMENT).toml --data $(DATA) --out $(RESULTS) \
+	  $(if $(REPS),--reps $(REPS)); rc=$$?; \
+	if [ $$rc -le 1 ]; then /usr/bin/python3 -m analysis.report $(RESULTS) --brief || exit $$?; fi; \
+	exit $$rc
 
 # A results folder (RESULTS=DIR) into DIR/report.md, DIR/report.html, DIR/figures/ and
 # DIR/summary.json.

@@ -39,13 +39,16 @@ if ((${#missing[@]} == 0)); then
   exit 0
 fi
 
-echo "setup: installing ${missing[*]}"
+# The package manager's output goes to a log; the screen gets a line per step.
+log=${SETUP_LOG:-build/setup.log}
+mkdir -p "$(dirname "$log")"
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then
   command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: done"
+echo "setup: ${#missing[@]} of ${#packages[@]} packages missing: ${missing[*]}"
+bash "$(dirname "$0")/step.sh" "$log" "setup: apt-get update" "${sudo[@]}" apt-get update -q
+bash "$(dirname "$0")/step.sh" "${log%.log}-install.log" "setup: apt-get install (${#missing[@]} packages)" \
+  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

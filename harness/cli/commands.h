@@ -46,7 +46,7 @@ struct RunFlags {
   RepsFlags reps;
   std::string order = "balanced", baseline, out, experiment = "run";
   uint64_t seed = 0;
-  bool ceiling = false, resume = false, no_wait = false;
+  bool ceiling = false, resume = false, no_wait = false, verbose = false;
   double timeout_s = 0, sample_ms = 10;
   std::string counters = "default", memory_limit;
   int procs = 1;
@@ -60,7 +60,7 @@ int RunCommand(const RunFlags& f, const std::string& command_line);
 struct ExperimentFlags {
   std::string path, out_dir, data_dir = "data";
   RepsFlags reps;
-  bool dry_run = false, quiet = false, cleanup = false, no_wait = false;
+  bool dry_run = false, quiet = false, cleanup = false, no_wait = false, verbose = false;
   std::optional<uint64_t> seed;
   ProfileFlags profile;
 };

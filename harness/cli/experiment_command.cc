@@ -31,6 +31,7 @@ int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line)
   o.out_dir = out_dir;
   o.resume = true;
   o.quiet = f.quiet;
+  o.verbose = f.verbose;
   o.data_dir = f.data_dir;
   o.cleanup = f.cleanup;
   o.wait = !f.no_wait;

@@ -114,6 +114,12 @@ void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
       ->check(CLI::Range(1, kMaxProfileHz));
 }
 
+void AddVerbose(CLI::App* cmd, bool* verbose) {
+  cmd->add_flag("-v,--verbose", *verbose,
+                "A line on stderr for every run recorded (without it: only for runs that failed, "
+                "were invalid or unsupported)");
+}
+
 void AddNoWait(CLI::App* cmd, bool* no_wait) {
   cmd->add_flag("--no-wait", *no_wait,
                 "While another measurement runs on this machine, refuse (exit 2) instead of "
@@ -210,6 +216,7 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
                 "Go on with a run whose --out holds some of its runs (after an interruption or a "
                 "full disk): the runs it holds are kept and not run again; give the same flags");
   AddNoWait(cmd, &f->no_wait);
+  AddVerbose(cmd, &f->verbose);
   cmd->add_option("--experiment", f->experiment, "Name recorded in every run")
       ->capture_default_str();
   cmd->add_option("--timeout", f->timeout_s, "Seconds before a run is killed (0: never)")
@@ -235,13 +242,14 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
   cmd->add_flag("--dry-run", f->dry_run,
                 "Print the plan (runs, disk needed, a time estimate from the probe); run and "
                 "write nothing");
-  cmd->add_flag("--quiet", f->quiet, "No progress line and no per-run lines");
+  cmd->add_flag("--quiet", f->quiet, "No progress line, no per-run lines and no summary");
   cmd->add_option("--seed", f->seed,
                   "Seed of the balanced or shuffled order, instead of the file's (each "
                   "repetition of an A/A calibration draws its own orders)");
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
   AddNoWait(cmd, &f->no_wait);
+  AddVerbose(cmd, &f->verbose);
   AddProfile(cmd, &f->profile, "A CPU profile of every load, whatever the file's profile key says");
   return cmd;
 }

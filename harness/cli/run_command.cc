@@ -134,6 +134,7 @@ int RunCommand(const RunFlags& f, const std::string& command_line) {
   o.sample_ms = f.sample_ms;
   o.resume = f.resume;
   o.wait = !f.no_wait;
+  o.verbose = f.verbose;
   o.command_line = command_line;
   return Execute(e, o);
 }

@@ -86,6 +86,7 @@ class Executor {
       Executor& x;
       ~Guard() { x.CleanUpStrategies(); }
     } guard{*this};
+    runs_start_ = Clock::now();
     const Status s = e_.auto_reps ? RunAdaptive() : RunThrough(e_.reps, &interrupted_);
     progress_.Clear();
     if (!s.ok()) return NotWritten(s);
@@ -116,6 +117,7 @@ class Executor {
   Json ProfileEnv() const;
   void PlanWhatIsLeft();
   void Announce();
+  void Milestone();
   Status RunThrough(int last_rep, bool* stop);
   Status RunAdaptive();
   std::vector<std::string> StrategyLeftovers() const;
@@ -138,6 +140,10 @@ class Executor {
   JsonlWriter out_;
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
   std::optional<Eta> eta_;
+  Clock::time_point runs_start_;
+  int tenths_shown_ = 0;  // the last tenth of the runs reached
+  bool estimate_recorded_ = false;  // the time left, in env.json's session
+  Json env_;                        // env.json as written
   size_t next_ = 0;  // into todo_
   bool interrupted_ = false, cleaned_up_ = false, ranks_gone_ = false;
   std::string stopped_;  // why adaptive rounds stopped
@@ -285,24 +291,30 @@ Json Executor::NewEnv(const Json& stability) const {
 Status Executor::OpenResults() {
   LB_RETURN_IF_ERROR(MakeDirs(o_.out_dir));
   SetUpProfiles();
+  const Json synced = SyncDirtyPages();
+  if (!synced.is_null() && !o_.quiet) {
+    fmt::print(stderr, "{}: wrote {} of dirty pages back to disk (sync, {:.1f} s) before the runs\n",
+               o_.who, FormatBytes(synced["bytes"].get<uint64_t>()),
+               synced["seconds"].get<double>());
+  }
   StabilityOptions check;
   check.window_s = 0.5;  // every run and experiment pays it
   check.file_bytes = files_[0].table.file_size;
   stability_ = CheckStability(check);
-  Json env;
+  stability_["synced_before"] = synced;
   if (std::ifstream in(o_.out_dir + "/env.json"); in && !recorded_.empty()) {
-    env = Json::parse(in, nullptr, false);
+    env_ = Json::parse(in, nullptr, false);
   }
-  if (!env.is_object() || !env.contains("sessions")) env = NewEnv(stability_);
+  if (!env_.is_object() || !env_.contains("sessions")) env_ = NewEnv(stability_);
   // A resumed experiment may have changed its reps (--reps): the latest settings count.
-  env["rounds"] = RoundsEnv(e_);
-  env.erase("profile");
-  if (rs_.profile_hz > 0) env["profile"] = ProfileEnv();
-  env["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
+  env_["rounds"] = RoundsEnv(e_);
+  env_.erase("profile");
+  if (rs_.profile_hz > 0) env_["profile"] = ProfileEnv();
+  env_["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
                              {"command_line", o_.command_line},
                              {"runs_recorded_before", recorded_records_},
                              {"stability", stability_}});
-  LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env));
+  LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env_));
   created_out_dir_ = false;  // it holds results now
   // The experiment as it was run, beside its results.
   if (!e_.path.empty()) LB_RETURN_IF_ERROR(CopyFileWhole(e_.path, o_.out_dir + "/experiment.toml"));
@@ -314,7 +326,7 @@ Status Executor::OpenResults() {
   rs_.timeout_s = e_.timeout_s;
   rs_.out = &out_;
   rs_.job = o_.job;
-  rs_.log = !o_.quiet;
+  rs_.log = o_.verbose;
   return Status::Ok();
 }
 
@@ -365,11 +377,11 @@ void Executor::PlanWhatIsLeft() {
       if (e_.timeout_s > 0) est = std::min(est, e_.timeout_s);
     }
     todo_.push_back(&r);
-    RunPoint combination = p;
-    combination.rep = -1;
-    items.push_back({RunKey(files_[r.file].path, combination), est});
+    items.push_back({files_[r.file].path + "|" + p.spec.text,
+                     fmt::format("{}|{}|{}|{}", p.cache, p.procs, p.pattern, p.memory_limit), est});
   }
   eta_.emplace(std::move(items));
+  if (rs_.total > 0) tenths_shown_ = static_cast<int>(rs_.done * 10 / rs_.total);
 }
 
 // What is about to happen, and what may weigh on the figures.
@@ -411,8 +423,33 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
     LB_RETURN_IF_ERROR(s);
     if (*stop) return Status::Ok();
     eta_->Done(next_, SecondsSince(t0));
+    Milestone();
   }
   return Status::Ok();
+}
+
+// At every tenth of the runs: off a terminal, where no progress line is redrawn (a log, CI), a
+// line with the time so far and the time left; at the first, env.json's session records that
+// estimate, so that a results folder shows how well it held (docs/results-format.md).
+void Executor::Milestone() {
+  if (rs_.total == 0) return;
+  const int tenths = static_cast<int>(rs_.done * 10 / rs_.total);
+  if (tenths <= tenths_shown_ || rs_.done >= rs_.total) return;
+  tenths_shown_ = tenths;
+  const double elapsed = SecondsSince(runs_start_);
+  const std::optional<double> left = eta_->Seconds(next_ + 1);
+  if (!estimate_recorded_ && left) {
+    estimate_recorded_ = true;
+    env_["sessions"].back()["estimate"] = {{"runs_done", rs_.done}, {"runs_total", rs_.total},
+                                           {"elapsed_s", elapsed}, {"left_s", *left}};
+    if (Status w = WriteJsonFile(o_.out_dir + "/env.json", env_); !w.ok()) {
+      fmt::print(stderr, "{}: {}\n", o_.who, w.message());
+    }
+  }
+  if (progress_.on() || o_.quiet || o_.verbose) return;
+  fmt::print(stderr, "{}: {}/{} runs ({}%) in {}; {}{} left\n", o_.who, rs_.done, rs_.total,
+             rs_.done * 100 / rs_.total, DurationText(elapsed), e_.auto_reps ? "at most " : "",
+             eta_->Left(next_ + 1));
 }
 
 // Rounds until every paired ratio with the baseline is known well enough, or a limit.
@@ -468,7 +505,7 @@ void Executor::RemoveGenerated() const {
 int Executor::Finish() {
   const std::vector<Json> all = ReadRecords(runs_path_);
   if (!o_.quiet) {
-    fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all), NoiseSummary(all, e_.baseline));
+    fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all), NoiseSummary(all, e_.baseline, o_.verbose));
   }
   if (e_.auto_reps) fmt::print("{}", AutoRepsLine(e_.autoreps, verdict_, stopped_));
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path_, all.size(), o_.out_dir);

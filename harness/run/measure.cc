@@ -83,7 +83,7 @@ Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     ++rs.seq;
     ++rs.done;
     LB_RETURN_IF_ERROR(rs.out->Append(RecordJson(r)));
-    if (rs.log) {
+    if (rs.log || r.status != "ok") {
       fmt::print(stderr, "{}[{}/{}] {} {}{} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
                  rs.done, rs.total, p.cache, p.spec.text,
                  p.procs > 1 && p.pattern != "replicated" ? " " + p.pattern : "", p.rep,

@@ -25,7 +25,7 @@ void Progress::Clear() {
 }
 
 void Eta::Done(size_t i, double actual) {
-  auto& [sum, n] = measured_[items_[i].combination];
+  auto& [sum, n] = measured_[{items_[i].strategy, items_[i].condition}];
   sum += actual;
   ++n;
   est_done_ += items_[i].estimate;
@@ -33,23 +33,52 @@ void Eta::Done(size_t i, double actual) {
   ++runs_;
 }
 
-std::string Eta::Left(size_t next) const {
+double Eta::Mean(const Key& k) const {
+  const auto& [sum, n] = measured_.at(k);
+  return sum / n;
+}
+
+// The item's strategy measured in another condition, scaled by the two conditions' ratio over
+// the strategies measured in both (1 when there are none).
+std::optional<double> Eta::FromOtherCondition(const Item& item) const {
+  const auto first = measured_.lower_bound({item.strategy, ""});
+  if (first == measured_.end() || first->first.first != item.strategy) return std::nullopt;
+  const std::string& other = first->first.second;
+  double here = 0, there = 0;
+  for (const auto& [key, m] : measured_) {
+    if (key.second != other || !measured_.count({key.first, item.condition})) continue;
+    here += Mean({key.first, item.condition});
+    there += Mean(key);
+  }
+  const double factor = there > 0 ? here / there : 1;
+  return Mean(first->first) * factor;
+}
+
+std::optional<double> Eta::Seconds(size_t next) const {
   const double ratio = est_done_ > 0 ? actual_done_ / est_done_ : 1;
   double left = 0;
   bool any_estimate = runs_ > 0;
   for (size_t i = next; i < items_.size(); ++i) {
-    const auto m = measured_.find(items_[i].combination);
-    if (m != measured_.end()) {
-      left += m->second.first / m->second.second;
-    } else if (items_[i].estimate > 0) {
-      left += items_[i].estimate * ratio;
+    const Item& item = items_[i];
+    if (measured_.count({item.strategy, item.condition})) {
+      left += Mean({item.strategy, item.condition});
+    } else if (const auto other = FromOtherCondition(item)) {
+      left += *other;
+    } else if (item.estimate > 0) {
+      left += item.estimate * ratio;
       any_estimate = true;
     } else if (runs_ > 0) {
       left += actual_done_ / runs_;
     }
   }
-  if (!any_estimate) return "unknown";
-  return runs_ == 0 ? "~" + DurationText(left) + " (estimate)" : DurationText(left);
+  if (!any_estimate) return std::nullopt;
+  return left;
+}
+
+std::string Eta::Left(size_t next) const {
+  const std::optional<double> left = Seconds(next);
+  if (!left) return "unknown";
+  return runs_ == 0 ? "~" + DurationText(*left) + " (estimate)" : DurationText(*left);
 }
 
 }  // namespace loadbench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,26 +26,35 @@ class Progress {
   bool on_;
 };
 
-// The time left. A run whose combination (all but the repetition) has been measured in this
-// session is expected to take what it took (an order in rounds measures every combination in the
-// first repetition); another, its estimate scaled by how the measured runs compared with
-// theirs; without estimates, the mean time of a run so far.
+// The time left. A run whose combination (strategy and condition: all but the repetition) has
+// been measured in this session is expected to take what it took on average (an order in rounds
+// measures every combination in the first repetition). One not measured yet: what its strategy
+// took in another condition, times how that condition compares with this one for the strategies
+// measured in both (warm after cold: the same copy, the same first-touch faults, less I/O); else
+// its estimate scaled by how the measured runs compared with theirs; without estimates, the
+// mean time of a run so far.
 class Eta {
  public:
   struct Item {
-    std::string combination;
-    double estimate = 0;  // seconds; 0: none
+    std::string strategy;   // the strategy spec and file
+    std::string condition;  // cache state, procs, read pattern, memory limit
+    double estimate = 0;    // seconds; 0: none
   };
   explicit Eta(std::vector<Item> items) : items_(std::move(items)) {}
 
   void Done(size_t i, double actual);
-  // The time left before item `next` starts: "unknown", "~3 min 05 s (estimate)" before any
-  // run, else "3 min 05 s".
+  // The seconds left before item `next` starts; nullopt when nothing gives an estimate.
+  std::optional<double> Seconds(size_t next) const;
+  // The same as text: "unknown", "~3 min 05 s (estimate)" before any run, else "3 min 05 s".
   std::string Left(size_t next) const;
 
  private:
+  using Key = std::pair<std::string, std::string>;  // strategy, condition
+  double Mean(const Key& k) const;                  // of a measured combination
+  std::optional<double> FromOtherCondition(const Item& item) const;
+
   std::vector<Item> items_;
-  std::map<std::string, std::pair<double, int>> measured_;
+  std::map<Key, std::pair<double, int>> measured_;  // sum, count
   double est_done_ = 0, actual_done_ = 0;
   int runs_ = 0;
 };

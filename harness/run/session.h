@@ -100,7 +100,7 @@ struct RunSession {
   std::string stamp;  // run ids are <stamp>-<sequence>
   int total = 0;      // runs planned (records, one per worker), for the progress lines
   int done = 0;       // of those, recorded (including runs recorded before a resume)
-  bool log = true;    // print a line per record on stderr
+  bool log = true;    // print a line per record on stderr (else only for records not ok)
   bool clear_line = false;  // erase a progress line on the terminal before each
   JsonlWriter* out = nullptr;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (harness/ranks/job.h)

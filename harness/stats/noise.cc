@@ -19,27 +19,37 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::string Figure(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "inf"; }
 
-// The paired comparisons with the baseline, one line each.
+// The paired comparisons with the baseline, one line each; those with too few rounds for an
+// interval share one line, which says how many rounds would give one.
 std::string PairedLines(const std::vector<Json>& records, const std::string& baseline,
                         bool many_files) {
   const RoundsVerdict v = CompareWithBaseline(records, baseline, 0);
-  if (v.comparisons.empty()) return "";
-  std::string out =
-      fmt::format("paired, time over {}'s in the same round (95% interval):\n", baseline);
+  std::string lines;
+  int too_few = 0, most = 0;
   for (const Comparison& c : v.comparisons) {
     const std::string cond =
         ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern}, many_files);
     if (c.n == 0) {
-      out += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, c.spec, baseline);
+      lines += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, c.spec, baseline);
     } else if (c.half_width == kInf) {
-      out += fmt::format("  {:<5} {}: {:.3f}x, {} rounds: too few for an interval (6)\n", cond,
-                         c.spec, c.ratio, c.n);
+      ++too_few;
+      most = std::max(most, c.n);
     } else {
-      out += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
-                         Figure(c.low), Figure(c.high), c.n,
-                         c.significant ? (c.ratio < 1 ? "faster" : "slower")
-                                       : "no difference shown");
+      lines += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
+                           Figure(c.low), Figure(c.high), c.n,
+                           c.significant ? (c.ratio < 1 ? "faster" : "slower")
+                                         : "no difference shown");
     }
+  }
+  std::string out;
+  if (!lines.empty()) {
+    out = fmt::format("paired, time over {}'s in the same round (95% interval):\n{}", baseline,
+                      lines);
+  }
+  if (too_few > 0) {
+    out += fmt::format("paired with {}: {} rounds are too few for a 95% interval ({} of the "
+                       "ratios); 6 rounds give one (--reps 6)\n",
+                       baseline, most, too_few);
   }
   return out;
 }
@@ -91,8 +101,9 @@ std::string DriftLines(const std::vector<Json>& records, const Rounds& rounds, b
   return out;
 }
 
-// Outliers, per group (condition and strategy), on log time: flagged, kept in every figure.
-std::string OutlierLines(const std::vector<Json>& records, bool many_files) {
+// Outliers, per group (condition and strategy), on log time: flagged, kept in every figure;
+// listed when `list`, else counted.
+std::string OutlierLines(const std::vector<Json>& records, bool many_files, bool list) {
   std::map<std::pair<Condition, std::string>, std::vector<const Json*>> groups;
   for (const Json& r : records) {
     if (!IsOk(r) || WallOf(r) <= 0) continue;
@@ -113,7 +124,9 @@ std::string OutlierLines(const std::vector<Json>& records, bool many_files) {
     }
   }
   if (lines.empty()) return "";
-  std::string out = fmt::format("outliers (MAD rule, kept in every figure): {}\n", lines.size());
+  std::string out = fmt::format("outliers (MAD rule, kept in every figure): {}{}\n", lines.size(),
+                                list ? "" : " (listed by --verbose and in the report)");
+  if (!list) return out;
   for (size_t i = 0; i < lines.size() && i < 10; ++i) out += lines[i] + "\n";
   if (lines.size() > 10) out += fmt::format("  ... and {} more\n", lines.size() - 10);
   return out;
@@ -121,13 +134,14 @@ std::string OutlierLines(const std::vector<Json>& records, bool many_files) {
 
 }  // namespace
 
-std::string NoiseSummary(const std::vector<Json>& records, const std::string& baseline) {
+std::string NoiseSummary(const std::vector<Json>& records, const std::string& baseline,
+                         bool list_outliers) {
   const Rounds rounds = RoundsOf(records);
   std::map<std::string, bool> files;
   for (const auto& [c, specs] : rounds) files[std::get<0>(c)] = true;
   const bool many_files = files.size() > 1;
   return PairedLines(records, baseline, many_files) + DriftLines(records, rounds, many_files) +
-         OutlierLines(records, many_files);
+         OutlierLines(records, many_files, list_outliers);
 }
 
 }  // namespace loadbench

@@ -318,7 +318,8 @@ void CheckMemory(const StabilityOptions& o, Json* j, std::vector<std::string>* w
   if (dirty && writeback && *dirty + *writeback > kDirtyBytes) {
     warnings->push_back(fmt::format(
         "{} of dirty and writeback pages (above {}): flushing them competes with the runs' "
-        "reads; run `sync` first.",
+        "reads, and something keeps writing (the harness wrote them back with `sync` before "
+        "this check).",
         Size(*dirty + *writeback), Size(kDirtyBytes)));
   }
   const auto file_bytes = static_cast<int64_t>(o.file_bytes);
@@ -364,6 +365,18 @@ void CheckKhugepaged(const Samples& s, const std::optional<double>& khugepaged_c
 }
 
 }  // namespace
+
+Json SyncDirtyPages(const std::string& proc_dir) {
+  const std::optional<std::string> meminfo = ReadFile(proc_dir + "/meminfo");
+  const auto dirty = ProcFieldIn(meminfo, "Dirty");
+  const auto writeback = ProcFieldIn(meminfo, "Writeback");
+  if (!dirty || !writeback || *dirty + *writeback <= kDirtyBytes) return nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  ::sync();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return {{"bytes", *dirty + *writeback}, {"seconds", seconds}};
+}
 
 Json CheckStability(const StabilityOptions& o) {
   const int self = o.self_pid != 0 ? o.self_pid : static_cast<int>(::getpid());

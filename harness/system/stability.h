@@ -37,4 +37,10 @@ struct StabilityOptions {
 // throws for an unreadable or malformed file: the figure is null and the rest goes on.
 nlohmann::ordered_json CheckStability(const StabilityOptions& o);
 
+// What the harness settles itself before the runs instead of warning about it: dirty and
+// writeback pages above the warning's threshold (64 MiB) are written back with sync(2), which
+// returns once they are on the device. Returns {"bytes" (dirty and writeback before),
+// "seconds" (the sync's)}, or null when there were fewer (or meminfo cannot be read).
+nlohmann::ordered_json SyncDirtyPages(const std::string& proc_dir = "/proc");
+
 }  // namespace loadbench

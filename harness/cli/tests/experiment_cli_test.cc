@@ -107,8 +107,9 @@ TEST_F(ExperimentCliTest, DryRunPrintsThePlanAndWritesNothing) {
 TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
   const std::string toml = Write("small.toml", kSmall);
   bool sent = false;
-  // SIGINT once the third run is recorded: the current worker is stopped, no half line.
-  const ProcessResult first = RunLoadbench(Args(toml), [&](const std::string& err, pid_t pid) {
+  // SIGINT once the third run is recorded (--verbose: a line per run): the current worker is
+  // stopped, no half line.
+  const ProcessResult first = RunLoadbench(Args(toml, {"--verbose"}), [&](const std::string& err, pid_t pid) {
     if (!sent && Contains(err, "[3/9]")) {
       sent = true;
       ::kill(pid, SIGINT);
@@ -128,6 +129,10 @@ TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
   EXPECT_TRUE(Contains(second.err, "cut short")) << Describe(second);
   EXPECT_TRUE(Contains(second.err, std::to_string(kept) + " already recorded")) << Describe(second);
   EXPECT_FALSE(Contains(second.err, "generated")) << "the file is reused\n" << Describe(second);
+  // Without --verbose and off a terminal: no line per ok run, a line per tenth of the runs.
+  EXPECT_FALSE(Contains(second.err, ": ok ")) << Describe(second);
+  EXPECT_TRUE(Contains(second.err, "/9 runs (")) << Describe(second);
+  EXPECT_TRUE(Contains(second.err, " left\n")) << Describe(second);
   const auto seen = Recorded();
   EXPECT_EQ(seen.size(), 9u);
   for (const auto& [key, n] : seen) {
@@ -153,7 +158,8 @@ TEST_F(ExperimentCliTest, ResumingWithBothCacheStatesRecordsEachRunOnce) {
   text.erase(text.find(pread), pread.size());
   const std::string toml = Write("both.toml", text);
   bool sent = false;
-  const ProcessResult first = RunLoadbench(Args(toml), [&](const std::string& err, pid_t pid) {
+  const ProcessResult first =
+      RunLoadbench(Args(toml, {"--verbose"}), [&](const std::string& err, pid_t pid) {
     if (!sent && Contains(err, "[3/8]")) {
       sent = true;
       ::kill(pid, SIGINT);

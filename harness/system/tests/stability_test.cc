@@ -303,6 +303,20 @@ TEST(StabilityTest, DirtyAndWritebackAboveSixtyFourMiBWarn) {
   EXPECT_EQ(WarningsWith(j, "`sync`").size(), 1u);
 }
 
+// Above the warning's threshold the harness writes the pages back itself, and says how many.
+TEST(StabilityTest, DirtyPagesAboveTheThresholdAreSynced) {
+  FakeMachine m;
+  m.SetMeminfo("Dirty", 40 * kMiB);
+  m.SetMeminfo("Writeback", 24 * kMiB);
+  EXPECT_TRUE(SyncDirtyPages(m.proc()).is_null());
+  m.SetMeminfo("Writeback", 30 * kMiB);
+  const Json j = SyncDirtyPages(m.proc());
+  ASSERT_TRUE(j.is_object()) << j.dump();
+  EXPECT_EQ(j["bytes"], 70 * kMiB);
+  EXPECT_GE(j["seconds"].get<double>(), 0.0);
+  EXPECT_TRUE(SyncDirtyPages(m.proc() + "/absent").is_null());
+}
+
 TEST(StabilityTest, MemAvailableBelowTheFileWarns) {
   FakeMachine m;
   m.SetMeminfo("MemAvailable", 2 * kGiB);
