@@ -66,6 +66,12 @@ compare: $(BUILD)/.setup-done
 	@$(if $(and $(A),$(B)),,echo "make compare: give A=DIR B=DIR (two results folders)" >&2; exit 2)
 	/usr/bin/python3 -m analysis.compare $(A) $(B) $(if $(OUT),--out $(OUT))
 
+# The reference results that `make compare` sets new hardware against (results/reference/): the
+# default experiment and all-strategies from a clean tree, thinned, reported, with a README.md
+# saying how they were made (scripts/reference.sh; about 35 minutes on a 2-core VM).
+reference: binary
+	@LOADBENCH=$(BIN) bash scripts/reference.sh $(DATA)
+
 # Microbenchmarks of the building blocks; the JSON goes beside the other results.
 BENCH_OUT ?= results/bench-$(shell date +%Y%m%d-%H%M%S)
 bench: build

@@ -390,7 +390,7 @@ void Executor::Announce() {
     fmt::print(stderr, "{}: WARNING before the runs: {}\n", o_.who, w.get<std::string>());
   }
   if (o_.quiet) return;
-  if (o_.resume) {
+  if (o_.resume && todo_.size() < e_.runs.size()) {
     fmt::print(stderr, "{}: {}: {} runs planned, {} already recorded, {} to run -> {}\n", o_.who,
                e_.name, e_.runs.size(), e_.runs.size() - todo_.size(), todo_.size(), o_.out_dir);
   } else {

@@ -47,9 +47,9 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
                       lines);
   }
   if (too_few > 0) {
-    out += fmt::format("paired with {}: {} rounds are too few for a 95% interval ({} of the "
-                       "ratios); 6 rounds give one (--reps 6)\n",
-                       baseline, most, too_few);
+    out += fmt::format("paired with {}: {} {} too few for a 95% interval ({} of the ratios); 6 "
+                       "rounds give one (--reps 6)\n",
+                       baseline, most, most == 1 ? "round is" : "rounds are", too_few);
   }
   return out;
 }
