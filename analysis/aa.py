@@ -13,13 +13,15 @@ import json
 import sys
 
 from analysis import paired
-from analysis.results import ResultsError, load
+from analysis.results import guard, load, problems_md
 
 
 def calibrate(folders: list[str]) -> dict:
-    rows = []
+    rows, problems = [], []
     for folder in folders:
-        table = paired.paired_table(load(folder))
+        results = load(folder)
+        problems.append(problems_md(results))
+        table = paired.paired_table(results)
         for _, r in table.iterrows():
             rows.append({"folder": folder, "strategy_spec": r["strategy_spec"],
                          "baseline": r["baseline"], "cache": r["cache"], "n": int(r["n"]),
@@ -29,7 +31,7 @@ def calibrate(folders: list[str]) -> dict:
     marked = [r for r in tested if r["significant"]]
     return {"comparisons": rows, "tested": len(tested), "marked": len(marked),
             "rate": len(marked) / len(tested) if tested else None,
-            "untested": len(rows) - len(tested)}
+            "untested": len(rows) - len(tested), "read_problems": [p for p in problems if p]}
 
 
 def main(argv: list[str]) -> int:
@@ -37,14 +39,16 @@ def main(argv: list[str]) -> int:
     p.add_argument("folders", nargs="+", help="results folders of the A/A experiment")
     p.add_argument("--json", action="store_true", help="print JSON")
     args = p.parse_args(argv)
-    try:
-        out = calibrate(args.folders)
-    except ResultsError as e:
-        print(f"aa: {e}", file=sys.stderr)
-        return 2
+    return guard("analysis.aa", args.folders, lambda: run(args))
+
+
+def run(args) -> int:
+    out = calibrate(args.folders)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
+    for note in out["read_problems"]:
+        print(note + "\n")
     for r in out["comparisons"]:
         interval = f"{r['low']:.3f}–{r['high']:.3f}" if r["bounded"] else "no interval"
         mark = "MARKED" if r["significant"] else ("too few rounds" if not r["bounded"] else "n.s.")

@@ -26,7 +26,7 @@ import pandas as pd
 from scipy.stats import kruskal
 
 from analysis.noise import condition
-from analysis.results import CEILING, GROUP, Results, ResultsError, load, spec_label
+from analysis.results import CEILING, GROUP, Results, guard, load, problems_md, spec_label
 
 TITLE = "Carry-over"
 ALPHA = 0.05
@@ -172,11 +172,13 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="analysis.carryover", description=__doc__.splitlines()[0])
     p.add_argument("folders", nargs="+", help="results folders, pooled (one experiment's)")
     args = p.parse_args(argv)
-    try:
-        loaded = [load(folder) for folder in args.folders]
-    except ResultsError as e:
-        print(f"carryover: {e}", file=sys.stderr)
-        return 2
+    return guard("analysis.carryover", args.folders, lambda: run(args.folders))
+
+
+def run(folders: list[str]) -> int:
+    loaded = [load(folder) for folder in folders]
+    for note in filter(None, map(problems_md, loaded)):
+        print(note + "\n")
     if not any(shown(r) for r in loaded):
         print("no ok run records `after` (results from before it was recorded): nothing to "
               "test")

@@ -4,6 +4,12 @@ Hodges–Lehmann estimate of the shift of log times with the exact 95% interval 
 Mann–Whitney test (distribution-free, as the paired one), the Mann–Whitney U p value, and how
 the two machines differ. Writes compare.md and compare.json into OUT (default B).
 
+A or B may also be a reference: a folder whose subfolders are results folders
+(results/reference/). Each row then takes the subfolder whose runs match it best: the same file
+(name and size), else the closest file size. A row with no partner on the same file is matched
+with the same strategy, cache state, workers, pattern and memory limit on the other side's file
+and compares throughput (file size / wall time) instead of time.
+
 Unpaired on purpose: a run of A and a run of B never shared a round (nor a machine, often), so
 the within-round ratios of analysis/paired.py do not apply across folders. Ceiling reads are
 not strategies and are not compared (results.load keeps them apart).
@@ -19,28 +25,91 @@ import json
 import math
 import os
 import sys
+from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import mannwhitneyu
 
 from analysis.report import machine_facts
-from analysis.results import ResultsError, json_default, load, spec_label
+from analysis.results import (Results, ResultsError, guard, json_default, load, problems_md,
+                              spec_label)
 
 ALPHA = 0.05
-# Runs are matched across folders by these; the file by its name, since paths differ between
-# machines.
-MATCH = ["strategy_spec", "role", "cache", "file_name", "procs", "pattern", "memory_limit_bytes"]
+GB = 1e9
+# What a row of A and a row of B must share to be compared; the file too where both sides ran
+# it (by its name, since paths differ between machines, and its size), else they compare by
+# throughput.
+POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes"]
+SAME_FILE, THROUGHPUT = "same file", "throughput"
 
 
-def _walls(results) -> dict[tuple, np.ndarray]:
-    ok = results.ok.assign(file_name=results.ok["file"].map(os.path.basename))
-    return {key: g["wall_s"].to_numpy(dtype=float) for key, g in ok.groupby(MATCH)}
+@dataclass(eq=False)
+class Group:
+    """The ok runs of one point on one file in one results folder (`source`)."""
+    source: str
+    point: tuple
+    file_name: str
+    file_bytes: int
+    format: str
+    walls: np.ndarray
+    verified: bool  # every ok run verified (an exec command's may count unverified)
+
+    def file(self) -> dict:
+        return {"name": self.file_name, "bytes": self.file_bytes, "format": self.format}
 
 
-def _verified(results) -> dict[tuple, bool]:
-    """Per match, whether every ok run was verified (an exec command's may count unverified)."""
-    ok = results.ok.assign(file_name=results.ok["file"].map(os.path.basename))
-    return {key: bool(g["verified"].all()) for key, g in ok.groupby(MATCH)}
+@dataclass
+class Side:
+    results: list[Results]
+    reference: bool  # a folder of results folders
+
+
+def open_side(folder: str) -> Side:
+    """A results folder (it has runs.jsonl), or a reference: a folder whose direct subfolders
+    are results folders, each loaded."""
+    if os.path.exists(os.path.join(folder, "runs.jsonl")):
+        return Side([load(folder)], False)
+    subs = []
+    if os.path.isdir(folder):
+        subs = sorted(e.path for e in os.scandir(folder)
+                      if e.is_dir() and os.path.exists(os.path.join(e.path, "runs.jsonl")))
+    if not subs:
+        raise ResultsError(f"{folder}: neither a results folder (no runs.jsonl) nor a "
+                           "reference (no subfolder holds one)")
+    return Side([load(s) for s in subs], True)
+
+
+def groups(r: Results) -> list[Group]:
+    ok = r.ok.assign(file_name=r.ok["file"].map(os.path.basename))
+    # The record's format, else the file name's extension.
+    extension = ok["file_name"].map(lambda name: os.path.splitext(name)[1].lstrip(".") or "?")
+    ok["format"] = ok["format"].fillna(extension) if "format" in ok else extension
+    return [Group(r.folder, key[:len(POINT)], key[-2], int(key[-1]), g["format"].iloc[0],
+                  g["wall_s"].to_numpy(dtype=float), bool(g["verified"].all()))
+            for key, g in ok.groupby(POINT + ["file_name", "file_bytes"])]
+
+
+def same_file(a: Group, b: Group) -> bool:
+    return (a.file_name, a.file_bytes) == (b.file_name, b.file_bytes)
+
+
+def rank(g: Group, other: Group) -> tuple:
+    """How well `other` (of the same point) matches g, lowest first: the same file, else the
+    closest size (to a tenth of a doubling: a 2 GiB wlf and a 2 GiB safetensors file differ by
+    their headers only), then the same format, then the folder's name."""
+    distance = abs(math.log2(max(other.file_bytes, 1) / max(g.file_bytes, 1)))
+    return (not same_file(g, other), round(distance, 1), other.format != g.format, other.source)
+
+
+def best_matches(rows: list[Group], others: list[Group]) -> list[tuple[Group, Group]]:
+    """Each of rows with its best match of the same point among others, where it has one."""
+    found = []
+    for g in rows:
+        candidates = [o for o in others if o.point == g.point]
+        if candidates:
+            found.append((g, min(candidates, key=lambda o: rank(g, o))))
+    return found
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,8 +145,8 @@ def shift_interval(x, y) -> tuple[float, float, float]:
     return float(np.median(d)), float(d[k - 1]), float(d[len(d) - k])
 
 
-def compare_row(key: tuple, x: np.ndarray, y: np.ndarray) -> dict:
-    """One match: B's time over A's, exp of the shift of log times, with its interval (None
+def shift_row(x: np.ndarray, y: np.ndarray) -> dict:
+    """y's over x's (B's over A's), exp of the shift of log values, with its interval (None
     where there is none) and the Mann–Whitney p."""
     estimate, low, high = shift_interval(np.log(x), np.log(y))
     bounded = not math.isnan(low)
@@ -85,8 +154,7 @@ def compare_row(key: tuple, x: np.ndarray, y: np.ndarray) -> dict:
     # The smallest two-sided p the exact test can give these sample sizes: with 3 runs a side
     # it is 0.1, and no difference can ever be significant.
     min_p = min(1.0, 2 / math.comb(len(x) + len(y), len(x)))
-    return {**dict(zip(MATCH, key)), "n_a": len(x), "n_b": len(y),
-            "median_a_s": float(np.median(x)), "median_b_s": float(np.median(y)),
+    return {"n_a": len(x), "n_b": len(y),
             "ratio": math.exp(estimate), "ci_low": math.exp(low) if bounded else None,
             "ci_high": math.exp(high) if bounded else None, "p_value": p,
             "min_p_possible": min_p,
@@ -95,16 +163,50 @@ def compare_row(key: tuple, x: np.ndarray, y: np.ndarray) -> dict:
             "significant": bool(p < ALPHA and bounded and (low > 0 or high < 0))}
 
 
+def compare_row(a: Group, b: Group) -> dict:
+    """One pair: on the same file B's time over A's; on different files B's throughput over
+    A's (the same statistics on file size / wall time: the time ratio inverted)."""
+    ta, tb = a.file_bytes / a.walls / GB, b.file_bytes / b.walls / GB
+    match = SAME_FILE if same_file(a, b) else THROUGHPUT
+    stats = shift_row(a.walls, b.walls) if match == SAME_FILE else shift_row(ta, tb)
+    return {**dict(zip(POINT, a.point)), "file_name": a.file_name, "match": match,
+            "file_a": a.file(), "file_b": b.file(), "source_a": a.source, "source_b": b.source,
+            **stats, "median_a_s": float(np.median(a.walls)),
+            "median_b_s": float(np.median(b.walls)), "median_a_gb_s": float(np.median(ta)),
+            "median_b_gb_s": float(np.median(tb)), "verified": a.verified and b.verified}
+
+
+def only_in(side: list[Group], other: list[Group]) -> list[dict]:
+    """The groups of `side` whose point the other side never ran, on any file."""
+    points = {o.point for o in other}
+    return [{**dict(zip(POINT, g.point)), "file_name": g.file_name, "source": g.source}
+            for g in side if g.point not in points]
+
+
+def machine(side: Side, used: list[str]) -> tuple[str, dict]:
+    """The results folder most rows of the side came from (its first when none) and its
+    machine's facts."""
+    folder = Counter(used).most_common(1)[0][0] if used else side.results[0].folder
+    return folder, machine_facts(next(r.env for r in side.results if r.folder == folder))
+
+
 def compare(a_dir: str, b_dir: str) -> dict:
-    a, b = load(a_dir), load(b_dir)
-    wa, wb = _walls(a), _walls(b)
-    va, vb = _verified(a), _verified(b)
-    rows = [{**compare_row(key, wa[key], wb[key]), "verified": va[key] and vb[key]}
-            for key in sorted(set(wa) & set(wb), key=str)]
-    fa, fb = machine_facts(a.env), machine_facts(b.env)
-    return {"a": a_dir, "b": b_dir, "alpha": ALPHA, "rows": rows,
-            "only_in_a": [dict(zip(MATCH, k)) for k in sorted(set(wa) - set(wb), key=str)],
-            "only_in_b": [dict(zip(MATCH, k)) for k in sorted(set(wb) - set(wa), key=str)],
+    a, b = open_side(a_dir), open_side(b_dir)
+    ga = [g for r in a.results for g in groups(r)]
+    gb = [g for r in b.results for g in groups(r)]
+    # A reference only offers partners to the other side's rows, unless both are references.
+    found = best_matches(ga, gb) if b.reference or not a.reference else []
+    if a.reference or not b.reference:
+        found += [(x, y) for y, x in best_matches(gb, ga)]
+    rows = sorted((compare_row(x, y) for x, y in dict.fromkeys(found)), key=lambda r: str(
+        [r[k] for k in POINT + ["file_name", "source_a", "source_b"]]))
+    folder_a, fa = machine(a, [r["source_a"] for r in rows])
+    folder_b, fb = machine(b, [r["source_b"] for r in rows])
+    return {"a": a_dir, "b": b_dir, "alpha": ALPHA,
+            "references": [s for s, side in (("a", a), ("b", b)) if side.reference],
+            "rows": rows, "only_in_a": only_in(ga, gb), "only_in_b": only_in(gb, ga),
+            "machines": {"a": folder_a, "b": folder_b},
+            "read_problems": [m for side in (a, b) for m in map(problems_md, side.results) if m],
             "machine_differences": {k: {"a": fa[k], "b": fb[k]} for k in fa if fa[k] != fb[k]}}
 
 
@@ -120,42 +222,87 @@ def ratio_cell(r: dict) -> str:
     return f"{r['ratio']:.2f} ({r['ci_low']:.2f}–{r['ci_high']:.2f})"
 
 
+def file_cell(r: dict) -> str:
+    if r["match"] == SAME_FILE:
+        return r["file_name"]
+    a, b = r["file_a"], r["file_b"]
+    return (f"by throughput: A {a['bytes'] / 2**30:.1f} GiB {a['format']}, "
+            f"B {b['bytes'] / 2**30:.1f} GiB {b['format']}")
+
+
+def median_cell(r: dict, side: str) -> str:
+    if r["match"] == SAME_FILE:
+        return f"{r[f'median_{side}_s']:.3f} s"
+    return f"{r[f'median_{side}_gb_s']:.2f} GB/s"
+
+
+def notes(c: dict) -> list[str]:
+    """The sentences above the table on references and rows compared by throughput."""
+    lines = []
+    if c["references"]:
+        names = " and ".join(f"{s.upper()} ({c[s]})" for s in c["references"])
+        lines += [f"{names} {'is a reference' if len(c['references']) == 1 else 'are references'}"
+                  ", a folder of results folders: each row takes the subfolder whose runs match "
+                  "it best (the same file, by name and size, else the closest file size, then "
+                  "the same format); *from* names it.", ""]
+    n = sum(r["match"] == THROUGHPUT for r in c["rows"])
+    if n:
+        lines += [f"{n} of {len(c['rows'])} rows compare *by throughput*: with no partner on "
+                  "the same file (the files differ in name, size or format), each is matched "
+                  "with the same strategy, cache state, workers, pattern and memory limit on the "
+                  "other side's file; its medians are GB/s (file size / wall time, 10^9 bytes "
+                  "per second) and its B/A is B's throughput over A's (above 1: B is faster).",
+                  ""]
+    return lines
+
+
 def to_markdown(c: dict) -> str:
+    sources = bool(c["references"])
     lines = [f"# loadbench compare: B = {c['b']} against A = {c['a']}", "",
              "B/A: B's time over A's (below 1: B is faster), the Hodges–Lehmann estimate (the "
              "median of the ratios of every B run's time to every A run's, taken on the log "
              "scale) with the exact 95% interval of "
              "the Mann-Whitney test (distribution-free; none when too few runs reach 95%: 4 a "
              f"side, or 3 and 5); *significant*: Mann-Whitney U p < {c['alpha']} and the "
-             "interval leaves out 1.", "",
-             "| strategy | cache | file | A median s | B median s | B/A (95% CI) | p | |",
-             "|---|---|---|---|---|---|---|---|"]
+             "interval leaves out 1.", "", *notes(c),
+             "| strategy | cache | file | A median | B median | B/A (95% CI) | p | |"
+             + (" from |" if sources else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if sources else "")]
     for r in c["rows"]:
-        lines.append(f"| {spec_label(r)} | {r['cache']} | {r['file_name']} | "
-                     f"{r['median_a_s']:.3f} | {r['median_b_s']:.3f} | {ratio_cell(r)} | "
+        where = ", ".join(f"{s.upper()} {os.path.basename(r['source_' + s])}"
+                          for s in c["references"])
+        lines.append(f"| {spec_label(r)} | {r['cache']} | {file_cell(r)} | "
+                     f"{median_cell(r, 'a')} | {median_cell(r, 'b')} | {ratio_cell(r)} | "
                      f"{r['p_value']:.3g} | "
-                     f"{'significant' if r['significant'] else too_few(r, c['alpha'])} |")
+                     f"{'significant' if r['significant'] else too_few(r, c['alpha'])} |"
+                     + (f" {where} |" if sources else ""))
     lines += ["", "## How the machines differ", ""]
+    if sources:
+        lines += [f"A: {c['machines']['a']}; B: {c['machines']['b']} (the folders most rows "
+                  "came from).", ""]
     diffs = c["machine_differences"]
     lines += [f"- {k}: A {v['a']}; B {v['b']}" for k, v in diffs.items()] or ["- nothing recorded"]
     for side in ("a", "b"):
         if c[f"only_in_{side}"]:
             lines += ["", f"Only in {side.upper()}: " + ", ".join(
-                f"{spec_label(x)} {x['cache']}" for x in c[f"only_in_{side}"])]
+                f"{spec_label(x)} {x['cache']}"
+                + (f" ({os.path.basename(x['source'])})" if side in c["references"] else "")
+                for x in c[f"only_in_{side}"])]
+    lines += [x for m in c["read_problems"] for x in ("", m)]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="analysis.compare", description=__doc__.splitlines()[0])
-    p.add_argument("a", help="results folder A (the reference)")
-    p.add_argument("b", help="results folder B")
+    p.add_argument("a", help="results folder or reference A (the reference)")
+    p.add_argument("b", help="results folder or reference B")
     p.add_argument("--out", help="where compare.md and compare.json go (default: B)")
     args = p.parse_args(argv)
-    try:
-        c = compare(args.a, args.b)
-    except ResultsError as e:
-        print(f"compare: {e}", file=sys.stderr)
-        return 2
+    return guard("analysis.compare", [args.a, args.b], lambda: run(args))
+
+
+def run(args) -> int:
+    c = compare(args.a, args.b)
     out = args.out or args.b
     os.makedirs(out, exist_ok=True)
     md = to_markdown(c)

@@ -85,7 +85,7 @@ def rounds_md(r: Results) -> str:
         if auto:
             budget = auto.get("budget_s") or 0
             how += (f" Adaptive: until every paired interval is within "
-                    f"±{auto.get('target', float('nan')):.0%}, {auto.get('min_rounds', '?')} to "
+                    f"±{_number(auto.get('target'), '.0%')}, {auto.get('min_rounds', '?')} to "
                     f"{auto.get('max_rounds', '?')} rounds, budget "
                     f"{f'{budget:.0f} s' if budget else 'none'}.")
     return counted + " " + how
@@ -191,8 +191,8 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
     if not adaptive:
         return ""
     budget = adaptive.get("budget_s") or 0
-    head = (f"Adaptive rounds: target ±{adaptive.get('target', float('nan')):.0%} (the half width "
-            f"of every paired 95% interval), {adaptive.get('min_rounds', '?')} to "
+    head = (f"Adaptive rounds: target ±{_number(adaptive.get('target'), '.0%')} (the half "
+            f"width of every paired 95% interval), {adaptive.get('min_rounds', '?')} to "
             f"{adaptive.get('max_rounds', '?')} rounds, budget "
             f"{f'{budget:.0f} s' if budget else 'none'}: {adaptive.get('rounds', '?')} rounds in "
             f"{_number(adaptive.get('elapsed_s'), '.0f', ' s')}; target met: "
@@ -243,7 +243,7 @@ def plot_rounds(r: Results, figs) -> None:
     conditions = [(k, g) for k, g in values.groupby(CONDITION, sort=False)
                   if g["rep"].nunique() >= 2]
     shared = [k for k, g in conditions if (g.groupby("rep").size() >= 2).sum() >= 2]
-    if not shared and ceilings.empty:
+    if not conditions or (not shared and ceilings.empty):
         return
     files = values["file"].nunique()
     fig, axes = plt.subplots(len(conditions), 1, figsize=(9, 3.2 * len(conditions)),

@@ -193,7 +193,7 @@ def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[
     of two panels against the number of readers, one line per pattern: the median round
     duration with every ok reader's own wall_s as dots beside it, and the median GB/s of all
     readers together; each with the single reader's median as a dashed line. Saved by `figs`
-    (report.Figures) as shown in the section; returns their (name, caption)."""
+    (report.Figures), shown in the section; returns their (name, caption)."""
     files = summary_table["file"].nunique()
     out = []
     for i, (key, series) in enumerate(summary_table.groupby(REFERENCE, sort=False)):
@@ -233,6 +233,6 @@ def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[
                    "duration of a round (its slowest reader; dots: every ok reader's own time) "
                    "and its throughput (every reader's bytes over that duration), against the "
                    "number of readers; dashed: a single reader's median.")
-        figs.save(fig, name, caption, inline=True)
+        figs.save(fig, name, caption)
         out.append((name, caption))
     return out

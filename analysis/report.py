@@ -3,6 +3,12 @@ DIR/report.html (figures embedded; the page itself is analysis/html_page.py's), 
 PNG and SVG in DIR/figures/, and DIR/summary.json, the table for other tools.
 
     /usr/bin/python3 -m analysis.report DIR
+    /usr/bin/python3 -m analysis.report --brief DIR   # then print only report.html's path
+                                                      # and the verdict (`make run`'s end)
+
+The report opens with the verdict (per cache state the fastest strategy against the baseline
+and the runner-up, analysis/verdict.py) and the time figure; each figure follows the table it
+illustrates; noise, carry-over, the machine and the runs left out come last.
 """
 
 from __future__ import annotations
@@ -25,9 +31,10 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  # noqa: E402
-                      peers, readers, stats)
+                      peers, readers, stats, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
-                              Results, ResultsError, json_default, load, spec_label)
+                              Results, ResultsError, guard, json_default, load,
+                              problems_md, spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
@@ -40,8 +47,8 @@ CEILINGS = {
 }
 
 
-def gib(n: float) -> str:
-    return f"{n / 2**30:.2f} GiB"
+def gib(n: float | None) -> str:
+    return "unknown" if n is None or pd.isna(n) else f"{n / 2**30:.2f} GiB"
 
 
 def why(row: pd.Series) -> str:
@@ -66,27 +73,26 @@ def why(row: pd.Series) -> str:
 
 
 class Figures:
-    """Writes each figure as PNG and SVG and keeps its caption; `inline`: the figures a section
-    shows itself (figure_md), left out of the list at the report's end."""
+    """Writes each figure as PNG and SVG and keeps its caption, for the report to show each
+    right after the table it illustrates (`md`)."""
 
     def __init__(self, folder: str):
         self.dir = os.path.join(folder, "figures")
         os.makedirs(self.dir, exist_ok=True)
         self.items: list[tuple[str, str]] = []  # (name, caption)
-        self.inline: set[str] = set()
 
-    def save(self, fig, name: str, caption: str, inline: bool = False) -> None:
+    def save(self, fig, name: str, caption: str) -> None:
         fig.tight_layout()
         for ext in ("png", "svg"):
             fig.savefig(os.path.join(self.dir, f"{name}.{ext}"), dpi=110)
         plt.close(fig)
         self.items.append((name, caption))
-        if inline:
-            self.inline.add(name)
 
-    def listed(self) -> list[tuple[str, str]]:
-        """The figures of the list at the report's end."""
-        return [(name, caption) for name, caption in self.items if name not in self.inline]
+    def md(self, *names: str) -> str:
+        """The Markdown of the saved figures of `names`, in that order ("" for one not drawn);
+        a name ending in `-` stands for every figure whose name starts with it, as saved."""
+        return "\n\n".join(figure_md(n, caption) for name in names for n, caption in self.items
+                           if n == name or (name.endswith("-") and n.startswith(name)))
 
 
 def figure_md(name: str, caption: str) -> str:
@@ -148,6 +154,25 @@ def plot_memory(table: pd.DataFrame, figs: Figures) -> None:
     b.legend()
     figs.save(fig, "memory", "Peak RSS and page faults of each strategy's worker (medians of "
                              "the ok runs).")
+
+
+def memory_md(table: pd.DataFrame, files: int) -> str:
+    """What the memory figure draws, per group: peak RSS, the load's faults and bytes read."""
+    def count(v: float) -> str:
+        return "" if pd.isna(v) else f"{v:,.0f}"
+
+    lines = ["| strategy | cache | peak RSS | minor faults | major faults | read from storage |",
+             "|---|---|---|---|---|---|"]
+    for _, r in table.iterrows():
+        rss, read = r["peak_rss_bytes"], r["read_bytes"]
+        lines.append(f"| {label(r, files)} | {r['cache']} | {'' if pd.isna(rss) else gib(rss)} "
+                     f"| {count(r['minor_faults'])} | {count(r['major_faults'])} | "
+                     f"{'' if pd.isna(read) else gib(read)} |")
+    return ("Medians of the ok runs: the worker's peak RSS (VmHWM: a mapping counts the file "
+            "pages it touched), the page faults of the load itself (the whole worker's in "
+            "records from before those were kept) and the bytes it caused to be read from "
+            "storage; empty: no run recorded it. The timelines below follow each strategy's "
+            "run of median time.\n\n" + "\n".join(lines))
 
 
 def plot_throughput(table: pd.DataFrame, env: dict, figs: Figures) -> None:
@@ -431,9 +456,10 @@ def machine_facts(env: dict) -> dict[str, str]:
     lb = env.get("loadbench", {})
     return {
         "cpu": f"{host.get('cpu_model', '?')}, {host.get('cores', '?')} cores",
-        "memory": f"{gib(host.get('memory_bytes', 0))}, swap "
-                  f"{gib(env.get('memory', {}).get('swap_total_bytes', 0))}",
-        "virtualization": ("yes (hypervisor flag)" if virt.get("hypervisor_flag") else "no")
+        "memory": f"{gib(host.get('memory_bytes'))}, swap "
+                  f"{gib(env.get('memory', {}).get('swap_total_bytes'))}",
+        "virtualization": ("unknown" if virt.get("hypervisor_flag") is None else
+                           "yes (hypervisor flag)" if virt.get("hypervisor_flag") else "no")
                           + ("; free memory handed back to the host (virtio-balloon free page "
                              "reporting)" if virt.get("free_page_reporting") else ""),
         "kernel": str(kernel.get("release", "?")),
@@ -538,14 +564,14 @@ def failed_rounds_md(rounds: pd.DataFrame, summary: pd.DataFrame, files: int) ->
 
 def readers_md(rounds: pd.DataFrame, summary: pd.DataFrame, reader_table: pd.DataFrame,
                figs: Figures) -> str:
-    """The section: the rule, the summary table, the rounds without a duration and the
-    figures."""
+    """The section: the rule, the summary table, its figures and the rounds without a
+    duration."""
     files = max(summary["file"].nunique(), 1)
     table = (readers_table_md(summary, files) if len(summary) else
              "No round had more than one reader.")
-    parts = [READERS_INTRO, table, failed_rounds_md(rounds, summary, files)]
-    parts += [figure_md(name, caption) for name, caption in readers.plot(reader_table, summary,
-                                                                         figs)]
+    figures = [figure_md(name, caption)
+               for name, caption in readers.plot(reader_table, summary, figs)]
+    parts = [READERS_INTRO, table, *figures, failed_rounds_md(rounds, summary, files)]
     return "\n\n".join(p for p in parts if p)
 
 
@@ -705,10 +731,9 @@ def draw_flame(rects: pd.DataFrame, title: str):
     return fig
 
 
-def plot_flames(r: Results, rows: pd.DataFrame, files: int, figs: Figures) -> list[str]:
-    """A flame graph of each group's representative run, shown in the section: its Markdown."""
+def plot_flames(r: Results, rows: pd.DataFrame, files: int, figs: Figures) -> None:
+    """A flame graph of each group's representative run (`flame-CACHE-...`)."""
     runs = causes.profiled(r).set_index("run_id")
-    out = []
     for i, row in rows.iterrows():
         run = runs.loc[row["run_id"]]
         rects = causes.flame(causes.read_folded(run["folded"]))
@@ -720,31 +745,45 @@ def plot_flames(r: Results, rows: pd.DataFrame, files: int, figs: Figures) -> li
         caption = (f"Flame graph, {what} (the group's run nearest its median time): "
                    f"{samples} samples, {samples / run['hz']:.3f} s on CPU in "
                    f"{run['wall_s']:.3f} s; colored by the cause each frame names (grey: none).")
-        figs.save(draw_flame(rects, what), name, caption, inline=True)
-        out.append(figure_md(name, caption))
-    return out
+        figs.save(draw_flame(rects, what), name, caption)
+
+
+FLAMES_NOTE = ("Below each table, its bars, then a flame graph of each group's run nearest its "
+               "median time: a frame's width is its share of the run's on-CPU samples, its "
+               "callees stand on it, and its color is the cause its own name gives (a sample's "
+               "cause is that of the first such frame from the top).")
 
 
 def where_md(r: Results, profiled: pd.DataFrame, table: pd.DataFrame, files: int,
              figs: Figures) -> str:
-    """The section: a table per cache state, its figure, and a flame graph per group."""
+    """The section: per cache state a table, its figure and a flame graph per group."""
     rows = cause_rows(profiled, table)
     parts = [where_intro(r) if len(rows) else "No ok run has a profile."]
     if len(rows):
         seconds = cause_seconds(rows)
         plot_causes(rows, seconds, files, figs)
-        parts.append(glossary_md(seconds.columns))
+        plot_flames(r, rows, files, figs)
+        parts += [glossary_md(seconds.columns), FLAMES_NOTE if figs.md("flame-") else ""]
         for cache in [c for c in ("cold", "warm") if c in set(rows["cache"])]:
             t = rows[rows["cache"] == cache]
-            parts += [f"**{cache.capitalize()} start**", where_table_md(t, seconds, files)]
+            parts += [f"**{cache.capitalize()} start**", where_table_md(t, seconds, files),
+                      figs.md(f"causes-{cache}", f"flame-{cache}-")]
     parts.append(profiles_missing_md(r, files))
-    flames = plot_flames(r, rows, files, figs)
-    if flames:
-        parts.append("Flame graphs of each group's run nearest its median time: a frame's width "
-                     "is its share of the run's on-CPU samples, its callees stand on it, and "
-                     "its color is the cause its own name gives (a sample's cause is that of "
-                     "the first such frame from the top).")
-    return "\n\n".join(p for p in parts + flames if p)
+    return "\n\n".join(p for p in parts if p)
+
+
+def opening_md(r: Results, folder: str, verdicts: dict, no_rounds: str,
+               figs: Figures) -> list[str]:
+    """What the report opens with: the question, the verdict, how long the experiment took
+    and what counted, and the time figure."""
+    ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
+    counted = (f"{verdict.took(r)} {len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok"
+               f"{unverified_count(r)}, {len(r.runs) - len(r.ok)} left out (below). Figures "
+               "are medians of the ok runs with their exact 95% intervals (none for fewer than "
+               "6 runs)" + ("." if no_rounds else "; the speed-ups are paired, round by round, "
+                            "against a baseline (below each table's heading)."))
+    return [r.env.get("experiment_file", {}).get("question") or "", "## Verdict",
+            verdict.section_md(verdicts), counted.lstrip(), figs.md("time")]
 
 
 def build(folder: str) -> dict:
@@ -754,7 +793,7 @@ def build(folder: str) -> dict:
     # Device strategies that could not run (no GPU here), and commands and rounds of several
     # readers that could not, still get a report that says why.
     if table.empty and not gpu.shown(r) and not peers.shown(r) and not readers.shown(r):
-        raise ResultsError(f"{folder}: no ok runs to report")
+        raise ResultsError(f"{os.path.join(folder, 'runs.jsonl')}: no ok runs to report")
     files = table["file"].nunique() if len(table) else 1
     figs = Figures(folder)
     if len(table):
@@ -771,23 +810,19 @@ def build(folder: str) -> dict:
     many = readers.rounds(r.runs, r.env) if readers.shown(r) else None
     many_summary = readers.summarize(many) if many is not None else None
 
-    title = f"loadbench report: {r.env.get('experiment', os.path.basename(folder))}"
-    question = r.env.get("experiment_file", {}).get("question", "")
-    ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
+    title = f"loadbench report: {r.env.get('experiment') or os.path.basename(folder)}"
     no_rounds = paired.no_rounds(r)
-    sections = [f"# {title}", question,
-                f"{len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok"
-                f"{unverified_count(r)}, {len(r.runs) - len(r.ok)} left out (below). Figures are "
-                "medians of the ok runs "
-                "with their exact 95% intervals (none for fewer than 6 runs)"
-                + ("." if no_rounds else "; the speed-ups are paired, round by round, against "
-                   "a baseline (below each table's heading)."),
-                "## The machine", machine_md(r.env)]
+    verdicts = verdict.summarize(r, table)
+    sections = [f"# {title}", *opening_md(r, folder, verdicts, no_rounds, figs)]
     for cache in ("cold", "warm") if len(table) else ():
         md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections),
                       no_rounds=no_rounds)
         if md:
-            sections += [f"## {cache.capitalize()} start", md]
+            sections += [f"## {cache.capitalize()} start", md, figs.md(f"throughput-{cache}")]
+    if len(table):
+        # Every start table's rows: after the last one.
+        sections += [figs.md("scaling", "sweep-"), "## Memory and reads",
+                     memory_md(table, files), figs.md("memory", "timeline-")]
     if many is not None:
         sections += [f"## {READERS_TITLE}",
                      readers_md(many, many_summary, readers.readers(r.runs), figs)]
@@ -800,23 +835,22 @@ def build(folder: str) -> dict:
     if ref:
         sections += ["## The published reference table", ref]
     if use is not None:
-        sections += ["## After the load", after_md(use, files)]
+        sections += ["## After the load", after_md(use, files), figs.md("first-use")]
     if gpu.shown(r):
         sections += [f"## {gpu.TITLE}", gpu.section_md(r)]
-    sections += [f"## {noise.TITLE}", noise.section_md(r)]
+    sections += [f"## {noise.TITLE}", noise.section_md(r), figs.md("rounds")]
     if carryover.shown(r):
         sections += [f"## {carryover.TITLE}", carryover.section_md(r)]
-    sections += ["## Runs left out", excluded_md(r), "## Figures"]
-    md_parts = sections + [figure_md(name, caption) for name, caption in figs.listed()]
-    markdown = "\n\n".join(p for p in md_parts if p) + "\n"
+    sections += ["## The machine", machine_md(r.env), "## Runs left out", excluded_md(r),
+                 problems_md(r)]
+    markdown = "\n\n".join(p for p in sections if p) + "\n"
     with open(os.path.join(folder, "report.md"), "w", encoding="utf-8") as f:
         f.write(markdown)
-    pngs = [(os.path.join(figs.dir, f"{name}.png"), caption) for name, caption in figs.listed()]
     with open(os.path.join(folder, "report.html"), "w", encoding="utf-8") as f:
-        f.write(html_page.page(title, sections, pngs, folder))
+        f.write(html_page.page(title, sections, folder))
     # NaN (no baseline to compare with) and the unbounded intervals' infinities as null: JSON
     # has neither.
-    out = {"folder": folder,
+    out = {"folder": folder, "verdict": verdicts,
            "groups": noise.records(table.drop(columns=["major_faults", "cause_shares"],
                                               errors="ignore"))}
     if use is not None:
@@ -832,19 +866,26 @@ def build(folder: str) -> dict:
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)
-    return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items)}
+    return {"report": os.path.join(folder, "report.md"), "figures": len(figs.items),
+            "summary": out}
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="analysis.report", description=__doc__.splitlines()[0])
     p.add_argument("folder", help="a results folder (runs.jsonl, env.json)")
+    p.add_argument("--brief", action="store_true",
+                   help="print only report.html's path and the verdict (for `make run`)")
     args = p.parse_args(argv)
+    return guard("analysis.report", [args.folder], lambda: run(args))
+
+
+def run(args) -> int:
     t0 = time.monotonic()
-    try:
-        out = build(args.folder)
-    except ResultsError as e:
-        print(f"report: {e}", file=sys.stderr)
-        return 2
+    out = build(args.folder)
+    if args.brief:
+        print(f"report: {os.path.join(args.folder, 'report.html')}")
+        print("\n".join(verdict.lines(out["summary"])))
+        return 0
     print(f"{out['report']} (+ report.html, summary.json, {out['figures']} figures in "
           f"{os.path.join(args.folder, 'figures')}) in {time.monotonic() - t0:.1f} s")
     return 0

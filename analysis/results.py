@@ -9,16 +9,26 @@ unsupported runs, and a loadbench strategy's ok runs whose bytes were not verifi
 aside and counted, never silently dropped. Ceiling records (strategy "ceiling": a raw read of the
 file once per round, the device's speed at that moment) are not runs of a strategy: they are
 kept apart in `ceiling`, never in `runs`, `ok` or `excluded`.
+
+Older and damaged folders are read as far as they go: every field is checked against
+analysis/schema.py once, here, so that no module meets a value of another type; what could not
+be read is left out and listed in `problems` (`problems_md` renders it for a report). Only what
+every table needs is an error (ResultsError, one line naming the file, the line and the field),
+and `guard` makes every command's failure one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from analysis import schema
 
 # The columns a group of comparable runs shares: one strategy with its options, one role (shm's
 # creator and attacher do different work: "" for runs without one), one cache state, one file,
@@ -35,12 +45,33 @@ CEILING = "ceiling"
 EXEC = "exec"
 # The status a loadbench strategy's ok run is left out under when its bytes were not verified.
 UNVERIFIED = "ok, checksum not verified"
+# The status an ok run is left out under when it has no time (wall_s missing, or not above 0).
+UNTIMED = "ok, no wall time"
 # What a row's name carries when its runs count but no checksum checked their bytes.
 UNVERIFIED_MARK = "(unverified)"
 
 
+# The columns of a timeline CSV the report draws.
+TIMELINE = ["t_s", "rss_bytes", "file_cached_bytes", "read_bytes"]
+
+
 class ResultsError(Exception):
     """A results folder that cannot be read: the message names the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something of a results folder that could not be read and was left out: the file, the
+    line (of runs.jsonl), the field (dotted: `host.cores`) and what was wrong."""
+    path: str
+    line: int | None
+    field: str | None
+    what: str
+
+    def text(self, folder: str = "") -> str:
+        where = os.path.relpath(self.path, folder) if folder else self.path
+        where += f" line {self.line}" if self.line else ""
+        return where + (f': field "{self.field}"' if self.field else "") + f": {self.what}"
 
 
 @dataclass
@@ -57,14 +88,28 @@ class Results:
     # The ceiling reads, every status, in file order (empty without them).
     ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
     adaptive: dict | None = None  # adaptive.json, when the experiment ran with reps = "auto"
+    # What could not be read and was left out (lines skipped, values of the wrong type).
+    problems: list[Problem] = field(default_factory=list)
 
     def timeline(self, run_id: str) -> pd.DataFrame | None:
-        """The run's timeline CSV, or None when it has none."""
+        """The run's timeline CSV (TIMELINE as numbers), or None when it has none or it cannot
+        be read (noted in `problems`)."""
         row = self.runs.loc[self.runs["run_id"] == run_id]
         if row.empty or not isinstance(row.iloc[0].get("timeline"), str):
             return None
         path = os.path.join(self.folder, row.iloc[0]["timeline"])
-        return pd.read_csv(path) if os.path.exists(path) else None
+        if not os.path.isfile(path):
+            return None
+        try:
+            t = pd.read_csv(path)
+        except (ValueError, OSError) as e:  # pandas' parser errors are ValueErrors
+            self.problems.append(Problem(path, None, None, f"not a timeline CSV ({e})"))
+            return None
+        gone = [c for c in TIMELINE if c not in t]
+        if gone:
+            self.problems.append(Problem(path, None, gone[0], "missing"))
+            return None
+        return t.assign(**{c: pd.to_numeric(t[c], errors="coerce") for c in TIMELINE})
 
 
 def json_default(value):
@@ -74,31 +119,55 @@ def json_default(value):
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def _read_runs(path: str) -> list[dict]:
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.endswith("\n"):
-                break  # cut short by a crash: the harness drops it on resume, so do we
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ResultsError(f"{path}:{number}: not JSON ({e.msg})") from None
-            if not isinstance(record, dict) or "status" not in record:
-                raise ResultsError(f"{path}:{number}: not a run record")
-            records.append(record)
-    return records
+def _record(line: str, path: str, number: int, problems: list[Problem]) -> dict | None:
+    """The run record of one line of runs.jsonl, its fields checked (schema.RECORD: a value of
+    the wrong type is dropped and noted); None for a line that is none (noted). A record
+    without a field of schema.REQUIRED is a ResultsError naming the line and the field."""
+    why = ("cut short (no end of line: the run was cut off)" if not line.endswith("\n") else
+           "empty" if not line.strip() else None)
+    try:
+        value = json.loads(line) if why is None else None
+    except (ValueError, RecursionError):
+        why = "not JSON"
+    if why is None and not isinstance(value, dict):
+        why = f"not a JSON object ({schema.shown(value, 20)})"
+    if why:
+        problems.append(Problem(path, number, None, why + ": skipped"))
+        return None
+    found: list = []
+    record = schema.normalize(value, schema.RECORD, found)
+    for name in schema.REQUIRED:
+        if record.get(name) is None:
+            what = next((w for f, w in found if f == name), "missing")
+            raise ResultsError(Problem(path, number, name, what).text())
+    problems += [Problem(path, number, f, w) for f, w in found]
+    if record.get("run_id") is None:
+        record["run_id"] = f"line {number}"
+    return record
 
 
-def _read_json(path: str) -> dict | None:
-    """The file's object, or None when there is no such file."""
+def _read_runs(path: str, problems: list[Problem]) -> list[dict]:
+    with open(path, encoding="utf-8", errors="replace") as f:
+        records = [_record(line, path, number, problems) for number, line in enumerate(f, 1)]
+    return [r for r in records if r is not None]
+
+
+def _read_json(path: str, spec, problems: list[Problem]):
+    """The file's value, its fields checked against `spec`; None when there is no such file or
+    it is not JSON, or not of the spec's kind (noted in `problems`)."""
     if not os.path.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{path}: not JSON ({e.msg})") from None
+        with open(path, encoding="utf-8", errors="replace") as f:
+            value = json.load(f)
+    except (ValueError, RecursionError) as e:
+        problems.append(Problem(path, None, None, f"not JSON ({getattr(e, 'msg', e)}): "
+                                                  "read as absent"))
+        return None
+    found: list = []
+    value = schema.normalize(value, spec, found)
+    problems += [Problem(path, None, f or None, w) for f, w in found]
+    return None if value is schema.MISSING else value
 
 
 def role(details) -> str:
@@ -140,27 +209,34 @@ def _rule(runs: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(counts, verified) per record, the rule every table follows: a run is verified when it
     is ok and checksum_ok is true; it counts when it is verified, or when it is an ok run of an
     exec command that sent no checksum (verify "none", checksum_ok absent), which then counts
-    unverified. Any other ok run (a loadbench strategy's, checksum_ok false or null) does
-    not count."""
+    unverified, and in both cases only with a time (wall_s above 0). Any other ok run (a
+    loadbench strategy's, checksum_ok false or null; one without a time) does not count."""
     checked = _column(runs, "checksum_ok")
     method = _column(runs, "verify")
     ok = runs["status"] == "ok"
     verified = ok & checked.eq(True)
     no_checksum = (runs["strategy"] == EXEC) & method.eq("none") & checked.isna()
-    return verified | (ok & no_checksum), verified
+    return (verified | (ok & no_checksum)) & _timed(runs), verified
+
+
+def _timed(runs: pd.DataFrame) -> pd.Series:
+    return pd.to_numeric(_column(runs, "wall_s"), errors="coerce") > 0
 
 
 def _split(runs: pd.DataFrame, counts: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ok, excluded): the runs that count (`_rule`), and the others counted per group and
     status; an ok run that does not count is counted as UNVERIFIED, with what checksum_ok said
-    as its reason."""
+    as its reason, or as UNTIMED when it has no time."""
     checked = _column(runs, "checksum_ok")
     others = runs[~counts].copy()
     unverified = others["status"] == "ok"
+    untimed = unverified & ~_timed(others)
     others.loc[unverified, "status"] = UNVERIFIED
     others.loc[unverified, "error"] = checked[~counts][unverified].eq(False).map(
         {True: "checksum_ok false: the bytes did not match",
          False: "checksum_ok null: the bytes were not checked"})
+    others.loc[untimed, "status"] = UNTIMED
+    others.loc[untimed, "error"] = "wall_s missing or not above 0"
     excluded = (
         others.groupby(GROUP + ["strategy", "status"], dropna=False)
         .agg(count=("status", "size"), errors=("error", lambda e: sorted(set(map(str, e)))))
@@ -169,30 +245,60 @@ def _split(runs: pd.DataFrame, counts: pd.Series) -> tuple[pd.DataFrame, pd.Data
     return runs[counts].copy(), excluded
 
 
-def load(folder: str) -> Results:
-    runs_path = os.path.join(folder, "runs.jsonl")
-    env_path = os.path.join(folder, "env.json")
-    if not os.path.exists(runs_path):
-        raise ResultsError(f"{runs_path}: no such file (is {folder} a results folder?)")
-    env = _read_json(env_path) or {}
-    records = pd.DataFrame(_read_runs(runs_path))
-    if records.empty:
-        raise ResultsError(f"{runs_path}: holds no runs")
+def _read_env(folder: str, problems: list[Problem]) -> dict:
+    path = os.path.join(folder, "env.json")
+    if not os.path.exists(path):
+        problems.append(Problem(path, None, None, "no such file: the machine and how the runs "
+                                                  "were measured are unknown"))
+    return _read_json(path, schema.ENV, problems) or {}
+
+
+def _defaults(records: pd.DataFrame) -> pd.DataFrame:
+    """The records with what older ones lack filled in: one reader, no memory limit, the
+    replicated pattern, the strategy as its spec, no error, the role from details."""
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
-        if column not in records:
-            records[column] = default
-        records[column] = records[column].fillna(default).astype("int64")
-    records["pattern"] = (records["pattern"].fillna(REPLICATED) if "pattern" in records
-                          else REPLICATED)
-    if "strategy_spec" not in records:
-        records["strategy_spec"] = records["strategy"]
-    if "error" not in records:
-        records["error"] = None
-    records["role"] = (records["details"] if "details" in records
-                       else pd.Series(None, index=records.index, dtype=object)).map(role)
+        records[column] = _column(records, column).fillna(default).astype("int64")
+    records["pattern"] = _column(records, "pattern").fillna(REPLICATED)
+    records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
+    records["error"] = _column(records, "error")
+    records["role"] = _column(records, "details").map(role)
     # The time order of the records: appended as each run ends (older folders' started_at has
     # whole seconds only).
     records["order"] = range(len(records))
+    return records
+
+
+def _profiles(records: pd.DataFrame, folder: str, problems: list[Problem]) -> None:
+    """A profile whose file is not in the folder, or without a sampling rate (hz above 0), is
+    none: its record's `profile` null and `profile_error` saying why (noted)."""
+    for i, p in _column(records, "profile").items():
+        if not isinstance(p, dict) or not isinstance(p.get("folded"), str):
+            continue
+        path = os.path.join(folder, p["folded"])
+        hz = p.get("hz")
+        why = ("no such file" if not os.path.isfile(path) else
+               None if isinstance(hz, (int, float)) and hz > 0 else "no sampling rate (hz)")
+        if why:
+            problems.append(Problem(path, None, None, f"{why}: the run counts as not profiled"))
+            records.loc[i, "profile_error"] = f"its profile {p['folded']}: {why}"
+            records.loc[i, "profile"] = None
+
+
+def load(folder: str) -> Results:
+    """The folder's results, read as far as they can be (`problems` says what could not);
+    ResultsError, one line naming the file and the field, where nothing can be reported."""
+    runs_path = os.path.join(folder, "runs.jsonl")
+    if not os.path.exists(runs_path):
+        raise ResultsError(f"{runs_path}: no such file (is {folder} a results folder?)")
+    problems: list[Problem] = []
+    env = _read_env(folder, problems)
+    records = pd.DataFrame(_read_runs(runs_path, problems))
+    if records.empty:
+        skipped = sum(p.line is not None for p in problems)
+        raise ResultsError(f"{runs_path}: holds no runs"
+                           + (f" ({skipped} lines skipped, none a run record)" if skipped else ""))
+    records = _defaults(records)
+    _profiles(records, folder, problems)
     is_ceiling = records["strategy"] == CEILING
     ceiling = records[is_ceiling].reset_index(drop=True)
     if not ceiling.empty and "gb_per_s" not in ceiling:
@@ -200,5 +306,40 @@ def load(folder: str) -> Results:
     runs = records[~is_ceiling].reset_index(drop=True)
     runs["counted"], runs["verified"] = _rule(runs)
     ok, excluded = _split(runs, runs["counted"])
+    adaptive = _read_json(os.path.join(folder, "adaptive.json"), schema.ADAPTIVE, problems)
     return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded, ceiling=ceiling,
-                   adaptive=_read_json(os.path.join(folder, "adaptive.json")))
+                   adaptive=adaptive, problems=problems)
+
+
+def problems_md(r: Results, most: int = 20) -> str:
+    """What could not be read, as a note for a report: "" when everything could."""
+    if not r.problems:
+        return ""
+    lines = [f"- {p.text(r.folder)}" for p in r.problems[:most]]
+    if len(r.problems) > most:
+        lines.append(f"- … and {len(r.problems) - most} more")
+    return (f"**Read with problems** (`{r.folder}`): what follows could not be read as "
+            "docs/results-format.md says and is left out: a line that is no run record is "
+            "skipped, a value of the wrong type is read as missing (an empty cell, `?`), a "
+            "file that cannot be read as absent.\n\n" + "\n".join(lines))
+
+
+def guard(prog: str, folders: list[str], body) -> int:
+    """Runs a command's `body` (no arguments; its exit code) so that it never ends in a
+    traceback: a ResultsError, or as a last resort any other exception, is one line on stderr,
+    `prog: ...`, and exit code 2. Warnings are held back until the command has succeeded."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            code = body()
+    except ResultsError as e:
+        return _fail(prog, str(e))
+    except Exception as e:  # noqa: BLE001: the last resort, one line instead of a traceback
+        return _fail(prog, f"{', '.join(folders)}: cannot read: {type(e).__name__}: {e}")
+    for w in caught:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return code
+
+
+def _fail(prog: str, message: str) -> int:
+    print(f"{prog}: {' '.join(message.split())}", file=sys.stderr)
+    return 2

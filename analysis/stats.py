@@ -77,11 +77,12 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
         ci_low, ci_high = median_interval(wall)
         median = float(np.median(wall))
         q1, q3 = np.percentile(wall, [25, 75])
-        file_bytes = float(group["file_bytes"].iloc[0])
+        known = pd.to_numeric(group["file_bytes"], errors="coerce").dropna()
+        file_bytes = float(known.iloc[0]) if len(known) else float("nan")  # NaN: not recorded
         rows.append({
             **dict(zip(GROUP, key)),
             "strategy": group["strategy"].iloc[0],
-            "file_bytes": int(file_bytes),
+            "file_bytes": int(file_bytes) if len(known) else file_bytes,
             "n": len(wall),
             "median_s": median,
             "min_s": float(wall.min()),

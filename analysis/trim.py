@@ -16,10 +16,12 @@ import sys
 import numpy as np
 import pandas as pd
 
+from analysis.results import ResultsError, guard
+
 
 def trim(src: str, dst: str, rows: int) -> int:
     if not os.path.exists(os.path.join(src, "runs.jsonl")):
-        raise FileNotFoundError(f"{os.path.join(src, 'runs.jsonl')}: no such file")
+        raise ResultsError(f"{os.path.join(src, 'runs.jsonl')}: no such file")
     os.makedirs(os.path.join(dst, "timelines"), exist_ok=True)
     for name in ("env.json", "runs.jsonl", "adaptive.json", "experiment.toml"):
         if os.path.exists(os.path.join(src, name)):
@@ -30,7 +32,10 @@ def trim(src: str, dst: str, rows: int) -> int:
     count = 0
     timelines = os.path.join(src, "timelines")
     for name in sorted(os.listdir(timelines)) if os.path.isdir(timelines) else []:
-        t = pd.read_csv(os.path.join(timelines, name))
+        try:
+            t = pd.read_csv(os.path.join(timelines, name))
+        except ValueError as e:  # pandas' parser errors, and bytes that are no text
+            raise ResultsError(f"{os.path.join(timelines, name)}: not a timeline CSV ({e})")
         if len(t) > rows:
             t = t.iloc[np.unique(np.linspace(0, len(t) - 1, rows).round().astype(int))]
         t.to_csv(os.path.join(dst, "timelines", name), index=False)
@@ -44,11 +49,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("dst")
     p.add_argument("--rows", type=int, default=200, help="most rows kept per timeline")
     args = p.parse_args(argv)
-    try:
-        n = trim(args.src, args.dst, args.rows)
-    except (OSError, pd.errors.ParserError) as e:
-        print(f"trim: {e}", file=sys.stderr)
-        return 2
+    return guard("analysis.trim", [args.src], lambda: run(args))
+
+
+def run(args) -> int:
+    n = trim(args.src, args.dst, args.rows)
     print(f"{args.dst}: {n} timelines of at most {args.rows} rows")
     return 0
 

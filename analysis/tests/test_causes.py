@@ -225,15 +225,18 @@ def test_the_figures_and_flame_graphs_are_there(built):
         assert (built / "figures" / name).stat().st_size > 10_000
         assert (built / "figures" / name.replace(".svg", ".png")).stat().st_size > 0
     md = (built / "report.md").read_text()
-    where, figures = section(md), md.split("## Figures", 1)[1]
-    for name in flames:  # shown under the section, not again in the list at the end
-        png = name.replace(".svg", ".png")
-        assert f"](figures/{png})" in where and png not in figures
-    assert "](figures/causes-warm.png)" in figures
+    where = section(md)
+    for name in flames + ["causes-cold.svg", "causes-warm.svg"]:  # in the section, once
+        link = f"](figures/{name.replace('.svg', '.png')})"
+        assert link in where and md.count(link) == 1
+    # Per cache state its table, then its bars, then its groups' flame graphs.
+    warm = where.split("**Warm start**", 1)[1]
+    assert (warm.index("| fread |") < warm.index("](figures/causes-warm.png)")
+            < warm.index("](figures/flame-warm-"))
+    assert "](figures/flame-cold-" not in warm
     html = (built / "report.html").read_text()
     pngs = [n for n in names if n.endswith(".png")]
     assert html.count('src="data:image/png;base64,') == len(pngs)
-    assert html.index(report.WHERE_TITLE) < html.index("<figure>") < html.index("After the load")
 
 
 def test_summary_json_has_the_causes(built):

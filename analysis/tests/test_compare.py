@@ -1,5 +1,7 @@
 """compare flags a planted 2x difference and leaves a 1.01x one alone, matches runs across
-machines by file name, and names how the machines differ; its interval is the exact
+machines by file name, and names how the machines differ; takes each row of a reference's
+results folders from the one that matches it best, compares rows of different files by
+throughput, and names a folder it cannot read; its interval is the exact
 Mann–Whitney (Hodges–Lehmann) one: the null distribution counted, literal intervals, the test
 it inverts, and its coverage."""
 
@@ -14,19 +16,20 @@ import numpy as np
 import pytest
 from scipy.stats import mannwhitneyu
 
-from analysis import compare
+from analysis import compare, results
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
-def write(folder, walls_by_spec, kernel, path_prefix):
+def write(folder, walls_by_spec, kernel, path_prefix, file="llama-4GiB.wlf", size=4 << 30):
     os.makedirs(folder)
     rows = []
     for spec, walls in walls_by_spec.items():
         for i, w in enumerate(walls):
-            rows.append({"run_id": f"{spec}-{i}", "strategy": spec.split(":")[0],
-                         "strategy_spec": spec, "file": f"{path_prefix}/llama-4GiB.wlf",
-                         "file_bytes": 4 << 30, "cache": "cold", "status": "ok", "error": None,
+            rows.append({"run_id": f"{spec}-{file}-{i}", "strategy": spec.split(":")[0],
+                         "strategy_spec": spec, "file": f"{path_prefix}/{file}",
+                         "format": file.rsplit(".", 1)[1], "file_bytes": size,
+                         "cache": "cold", "status": "ok", "error": None,
                          "checksum_ok": True, "wall_s": float(w), "peak_rss_bytes": 1,
                          "major_faults": 0, "minor_faults": 0, "timeline": None})
     with open(os.path.join(folder, "runs.jsonl"), "w") as f:
@@ -44,6 +47,8 @@ def test_a_2x_difference_is_flagged_and_a_1_01x_one_is_not(tmp_path):
     c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
     by = {r["strategy_spec"]: r for r in c["rows"]}
     assert set(by) == {"fread", "mmap"}  # matched by file name across the two paths
+    assert {r["match"] for r in c["rows"]} == {"same file"} and c["references"] == []
+    assert by["fread"]["source_a"] == str(tmp_path / "a")
     assert by["fread"]["significant"] and 1.9 < by["fread"]["ratio"] < 2.1
     assert by["fread"]["ci_low"] > 1.5 and by["fread"]["p_value"] < 0.01
     assert not by["mmap"]["significant"]
@@ -68,10 +73,122 @@ def test_the_command_writes_both_files_into_out(tmp_path):
     assert "too few runs (3 and 3) for p < 0.05" in p.stdout
     # Nor a 95% interval: the ratio is the estimate alone, and the interval is null.
     assert data["rows"][0]["ci_low"] is None and data["rows"][0]["ci_high"] is None
-    assert "| 2.00 (too few runs for a 95% interval) |" in p.stdout
-    bad = subprocess.run([sys.executable, "-m", "analysis.compare", str(tmp_path / "none"),
-                          str(tmp_path / "b")], cwd=REPO, capture_output=True, text=True)
-    assert bad.returncode == 2 and "runs.jsonl: no such file" in bad.stderr
+    assert "| 2.000 s | 4.000 s | 2.00 (too few runs for a 95% interval) |" in p.stdout
+    assert data["rows"][0]["match"] == "same file" and "by throughput" not in p.stdout
+
+
+def run_compare(a, b):
+    return subprocess.run([sys.executable, "-m", "analysis.compare", str(a), str(b)], cwd=REPO,
+                          capture_output=True, text=True)
+
+
+def test_a_folder_that_is_neither_results_nor_a_reference_is_named(tmp_path):
+    write(tmp_path / "b", {"fread": [1, 2, 3]}, "6.1", "/d")
+    (tmp_path / "ref" / "empty").mkdir(parents=True)
+    (tmp_path / "ref" / "README.md").write_text("not results\n")
+    for bad in (tmp_path / "ref", tmp_path / "none"):
+        p = run_compare(bad, tmp_path / "b")
+        assert p.returncode == 2 and p.stdout == ""
+        assert p.stderr.count("\n") == 1 and p.stderr.endswith(
+            f"compare: {bad}: neither a results folder (no runs.jsonl) nor a reference (no "
+            "subfolder holds one)\n")
+    # A results folder inside a reference that holds no runs is named by its file.
+    (tmp_path / "ref" / "empty" / "runs.jsonl").write_text("")
+    p = run_compare(tmp_path / "b", tmp_path / "ref")
+    assert p.returncode == 2 and f"{tmp_path / 'ref' / 'empty' / 'runs.jsonl'}: " in p.stderr
+
+
+def reference(folder):
+    """results/reference/'s shape: the quick experiment on a 2 GiB wlf file, and every strategy
+    and a peer on a 2 GiB safetensors file (a little larger: its header)."""
+    write(folder / "quick", {"fread": [10, 11, 12, 13], "mmap": [5, 6, 7, 8]}, "6.1", "/d",
+          "llama-2GiB.wlf", 2 << 30)
+    write(folder / "all-strategies", {"fread": [20, 21, 22, 23], "mmap": [9, 9, 9, 9],
+                                      "exec:label=dd": [4, 4, 4, 4]}, "6.1", "/d",
+          "llama-2GiB.safetensors", (2 << 30) + 9000)
+    (folder / "README.md").write_text("the reference\n")
+
+
+def test_a_reference_gives_each_row_the_subfolder_that_matches_best(tmp_path):
+    reference(tmp_path / "ref")
+    write(tmp_path / "quick", {"fread": [20, 22, 24, 26], "mmap": [5, 6, 7, 8]}, "6.18",
+          "/other", "llama-2GiB.wlf", 2 << 30)
+    c = compare.compare(str(tmp_path / "ref"), str(tmp_path / "quick"))
+    assert c["references"] == ["a"]
+    assert [(r["strategy_spec"], r["match"], os.path.basename(r["source_a"]))
+            for r in c["rows"]] == [("fread", "same file", "quick"), ("mmap", "same file", "quick")]
+    assert c["rows"][0]["ratio"] == pytest.approx(2.0)
+    # The other subfolder's fread and mmap had a partner in quick; its peer had none.
+    assert [(x["strategy_spec"], os.path.basename(x["source"])) for x in c["only_in_a"]] == [
+        ("exec:label=dd", "all-strategies")]
+    assert c["machines"]["a"] == str(tmp_path / "ref" / "quick")
+    assert c["machine_differences"]["kernel"] == {"a": "6.1", "b": "6.18"}
+    md = compare.to_markdown(c)
+    assert f"A ({tmp_path / 'ref'}) is a reference, a folder of results folders" in md
+    assert "| strategy | cache | file | A median | B median | B/A (95% CI) | p | | from |" in md
+    assert "| fread | cold | llama-2GiB.wlf | 11.500 s | 23.000 s | 2.00 (" in md
+    assert "| A quick |\n" in md
+    assert "Only in A: dd cold (all-strategies)" in md
+    # The same file of the other subfolder, with the reference as B.
+    write(tmp_path / "st", {"fread": [20, 21, 22, 23]}, "6.1", "/x", "llama-2GiB.safetensors",
+          (2 << 30) + 9000)
+    c = compare.compare(str(tmp_path / "st"), str(tmp_path / "ref"))
+    assert [(r["match"], os.path.basename(r["source_b"]), r["ratio"]) for r in c["rows"]] == [
+        ("same file", "all-strategies", 1.0)]
+    assert c["references"] == ["b"] and "| B all-strategies |" in compare.to_markdown(c)
+    # Another size: the closest; the two 2 GiB files tie on size, and the format decides.
+    write(tmp_path / "big", {"fread": [40, 42, 44, 46]}, "6.1", "/x", "llama-4GiB.safetensors",
+          4 << 30)
+    c = compare.compare(str(tmp_path / "ref"), str(tmp_path / "big"))
+    assert [(r["match"], os.path.basename(r["source_a"])) for r in c["rows"]] == [
+        ("throughput", "all-strategies")]
+
+
+def test_different_files_compare_by_throughput(tmp_path):
+    rng = np.random.default_rng(5)
+    base = rng.uniform(10, 12, 8)
+    # B reads half the bytes in a quarter of the time: twice the throughput.
+    write(tmp_path / "a", {"fread": base}, "6.1", "/d", "llama-4GiB.wlf", 4 << 30)
+    write(tmp_path / "b", {"fread": base / 4 * rng.uniform(0.99, 1.01, 8)}, "6.1", "/d",
+          "llama-2GiB.safetensors", 2 << 30)
+    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    (r,) = c["rows"]
+    assert r["match"] == "throughput" and r["significant"] and 1.95 < r["ratio"] < 2.05
+    assert r["file_a"] == {"name": "llama-4GiB.wlf", "bytes": 4 << 30, "format": "wlf"}
+    assert r["file_b"]["format"] == "safetensors" and c["only_in_a"] == c["only_in_b"] == []
+    # Medians of each run's throughput, file size / wall time in 10^9 bytes per second.
+    assert r["median_a_gb_s"] == pytest.approx(np.median((4 << 30) / base / 1e9))
+    # The statistics of time per byte, inverted: the ratio, and its interval's ends swapped.
+    walls_b = compare.groups(results.load(str(tmp_path / "b")))[0].walls
+    per_byte = compare.shift_row(base / (4 << 30), walls_b / (2 << 30))
+    assert r["ratio"] == pytest.approx(1 / per_byte["ratio"])
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((1 / per_byte["ci_high"],
+                                                         1 / per_byte["ci_low"]))
+    assert r["p_value"] == pytest.approx(per_byte["p_value"])
+    md = compare.to_markdown(c)
+    assert "1 of 1 rows compare *by throughput*" in md and "B's throughput over A's" in md
+    assert "| fread | cold | by throughput: A 4.0 GiB wlf, B 2.0 GiB safetensors | " in md
+    assert f"| {r['median_a_gb_s']:.2f} GB/s | {r['median_b_gb_s']:.2f} GB/s |" in md
+
+
+def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
+    write(tmp_path / "a", {"fread": [1, 2, 3, 4], "mmap": [1, 1, 1, 1]}, "6.1", "/d")
+    write(tmp_path / "b", {"fread": [1, 2, 3, 4], "pread": [2, 2, 2, 2]}, "6.1", "/d",
+          "llama-8GiB.wlf", 8 << 30)
+    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert [(r["strategy_spec"], r["match"]) for r in c["rows"]] == [("fread", "throughput")]
+    assert [x["strategy_spec"] for x in c["only_in_a"]] == ["mmap"]
+    assert [x["strategy_spec"] for x in c["only_in_b"]] == ["pread"]
+    md = compare.to_markdown(c)
+    assert "Only in A: mmap cold\n" in md and "Only in B: pread cold\n" in md
+    # A second file on B's side: its fread pairs with A's on the same file, the other by
+    # throughput; each row once.
+    write(tmp_path / "b2", {"fread": [1, 2, 3, 4]}, "6.1", "/d")
+    with open(tmp_path / "b2" / "runs.jsonl", "a") as f:
+        f.writelines(line for line in open(tmp_path / "b" / "runs.jsonl"))
+    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b2"))
+    assert [(r["file_b"]["name"], r["match"]) for r in c["rows"]] == [
+        ("llama-4GiB.wlf", "same file"), ("llama-8GiB.wlf", "throughput")]
 
 
 def test_the_null_distribution_of_u_is_the_count_of_orderings():

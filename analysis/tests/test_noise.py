@@ -112,8 +112,9 @@ def test_the_noise_section_and_its_figure_render_in_html(drifting):
     page = (drifting / "report.html").read_text()
     assert "<h2>Noise: rounds, ceiling, drift, outliers</h2>" in page
     assert "<strong>Warning: drift</strong> in the ceiling of llama-4GiB.wlf" in page
-    assert "<th>median GB/s</th>" in page and "<td>±4.0%</td>" in page
-    assert "<th>of device</th>" in page
+    # Numbers right-aligned (class n), in the header of their column too.
+    assert '<th class="n">median GB/s</th>' in page and '<td class="n">±4.0%</td>' in page
+    assert '<th class="n">of device</th>' in page
     assert (drifting / "figures" / "rounds.png").stat().st_size > 0
     assert "Every round in time order" in page
     assert page.count('src="data:image/png;base64,') == len(

@@ -1,6 +1,9 @@
 """The report builds from a small fixture: every strategy's row is in the tables, every figure
 is a non-empty image, summary.json is there for other tools, and bad input is one line and
-exit 2."""
+exit 2. It opens with the verdict (the fastest strategy per cache state, paired against the
+baseline and the runner-up, and how sure that is) and the time figure, shows each figure right
+after its table, and ends with noise, the machine and the runs left out; `--brief` prints the
+report's path and the verdict only."""
 
 import json
 import os
@@ -9,9 +12,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import build_report_of
+from conftest import build_report_of, write_rounds
 
-from analysis import report
+from analysis import report, verdict
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -128,3 +131,113 @@ def test_sweeps_and_sizes_get_their_figures(tmp_path):
     assert {"scaling.png", "sweep-io_uring-qd.png"} <= figures
     md = (folder / "report.md").read_text()
     assert "throughput against qd" in md and "log-log" in md
+
+
+# --- the verdict and the order ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rounds12(tmp_path_factory):
+    """12 synthetic rounds: mmap_seq 0.1x fread's time, odirect 0.5x (the runner-up)."""
+    folder = tmp_path_factory.mktemp("rounds") / "results"
+    write_rounds(str(folder))
+    report.build(str(folder))
+    return folder
+
+
+def headings(md):
+    return [line[3:] for line in md.splitlines() if line.startswith("## ")]
+
+
+def figures_and_what_precedes_them(md):
+    """Per figure of report.md, its name and the block before it, past the figures before it:
+    `table`, `text` or the heading it follows."""
+    out, previous = [], "nothing"
+    for b in md.split("\n\n"):
+        if b.startswith("!["):
+            out.append((b.split("](figures/", 1)[1].split(".png)", 1)[0], previous))
+            continue
+        previous = "table" if b.startswith("|") else b if b.startswith("#") else "text"
+    return out
+
+
+def test_the_report_opens_with_the_verdict_and_ends_with_the_noise(built):
+    md = (built / "report.md").read_text()
+    assert headings(md) == ["Verdict", "Cold start", "Warm start", "Memory and reads",
+                            "Noise: rounds, ceiling, drift, outliers", "The machine",
+                            "Runs left out"]
+    assert md.index("## Verdict") < md.index("](figures/time.png)") < md.index("| fread |")
+    assert "## Figures" not in md
+
+
+def test_each_figure_follows_its_table(rounds12):
+    md = (rounds12 / "report.md").read_text()
+    placed = dict(figures_and_what_precedes_them(md))
+    assert set(placed) == {p[:-4] for p in os.listdir(rounds12 / "figures") if p.endswith(".png")}
+    assert placed.pop("time") == "text"  # the verdict's, before the first table
+    assert placed.pop("rounds") == "text"  # closes the noise section
+    assert set(placed) == {"throughput-cold", "throughput-warm", "memory"}
+    assert set(placed.values()) == {"table"}
+    cold = md.split("## Cold start", 1)[1].split("\n## ", 1)[0]
+    assert "](figures/throughput-cold.png)" in cold
+
+
+def test_the_verdict_is_paired_against_the_baseline_and_the_runner_up(rounds12):
+    cold = json.loads((rounds12 / "summary.json").read_text())["verdict"]["cold"]
+    assert (cold["fastest"], cold["baseline"], cold["rounds"], cold["sure"]) == (
+        "mmap_seq", "fread", 12, True)
+    assert cold["lo"] < cold["ratio"] < cold["hi"] < 1
+    assert cold["ratio"] == pytest.approx(0.1, rel=0.05)
+    ru = cold["runner_up"]
+    assert (ru["strategy"], ru["rounds"], ru["sure"]) == ("odirect", 12, True)
+    assert ru["ratio"] == pytest.approx(0.2, rel=0.05)
+    md = (rounds12 / "report.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("- **cold**: "))
+    assert line.startswith("- **cold**: mmap_seq is fastest (median 1.0")
+    assert ("s): 0.10× the time of fread, the baseline (95% 0.099–0.10, 12 rounds), a sure "
+            "difference; 0.20× the time of odirect, the runner-up (95% 0.20–0.20, 12 rounds), a "
+            "sure difference.") in line
+
+
+def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
+    write_rounds(str(tmp_path), rounds=3)
+    report.build(str(tmp_path))
+    cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
+    assert (cold["rounds"], cold["lo"], cold["hi"], cold["sure"]) == (3, None, None, False)
+    assert cold["runner_up"]["rounds"] == 3 and cold["runner_up"]["lo"] is None
+    md = (tmp_path / "report.md").read_text()
+    assert ("0.10× the time of fread, the baseline (3 rounds: too few for a 95% interval; 6 "
+            "rounds would give one).") in md
+    assert "runner-up" not in md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_difference_the_rounds_cannot_tell(tmp_path):
+    write_rounds(str(tmp_path), rounds=6, times={"fread": 1.0, "mmap": 1.0}, sigma=0.05)
+    report.build(str(tmp_path))
+    cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
+    shown = cold if cold["fastest"] == "mmap" else cold["runner_up"]
+    assert shown["rounds"] == 6 and shown["lo"] < 1 < shown["hi"] and not shown["sure"]
+    assert "not distinguishable in 6 rounds." in (tmp_path / "report.md").read_text()
+
+
+def test_the_verdict_says_how_long_the_experiment_took(tmp_path_factory):
+    folder = build_report_of(tmp_path_factory, os.path.join(os.path.dirname(FIXTURE),
+                                                            "profiles"))
+    assert ("The experiment took 26 s (2026-12-02 01:00:25 to 01:00:51 UTC). 8 runs in"
+            in (folder / "report.md").read_text())
+
+
+def test_brief_prints_the_report_and_the_verdict_only(rounds12):
+    p = subprocess.run([sys.executable, "-m", "analysis.report", "--brief", str(rounds12)],
+                       cwd=REPO, capture_output=True, text=True, check=True)
+    out = p.stdout.splitlines()
+    assert out[0] == f"report: {rounds12}/report.html" and len(out) == 3
+    assert out[1].startswith("cold: mmap_seq is fastest (median ")
+    assert out[2].startswith("warm: mmap_seq is fastest (median ")
+
+
+def test_the_verdict_lines_stay_few(rounds12):
+    cold = json.loads((rounds12 / "summary.json").read_text())["verdict"]["cold"]
+    lines = verdict.lines({"verdict": {f"cold [f{i}]": cold for i in range(5)}})
+    assert len(lines) == 3 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
+    assert lines[2] == "... and 3 more conditions: see the report"

@@ -165,8 +165,8 @@ def test_roles_are_groups_of_their_own_everywhere(tmp_path):
 def test_bad_folders_are_named(tmp_path):
     with pytest.raises(results.ResultsError, match="runs.jsonl: no such file"):
         results.load(str(tmp_path))
-    (tmp_path / "runs.jsonl").write_text('{"status": "ok"}\nnot json\n')
-    with pytest.raises(results.ResultsError, match=r"runs.jsonl:2: not JSON"):
+    (tmp_path / "runs.jsonl").write_text('not json\n{"status": "ok"}\n')
+    with pytest.raises(results.ResultsError, match='runs.jsonl line 2: field "strategy": missing'):
         results.load(str(tmp_path))
 
 

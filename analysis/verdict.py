@@ -1,0 +1,173 @@
+"""The report's verdict: per condition (in most experiments, per cache state) the fastest
+strategy by median time, its paired ratio to the condition's baseline and to the runner-up
+(analysis/paired.py: its time over theirs within the rounds both ran in, the Hodges–Lehmann
+estimate with the exact signed-rank 95% interval), and how sure that is; and how long the
+experiment took. Commands that sent no checksum (unverified) are no candidates while a verified
+row exists: nothing checked what they loaded. `summarize` gives summary.json's `verdict`,
+`lines` the plain text `analysis.report --brief` prints, `section_md` the report's.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import noise, paired
+from analysis.results import CONDITION, Results, exec_label, spec_label
+
+# The fewest paired rounds that give a 95% interval (6).
+MIN_ROUNDS = next(n for n in range(1, 64) if paired.critical(n)[0])
+
+
+def name(spec: str) -> str:
+    return exec_label(spec) or spec
+
+
+def comparison(pairs: pd.DataFrame, key: tuple, row: pd.Series) -> dict | None:
+    """`row`'s group's paired ratio in `pairs` (paired.paired_table's) under condition `key`:
+    its time over the baseline's, the interval (None when unbounded), the rounds paired and
+    whether the interval leaves out 1; None when no round paired it."""
+    match = pairs[(pairs[CONDITION] == pd.Series(key, index=CONDITION)).all(axis=1)
+                  & (pairs["strategy_spec"] == row["strategy_spec"])
+                  & (pairs["role"] == row["role"])] if len(pairs) else pairs
+    if match.empty:
+        return None
+    p = match.iloc[0]
+    bounded = bool(p["bounded"])
+    return {"ratio": float(p["ratio"]), "lo": float(p["ratio_low"]) if bounded else None,
+            "hi": float(p["ratio_high"]) if bounded else None, "rounds": int(p["n"]),
+            "sure": bool(p["significant"])}
+
+
+def entry(r: Results, key: tuple, rows: pd.DataFrame, pairs: pd.DataFrame) -> dict:
+    """One condition's verdict from its rows of the summary table (fastest first)."""
+    candidates = rows[rows["verified"]] if rows["verified"].any() else rows
+    fastest = candidates.iloc[0]
+    base = paired.baselines(r).get(key, (None, ""))[0]
+    out = {"cache": fastest["cache"], "fastest": spec_label(fastest),
+           "median_s": float(fastest["median_s"]),
+           "faster_unverified": [spec_label(x.drop("verified")) for _, x in rows.iterrows()
+                                 if x["median_s"] < fastest["median_s"] and not x["verified"]],
+           "baseline": name(base) if base else None,
+           "is_baseline": fastest["strategy_spec"] == base, "ratio": None, "lo": None, "hi": None,
+           "rounds": 0, "sure": False, "runner_up": None,
+           "in_rounds": not paired.no_rounds(r)}
+    if base and not out["is_baseline"]:
+        out.update(comparison(pairs, key, fastest) or {})
+    if len(candidates) > 1:
+        second = candidates.iloc[1]
+        versus = comparison(paired.paired_table(r, second["strategy_spec"]), key, fastest)
+        out["runner_up"] = {"strategy": spec_label(second), **(versus or {
+            "ratio": None, "lo": None, "hi": None, "rounds": 0, "sure": False})}
+    return out
+
+
+def summarize(r: Results, table: pd.DataFrame) -> dict[str, dict]:
+    """summary.json's `verdict`: per condition, named as the report names it (the cache state,
+    with file, readers, pattern and memory limit where they tell conditions apart); cold first,
+    and fewer readers, no memory limit and smaller files first within a cache state."""
+    if table.empty:
+        return {}
+    pairs = paired.paired_table(r)
+    files = table["file"].nunique()
+    # A stable sort: each condition's rows stay fastest first.
+    ordered = table.sort_values(["cache", "procs", "memory_limit_bytes", "file_bytes", "pattern"],
+                                kind="stable")
+    return {noise.condition(dict(zip(CONDITION, key)), files): entry(r, key, rows, pairs)
+            for key, rows in ordered.groupby(CONDITION, sort=False)}
+
+
+def number(x: float) -> str:
+    """A ratio: two decimals, two significant digits below 0.1 (0.058), none from 10 up."""
+    return f"{x:.2g}" if x < 0.1 else f"{x:.2f}" if x < 10 else f"{x:.0f}"
+
+
+def against(c: dict, other: str, role: str) -> str:
+    """A paired ratio to `other` (`role`: the baseline, the runner-up) in words, with its
+    interval and how sure it is."""
+    if not c["rounds"]:
+        return f"no round in which it and {other} ({role}) both ran ok, so no paired ratio"
+    ratio = f"{number(c['ratio'])}× the time of {other}, {role}"
+    rounds = noise.plural(c["rounds"], "round")
+    if c["lo"] is None:
+        return (f"{ratio} ({rounds}: too few for a 95% interval; {MIN_ROUNDS} rounds would "
+                "give one)")
+    sure = "a sure difference" if c["sure"] else f"not distinguishable in {rounds}"
+    return f"{ratio} (95% {number(c['lo'])}–{number(c['hi'])}, {rounds}), {sure}"
+
+
+def phrase(e: dict) -> str:
+    """One condition's verdict in a sentence or two (without the condition's name); the
+    runner-up only where its paired ratio has a 95% interval."""
+    base, ru = e["baseline"], e["runner_up"]
+    ru_shown = ru is not None and ru["lo"] is not None
+    if e["is_baseline"]:
+        text = f"{e['fastest']}, the baseline, is fastest (median {e['median_s']:.3f} s)"
+    else:
+        text = f"{e['fastest']} is fastest (median {e['median_s']:.3f} s)"
+        if not e["in_rounds"]:
+            text += ": no run ran in a round (grouped order), so no paired ratio"
+        elif base is not None:
+            both = ru_shown and ru["strategy"] == base
+            text += ": " + against(e, base, "the baseline" + (" and runner-up" if both else ""))
+            ru_shown = ru_shown and not both
+    if ru_shown:
+        text += ("; " if not e["is_baseline"] else ": ") + against(ru, ru["strategy"],
+                                                                    "the runner-up")
+    text += "."
+    if e["faster_unverified"]:
+        text += (" Faster, but sent no checksum (unverified): "
+                 + ", ".join(e["faster_unverified"]) + ".")
+    return text
+
+
+def lines(summary: dict, most: int = 3) -> list[str]:
+    """summary.json's verdict as plain-text lines, one per condition, at most `most` (the last
+    then says how many more the report has)."""
+    verdicts = list((summary.get("verdict") or {}).items())
+    if not verdicts:
+        return ["no verdict: no ok run of a strategy"]
+    shown = verdicts if len(verdicts) <= most else verdicts[:most - 1]
+    out = [f"{cond}: {phrase(e)}" for cond, e in shown]
+    if len(shown) < len(verdicts):
+        out.append(f"... and {len(verdicts) - len(shown)} more conditions: see the report")
+    return out
+
+
+def clock(seconds: float) -> str:
+    """A duration as `1 h 02 min`, `21 min 3 s` or `45 s`."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def stamps(records: pd.DataFrame, column: str) -> pd.Series:
+    if column not in records:
+        return pd.Series(pd.NaT, index=records.index, dtype="datetime64[ns, UTC]")
+    return pd.to_datetime(records[column], utc=True, errors="coerce")
+
+
+def took(r: Results) -> str:
+    """How long the experiment took, first start to last end of its records (ceiling reads
+    included), as a sentence; from records without end times (older folders), up to the last
+    start plus that run's wall time."""
+    records = pd.concat([r.runs, r.ceiling], ignore_index=True)
+    start, end = stamps(records, "started_at"), stamps(records, "ended_at")
+    about = "about " if end.isna().all() else ""
+    if about:
+        wall = (pd.to_numeric(records["wall_s"], errors="coerce").fillna(0)
+                if "wall_s" in records else 0)
+        end = start + pd.to_timedelta(wall, unit="s")
+    if start.isna().all() or end.isna().all():
+        return ""
+    first, last = start.min(), end.max()
+    day = "" if first.date() == last.date() else f"{last:%Y-%m-%d} "
+    return (f"The experiment took {about}{clock((last - first).total_seconds())} "
+            f"({first:%Y-%m-%d %H:%M:%S} to {day}{last:%H:%M:%S} UTC).")
+
+
+def section_md(verdicts: dict) -> str:
+    """The verdict (summarize's) as the report's list, one item per condition."""
+    if not verdicts:
+        return "No verdict: no ok run of a strategy."
+    return "\n".join(f"- **{cond}**: {phrase(e)}" for cond, e in verdicts.items())
