@@ -39,18 +39,21 @@ double Eta::Mean(const Key& k) const {
 }
 
 // The item's strategy measured in another condition, scaled by the two conditions' ratio over
-// the strategies measured in both (1 when there are none).
+// the strategies measured in both, once there are three (1 before: the first warm run of a round
+// also pays for warming the file, and one such pair would scale every warm run by it).
 std::optional<double> Eta::FromOtherCondition(const Item& item) const {
   const auto first = measured_.lower_bound({item.strategy, ""});
   if (first == measured_.end() || first->first.first != item.strategy) return std::nullopt;
   const std::string& other = first->first.second;
   double here = 0, there = 0;
+  int pairs = 0;
   for (const auto& [key, m] : measured_) {
     if (key.second != other || !measured_.count({key.first, item.condition})) continue;
     here += Mean({key.first, item.condition});
     there += Mean(key);
+    ++pairs;
   }
-  const double factor = there > 0 ? here / there : 1;
+  const double factor = pairs >= 3 && there > 0 ? here / there : 1;
   return Mean(first->first) * factor;
 }
 

@@ -43,15 +43,23 @@ TEST(Eta, MeasuredCombinationsCountTheirMean) {
 }
 
 // One not measured yet: its strategy in the other cache state, times how the two states compare
-// for the strategies measured in both; not the mean of every run so far.
+// once three strategies are measured in both; not the mean of every run so far.
 TEST(Eta, TheSameStrategyInAnotherConditionScaled) {
-  Eta eta(Plan(0));
-  eta.Done(0, 10);  // fread cold
-  eta.Done(1, 1);   // mmap cold
+  std::vector<Eta::Item> items;
+  for (const char* cache : {"cold", "warm"}) {
+    for (const char* s : {"a", "b", "c", "d"}) items.push_back({s, cache, 0});
+  }
+  Eta eta(items);
+  for (size_t i = 0; i < 4; ++i) eta.Done(i, 10);  // every strategy cold: 10 s
   // Nothing measured warm: warm is taken to be as cold.
-  EXPECT_DOUBLE_EQ(*eta.Seconds(2), 10 + 1 + 10 + 1 + 10 + 1);
-  eta.Done(2, 5);  // fread warm: half its cold time, so mmap warm is taken as 0.5
-  EXPECT_DOUBLE_EQ(*eta.Seconds(3), 0.5 + 10 + 1 + 5 + 0.5);
+  EXPECT_DOUBLE_EQ(*eta.Seconds(4), 40);
+  // One or two pairs do not scale (the first warm run also warms the file): 2 + 10 + 10.
+  eta.Done(4, 2);
+  eta.Done(5, 8);
+  EXPECT_DOUBLE_EQ(*eta.Seconds(6), 20);
+  // Three pairs: warm took (2 + 8 + 5) / 30 of cold, so d warm is taken as 5.
+  eta.Done(6, 5);
+  EXPECT_DOUBLE_EQ(*eta.Seconds(7), 5);
 }
 
 // Without the strategy measured anywhere: the probe's estimate, scaled by how the measured runs
