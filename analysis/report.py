@@ -486,8 +486,8 @@ def excluded_md(r: Results) -> str:
     for _, x in r.excluded.iterrows():
         lines.append(f"| {spec_label(x)} | {x['cache']} | {x['status']} | {x['count']} | "
                      f"{'; '.join(x['errors'])[:300]} |")
-    return ("Runs left out of every statistic (not ok, or a loadbench strategy's ok runs whose "
-            "checksum was not verified):\n\n" + "\n".join(lines))
+    return ("Runs left out of every statistic (not ok, a loadbench strategy's ok runs whose "
+            "checksum was not verified, or ok runs without a time):\n\n" + "\n".join(lines))
 
 
 def unverified_count(r: Results) -> str:

@@ -92,8 +92,8 @@ class Results:
     problems: list[Problem] = field(default_factory=list)
 
     def timeline(self, run_id: str) -> pd.DataFrame | None:
-        """The run's timeline CSV (TIMELINE as numbers), or None when it has none or it cannot
-        be read (noted in `problems`)."""
+        """The run's timeline CSV (TIMELINE as numbers), or None when it has none, none of
+        the load (t_s from 0), or it cannot be read (noted in `problems`)."""
         row = self.runs.loc[self.runs["run_id"] == run_id]
         if row.empty or not isinstance(row.iloc[0].get("timeline"), str):
             return None
@@ -109,7 +109,8 @@ class Results:
         if gone:
             self.problems.append(Problem(path, None, gone[0], "missing"))
             return None
-        return t.assign(**{c: pd.to_numeric(t[c], errors="coerce") for c in TIMELINE})
+        t = t.assign(**{c: pd.to_numeric(t[c], errors="coerce") for c in TIMELINE})
+        return t if (t["t_s"] >= 0).any() else None
 
 
 def json_default(value):
@@ -255,12 +256,14 @@ def _read_env(folder: str, problems: list[Problem]) -> dict:
 
 def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     """The records with what older ones lack filled in: one reader, no memory limit, the
-    replicated pattern, the strategy as its spec, no error, the role from details."""
+    replicated pattern, the strategy as its spec, the role from details, and null for any
+    other field of schema.RECORD that is no object, so that every such column exists."""
+    for column in schema.COLUMNS:
+        records[column] = _column(records, column)
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
         records[column] = _column(records, column).fillna(default).astype("int64")
     records["pattern"] = _column(records, "pattern").fillna(REPLICATED)
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
-    records["error"] = _column(records, "error")
     records["role"] = _column(records, "details").map(role)
     # The time order of the records: appended as each run ends (older folders' started_at has
     # whole seconds only).
@@ -301,8 +304,6 @@ def load(folder: str) -> Results:
     _profiles(records, folder, problems)
     is_ceiling = records["strategy"] == CEILING
     ceiling = records[is_ceiling].reset_index(drop=True)
-    if not ceiling.empty and "gb_per_s" not in ceiling:
-        ceiling["gb_per_s"] = float("nan")
     runs = records[~is_ceiling].reset_index(drop=True)
     runs["counted"], runs["verified"] = _rule(runs)
     ok, excluded = _split(runs, runs["counted"])

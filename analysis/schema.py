@@ -3,8 +3,9 @@ every file against, so that no module meets a value of another shape than the fo
 (docs/results-format.md, "Reading older or damaged folders").
 
 A spec is a kind (NUMBER, INTEGER, TEXT, BOOLEAN, SCALAR, OBJECT, LIST), a tuple of kinds (any
-of them), a frozenset (one of these strings), a dict (an object whose listed keys follow their specs; "*" stands for every key; keys
-not listed are kept unchecked) or a one-item list (a list whose every item follows that spec).
+of them), a frozenset (one of these strings), a dict (an object whose listed keys follow their
+specs; "*" stands for every key; keys not listed are kept unchecked) or a one-item list (a list
+whose every item follows that spec).
 `normalize` gives a value with every checked field of the right type: null stays null (not
 measured), a field of the wrong type is dropped as if it were absent and noted as (field, what),
 and so is an object or list found null, so that `env.get("probe", {})` is always an object.
@@ -43,9 +44,9 @@ _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults
            "resident_before", "resident_after", "worst_shard_resident", "file_bytes",
            "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s"]
 RECORD = {
-    **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec", "error", "verify",
-                                    "label", "after", "pattern", "host", "timeline",
-                                    "profile_error", "started_at", "ended_at"]},
+    **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
+                         "error", "verify", "label", "after", "pattern", "host", "timeline",
+                         "profile_error", "started_at", "ended_at"]},
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks",
                             "memory_limit_bytes"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
@@ -61,6 +62,8 @@ RECORD = {
              "stderr_tail": (TEXT, LIST), "measured": TEXT},
     "profile": {"folded": TEXT, "hz": NUMBER},
 }
+# The fields of a record that are no object: a column each, null where a record has none.
+COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]
 
 _CEILING = {"gb_per_s": NUMBER, "median_gb_per_s": NUMBER, "reps_gb_per_s": [NUMBER],
             "reason": SCALAR}

@@ -77,9 +77,10 @@ def main(argv: list[str]) -> int:
     env = results.load(os.path.join(folder, names[0])).env
     print("# results/reference\n")
     print("What `make compare` sets a new machine against: the default experiment and the full "
-          "one, made by `make reference` (scripts/reference.sh) from a clean tree, each run "
-          "thinned to 200 timeline rows (`analysis.trim`) with its report. Compare a fresh "
-          "`make run` with it:\n\n    make compare A=results/reference B=results/quick-<time>\n")
+          "one, each run from a clean tree with the command and commit listed below, thinned to "
+          "200 timeline rows (`analysis.trim`), with its report. `make reference` "
+          "(scripts/reference.sh) makes them again. Compare a fresh `make run` with it:\n\n"
+          "    make compare A=results/reference B=results/quick-<time>\n")
     print(f"Machine: {machine(env)}.\n")
     print("\n\n".join(section(folder, name) for name in names))
     return 0

@@ -1,7 +1,9 @@
-"""Every analysis command reads a damaged results folder without a traceback: real folders of
-results/, cut to a few records, mutated at random by fixed seeds (a field's type changed, keys
-deleted, runs.jsonl cut mid-line or given junk lines, env.json made a string, empty, not JSON
-or deleted, the timelines deleted); each command then either makes its report (exit 0) or
+"""Every analysis command reads a damaged results folder without a traceback: the committed
+folders (results/reference, the fixtures: peers, profiles, GPU; many readers and adaptive
+rounds as test_readers and conftest write them), cut to a few records, mutated at random by
+fixed seeds (a field's type changed, keys deleted, runs.jsonl cut mid-line or given junk lines,
+env.json made a string, empty, not JSON or deleted, adaptive.json changed, the timelines
+deleted); each command then either makes its report (exit 0) or
 stops with exit 2 and one line on stderr that names the mutated file (and field). A failing
 seed reproduces alone: `pytest analysis/tests/test_mutations.py -k "seed7"`.
 
@@ -20,27 +22,32 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import FILE, write_rounds
+from test_readers import many_records
 
-from analysis import results, schema
+from analysis import noise, results, schema
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-# (folder of results/, the records kept): a quick run, many readers, peers (exec commands)
-# with rounds and `after`, profiles with a ceiling read.
-BASES = [("quick-issue20", 6), ("many-readers-procs", 10), ("peers-20261201", 14),
-         ("where-time-went", 3)]
+FIXTURES = os.path.join(REPO, "analysis", "tests", "fixtures")
+REFERENCE = os.path.join(REPO, "results", "reference", "quick")
+ADAPTIVE = {"target": 0.1, "min_rounds": 6, "max_rounds": 30, "budget_s": 0, "rounds": 3,
+            "elapsed_s": 12.5, "met": False, "stopped": "max rounds",
+            "comparisons": [{"file": FILE, "cache": "cold", "procs": 1, "memory_limit_bytes": 0,
+                             "strategy_spec": "mmap_seq", "baseline": "fread", "n": 3,
+                             "ratio": 0.1, "low": None, "high": None, "half_width": None,
+                             "met": False, "significant": False}]}
 JUNK_VALUES = ["abc", "", [1, 2], {"x": 1}, None, 7, -1, 0, 2.5, True]
 JUNK_LINES = [b"\x00\xff\xfe\x80 garbage \x9c", b"[1,2]", b'"text"', b"", b"{", b"42",
               b"null"]
 BAD_ENV = [b'"text"', b"", b'{"host": ', b"[1, 2]", b"3", b"null", b"\xff\xfe"]
 SEEDS = range(20)
-# The seeds whose folders the other commands read too: one of each base, and its mutation.
-OTHERS = (1, 6, 11, 16)
+# The seeds whose folders the other commands read too: five bases, five mutations.
+OTHERS = (1, 5, 10, 12, 15)
 
 # The runner: imports the commands once, then runs each job in a forked child as
 # `python3 -m MODULE ARGS` would, its stdout and stderr to files; prints each exit code.
 RUNNER = r"""
-import json, os, sys, traceback
-import importlib
+import importlib, json, os, sys, traceback
 jobs = json.load(sys.stdin)
 modules = {j["module"]: importlib.import_module(j["module"]) for j in jobs}
 for job in jobs:
@@ -80,6 +87,27 @@ def trimmed(src: str, dst: str, keep: int) -> None:
                 shutil.copy(os.path.join(src, rel), os.path.join(dst, rel))
 
 
+def readers_base(dst: str) -> None:
+    """Many readers: a single reader, 4 replicated and 2 tp readers of an MPI job, a ceiling
+    read, with the reference's env.json."""
+    os.makedirs(dst)
+    with open(os.path.join(dst, "runs.jsonl"), "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in many_records()[:8])
+    shutil.copy(os.path.join(REFERENCE, "env.json"), dst)
+
+
+# The folders mutated: a real run with timelines, peers (exec commands) in rounds, measured
+# profiles with `after`, device strategies with ceiling reads, many readers, adaptive rounds
+# with the stability check.
+BASES = [lambda dst: trimmed(REFERENCE, dst, 6),
+         lambda dst: trimmed(os.path.join(FIXTURES, "peers"), dst, 8),
+         lambda dst: trimmed(os.path.join(FIXTURES, "profiles"), dst, 3),
+         lambda dst: trimmed(os.path.join(FIXTURES, "gpu"), dst, 5),
+         readers_base,
+         lambda dst: write_rounds(dst, rounds=3, caches=("cold",), adaptive=ADAPTIVE,
+                                  times={"fread": 10.0, "mmap_seq": 1.0})]
+
+
 # --- the mutations: each changes the folder and says what it changed (file, fields) ----------
 
 def _records(folder):
@@ -99,8 +127,9 @@ def _pick_field(value: dict, rng: random.Random, spec: dict) -> tuple[dict, str,
     key = rng.choice(read if read and rng.random() < 0.75 else sorted(value))
     inner, sub_spec = value[key], spec.get(key)
     if isinstance(inner, dict) and inner and rng.random() < 0.4:
-        sub = _pick_field(inner, rng, sub_spec if isinstance(sub_spec, dict) else {})[1]
-        return inner, sub, f"{key}.{sub}"
+        holder, sub, name = _pick_field(inner, rng, sub_spec if isinstance(sub_spec, dict)
+                                        else {})
+        return holder, sub, f"{key}.{name}"
     return value, key, key
 
 
@@ -150,35 +179,39 @@ def junk_lines(folder, rng):
     return "runs.jsonl", []
 
 
+def _change_json(folder, rng, change):
+    """`change` applied to a field of env.json or adaptive.json (where there is one)."""
+    name, spec = rng.choice([(n, s) for n, s in (("env.json", schema.ENV),
+                                                  ("adaptive.json", schema.ADAPTIVE))
+                             if os.path.exists(os.path.join(folder, n))])
+    with open(os.path.join(folder, name), encoding="utf-8") as f:
+        value = json.load(f)
+    holder, key, field = _pick_field(value, rng, spec)
+    change(holder, key)
+    with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+        json.dump(value, f)
+    return name, [field]
+
+
 def env_type(folder, rng):
-    """A field of env.json (or of one of its objects) given a value of another type."""
-    path = os.path.join(folder, "env.json")
-    with open(path, encoding="utf-8") as f:
-        env = json.load(f)
-    holder, key, name = _pick_field(env, rng, schema.ENV)
-    holder[key] = rng.choice(JUNK_VALUES)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(env, f)
-    return "env.json", [name]
+    """A field of env.json or adaptive.json (or of one of its objects) given a value of
+    another type."""
+    return _change_json(folder, rng, lambda o, k: o.update({k: rng.choice(JUNK_VALUES)}))
 
 
 def env_delete(folder, rng):
-    """A key of env.json, or of one of its objects, deleted."""
-    path = os.path.join(folder, "env.json")
-    with open(path, encoding="utf-8") as f:
-        env = json.load(f)
-    holder, key, name = _pick_field(env, rng, schema.ENV)
-    del holder[key]
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(env, f)
-    return "env.json", [name]
+    """A key of env.json or adaptive.json, or of one of its objects, deleted."""
+    return _change_json(folder, rng, lambda o, k: o.pop(k))
 
 
 def env_bad(folder, rng):
-    """env.json made a string, a list, a number, empty, cut short, or no text."""
-    with open(os.path.join(folder, "env.json"), "wb") as f:
+    """env.json (or adaptive.json) made a string, a list, a number, empty, cut short, or no
+    text."""
+    name = rng.choice([n for n in ("env.json", "adaptive.json")
+                       if os.path.exists(os.path.join(folder, n))])
+    with open(os.path.join(folder, name), "wb") as f:
         f.write(rng.choice(BAD_ENV))
-    return "env.json", []
+    return name, []
 
 
 def env_gone(folder, rng):
@@ -215,11 +248,11 @@ def outcomes(tmp_path_factory):
 
 def run_all(root) -> dict:
     """Per seed: its mutations, and per command its (exit code, stdout, stderr, output)."""
-    for name, keep in BASES:
-        trimmed(os.path.join(REPO, "results", name), str(root / "base" / name), keep)
+    for i, make in enumerate(BASES):
+        make(str(root / f"base{i}"))
     cases, jobs = {}, []
     for seed in SEEDS:
-        base = str(root / "base" / BASES[seed % len(BASES)][0])
+        base = str(root / f"base{seed % len(BASES)}")
         folder = str(root / f"seed{seed}")
         shutil.copytree(base, folder)
         cases[seed] = {"mutations": mutate(folder, seed), "runs": {}}
@@ -312,6 +345,7 @@ def test_lines_and_fields_that_cannot_be_read_are_listed(tmp_path):
                  env=b'{"host": "a string", "rounds": {"baseline": 3}}')
     # The last line has no end of line: a run cut off.
     (tmp_path / "runs.jsonl").write_bytes((tmp_path / "runs.jsonl").read_bytes()[:-1])
+    (tmp_path / "adaptive.json").write_text('{"target": "x", "comparisons": [{"ratio": "a"}, 1]}')
     r = results.load(str(tmp_path))
     assert list(r.runs["run_id"]) == ["r1", "r2"] and list(r.ok["run_id"]) == ["r1"]
     assert np.isnan(r.runs["wall_s"].iloc[1]) and r.runs["procs"].tolist() == [1, 1]
@@ -325,17 +359,21 @@ def test_lines_and_fields_that_cannot_be_read_are_listed(tmp_path):
         'runs.jsonl line 5: field "wall_s": expected a number, got "abc"',
         'runs.jsonl line 5: field "procs": expected an integer, got "2"',
         'runs.jsonl line 5: field "details": expected an object, got ["x"]',
-        "runs.jsonl line 6: cut short (no end of line: the run was cut off): skipped"]
+        "runs.jsonl line 6: cut short (no end of line: the run was cut off): skipped",
+        'adaptive.json: field "target": expected a number, got "x"',
+        'adaptive.json: field "comparisons[0].ratio": expected a number, got "a"',
+        'adaptive.json: field "comparisons[1]": expected an object, got 1']
+    assert r.adaptive == {} and noise.adaptive_md(r.adaptive, 1) == ""
     assert r.excluded[["status", "count"]].values.tolist() == [[results.UNTIMED, 1]]
     md = results.problems_md(r)
-    assert md.startswith("**Read with problems**") and md.count("\n- ") == 9
+    assert md.startswith("**Read with problems**") and md.count("\n- ") == 12
 
 
 def test_what_no_table_can_do_without_is_one_error_naming_line_and_field(tmp_path):
     write_folder(tmp_path, [json.dumps(RECORD).encode(),
                             json.dumps({**RECORD, "cache": ["cold"]}).encode()])
-    with pytest.raises(results.ResultsError,
-                       match='runs.jsonl line 2: field "cache": expected one of "cold", "warm", got'):
+    with pytest.raises(results.ResultsError, match='runs.jsonl line 2: field "cache": '
+                                                   'expected one of "cold", "warm", got'):
         results.load(str(tmp_path))
     write_folder(tmp_path, [json.dumps({k: v for k, v in RECORD.items() if k != "strategy"})
                             .encode()])
@@ -356,9 +394,9 @@ def test_the_last_resort_is_one_line_and_exit_2(capsys):
 
 def test_every_committed_folder_reads_without_a_problem():
     """The schema says what the harness writes, old folders included: no false alarm."""
-    folders = [os.path.dirname(p) for pattern in ("results/*/runs.jsonl",
+    folders = [os.path.dirname(p) for pattern in ("results/reference/*/runs.jsonl",
                                                   "analysis/tests/fixtures/*/runs.jsonl")
                for p in glob.glob(os.path.join(REPO, pattern))]
-    assert len(folders) > 10
+    assert len(folders) >= 7
     for folder in folders:
         assert results.load(folder).problems == [], folder

@@ -83,7 +83,9 @@ Status Record(RunSession& rs, const PreparedFile& file, const RunPoint& p,
     ++rs.seq;
     ++rs.done;
     LB_RETURN_IF_ERROR(rs.out->Append(RecordJson(r)));
-    if (rs.log || r.status != "ok") {
+    // Without --verbose: a run that is not ok; an unsupported strategy once, not every round.
+    const bool said = r.status == "unsupported" && !rs.said_unsupported.insert(p.spec.text).second;
+    if (rs.log || (r.status != "ok" && !said)) {
       fmt::print(stderr, "{}[{}/{}] {} {}{} rep {}{}{}: {} {}\n", rs.clear_line ? "\r\033[K" : "",
                  rs.done, rs.total, p.cache, p.spec.text,
                  p.procs > 1 && p.pattern != "replicated" ? " " + p.pattern : "", p.rep,

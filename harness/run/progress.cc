@@ -9,9 +9,11 @@
 namespace loadbench {
 
 std::string DurationText(double s) {
+  s = std::round(s);  // 179.6 s is "3 min 00 s", not "2 min 60 s"
   if (s < 60) return fmt::format("{:.0f} s", s);
   if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
-  return fmt::format("{:.0f} h {:02.0f} min", std::floor(s / 3600), std::fmod(s, 3600) / 60);
+  return fmt::format("{:.0f} h {:02.0f} min", std::floor(s / 3600),
+                     std::floor(std::fmod(s, 3600) / 60));
 }
 
 Progress::Progress(bool on) : on_(on && ::isatty(2) == 1) {}

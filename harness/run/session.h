@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -100,7 +101,9 @@ struct RunSession {
   std::string stamp;  // run ids are <stamp>-<sequence>
   int total = 0;      // runs planned (records, one per worker), for the progress lines
   int done = 0;       // of those, recorded (including runs recorded before a resume)
-  bool log = true;    // print a line per record on stderr (else only for records not ok)
+  bool log = true;    // print a line per record on stderr (else only for records not ok, and
+                      // for an unsupported strategy only its first)
+  std::set<std::string> said_unsupported;  // specs whose unsupported record was printed
   bool clear_line = false;  // erase a progress line on the terminal before each
   JsonlWriter* out = nullptr;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (harness/ranks/job.h)

@@ -74,6 +74,8 @@ TEST(Eta, EstimatesScaleByWhatTheRunsTook) {
 TEST(Eta, DurationText) {
   EXPECT_EQ(DurationText(42.4), "42 s");
   EXPECT_EQ(DurationText(185), "3 min 05 s");
+  EXPECT_EQ(DurationText(179.6), "3 min 00 s");
+  EXPECT_EQ(DurationText(3599.7), "1 h 00 min");
   EXPECT_EQ(DurationText(7800), "2 h 10 min");
 }
 
