@@ -133,7 +133,7 @@ def summarize(results: Results) -> pd.DataFrame:
             "disk_gb_per_s": disk,
             "h2d_pinned_gb_per_s": pinned,
             "lower_ceiling": lower,
-            "of_ceiling": gbps / ceiling if lower else math.nan,
+            "of_ceiling": gbps / ceiling if lower and ceiling > 0 else math.nan,
             "ceiling_reason": why or None,
         })
     table = pd.DataFrame(rows, columns=COLUMNS)

@@ -256,13 +256,16 @@ def _read_env(folder: str, problems: list[Problem]) -> dict:
 
 def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     """The records with what older ones lack filled in: one reader, no memory limit, the
-    replicated pattern, the strategy as its spec, the role from details, and null for any
-    other field of schema.RECORD that is no object, so that every such column exists."""
+    replicated pattern (always, for a single reader), the strategy as its spec, the role from
+    details, and null for any other field of schema.RECORD that is no object, so that every
+    such column exists."""
     for column in schema.COLUMNS:
         records[column] = _column(records, column)
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
         records[column] = _column(records, column).fillna(default).astype("int64")
-    records["pattern"] = _column(records, "pattern").fillna(REPLICATED)
+    # A read pattern says what each of several readers loaded: a single reader loads it all.
+    records["pattern"] = _column(records, "pattern").where(records["procs"] > 1).fillna(
+        REPLICATED)
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
     records["role"] = _column(records, "details").map(role)
     # The time order of the records: appended as each run ends (older folders' started_at has

@@ -40,7 +40,7 @@ JUNK_VALUES = ["abc", "", [1, 2], {"x": 1}, None, 7, -1, 0, 2.5, True]
 JUNK_LINES = [b"\x00\xff\xfe\x80 garbage \x9c", b"[1,2]", b'"text"', b"", b"{", b"42",
               b"null"]
 BAD_ENV = [b'"text"', b"", b'{"host": ', b"[1, 2]", b"3", b"null", b"\xff\xfe"]
-SEEDS = range(20)
+SEEDS = range(24)
 # The seeds whose folders the other commands read too: five bases, five mutations.
 OTHERS = (1, 5, 10, 12, 15)
 
@@ -120,6 +120,19 @@ def _write_records(folder, lines):
         f.write(b"".join(line + b"\n" for line in lines))
 
 
+def _pick_record(lines, rng: random.Random) -> tuple[int, dict]:
+    """A line that holds a record (not one a mutation before made junk), and its record."""
+    def record(line):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and value else None
+
+    i = rng.choice([i for i, line in enumerate(lines) if record(line)])
+    return i, record(lines[i])
+
+
 def _pick_field(value: dict, rng: random.Random, spec: dict) -> tuple[dict, str, str]:
     """A key of `value`, or of one of its objects: (the object holding it, key, dotted name);
     three times in four one that the analysis reads (in `spec`, schema.RECORD or ENV)."""
@@ -136,8 +149,7 @@ def _pick_field(value: dict, rng: random.Random, spec: dict) -> tuple[dict, str,
 def record_type(folder, rng):
     """A field of a record (or of one of its objects) given a value of another type."""
     lines = _records(folder)
-    i = rng.randrange(len(lines))
-    record = json.loads(lines[i])
+    i, record = _pick_record(lines, rng)
     holder, key, name = _pick_field(record, rng, schema.RECORD)
     holder[key] = rng.choice(JUNK_VALUES)
     lines[i] = json.dumps(record).encode()
@@ -148,8 +160,7 @@ def record_type(folder, rng):
 def record_delete(folder, rng):
     """One to three keys of a record deleted."""
     lines = _records(folder)
-    i = rng.randrange(len(lines))
-    record = json.loads(lines[i])
+    i, record = _pick_record(lines, rng)
     gone = []
     for _ in range(rng.randint(1, 3)):
         holder, key, name = _pick_field(record, rng, schema.RECORD)
