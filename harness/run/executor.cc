@@ -141,7 +141,7 @@ class Executor {
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
   std::optional<Eta> eta_;
   Clock::time_point runs_start_;
-  int tenths_shown_ = 0;  // the last tenth of the runs reached
+  int tenths_shown_ = 0;            // the last tenth of the runs reached
   bool estimate_recorded_ = false;  // the time left, in env.json's session
   Json env_;                        // env.json as written
   size_t next_ = 0;  // into todo_
@@ -293,7 +293,8 @@ Status Executor::OpenResults() {
   SetUpProfiles();
   const Json synced = SyncDirtyPages();
   if (!synced.is_null() && !o_.quiet) {
-    fmt::print(stderr, "{}: wrote {} of dirty pages back to disk (sync, {:.1f} s) before the runs\n",
+    fmt::print(stderr,
+               "{}: wrote {} of dirty pages back to disk (sync, {:.1f} s) before the runs\n",
                o_.who, FormatBytes(synced["bytes"].get<uint64_t>()),
                synced["seconds"].get<double>());
   }
@@ -311,9 +312,9 @@ Status Executor::OpenResults() {
   env_.erase("profile");
   if (rs_.profile_hz > 0) env_["profile"] = ProfileEnv();
   env_["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
-                             {"command_line", o_.command_line},
-                             {"runs_recorded_before", recorded_records_},
-                             {"stability", stability_}});
+                              {"command_line", o_.command_line},
+                              {"runs_recorded_before", recorded_records_},
+                              {"stability", stability_}});
   LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env_));
   created_out_dir_ = false;  // it holds results now
   // The experiment as it was run, beside its results.
@@ -440,8 +441,10 @@ void Executor::Milestone() {
   const std::optional<double> left = eta_->Seconds(next_ + 1);
   if (!estimate_recorded_ && left) {
     estimate_recorded_ = true;
-    env_["sessions"].back()["estimate"] = {{"runs_done", rs_.done}, {"runs_total", rs_.total},
-                                           {"elapsed_s", elapsed}, {"left_s", *left}};
+    env_["sessions"].back()["estimate"] = {{"runs_done", rs_.done},
+                                           {"runs_total", rs_.total},
+                                           {"elapsed_s", elapsed},
+                                           {"left_s", *left}};
     if (Status w = WriteJsonFile(o_.out_dir + "/env.json", env_); !w.ok()) {
       fmt::print(stderr, "{}: {}\n", o_.who, w.message());
     }
@@ -505,7 +508,8 @@ void Executor::RemoveGenerated() const {
 int Executor::Finish() {
   const std::vector<Json> all = ReadRecords(runs_path_);
   if (!o_.quiet) {
-    fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all), NoiseSummary(all, e_.baseline, o_.verbose));
+    fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all),
+               NoiseSummary(all, e_.baseline, o_.verbose));
   }
   if (e_.auto_reps) fmt::print("{}", AutoRepsLine(e_.autoreps, verdict_, stopped_));
   fmt::print("results: {} ({} runs), {}/env.json\n", runs_path_, all.size(), o_.out_dir);

@@ -35,10 +35,10 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
       ++too_few;
       most = std::max(most, c.n);
     } else {
-      lines += fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
-                           Figure(c.low), Figure(c.high), c.n,
-                           c.significant ? (c.ratio < 1 ? "faster" : "slower")
-                                         : "no difference shown");
+      lines +=
+          fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
+                      Figure(c.low), Figure(c.high), c.n,
+                      c.significant ? (c.ratio < 1 ? "faster" : "slower") : "no difference shown");
     }
   }
   std::string out;

@@ -109,12 +109,13 @@ TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
   bool sent = false;
   // SIGINT once the third run is recorded (--verbose: a line per run): the current worker is
   // stopped, no half line.
-  const ProcessResult first = RunLoadbench(Args(toml, {"--verbose"}), [&](const std::string& err, pid_t pid) {
-    if (!sent && Contains(err, "[3/9]")) {
-      sent = true;
-      ::kill(pid, SIGINT);
-    }
-  });
+  const ProcessResult first =
+      RunLoadbench(Args(toml, {"--verbose"}), [&](const std::string& err, pid_t pid) {
+        if (!sent && Contains(err, "[3/9]")) {
+          sent = true;
+          ::kill(pid, SIGINT);
+        }
+      });
   ASSERT_TRUE(sent) << Describe(first);
   EXPECT_EQ(first.exit_code, 130) << Describe(first);
   EXPECT_TRUE(Contains(first.err, "to resume, run the same command again")) << Describe(first);
@@ -160,11 +161,11 @@ TEST_F(ExperimentCliTest, ResumingWithBothCacheStatesRecordsEachRunOnce) {
   bool sent = false;
   const ProcessResult first =
       RunLoadbench(Args(toml, {"--verbose"}), [&](const std::string& err, pid_t pid) {
-    if (!sent && Contains(err, "[3/8]")) {
-      sent = true;
-      ::kill(pid, SIGINT);
-    }
-  });
+        if (!sent && Contains(err, "[3/8]")) {
+          sent = true;
+          ::kill(pid, SIGINT);
+        }
+      });
   ASSERT_TRUE(sent) << Describe(first);
   ASSERT_EQ(first.exit_code, 130) << Describe(first);
   const size_t kept = test::ReadRuns(out_).size();
