@@ -68,8 +68,9 @@ compare: $(BUILD)/.setup-done
 
 # The reference results that `make compare` sets new hardware against (results/reference/): the
 # default experiment and all-strategies from a clean tree, thinned, reported, with a README.md
-# saying how they were made (scripts/reference.sh; about 35 minutes on a 2-core VM).
-reference: binary
+# saying how they were made (scripts/reference.sh; 15 to 40 minutes on a 2-core VM, as fast as
+# its disk). It installs the PyTorch peers first: the reference holds every peer that exists.
+reference: binary peers
 	@LOADBENCH=$(BIN) bash scripts/reference.sh $(DATA)
 
 # Microbenchmarks of the building blocks; the JSON goes beside the other results.
