@@ -43,7 +43,8 @@ TEST(Eta, MeasuredCombinationsCountTheirMean) {
 }
 
 // One not measured yet: its strategy in the other cache state, times how the two states compare
-// once three strategies are measured in both; not the mean of every run so far.
+// for the strategies measured in both (fully once there are three); not the mean of every run so
+// far.
 TEST(Eta, TheSameStrategyInAnotherConditionScaled) {
   std::vector<Eta::Item> items;
   for (const char* cache : {"cold", "warm"}) {
@@ -53,13 +54,30 @@ TEST(Eta, TheSameStrategyInAnotherConditionScaled) {
   for (size_t i = 0; i < 4; ++i) eta.Done(i, 10);  // every strategy cold: 10 s
   // Nothing measured warm: warm is taken to be as cold.
   EXPECT_DOUBLE_EQ(*eta.Seconds(4), 40);
-  // One or two pairs do not scale (the first warm run also warms the file): 2 + 10 + 10.
+  // One pair counts for a third: warm took 0.2 of cold, so the scale is (0.2 + 2) / 3 and the
+  // three warm runs left are taken as 10 * 2.2 / 3 each.
   eta.Done(4, 2);
+  EXPECT_NEAR(*eta.Seconds(5), 3 * 10 * 2.2 / 3, 1e-9);
+  // Two pairs: (2 + 8) / 20 of cold, for two thirds: (2 * 0.5 + 1) / 3.
   eta.Done(5, 8);
-  EXPECT_DOUBLE_EQ(*eta.Seconds(6), 20);
+  EXPECT_NEAR(*eta.Seconds(6), 2 * 10 * 2.0 / 3, 1e-9);
   // Three pairs: warm took (2 + 8 + 5) / 30 of cold, so d warm is taken as 5.
   eta.Done(6, 5);
   EXPECT_DOUBLE_EQ(*eta.Seconds(7), 5);
+}
+
+// Before three pairs, a warm run that took longer than cold (it also warmed the file) scales
+// nothing: the ratio counts as 1.
+TEST(Eta, AFirstWarmRunSlowerThanColdDoesNotScaleUp) {
+  std::vector<Eta::Item> items;
+  for (const char* cache : {"cold", "warm"}) {
+    for (const char* s : {"a", "b"}) items.push_back({s, cache, 0});
+  }
+  Eta eta(items);
+  eta.Done(0, 2);
+  eta.Done(1, 4);
+  eta.Done(2, 7);  // a warm: 3.5x its cold time
+  EXPECT_DOUBLE_EQ(*eta.Seconds(3), 4);
 }
 
 // Without the strategy measured anywhere: the probe's estimate, scaled by how the measured runs
