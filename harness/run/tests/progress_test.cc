@@ -43,8 +43,8 @@ TEST(Eta, MeasuredCombinationsCountTheirMean) {
 }
 
 // One not measured yet: its strategy in the other cache state, times how the two states compare
-// for the strategies measured in both (fully once there are three); not the mean of every run so
-// far.
+// for the strategies measured in both, shrunk towards 1 as if 1 were one strategy more; not the
+// mean of every run so far.
 TEST(Eta, TheSameStrategyInAnotherConditionScaled) {
   std::vector<Eta::Item> items;
   for (const char* cache : {"cold", "warm"}) {
@@ -54,16 +54,15 @@ TEST(Eta, TheSameStrategyInAnotherConditionScaled) {
   for (size_t i = 0; i < 4; ++i) eta.Done(i, 10);  // every strategy cold: 10 s
   // Nothing measured warm: warm is taken to be as cold.
   EXPECT_DOUBLE_EQ(*eta.Seconds(4), 40);
-  // One pair counts for a third: warm took 0.2 of cold, so the scale is (0.2 + 2) / 3 and the
-  // three warm runs left are taken as 10 * 2.2 / 3 each.
+  // One pair: warm took 0.2 of cold, weighed 1/2 against 1: the three warm runs left take 6 each.
   eta.Done(4, 2);
-  EXPECT_NEAR(*eta.Seconds(5), 3 * 10 * 2.2 / 3, 1e-9);
-  // Two pairs: (2 + 8) / 20 of cold, for two thirds: (2 * 0.5 + 1) / 3.
+  EXPECT_NEAR(*eta.Seconds(5), 3 * 6, 1e-9);
+  // Two pairs: (2 + 8) / 20 = 0.5 of cold, weighed 2/3: 2/3 of cold.
   eta.Done(5, 8);
   EXPECT_NEAR(*eta.Seconds(6), 2 * 10 * 2.0 / 3, 1e-9);
-  // Three pairs: warm took (2 + 8 + 5) / 30 of cold, so d warm is taken as 5.
+  // Three pairs: (2 + 8 + 5) / 30 = 0.5, weighed 3/4: d warm is taken as 6.25.
   eta.Done(6, 5);
-  EXPECT_DOUBLE_EQ(*eta.Seconds(7), 5);
+  EXPECT_NEAR(*eta.Seconds(7), 6.25, 1e-9);
 }
 
 // Before three pairs, a warm run that took longer than cold (it also warmed the file) scales
