@@ -46,7 +46,7 @@ double Eta::Mean(const Key& k) const {
 // with n pairs the ratio weighs n / (n + 1). Before three pairs a ratio above 1 counts as 1: the
 // first warm run of a round also pays for warming the file, and one such pair alone tripled the
 // estimate at a tenth of `make run`. Replayed on this machine's quick runs, the estimate at a
-// tenth came to 1.06-1.19x the rest, against 1.29-1.44x with no scaling before three pairs.
+// tenth came to 1.06-1.27x the rest, against 1.29-1.52x with no scaling before three pairs.
 std::optional<double> Eta::FromOtherCondition(const Item& item) const {
   const auto first = measured_.lower_bound({item.strategy, ""});
   if (first == measured_.end() || first->first.first != item.strategy) return std::nullopt;
