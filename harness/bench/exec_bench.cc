@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "harness/run/exec.h"
+#include "harness/launch/command.h"
 #include "harness/system/cgroup.h"
 
 namespace loadbench {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness/gen/generator.h"
-#include "harness/run/worker.h"
+#include "harness/launch/worker.h"
 #include "loaders/base/status.h"
 
 namespace loadbench::cli {

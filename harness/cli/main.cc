@@ -300,7 +300,7 @@ CLI::App* AddLock(CLI::App& app, LockFlags* f) {
   return cmd;
 }
 
-// Internal: the runner's child process (harness/run/worker.h); hidden from --help.
+// Internal: the runner's child process (harness/launch/worker.h); hidden from --help.
 CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
   cmd->group("");

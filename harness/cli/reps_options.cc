@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/run/rounds.h"
+#include "harness/experiment/rounds.h"
 
 namespace loadbench::cli {
 

@@ -7,9 +7,9 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
-#include "harness/ranks/part.h"
+#include "loaders/format/part.h"
 #include "harness/run/executor.h"
-#include "harness/run/session.h"
+#include "harness/record/record.h"
 #include "harness/system/counters.h"
 #include "loaders/base/units.h"
 #include "loaders/use/use.h"

@@ -1,11 +1,11 @@
 // `loadbench worker` (internal): one load in the worker process the runner forks and execs
-// (harness/run/worker.h).
+// (harness/launch/worker.h).
 #include <cstdio>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/run/worker.h"
+#include "harness/launch/worker.h"
 #include "harness/system/counters.h"
 
 namespace loadbench::cli {

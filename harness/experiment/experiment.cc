@@ -14,8 +14,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "harness/ranks/part.h"
-#include "harness/run/session.h"
+#include "loaders/format/part.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
 #include "loaders/use/use.h"

@@ -20,7 +20,7 @@
 //   procs = [1, 2, 4]              # readers loading the model at the same time: workers on
 //                                  #   this machine, or under MPI ranks of the job, one worker
 //                                  #   each (default 1; under MPI the job's size)
-//   pattern = ["replicated", "tp"] # what each reader loads (harness/ranks/part.h): replicated,
+//   pattern = ["replicated", "tp"] # what each reader loads (loaders/format/part.h): replicated,
 //                                  #   tp, tp:DIM, pp, files (default replicated); one reader
 //                                  #   loads the whole model whatever the pattern
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
@@ -54,7 +54,7 @@
 //   shell = false                  # true: command is one string for /bin/sh -c
 //   package = "python3-numpy"      # named when the program is not found
 //
-// Rounds (harness/run/rounds.h): each repetition runs every file, cache state, procs count and
+// Rounds (harness/experiment/rounds.h): each repetition runs every file, cache state, procs count and
 // memory limit once, and in each of those conditions every strategy point (and the ceiling)
 // back to back, so that drift on a shared machine hits all alike: by default in the rows of a
 // Williams design (balanced: each follows every other equally often, so what a run leaves
@@ -69,8 +69,8 @@
 #include <vector>
 
 #include "harness/gen/generator.h"
-#include "harness/run/exec.h"
-#include "harness/run/rounds.h"
+#include "harness/experiment/command.h"
+#include "harness/experiment/rounds.h"
 #include "loaders/base/status.h"
 #include "loaders/loader.h"
 
@@ -119,7 +119,7 @@ struct Experiment {
   RoundOrder order = RoundOrder::kBalanced;
   uint64_t seed = 0;          // of the balanced or shuffled order
   double timeout_s = 0;
-  bool profile = false;    // every worker's load sampled by perf (harness/run/profile.h)
+  bool profile = false;    // every worker's load sampled by perf (harness/profile/profile.h)
   int profile_hz = kDefaultProfileHz;
   std::vector<int> procs = {1};
   bool procs_given = false;  // the file set procs (else MPI makes it the job's size)

@@ -24,7 +24,7 @@
 #include <fmt/format.h>
 
 #include "harness/probe/probe_measure.h"
-#include "harness/run/results.h"
+#include "harness/record/results.h"
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"

@@ -15,7 +15,7 @@
 #include "harness/gen/generator.h"
 #include "harness/probe/probe.h"
 #include "harness/run/progress.h"
-#include "harness/run/results.h"
+#include "harness/record/results.h"
 #include "harness/run/session.h"
 #include "harness/system/cgroup.h"
 #include "loaders/base/units.h"

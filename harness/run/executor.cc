@@ -16,12 +16,13 @@
 
 #include "harness/experiment/estimate.h"
 #include "harness/probe/probe.h"
-#include "harness/ranks/across.h"
-#include "harness/run/measure.h"
-#include "harness/run/profile.h"
+#include "harness/launch/ranks.h"
+#include "harness/run/follow.h"
+#include "harness/measure/measure.h"
+#include "harness/profile/profile.h"
 #include "harness/run/progress.h"
-#include "harness/run/results.h"
-#include "harness/run/rounds.h"
+#include "harness/record/results.h"
+#include "harness/experiment/rounds.h"
 #include "harness/run/session.h"
 #include "harness/stats/noise.h"
 #include "harness/stats/summary.h"
@@ -156,7 +157,7 @@ int Executor::NotWritten(const Status& s) const {
   if (s.code() != Status::Code::kNotWritten) return Stop(s.message(), s.exit_code());
   return Stop(fmt::format("{}: the results could not be written: {}; {} of {} runs are recorded "
                           "there, each whole; once there is room, resume with:\n  {}",
-                          o_.out_dir, s.message(), rs_.done, rs_.total, ResumeCommand()),
+                          o_.out_dir, s.message(), rs_.reporter.done, rs_.reporter.total, ResumeCommand()),
               3);
 }
 
@@ -310,7 +311,7 @@ Status Executor::OpenResults() {
   // A resumed experiment may have changed its reps (--reps): the latest settings count.
   env_["rounds"] = RoundsEnv(e_);
   env_.erase("profile");
-  if (rs_.profile_hz > 0) env_["profile"] = ProfileEnv();
+  if (rs_.measure.profile_hz > 0) env_["profile"] = ProfileEnv();
   env_["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
                               {"command_line", o_.command_line},
                               {"runs_recorded_before", recorded_records_},
@@ -320,14 +321,14 @@ Status Executor::OpenResults() {
   // The experiment as it was run, beside its results.
   if (!e_.path.empty()) LB_RETURN_IF_ERROR(CopyFileWhole(e_.path, o_.out_dir + "/experiment.toml"));
   LB_RETURN_IF_ERROR(out_.Open(runs_path_));
-  rs_.experiment = e_.name;
-  rs_.out_dir = o_.out_dir;
-  rs_.counters = o_.counters;
-  rs_.sample_ms = o_.sample_ms;
-  rs_.timeout_s = e_.timeout_s;
-  rs_.out = &out_;
-  rs_.job = o_.job;
-  rs_.log = o_.verbose;
+  rs_.measure.experiment = e_.name;
+  rs_.measure.out_dir = o_.out_dir;
+  rs_.measure.counters = o_.counters;
+  rs_.measure.sample_ms = o_.sample_ms;
+  rs_.measure.timeout_s = e_.timeout_s;
+  rs_.reporter.out = &out_;
+  rs_.measure.job = o_.job;
+  rs_.reporter.log = o_.verbose;
   return Status::Ok();
 }
 
@@ -335,9 +336,9 @@ Status Executor::OpenResults() {
 // (said once now, and in env.json).
 void Executor::SetUpProfiles() {
   if (!e_.profile) return;
-  rs_.profile_hz = e_.profile_hz;
-  if (Status s = FindProfiler(&rs_.perf); !s.ok()) {
-    rs_.profile_unavailable = s.message();
+  rs_.measure.profile_hz = e_.profile_hz;
+  if (Status s = FindProfiler(&rs_.measure.perf); !s.ok()) {
+    rs_.measure.profile_unavailable = s.message();
     fmt::print(stderr, "{}: no profiles: {}; the runs go on without them\n", o_.who,
                s.message());
   }
@@ -345,14 +346,14 @@ void Executor::SetUpProfiles() {
 
 // env.json's "profile": how loads are profiled, or why they are not.
 Json Executor::ProfileEnv() const {
-  Json j = {{"event", "cpu-clock"}, {"hz", rs_.profile_hz},
+  Json j = {{"event", "cpu-clock"}, {"hz", rs_.measure.profile_hz},
             {"call_chains", "kernel and user, frame pointers"},
             {"region", "the worker's timed region (perf --control, enabled and disabled by "
                        "the worker)"}};
-  if (rs_.profile_unavailable.empty()) {
-    j["perf"] = rs_.perf;
+  if (rs_.measure.profile_unavailable.empty()) {
+    j["perf"] = rs_.measure.perf;
   } else {
-    j["unavailable"] = rs_.profile_unavailable;
+    j["unavailable"] = rs_.measure.profile_unavailable;
   }
   return j;
 }
@@ -366,9 +367,9 @@ void Executor::PlanWhatIsLeft() {
   for (const ExperimentRun& r : e_.runs) {
     const RunPoint p = PointOf(e_, r);
     const int records = p.spec.name == kCeiling ? 1 : r.procs;  // a ceiling is one read
-    rs_.total += records;
+    rs_.reporter.total += records;
     if (recorded_.count(RunKey(files_[r.file].path, p))) {
-      rs_.done += records;
+      rs_.reporter.done += records;
       continue;
     }
     double est = 0;
@@ -382,7 +383,7 @@ void Executor::PlanWhatIsLeft() {
                      fmt::format("{}|{}|{}|{}", p.cache, p.procs, p.pattern, p.memory_limit), est});
   }
   eta_.emplace(std::move(items));
-  if (rs_.total > 0) tenths_shown_ = static_cast<int>(rs_.done * 10 / rs_.total);
+  if (rs_.reporter.total > 0) tenths_shown_ = static_cast<int>(rs_.reporter.done * 10 / rs_.reporter.total);
 }
 
 // What is about to happen, and what may weigh on the figures.
@@ -397,7 +398,7 @@ void Executor::Announce() {
   } else {
     const PreparedFile& f = files_[0];
     fmt::print(stderr, "{}: {} ({}, {} tensors), {} runs{} -> {}\n", o_.who, f.path,
-               FormatBytes(f.table.file_size), f.table.tensors.size(), rs_.total,
+               FormatBytes(f.table.file_size), f.table.tensors.size(), rs_.reporter.total,
                e_.auto_reps ? " at most" : "", o_.out_dir);
   }
   if (!rs_.root) {
@@ -413,13 +414,13 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
     const ExperimentRun& run = *todo_[next_];
     const RunPoint p = PointOf(e_, run);
     progress_.Show(fmt::format(
-        "[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.done, rs_.total, p.cache, p.spec.text, p.rep,
+        "[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.reporter.done, rs_.reporter.total, p.cache, p.spec.text, p.rep,
         p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
         p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
         e_.auto_reps ? "at most " : "", eta_->Left(next_)));
-    rs_.clear_line = progress_.on();
+    rs_.reporter.clear_line = progress_.on();
     const auto t0 = Clock::now();
-    Status s = MeasureRun(rs_, files_[run.file], p, stop);
+    Status s = MeasureRun(rs_.measure, rs_.reporter, files_[run.file], p, stop);
     progress_.Clear();
     LB_RETURN_IF_ERROR(s);
     if (*stop) return Status::Ok();
@@ -433,16 +434,16 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
 // line with the time so far and the time left; at the first, env.json's session records that
 // estimate, so that a results folder shows how well it held (docs/results-format.md).
 void Executor::Milestone() {
-  if (rs_.total == 0) return;
-  const int tenths = static_cast<int>(rs_.done * 10 / rs_.total);
-  if (tenths <= tenths_shown_ || rs_.done >= rs_.total) return;
+  if (rs_.reporter.total == 0) return;
+  const int tenths = static_cast<int>(rs_.reporter.done * 10 / rs_.reporter.total);
+  if (tenths <= tenths_shown_ || rs_.reporter.done >= rs_.reporter.total) return;
   tenths_shown_ = tenths;
   const double elapsed = SecondsSince(runs_start_);
   const std::optional<double> left = eta_->Seconds(next_ + 1);
   if (!estimate_recorded_ && left) {
     estimate_recorded_ = true;
-    env_["sessions"].back()["estimate"] = {{"runs_done", rs_.done},
-                                           {"runs_total", rs_.total},
+    env_["sessions"].back()["estimate"] = {{"runs_done", rs_.reporter.done},
+                                           {"runs_total", rs_.reporter.total},
                                            {"elapsed_s", elapsed},
                                            {"left_s", *left}};
     if (Status w = WriteJsonFile(o_.out_dir + "/env.json", env_); !w.ok()) {
@@ -450,8 +451,8 @@ void Executor::Milestone() {
     }
   }
   if (progress_.on() || o_.quiet || o_.verbose) return;
-  fmt::print(stderr, "{}: {}/{} runs ({}%) in {}; {}{} left\n", o_.who, rs_.done, rs_.total,
-             rs_.done * 100 / rs_.total, DurationText(elapsed), e_.auto_reps ? "at most " : "",
+  fmt::print(stderr, "{}: {}/{} runs ({}%) in {}; {}{} left\n", o_.who, rs_.reporter.done, rs_.reporter.total,
+             rs_.reporter.done * 100 / rs_.reporter.total, DurationText(elapsed), e_.auto_reps ? "at most " : "",
              eta_->Left(next_ + 1));
 }
 
@@ -518,19 +519,19 @@ int Executor::Finish() {
     if (e_.path.empty()) {
       return Stop(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}; to "
                               "resume:\n  {}",
-                              rs_.records.size(), rs_.total, runs_path_, ResumeCommand()), 130);
+                              rs_.reporter.records.size(), rs_.reporter.total, runs_path_, ResumeCommand()), 130);
     }
     return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
                             "command again:\n  {}",
-                            rs_.done, rs_.total, runs_path_, ResumeCommand()), 130);
+                            rs_.reporter.done, rs_.reporter.total, runs_path_, ResumeCommand()), 130);
   }
   if (o_.cleanup) {
     CleanUpStrategies();
     RemoveGenerated();
   }
-  if (const int bad = CountBad(rs_.records); bad > 0) {
+  if (const int bad = CountBad(rs_.reporter.records); bad > 0) {
     return Stop(fmt::format("{} of {} runs{} failed or were invalid (see {})", bad,
-                            rs_.records.size(), o_.resume ? " of this session" : "",
+                            rs_.reporter.records.size(), o_.resume ? " of this session" : "",
                             o_.resume ? runs_path_ : "runs.jsonl"), 1);
   }
   return 0;

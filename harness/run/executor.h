@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "harness/experiment/experiment.h"
-#include "harness/ranks/job.h"
+#include "harness/launch/job.h"
 
 namespace loadbench {
 
@@ -32,7 +32,7 @@ struct ExecuteOptions {
 };
 
 // Launched by an MPI launcher (mpirun, srun), every rank calls this: rank 0 runs the plan
-// across the job's ranks (harness/ranks/across.h), the others follow it, and every rank ends
+// across the job's ranks (harness/launch/ranks.h), the others follow it, and every rank ends
 // with rank 0's exit code; an experiment that does not set procs gets the job's size.
 // Holds the results folder for this command alone and the machine for this measurement alone
 // while it runs (harness/system/locks.h).

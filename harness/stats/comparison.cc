@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/run/session.h"
+#include "harness/record/record.h"
 #include "harness/stats/paired_stats.h"
 
 namespace loadbench {

@@ -9,8 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/probe/probe_measure.h"
-#include "harness/run/session.h"
+#include "harness/record/record.h"
 #include "harness/stats/paired_stats.h"
 
 namespace loadbench {
@@ -45,6 +44,7 @@ struct Table {
   std::map<std::pair<std::string, std::string>, Group> groups;
   std::vector<double> ceiling;
   int ceiling_runs = 0;
+  int64_t queue_depth = 0;  // as the ceiling records give it
 };
 
 
@@ -55,6 +55,9 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
   for (const auto& r : runs) {
     if (r.value("strategy", "") == kCeiling) {
       ++t.ceiling_runs;
+      if (const auto p = r.find("params"); p != r.end() && p->is_object()) {
+        t.queue_depth = p->value("queue_depth", t.queue_depth);
+      }
       if (r.value("status", "") == "ok") Add(&t.ceiling, Num(r, "gb_per_s"));
       continue;
     }
@@ -118,7 +121,7 @@ std::string CeilingLine(const Table& t) {
   }
   return fmt::format("ceiling (device read, O_DIRECT io_uring QD{}): {}/{} ok, median {:.2f} "
                      "GB/s, min {:.2f}, max {:.2f}\n",
-                     probe::kQueueDepth, t.ceiling.size(), t.ceiling_runs, Median(t.ceiling),
+                     t.queue_depth, t.ceiling.size(), t.ceiling_runs, Median(t.ceiling),
                      *std::min_element(t.ceiling.begin(), t.ceiling.end()),
                      *std::max_element(t.ceiling.begin(), t.ceiling.end()));
 }

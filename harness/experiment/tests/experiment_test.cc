@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "harness/experiment/experiment.h"
-#include "harness/run/session.h"
+#include "harness/experiment/point.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

@@ -1,4 +1,4 @@
-#include "harness/run/results.h"
+#include "harness/record/results.h"
 #include "harness/system/env.h"
 #include "loadbench_commit.h"
 

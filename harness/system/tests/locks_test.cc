@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/run/results.h"
+#include "harness/record/results.h"
 #include "harness/system/leftovers.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"

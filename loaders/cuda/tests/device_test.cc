@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "harness/run/worker.h"
+#include "harness/launch/worker.h"
 #include "loaders/cuda/device.h"
 #include "loaders/cuda/device_checksum.h"
 #include "loaders/format/format.h"

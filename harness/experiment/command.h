@@ -1,0 +1,53 @@
+// An exec strategy as the plan holds it: any command that loads a model (the user's own
+// loader, fio, a PyTorch script), with placeholders the run fills. How it is started and
+// measured is the command launcher's (harness/launch/command.h); what it may say back is in
+// docs/exec.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loaders/base/status.h"
+#include "loaders/loader.h"
+
+namespace loadbench {
+
+inline constexpr const char* kExec = "exec";
+
+// An exec strategy as an experiment or `run --exec` gives it.
+struct ExecCommand {
+  std::string label;              // the row's name; spec text "exec:label=LABEL"
+  std::vector<std::string> argv;  // with placeholders; shell: one string for /bin/sh -c
+  bool shell = false;
+  std::string package;  // the Debian package named when argv[0] is not found; may be empty
+};
+
+// The spec of an exec strategy: "exec:label=LABEL", its identity in records and rounds.
+StrategySpec ExecSpec(const std::string& label);
+
+// What the placeholders stand for in one run.
+struct ExecPlaces {
+  std::string file;   // {file}: the model path as the run loads it (absolute)
+  std::string dir;    // {dir}: its folder
+  uint64_t bytes = 0; // {bytes}: the model's bytes, every shard
+  std::string peers;  // {peers}: the folder of the peers shipped with the suite
+};
+
+// The argv to execute: placeholders filled, a shell command as /bin/sh -c. Other braces are
+// left as they are (a shell's ${VAR}, awk's {print}).
+std::vector<std::string> FillCommand(const ExecCommand& c, const ExecPlaces& places);
+
+// `run --exec 'LABEL=COMMAND'`: COMMAND split at spaces, '...' and "..." quoting (no escapes,
+// no expansion); with `shell`, COMMAND is kept whole. kBadInput with the reason.
+Status ParseExecFlag(const std::string& text, bool shell, ExecCommand* out);
+
+// The folder of the shipped peers (loaders/peers of the source tree the binary was built from).
+std::string PeersDir();
+
+// argv[0] as execv needs it: a path as given, else the first executable of that name on PATH.
+// kUnsupported "command not found" (naming the package when known) otherwise.
+Status ResolveProgram(const ExecCommand& c, const std::string& argv0, std::string* path);
+
+
+}  // namespace loadbench

@@ -1,0 +1,116 @@
+// The launcher contract: how the readers of one run are started, whatever they are. A run's
+// measurement (harness/measure/measure.h) is one sequence for every kind of reader; what
+// differs is behind this interface, in the spirit of fio's I/O engines:
+//   workers  `loadbench worker` processes on this machine (launch/workers.h), held after their
+//            loads until all have loaded, so that their memory is measured side by side;
+//   command  an exec strategy's command (launch/command.h): its own process group, a cgroup to
+//            measure it by even without a memory limit, what it left alive killed and counted
+//            (left_behind), its own verification; no warm-read check, no profile;
+//   ranks    a reader on each rank of an MPI job (launch/ranks.h): one host preparation per
+//            host (by its first rank), all ranks released at once, rank 0's reader sampled and
+//            profiled.
+// A launcher gets the run as plain data (LaunchRequest) and the host's steps (HostSteps),
+// which it calls at the right moment: prepare right before its readers start, after once all
+// have ended. It gives back one ReaderOutcome per reader, completed into records by the caller.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/record/record.h"
+#include "harness/system/timeline.h"
+
+namespace loadbench {
+
+// A run's readers as a launcher starts them.
+struct LaunchRequest {
+  std::string exe;    // the loadbench binary the workers run
+  std::string file;   // the model as the readers open it
+  std::vector<std::string> file_paths;  // its files, for the timeline
+  std::string strategy, cache;          // the spec text; "cold" or "warm"
+  std::string counters = "none";        // libpfm4 events, comma-separated
+  std::string expect_checksum = "none";  // hex, for a file that stores no checksum
+  // Readers of parts (harness/../loaders/format/part.h): reader k loads part k of
+  // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.
+  std::string pattern = "replicated";
+  std::vector<std::string> part_checksums;
+  int readers = 1;
+  double timeout_s = 0;  // 0: none
+  double sample_s = 0;   // the timeline's interval; 0: no timeline
+  // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
+  std::string perf, profile_dir;
+  int profile_hz = 0;
+  // Commands: the resolved program and the argv to run.
+  std::string program;
+  std::vector<std::string> argv;
+};
+
+// One host's state around a run, as its preparation made it and its measurement after found
+// it; what the readers' records take from outside.
+struct HostState {
+  bool ok = false, unsupported = false;  // prepared, or why not (error)
+  std::string error;
+  double resident_before = 0, worst = 0;  // the model's residency; its farthest shard's
+  uint64_t pages_before = 0;
+  std::optional<std::string> drop_method;  // cold runs
+  std::optional<uint64_t> cached_before, oom_before;
+  std::optional<double> resident_after;
+  std::optional<uint64_t> pages_after, cached_after, oom_kills;
+  // This machine only: the memory cgroup the readers join ("" for none), its version or why
+  // there is none, and its peak once they ended.
+  std::string cgroup_procs, cgroup_dir, cgroup, no_cgroup;
+  std::optional<uint64_t> cgroup_peak_bytes;
+  bool limited = false;  // the cgroup holds a memory limit
+};
+
+// The host steps a launcher calls: `prepare` right before its readers start (the cache state
+// made and checked), `after` once every reader has ended.
+struct HostSteps {
+  std::function<HostState()> prepare;
+  std::function<void(HostState*)> after;
+};
+
+// What the runner learns about one reader.
+struct ReaderOutcome {
+  RunRecord record;   // what the reader reported, when it did (error empty)
+  std::string error;  // why there is no usable record
+  int signal = 0;     // the signal that killed it, when one did
+  rusage usage{};
+  double process_s = 0;  // from fork to reaping
+  std::vector<TimelineSample> timeline;
+  std::string profile_data;   // perf's data of the timed region, when it was profiled
+  std::string profile_error;  // why a profile asked for was not taken
+  HostState host;             // its host before and after
+  // Under MPI: its host's name, its rank, the job's size, the rank that prepared its host.
+  std::optional<std::string> host_name;
+  std::optional<int> rank, ranks, cache_by_rank;
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+
+  // Why this launcher cannot run `readers` readers under `memory_limit` bytes (0: none), or "".
+  virtual std::string NotOffered(int readers, uint64_t memory_limit) const = 0;
+  // A cgroup to measure the readers by even without a memory limit.
+  virtual bool measuring_cgroup() const { return false; }
+  // Whether a warm run that went to storage is judged invalid (the runner's own readers).
+  virtual bool checks_warm_reads() const { return true; }
+  // Why reader k cannot be profiled, or "".
+  virtual std::string unprofiled(size_t k) const = 0;
+
+  // Runs the readers to the end: host.prepare, the readers, host.after; one outcome per reader
+  // (each with host.ok false when the host could not be prepared, and none started). On
+  // timeout the readers are killed and say so; interrupted, it sets *interrupted and the
+  // outcomes mean nothing.
+  virtual std::vector<ReaderOutcome> Launch(const LaunchRequest& req, const HostSteps& host,
+                                            bool* interrupted) = 0;
+};
+
+}  // namespace loadbench

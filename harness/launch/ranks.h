@@ -1,0 +1,67 @@
+// The ranks launcher: a run's readers on the ranks of an MPI job (launch/job.h), and the
+// messages rank 0 and the other ranks exchange. Rank 0 runs the executor as on one machine;
+// the other ranks follow it (harness/run/follow.cc):
+//   check  every rank runs the same loadbench, every host sees the same model (size, checksum)
+//   run    each host's first rank prepares its host (the host steps); all ranks wait for each
+//          other and start at once, each reader in a fresh worker of its own; all wait for the
+//          last; each host's first rank measures its host after; rank 0 gathers the outcomes
+//   end    the exit code rank 0 ends with
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/experiment/file.h"
+#include "harness/launch/job.h"
+#include "harness/launch/launcher.h"
+
+namespace loadbench {
+
+using RankJson = nlohmann::ordered_json;
+
+// A message as JSON; an empty object when it is not JSON.
+RankJson ParseRankJson(const std::string& text);
+
+// ---- check ----
+// What rank 0 asks every rank to agree on: its version and each file's path, bytes, checksum.
+RankJson CheckMessage(const std::vector<PreparedFile>& files);
+// Every rank's answer, gathered, and the verdict on all: one line naming the first rank that
+// differs and how, or "" when all agree. A host's first rank (other than rank 0) prepares the
+// files for its host into *files; `files` of rank 0 are its own.
+std::string CheckRanks(const Job& job, const RankJson& check, const std::string& who,
+                       std::vector<PreparedFile>* files);
+
+// How rank k's answer (on `host`) differs from what rank 0 asked, in one line, or "": its
+// version, or a file it cannot read or sees with another size or checksum.
+std::string RankDifference(int k, const std::string& host, const RankJson& check,
+                           const RankJson& answer);
+
+// ---- run ----
+// The launcher of rank 0 (launch/launcher.h): it sends the run to the other ranks, then runs
+// its own part of it (RunOnEveryRank) and returns every reader's outcome.
+std::unique_ptr<Launcher> RanksLauncher(const Job& job);
+
+// The run message rank 0 sends for a run, and the request every other rank makes of it for its
+// own reader (no timeline, no profile).
+RankJson RunMessage(const LaunchRequest& req);
+LaunchRequest RequestOf(const RankJson& run, const std::string& exe);
+
+// This rank's part of one run: its host prepared (by its first rank, `host.prepare`), every
+// rank at the barrier, this rank's reader (rank < req.readers) run as a worker loading its
+// part, every rank at the barrier again, `host.after` on each host's first rank, and the
+// outcomes gathered. Rank 0 gets every reader's outcome, each with its host's state; the others
+// get nothing. Sets *interrupted when any rank was.
+std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& req,
+                                          const HostSteps& host, bool* interrupted);
+
+// A host's state as the ranks send it, and back.
+RankJson HostStateJson(const HostState& h);
+HostState HostStateOf(const RankJson& j);
+
+// Rank 0 tells the others it ends with `code`.
+void EndJob(const Job& job, int code);
+
+}  // namespace loadbench

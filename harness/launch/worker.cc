@@ -1,0 +1,264 @@
+#include "harness/launch/worker.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "loaders/format/part.h"
+#include "harness/profile/profile.h"
+#include "harness/system/counters.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
+#include "loaders/cuda/gpu.h"
+#include "loaders/format/model.h"
+#include "loaders/loader.h"
+#include "loaders/use/pipeline.h"
+#include "loaders/use/use.h"
+
+namespace loadbench {
+namespace {
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// The process's memory at the end of the load, in bytes: RSS split by kind (status), and the
+// proportional and shared/private view (smaps_rollup) that tells what several processes
+// loading the same file really cost together.
+void MemoryNow(MemoryFigures* m) {
+  const auto status = ReadProcFields("/proc/self/status");
+  const auto rollup = ReadProcFields("/proc/self/smaps_rollup");
+  auto get = [](const std::map<std::string, uint64_t>& from, const char* key) {
+    const auto it = from.find(key);
+    return it == from.end() ? std::nullopt : std::optional<uint64_t>(it->second);
+  };
+  m->rss_bytes = get(status, "VmRSS");
+  m->rss_anon_bytes = get(status, "RssAnon");
+  m->rss_file_bytes = get(status, "RssFile");
+  m->rss_shmem_bytes = get(status, "RssShmem");
+  m->pss_bytes = get(rollup, "Pss");
+  m->pss_anon_bytes = get(rollup, "Pss_Anon");
+  m->pss_file_bytes = get(rollup, "Pss_File");
+  m->pss_shmem_bytes = get(rollup, "Pss_Shmem");
+  m->shared_clean_bytes = get(rollup, "Shared_Clean");
+  m->shared_dirty_bytes = get(rollup, "Shared_Dirty");
+  m->private_clean_bytes = get(rollup, "Private_Clean");
+  m->private_dirty_bytes = get(rollup, "Private_Dirty");
+}
+
+double MonotonicSeconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+// Tells the runner the load reached `stage` ("loaded", "measured") and waits for its word: a
+// byte to go on after "loaded", EOF after "measured". Workers loading at once so measure their
+// memory while all of them hold it, and none unmaps before every one has measured (a worker
+// unmapping early would make shared pages look private to the others).
+void Hold(int result_fd, int hold_fd, std::string_view stage) {
+  const std::string line = std::string(stage) + "\n";
+  if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return;
+  char c;
+  ssize_t n;
+  while ((n = ::read(hold_fd, &c, 1)) < 0 && errno == EINTR) {
+  }
+}
+
+// The record of a load that did not happen or did not finish.
+RunRecord Unfinished(RunRecord r, const Status& s) {
+  r.status = s.code() == Status::Code::kUnsupported ? "unsupported" : "failed";
+  r.error = s.message();
+  return r;
+}
+
+// Before the timed region: the strategy, its options and whether it can run here, the
+// counters, and a device strategy's GPU context.
+struct Setup {
+  const StrategyInfo* info = nullptr;
+  Params params;
+  UseOptions use;
+  CounterSet counters;
+  std::optional<double> context_s;
+};
+
+Status SetUp(const WorkerRequest& req, Setup* s, RunRecord* r) {
+  std::vector<StrategySpec> specs;
+  LB_RETURN_IF_ERROR(ParseStrategyList(req.strategy, &specs));
+  if (specs.size() != 1) return Status::BadInput("worker: exactly one strategy expected");
+  s->info = FindStrategy(specs[0].name);
+  LB_RETURN_IF_ERROR(ResolveSpec(*s->info, specs[0], &s->params, &s->use));
+  r->params = s->params.ToJson();
+  r->use = s->use.ToJson();
+  if (std::string why = s->info->unsupported_reason(); !why.empty()) {
+    return Status::Unsupported(why);
+  }
+  LB_RETURN_IF_ERROR(s->counters.Open(req.counters));
+  if (s->info->flags & kDevice) {
+    double secs = 0;
+    LB_RETURN_IF_ERROR(gpu::Warm(&secs));
+    s->context_s = secs;
+  }
+  return Status::Ok();
+}
+
+// The checksum the loaded bytes gave against what they must give: what the file stores, else
+// the runner's reference read. Sets status, error, checksum and checksum_ok.
+void Judge(const WorkerRequest& req, const TensorTable& table,
+           const std::vector<uint64_t>& checksums, RunRecord* r) {
+  const std::optional<uint64_t> expected =
+      table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+  // The first that does not match, if any: the one an error should name.
+  uint64_t checksum = checksums.empty() ? 0 : checksums.front();
+  for (uint64_t c : checksums) {
+    if (expected && c != *expected) {
+      checksum = c;
+      break;
+    }
+  }
+  r->checksum = fmt::format("{:016x}", checksum);
+  if (!expected) {
+    // Run on its own (no runner), on a file that stores no checksum: nothing to compare with.
+    r->status = "ok";
+    return;
+  }
+  bool ok = !checksums.empty();
+  for (uint64_t c : checksums) ok = ok && c == *expected;
+  r->checksum_ok = ok;
+  if (ok) {
+    r->status = "ok";
+    return;
+  }
+  r->error = fmt::format("checksum mismatch: loaded bytes give {:016x}, {} {:016x}", checksum,
+                         table.expected_checksum ? "file stores"
+                                                 : "the reference read of the file gives",
+                         *expected);
+}
+
+// The CPU time and faults of the timed region alone: a worker's whole-process figures (wait4)
+// also hold exec, dynamic loading and teardown.
+void LoadUsage(const rusage& start, const rusage& end, RunRecord* r) {
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  r->load_user_s = secs(end.ru_utime) - secs(start.ru_utime);
+  r->load_sys_s = secs(end.ru_stime) - secs(start.ru_stime);
+  r->load_major_faults = static_cast<uint64_t>(end.ru_majflt - start.ru_majflt);
+  r->load_minor_faults = static_cast<uint64_t>(end.ru_minflt - start.ru_minflt);
+}
+
+// What the pipeline timed and counted, relative to the start of the timed region.
+void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
+  r->ready_s = Seconds(t0, p.ready());
+  r->wall_s = Seconds(t0, p.done()) - p.kept_out_s();
+  if (p.first_use()) r->first_use_s = Seconds(t0, *p.first_use());
+  r->transform_s = p.transform_s();
+  r->bind_s = p.bind_s();
+  r->consume_s = p.consume_s();
+  r->verify_s = p.verify_s();
+  r->consume_result = fmt::format("{:016x}", p.consume_result());
+  r->unaligned_tensors = p.stats().unaligned_tensors;
+  r->untyped_tensors = p.stats().untyped_tensors;
+  r->aligned_copy_bytes = p.stats().aligned_copies;
+  r->transformed_bytes = p.transformed_bytes();
+  r->loads = p.loads();
+}
+
+// One of several readers keeps its part of the model (inside the timed region: a rank works
+// out its slices as it opens the model). Replicated readers load the whole model as it is. A
+// part in one file of a sharded model is loaded from that file (*path).
+Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path) {
+  ReadPattern p;
+  LB_RETURN_IF_ERROR(ParsePattern(req.pattern, &p));
+  if (p.kind == ReadPattern::Kind::kReplicated) return Status::Ok();
+  TensorTable part;
+  LB_RETURN_IF_ERROR(PartOf(req.file, *table, p, req.part, req.parts, &part));
+  if (table->sharded() && part.shards.size() == 1) *path = part.shards[0].path;
+  *table = std::move(part);
+  return Status::Ok();
+}
+
+}  // namespace
+
+RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
+  RunRecord r;
+  Setup setup;
+  if (Status s = SetUp(req, &setup, &r); !s.ok()) return Unfinished(r, s);
+
+  // ---- the timed region: open and validate, load, transform, bind, consume ----
+  // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
+  // pages in its executable and libraries, which is not the load's I/O.
+  const auto read_bytes_start = ProcField("/proc/self/io", "read_bytes");
+  // What the process held before the load (binary, libraries, heap): peak RSS minus this is
+  // what the load itself added.
+  r.start_rss_bytes = ProcField("/proc/self/status", "VmRSS");
+  rusage usage_start{};
+  ::getrusage(RUSAGE_SELF, &usage_start);  // every thread, so pread_mt's too
+  setup.counters.Enable();
+  if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
+  const auto t0 = Clock::now();
+  TensorTable table;
+  Status s;
+  std::string path = req.file;
+  s = ReadModel(req.file, &table);
+  if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path);
+  r.open_s = Seconds(t0, Clock::now());
+  if (!s.ok()) return Unfinished(r, s);
+  UsePipeline pipeline(*setup.info, setup.params, setup.use, path, table);
+  if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
+  s = pipeline.Run();
+  if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "disable");
+  setup.counters.Disable();
+  rusage usage_end{};
+  ::getrusage(RUSAGE_SELF, &usage_end);
+  LoadUsage(usage_start, usage_end, &r);
+  r.load_start_mono_s = MonotonicSeconds(t0);
+  r.details = pipeline.Details();
+  if (!s.ok()) return Unfinished(r, s);
+  // ---- end of the timed region ----
+  // Read while the loader still holds its memory: the I/O counters should include nothing the
+  // teardown causes, and the memory figures describe the loaded state.
+  const auto read_bytes_end = ProcField("/proc/self/io", "read_bytes");
+  if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "loaded");
+  r.peak_rss_bytes = ProcField("/proc/self/status", "VmHWM");
+  r.anon_huge_bytes = ProcField("/proc/self/smaps_rollup", "AnonHugePages");
+  MemoryNow(&r.memory);
+  if (req.hold_fd >= 0) Hold(result_fd, req.hold_fd, "measured");
+  if (read_bytes_start && read_bytes_end) r.read_bytes = *read_bytes_end - *read_bytes_start;
+  // After the memory figures: a verification pass must not change them.
+  std::vector<uint64_t> checksums;
+  std::string verify;
+  pipeline.Verify(&checksums, &verify);
+  r.format = table.format;
+  r.tensor_count = table.tensors.size();
+  r.tensor_bytes = table.tensor_bytes;
+  r.verify = verify;
+  Judge(req, table, checksums, &r);
+  PipelineFigures(pipeline, t0, &r);
+  if (setup.info->flags & kDevice) {
+    r.device = pipeline.DeviceJson(t0);
+    // Before the timed region, not in wall_s.
+    r.device["context_s"] = setup.context_s ? RunRecord::Json(*setup.context_s) : nullptr;
+  }
+  std::vector<std::string> scaled;
+  r.counters = setup.counters.Read(&scaled);
+  r.counters_scaled = scaled;
+  r.teardown_s = pipeline.Release();
+  return r;
+}
+
+int WorkerMain(const WorkerRequest& req, int result_fd) {
+  // A profiler that is gone makes its control pipe's write fail with EPIPE, not kill the load.
+  if (req.profile_ctl_fd >= 0) ::signal(SIGPIPE, SIG_IGN);
+  const RunRecord r = RunWorker(req, result_fd);
+  const std::string line =
+      WireJson(r).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return 1;
+  return 0;
+}
+
+}  // namespace loadbench

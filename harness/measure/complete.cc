@@ -1,0 +1,111 @@
+#include "harness/measure/complete.h"
+
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include "harness/system/cache.h"
+#include "loaders/base/units.h"
+
+namespace loadbench {
+namespace {
+
+// Why a process killed by `signal` died, when it was the OOM killer (SIGKILL with the OOM
+// killer's count up over the run); else nullopt.
+std::optional<std::string> OomKilled(const RunPoint& p, int signal, const HostState& h) {
+  if (signal != SIGKILL || h.oom_kills.value_or(0) == 0) return std::nullopt;
+  return p.memory_limit > 0
+             ? fmt::format("killed by the OOM killer (SIGKILL) at the memory limit of {}",
+                           FormatBytes(p.memory_limit))
+             : std::string("killed by the OOM killer (SIGKILL): out of memory");
+}
+
+// Whether a strategy with these options reads through the page cache (odirect, gds and
+// io_uring with direct=on do not).
+bool ReadsThroughPageCache(const StrategyInfo& info, const nlohmann::ordered_json& params) {
+  if ((info.flags & kDirectIO) == 0) return true;
+  const auto direct = params.find("direct");
+  return direct != params.end() && direct->is_string() && *direct != "on";
+}
+
+// A warm run that went to storage for more than a trace of the file measured another state.
+void CheckWarmReads(const StrategyInfo& info, const RunPoint& p, RunRecord* r) {
+  if (r->status != "ok" || p.cache != "warm" || !r->read_bytes) return;
+  if (!ReadsThroughPageCache(info, r->params)) return;
+  if (std::string why = WarmReadProblem(*r->read_bytes, r->file_bytes); !why.empty()) {
+    r->status = "invalid";
+    r->error = std::move(why);
+  }
+}
+
+// What the runner measured around the readers: the cache state before and after, the page
+// cache (the file's own pages, and the whole cache, which other activity moves too), what a
+// container would have been charged, and the check of the start state.
+void AddHost(const RunPoint& p, const HostState& h, RunRecord* r) {
+  r->resident_before = h.resident_before;
+  if (r->shards) r->worst_shard_resident = h.worst;
+  if (h.drop_method) r->drop_method = *h.drop_method;
+  if (h.resident_after) r->resident_after = *h.resident_after;
+  if (h.pages_after) {
+    r->memory.file_cache_growth_bytes =
+        (static_cast<int64_t>(*h.pages_after) - static_cast<int64_t>(h.pages_before)) * 4096;
+  }
+  if (h.cached_before && h.cached_after) {
+    r->memory.page_cache_growth_bytes =
+        static_cast<int64_t>(*h.cached_after) - static_cast<int64_t>(*h.cached_before);
+  }
+  if (!h.cgroup_procs.empty()) {
+    r->memory.cgroup_peak_bytes = h.cgroup_peak_bytes;
+    r->memory.cgroup_oom_kills = h.oom_kills;
+  }
+  if (r->status != "ok") return;
+  if (std::string why = StartStateProblem(p.cache, h.worst); !why.empty()) {
+    r->status = "invalid";
+    r->error = std::move(why);
+  }
+}
+
+// A host that could not be prepared: no figure measured from it may count, but that is not a
+// failure of the strategy (unsupported where no memory cgroup can be made here).
+void HostNotPrepared(const RunPoint& p, const ReaderOutcome& o, RunRecord* r) {
+  r->status = o.host.unsupported ? "unsupported" : "invalid";
+  if (o.host.unsupported) {
+    r->error = o.host.error;
+  } else if (o.host_name) {
+    r->error = fmt::format("preparing the run on host {}: {}", *o.host_name, o.host.error);
+  } else {
+    r->error = fmt::format("preparing the {} run: {}", p.cache, o.host.error);
+  }
+}
+
+}  // namespace
+
+RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutcome& o) {
+  const RunPoint& p = *j.point;
+  RunRecord r = o.error.empty() && o.host.ok ? std::move(o.record) : RunRecord{};
+  CopyIdentity(base, &r);
+  if (p.procs > 1) r.proc = static_cast<int>(k);
+  r.host = o.host_name;
+  r.rank = o.rank;
+  r.ranks = o.ranks;
+  r.cache_by_rank = o.cache_by_rank;
+  if (!o.host.ok) {
+    HostNotPrepared(p, o, &r);
+    return r;
+  }
+  if (!o.error.empty()) {
+    r.status = "failed";
+    r.error = o.error;
+  }
+  if (auto oom = OomKilled(p, o.signal, o.host); oom && r.status == "failed") {
+    r.error = *oom;
+    r.oom_killed = true;
+  }
+  r.process_s = o.process_s;
+  SetProcessUsage(o.usage, &r);
+  AddHost(p, o.host, &r);
+  if (j.check_warm_reads && j.info != nullptr) CheckWarmReads(*j.info, p, &r);
+  return r;
+}
+
+}  // namespace loadbench

@@ -1,0 +1,27 @@
+// A reader's record completed, the same for every launcher: the identity the runner gave the
+// run, what the reader reported (or why it left nothing), its process's usage, its host's state
+// before and after, then judged: failed when the reader was, by the OOM killer when it was its
+// work; invalid when the run did not start from the cache state it promised, or when a warm run
+// read from storage (the runner's own readers only).
+#pragma once
+
+#include <cstddef>
+
+#include "harness/experiment/point.h"
+#include "harness/launch/launcher.h"
+#include "harness/record/record.h"
+#include "loaders/loader.h"
+
+namespace loadbench {
+
+// What the judging of a run's records needs beside each outcome.
+struct Judging {
+  const RunPoint* point = nullptr;
+  const StrategyInfo* info = nullptr;  // null for an exec command
+  bool check_warm_reads = true;
+};
+
+// Reader k's record from `base` (the run's identity) and its outcome.
+RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutcome& o);
+
+}  // namespace loadbench

@@ -1,0 +1,235 @@
+#include "harness/measure/measure.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/launch/command.h"
+#include "harness/launch/ranks.h"
+#include "harness/launch/workers.h"
+#include "harness/measure/complete.h"
+#include "harness/measure/host.h"
+#include "harness/profile/profile.h"
+#include "harness/system/timeline.h"
+#include "loaders/use/use.h"
+
+namespace loadbench {
+namespace {
+
+// What identifies every record of `p`: the runner's part before anything is measured.
+RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const PreparedFile& file,
+                     const RunPoint& p) {
+  RunRecord r;
+  r.run_id = out.RunId(0);
+  r.experiment = s.experiment;
+  r.strategy = p.spec.name;
+  r.strategy_spec = p.spec.text;
+  if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) r.label = label;
+  r.file = file.path;
+  r.format = file.table.format;
+  r.file_bytes = file.table.file_size;
+  if (file.table.sharded()) r.shards = file.table.shards.size();
+  r.cache = p.cache;
+  r.rep = p.rep;
+  if (p.position >= 0) r.position = p.position;
+  if (!out.previous.empty()) r.after = out.previous;
+  if (p.procs > 1) r.procs = p.procs;
+  if (p.procs > 1) r.pattern = p.pattern;
+  if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
+  r.started_at = NowUtcMs();
+  return r;
+}
+
+// The strategy's options as the run resolves them, or why it cannot run here.
+struct Resolved {
+  const StrategyInfo* info = nullptr;
+  nlohmann::ordered_json params = nlohmann::ordered_json::object(), use;
+  std::string unsupported;
+};
+
+Resolved Resolve(const RunPoint& p) {
+  Resolved out;
+  out.info = FindStrategy(p.spec.name);
+  out.unsupported = p.unsupported;
+  if (out.info == nullptr && out.unsupported.empty()) out.unsupported = NotBuiltReason(p.spec.name);
+  if (out.info != nullptr) {
+    Params params;
+    UseOptions use;
+    Status s = ResolveSpec(*out.info, p.spec, &params, &use);
+    if (s.ok()) out.params = params.ToJson(), out.use = use.ToJson();
+    if (!s.ok() && out.unsupported.empty()) out.unsupported = s.message();
+    if (out.unsupported.empty()) out.unsupported = out.info->unsupported_reason();
+  }
+  if (out.info == nullptr || out.params.empty()) {
+    for (const auto& [k, v] : p.spec.options) out.params[k] = v;  // as asked, for the record
+  }
+  return out;
+}
+
+// The launcher of `p`'s readers: its command, the job's ranks, or workers on this machine.
+std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& p) {
+  if (p.exec) return CommandLauncher();
+  if (s.job != nullptr) return RanksLauncher(*s.job);
+  return WorkersLauncher();
+}
+
+// The run's readers as plain data: what they load and check, for how long, sampled how often;
+// a command's argv (its program is found later, when the run is offered).
+LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p) {
+  LaunchRequest req;
+  req.exe = s.exe;
+  req.file = file.path;
+  for (const ShardInfo& sh : file.table.shards) req.file_paths.push_back(sh.path);
+  req.strategy = p.spec.text;
+  req.cache = p.cache;
+  req.counters = s.counters.empty() ? "none" : fmt::format("{}", fmt::join(s.counters, ","));
+  req.expect_checksum = fmt::format("{:016x}", *file.table.expected_checksum);
+  req.pattern = p.pattern;
+  if (p.procs > 1 && p.pattern != "replicated") {
+    for (uint64_t sum : file.part_checksums.at(PartsKey(p.pattern, p.procs))) {
+      req.part_checksums.push_back(fmt::format("{:016x}", sum));
+    }
+  }
+  req.readers = p.procs;
+  req.timeout_s = s.timeout_s;
+  req.sample_s = s.sample_ms / 1000.0;
+  if (p.exec) {
+    const ExecPlaces places = {file.path, std::filesystem::path(file.path).parent_path().string(),
+                               file.table.file_size, PeersDir()};
+    req.argv = FillCommand(*p.exec, places);
+  }
+  return req;
+}
+
+// Why the run cannot be made here, or "": the strategy, the launcher, a command not found.
+std::string NotOffered(const RunPoint& p, const Resolved& res, const Launcher& launcher,
+                       LaunchRequest* req) {
+  if (!res.unsupported.empty()) return res.unsupported;
+  if (std::string why = launcher.NotOffered(p.procs, p.memory_limit); !why.empty()) return why;
+  if (!p.exec) return "";
+  const Status found = ResolveProgram(*p.exec, req->argv.at(0), &req->program);
+  return found.ok() ? "" : found.message();
+}
+
+// Where perf's data goes, when the readers are profiled.
+Status PrepareProfiles(const MeasureSettings& s, const Launcher& launcher, LaunchRequest* req) {
+  if (s.profile_hz <= 0 || !s.profile_unavailable.empty() || !launcher.unprofiled(0).empty()) {
+    return Status::Ok();
+  }
+  req->perf = s.perf;
+  req->profile_dir = s.out_dir + "/profiles";
+  req->profile_hz = s.profile_hz;
+  return MakeDirs(req->profile_dir);
+}
+
+// perf's data of a reader and its log, once folded (or not wanted).
+void RemoveProfileData(const std::string& data) {
+  if (data.empty()) return;
+  ::unlink(data.c_str());
+  ::unlink((data + ".log").c_str());
+}
+
+// timelines/RUN_ID.csv for each reader that was sampled, its time from its load start.
+// A timeline the disk has no room for stops the command (kNotWritten) before its record is
+// written; any other failure leaves the record without its timeline, saying why.
+Status WriteTimeline(const std::string& out_dir, const ReaderOutcome& o, RunRecord* r) {
+  if (o.timeline.empty()) return Status::Ok();
+  const double zero = r->load_start_mono_s.value_or(o.timeline.front().mono_s);
+  const std::string rel = fmt::format("timelines/{}.csv", r->run_id);
+  Status t = MakeDirs(out_dir + "/timelines");
+  if (t.ok()) t = WriteTimelineCsv(out_dir + "/" + rel, o.timeline, zero);
+  if (t.ok()) {
+    r->timeline = rel;
+  } else if (t.code() == Status::Code::kNotWritten) {
+    return t;
+  } else {
+    fmt::print(stderr, "loadbench: timeline: {}\n", t.message());
+  }
+  return Status::Ok();
+}
+
+// profiles/RUN_ID.folded from a reader's perf data, and the record's profile figures; or the
+// record's profile null with why. Only a full disk stops the command (kNotWritten); nothing
+// here changes the run's status.
+Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled,
+                    const ReaderOutcome& o, RunRecord* r) {
+  if (s.profile_hz <= 0) return Status::Ok();
+  r->profile = nlohmann::ordered_json();
+  std::string why = !unprofiled.empty() ? unprofiled : s.profile_unavailable;
+  if (why.empty()) why = o.profile_error;
+  if (o.profile_data.empty() && why.empty()) why = "the worker was not profiled";
+  FoldedProfile folded;
+  const std::string rel = fmt::format("profiles/{}.folded", r->run_id);
+  if (why.empty()) {
+    Status f = FoldPerfData(s.perf, o.profile_data, &folded);
+    if (f.ok()) f = WriteFolded(s.out_dir + "/" + rel, folded);
+    if (f.code() == Status::Code::kNotWritten) return f;
+    if (!f.ok()) why = f.message();
+  }
+  RemoveProfileData(o.profile_data);
+  if (!why.empty()) {
+    r->profile_error = why;
+    return Status::Ok();
+  }
+  r->profile = nlohmann::ordered_json{
+      {"folded", rel}, {"event", "cpu-clock"}, {"hz", s.profile_hz},
+      {"samples", folded.samples}, {"stacks", folded.stacks.size()},
+      {"on_cpu_s", static_cast<double>(folded.period_ns) / 1e9}};
+  return Status::Ok();
+}
+
+// The readers launched with the host prepared around them, their records completed into
+// `batch`, their timelines and profiles written; interrupted, leaves `batch` alone.
+Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p,
+                         const Resolved& res, Launcher& launcher, const LaunchRequest& req,
+                         std::vector<RunRecord>* batch, bool* interrupted) {
+  Host host({&file.table, file.path, p.cache, res.info, p.memory_limit,
+             launcher.measuring_cgroup()});
+  std::vector<ReaderOutcome> outcomes = launcher.Launch(req, host.Steps(), interrupted);
+  host.CleanUp("loadbench");
+  if (*interrupted) {
+    for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
+    return Status::Ok();
+  }
+  const Judging judging = {&p, res.info, launcher.checks_warm_reads()};
+  for (size_t k = 0; k < batch->size(); ++k) {
+    RunRecord& r = (*batch)[k];
+    r = Complete(r, judging, k, outcomes[k]);
+    LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
+    LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
+                  const RunPoint& p, bool* interrupted) {
+  RunRecord base = BaseRecord(s, out, file, p);
+  if (p.spec.name == kCeiling) return MeasureCeiling(std::move(base), out, file, interrupted);
+  const std::unique_ptr<Launcher> launcher = LauncherFor(s, p);
+  const Resolved res = p.exec ? Resolved{} : Resolve(p);
+  LaunchRequest req = RequestOf(s, file, p);
+  if (p.exec) {
+    base.command = req.argv;
+  } else {
+    base.params = res.params;
+    base.use = res.use;
+  }
+  std::vector<RunRecord> batch(static_cast<size_t>(p.procs), base);
+  for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = out.RunId(i);
+  if (std::string why = NotOffered(p, res, *launcher, &req); !why.empty()) {
+    for (RunRecord& r : batch) r.status = "unsupported", r.error = why;
+    return out.Write(batch);
+  }
+  LB_RETURN_IF_ERROR(PrepareProfiles(s, *launcher, &req));
+  LB_RETURN_IF_ERROR(LaunchAndComplete(s, file, p, res, *launcher, req, &batch, interrupted));
+  if (*interrupted) return Status::Ok();  // no record: the run did not finish
+  return out.Write(batch);
+}
+
+}  // namespace loadbench

@@ -1,0 +1,45 @@
+// One measured run, the same sequence for every kind of reader: its identity; the launcher that
+// starts its readers (launch/launcher.h: workers on this machine, an exec command, the ranks of
+// an MPI job); the host prepared before them and measured after (measure/host.h); each
+// reader's record completed and judged (measure/complete.h); timelines and profiles written
+// beside the results; the records appended and logged (record/reporter.h). The ceiling run (a
+// raw device read, in this process) is measured here too (measure/ceiling.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/experiment/file.h"
+#include "harness/experiment/point.h"
+#include "harness/launch/job.h"
+#include "harness/record/reporter.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// How a command's runs are measured.
+struct MeasureSettings {
+  std::string experiment;
+  std::string out_dir;  // the results folder: timelines/ and profiles/ go in it
+  std::string exe;      // the loadbench binary the workers run
+  std::vector<std::string> counters;
+  double sample_ms = 10;  // the timeline's interval; 0: none
+  double timeout_s = 0;   // a run's limit; 0: none
+  // Profiles (harness/profile/profile.h): 0 for none; else the rate, and perf's path or why no
+  // profile can be taken here (every record then says so).
+  int profile_hz = 0;
+  std::string perf, profile_unavailable;
+  const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
+};
+
+// One run of `p` on `file`: one record per reader, written by `out`. Interrupted
+// (*interrupted set), it writes no record. Fails only when a record, a timeline or a profile
+// cannot be written.
+Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
+                  const RunPoint& p, bool* interrupted);
+
+// The ceiling run of `base` (measure/ceiling.cc).
+Status MeasureCeiling(RunRecord base, Reporter& out, const PreparedFile& file,
+                      bool* interrupted);
+
+}  // namespace loadbench

@@ -1,0 +1,193 @@
+// The one record completion: the same judgement for a worker on this machine, a command and a
+// rank's reader under MPI.
+#include "harness/measure/complete.h"
+
+#include <signal.h>
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "harness/launch/ranks.h"
+
+namespace loadbench {
+namespace {
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class CompleteTest : public ::testing::Test {
+ protected:
+  CompleteTest() {
+    point_.spec.name = "fread";
+    point_.spec.text = "fread";
+    point_.cache = "cold";
+    base_.run_id = "20261202T000000-0001";
+    base_.experiment = "e";
+    base_.strategy = base_.strategy_spec = "fread";
+    base_.params = {{"chunk", 4096}};
+    base_.file = "/m.wlf";
+    base_.file_bytes = 1000;
+    base_.cache = "cold";
+    base_.rep = 2;
+    base_.started_at = "2026-12-02T00:00:00.000Z";
+    host_.ok = true;
+    host_.drop_method = "drop_caches";
+    host_.pages_before = 0;
+    host_.pages_after = 3;
+    host_.resident_after = 1.0;
+    host_.cached_before = 100;
+    host_.cached_after = 4196;
+  }
+
+  // A reader that loaded well: its own record, its host around it.
+  ReaderOutcome Loaded() const {
+    ReaderOutcome o;
+    o.record.status = "ok";
+    o.record.params = {{"chunk", 8192}};
+    o.record.wall_s = 0.5;
+    o.record.read_bytes = 1000;
+    o.process_s = 0.75;
+    o.usage.ru_minflt = 7;
+    o.host = host_;
+    return o;
+  }
+
+  RunRecord Judge(ReaderOutcome o, size_t k = 0) {
+    const Judging j = {&point_, nullptr, true};
+    return Complete(base_, j, k, o);
+  }
+
+  RunPoint point_;
+  RunRecord base_;
+  HostState host_;
+};
+
+TEST_F(CompleteTest, TheRunnersIdentityAndTheReadersOwnFigures) {
+  point_.procs = 2;
+  const RunRecord r = Judge(Loaded(), 1);
+  EXPECT_EQ(r.status, "ok");
+  EXPECT_EQ(r.run_id, base_.run_id);
+  EXPECT_EQ(r.file, "/m.wlf");
+  EXPECT_EQ(r.rep, 2);
+  EXPECT_EQ(r.params["chunk"], 8192) << "the options the reader resolved are kept";
+  EXPECT_EQ(r.proc, 1);
+  EXPECT_EQ(r.process_s, 0.75);
+  EXPECT_EQ(r.minor_faults, 7u);
+  EXPECT_EQ(r.drop_method, "drop_caches");
+  EXPECT_EQ(r.memory.file_cache_growth_bytes, 3 * 4096);
+  EXPECT_EQ(r.memory.page_cache_growth_bytes, 4096);
+  EXPECT_FALSE(r.memory.cgroup_peak_bytes.has_value());
+  EXPECT_FALSE(r.host.has_value());
+}
+
+TEST_F(CompleteTest, AStartStateThatWasNotTheRunsIsInvalid) {
+  ReaderOutcome o = Loaded();
+  o.host.worst = 0.5;  // half the file resident at a cold start
+  const RunRecord r = Judge(o);
+  EXPECT_EQ(r.status, "invalid");
+  EXPECT_TRUE(r.error.has_value());
+}
+
+TEST_F(CompleteTest, UnderMpiAnOomKillIsJudgedAsOnOneMachine) {
+  ReaderOutcome o = Loaded();
+  o.error = "worker killed by signal 9 (Killed)";
+  o.signal = SIGKILL;
+  o.host.oom_before = 4;
+  o.host.oom_kills = 1;
+  o.host_name = "node2";
+  o.rank = 3;
+  o.ranks = 4;
+  o.cache_by_rank = 2;
+  const RunRecord r = Judge(o);
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_EQ(r.oom_killed, true);
+  EXPECT_EQ(r.error, "killed by the OOM killer (SIGKILL): out of memory");
+  EXPECT_EQ(r.host, "node2");
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.cache_by_rank, 2);
+  EXPECT_EQ(r.run_id, base_.run_id);
+}
+
+TEST_F(CompleteTest, AKillThatWasNotTheOomKillersStaysASignal) {
+  ReaderOutcome o = Loaded();
+  o.error = "worker killed by signal 9 (Killed)";
+  o.signal = SIGKILL;
+  o.host.oom_kills = 0;
+  const RunRecord r = Judge(o);
+  EXPECT_EQ(r.status, "failed");
+  EXPECT_FALSE(r.oom_killed.has_value());
+  EXPECT_EQ(r.error, o.error);
+}
+
+TEST_F(CompleteTest, AHostThatCouldNotBePreparedCountsForNothing) {
+  ReaderOutcome o = Loaded();
+  o.host.ok = false;
+  o.host.error = "cleaning up after shm: Permission denied";
+  o.host_name = "node2";
+  RunRecord r = Judge(o);
+  EXPECT_EQ(r.status, "invalid");
+  EXPECT_EQ(r.error, "preparing the run on host node2: cleaning up after shm: Permission denied");
+  EXPECT_FALSE(r.process_s.has_value());
+  EXPECT_FALSE(r.wall_s.has_value()) << "nothing the reader measured may count";
+
+  o.host_name.reset();
+  r = Judge(o);
+  EXPECT_EQ(r.error, "preparing the cold run: cleaning up after shm: Permission denied");
+
+  o.host.unsupported = true;
+  o.host.error = "no memory cgroup can be made here";
+  r = Judge(o);
+  EXPECT_EQ(r.status, "unsupported");
+  EXPECT_EQ(r.error, "no memory cgroup can be made here");
+}
+
+TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksIt) {
+  point_.cache = "warm";
+  base_.cache = "warm";
+  ReaderOutcome o = Loaded();
+  o.host.worst = 1.0;
+  o.host.drop_method.reset();
+  const StrategyInfo* fread = FindStrategy("fread");
+  ASSERT_NE(fread, nullptr);
+  Judging j = {&point_, fread, true};
+  ReaderOutcome copy = o;
+  EXPECT_EQ(Complete(base_, j, 0, copy).status, "invalid");
+  j.check_warm_reads = false;  // a command: its own reads are its own
+  copy = o;
+  EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
+}
+
+TEST(HostStateJsonTest, TheRanksSendEveryFigureBackAndForth) {
+  HostState h;
+  h.ok = true;
+  h.resident_before = 0.25;
+  h.worst = 0.5;
+  h.pages_before = 12;
+  h.drop_method = "fadvise";
+  h.cached_before = 1;
+  h.oom_before = 2;
+  h.resident_after = 0.75;
+  h.pages_after = 34;
+  h.cached_after = 5;
+  h.oom_kills = 1;
+  const HostState back = HostStateOf(ParseRankJson(HostStateJson(h).dump()));
+  EXPECT_TRUE(back.ok);
+  EXPECT_EQ(back.resident_before, 0.25);
+  EXPECT_EQ(back.worst, 0.5);
+  EXPECT_EQ(back.pages_before, 12u);
+  EXPECT_EQ(back.drop_method, "fadvise");
+  EXPECT_EQ(back.cached_before, 1u);
+  EXPECT_EQ(back.oom_before, 2u);
+  EXPECT_EQ(back.resident_after, 0.75);
+  EXPECT_EQ(back.pages_after, 34u);
+  EXPECT_EQ(back.cached_after, 5u);
+  EXPECT_EQ(back.oom_kills, 1u);
+  const HostState none = HostStateOf(ParseRankJson("not json"));
+  EXPECT_FALSE(none.ok);
+  EXPECT_TRUE(Has(none.error, "no state"));
+}
+
+}  // namespace
+}  // namespace loadbench

@@ -1,0 +1,53 @@
+// Child processes: the one set-up every process the harness starts goes through between fork
+// and exec (workers, exec commands, perf record, perf script), and the one reaping. A child
+// never outlives the harness (PR_SET_PDEATHSIG, checked against a parent that died first), gets
+// the default SIGINT, SIGTERM and SIGPIPE, reads /dev/null, and finds its descriptors at 3, 4, ...
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <string>
+
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// How a child is set up after fork, before exec. Plain data, read only by async-signal-safe
+// code in the child.
+struct ChildSetup {
+  pid_t parent = -1;              // the harness (getpid() before fork)
+  bool own_group = false;         // a process group of its own, to be killed whole
+  bool oom_victim = false;        // the OOM killer's first pick, never the harness
+  const char* cgroup_procs = nullptr;  // a cgroup's procs file to join; null for none
+  const int* fds = nullptr;       // placed at 3, 4, ... (a -1 leaves its number free)
+  int nfds = 0;
+  int out = -2, err = -2;         // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
+  int errno_fd = -1;              // where the errno of a failed set-up or exec goes; -1: nowhere
+};
+
+// Exit codes of a child whose set-up failed (the reaper tells them apart).
+inline constexpr int kChildParentGone = 125;  // the harness died before the child was set up
+inline constexpr int kChildNoGroup = 124;     // setpgid failed
+inline constexpr int kChildNoCgroup = 126;    // the cgroup could not be joined
+inline constexpr int kChildNoExec = 127;      // descriptors could not be placed, or exec failed
+
+// In the child after fork: sets it up as `s` says and execs `path` with `argv` (and `envp`, or
+// the harness's environment when null). Only async-signal-safe calls; never returns.
+[[noreturn]] void ExecChild(const ChildSetup& s, const char* path, char* const* argv,
+                            char* const* envp = nullptr);
+
+// In a child after fork, before exec (async-signal-safe): puts fds[i] at descriptor 3 + i,
+// each first copied above 16 so that no placement overwrites another, and the placed copies
+// stay open across exec; a -1 leaves its number free. False when a descriptor cannot be moved.
+bool PlaceFdsFromChild(int* fds, int n);
+
+// Waits for `pid` to exit (through EINTR): its wait status, and its rusage when `usage` is set.
+int Reap(pid_t pid, rusage* usage = nullptr);
+
+// A program as execve needs it: `name` as given when it holds a '/', else the first executable
+// of that name on PATH. kUnsupported "command not found" otherwise, naming `package` (the
+// Debian package that has it) when not empty.
+Status FindProgram(const std::string& name, const std::string& package, std::string* path);
+
+}  // namespace loadbench
