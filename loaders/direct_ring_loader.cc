@@ -77,8 +77,8 @@ class DirectRingLoader final : public Loader {
     }
     if (depth_ > windows_) {
       return Status::BadInput(fmt::format(
-          "{}: direct_ring: depth={} exceeds windows={}: every read in flight needs a window",
-          path, depth_, windows_));
+          "{}: direct_ring: depth={} exceeds windows={}: every read in flight needs a window", path,
+          depth_, windows_));
     }
     table_ = &table;
     LB_RETURN_IF_ERROR(OpenShards(path, table));
@@ -88,8 +88,8 @@ class DirectRingLoader final : public Loader {
     if (span_bytes > 0) {
       // The ring is staging memory, not the destination: plain aligned pages whatever
       // `buffer` says.
-      LB_RETURN_IF_ERROR(Region::Allocate(BufferKind::kMalloc, uint64_t{windows_} * window_,
-                                          path, &ring_));
+      LB_RETURN_IF_ERROR(
+          Region::Allocate(BufferKind::kMalloc, uint64_t{windows_} * window_, path, &ring_));
       IoRing ring;
       if (const int ret = ring.Init(depth_); ret < 0) {
         return Status::Unsupported(fmt::format("{}: {}", path, RingSetupFailure(-ret)));
@@ -176,14 +176,12 @@ class DirectRingLoader final : public Loader {
     const auto offsets_first = order_.begin() + static_cast<ptrdiff_t>(s.sorted_begin);
     const auto offsets_last = order_.begin() + static_cast<ptrdiff_t>(s.sorted_end);
     // The tensors starting before the window's end, from the first whose reach passes wb.
-    const auto hi = std::partition_point(offsets_first, offsets_last, [&](size_t i) {
-      return table_->tensors[i].offset < we;
-    });
-    auto j = static_cast<size_t>(
-        std::partition_point(ends + static_cast<ptrdiff_t>(s.sorted_begin),
-                             ends + static_cast<ptrdiff_t>(s.sorted_end),
-                             [&](uint64_t end) { return end <= wb; }) -
-        ends);
+    const auto hi = std::partition_point(offsets_first, offsets_last,
+                                         [&](size_t i) { return table_->tensors[i].offset < we; });
+    auto j = static_cast<size_t>(std::partition_point(ends + static_cast<ptrdiff_t>(s.sorted_begin),
+                                                      ends + static_cast<ptrdiff_t>(s.sorted_end),
+                                                      [&](uint64_t end) { return end <= wb; }) -
+                                 ends);
     for (; j < static_cast<size_t>(hi - order_.begin()); ++j) {
       const size_t i = order_[j];
       const TensorInfo& t = table_->tensors[i];
@@ -212,7 +210,11 @@ class DirectRingLoader final : public Loader {
     const Shard& s = shards_[next_shard_];
     const uint64_t end = std::min(next_ + window_, s.span.end);
     const size_t slot = next_window_ % windows_;
-    requests_[slot] = {next_shard_, next_, end, next_, ring_.data() + slot * window_,
+    requests_[slot] = {next_shard_,
+                       next_,
+                       end,
+                       next_,
+                       ring_.data() + slot * window_,
                        static_cast<unsigned>(end - next_)};
     next_ = end;
     ++next_window_;
@@ -245,8 +247,8 @@ class DirectRingLoader final : public Loader {
       return Status::Ok();
     }
     if (res < 0) {
-      return Status::IOError(fmt::format("{}: O_DIRECT read of {} bytes at offset {}: {}",
-                                         s.path, r.len, r.offset, std::strerror(-res)));
+      return Status::IOError(fmt::format("{}: O_DIRECT read of {} bytes at offset {}: {}", s.path,
+                                         r.len, r.offset, std::strerror(-res)));
     }
     // The span may reach past the file's end by less than the alignment: only the bytes before
     // it must arrive.
@@ -260,9 +262,9 @@ class DirectRingLoader final : public Loader {
     // An O_DIRECT read stops inside a block only at the end of the file, and the rest could
     // not be asked for anyway: its offset would be unaligned.
     if (res == 0 || static_cast<uint64_t>(res) % s.align != 0) {
-      return Status::BadInput(fmt::format(
-          "{}: truncated: the file ends at offset {}, its tensors need it up to {}", s.path,
-          got_to, data_end));
+      return Status::BadInput(
+          fmt::format("{}: truncated: the file ends at offset {}, its tensors need it up to {}",
+                      s.path, got_to, data_end));
     }
     r.offset = got_to;
     r.buf += res;
@@ -354,8 +356,13 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .options = {{"windows", OptionSpec::Kind::kInt, "4", "K: windows in the ring", {}, 1, 256},
                 {"window", OptionSpec::Kind::kBytes, "16MiB",
                  "bytes per window and per read (a multiple of 4096, at most 1GiB)"},
-                {"depth", OptionSpec::Kind::kInt, "0",
-                 "reads in flight, at most `windows` (0: as many as windows)", {}, 0, 256},
+                {"depth",
+                 OptionSpec::Kind::kInt,
+                 "0",
+                 "reads in flight, at most `windows` (0: as many as windows)",
+                 {},
+                 0,
+                 256},
                 BufferOption()},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<DirectRingLoader>(p);

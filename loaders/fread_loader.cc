@@ -48,8 +48,8 @@ class FreadLoader final : public Loader {
           if (std::ferror(file.get())) {
             return Status::FromErrno(fmt::format("{}: read at {}", path, pos), errno);
           }
-          return Status::BadInput(fmt::format("{}: truncated at {} in tensor '{}'", path,
-                                              pos + got, t.name));
+          return Status::BadInput(
+              fmt::format("{}: truncated at {} in tensor '{}'", path, pos + got, t.name));
         }
         std::memcpy(dst + done, temp.get(), got);
         done += got;

@@ -52,9 +52,9 @@ class IoUringLoader final : public Loader {
     path_ = path;
     if (direct_ && chunk_ % kDirectAlign != 0) {
       // Rounding would run a different benchmark from the one the results say was run.
-      return Status::BadInput(fmt::format(
-          "{}: io_uring: direct=on needs chunk to be a multiple of {} bytes, got {}", path,
-          kDirectAlign, chunk_));
+      return Status::BadInput(
+          fmt::format("{}: io_uring: direct=on needs chunk to be a multiple of {} bytes, got {}",
+                      path, kDirectAlign, chunk_));
     }
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
@@ -181,9 +181,8 @@ class IoUringLoader final : public Loader {
       return Status::Ok();
     }
     if (res < 0) {
-      return Status::IOError(
-          fmt::format("{}: read of {} bytes at offset {}: {}", path_, r.len, r.offset,
-                      std::strerror(-res)));
+      return Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}", path_, r.len,
+                                         r.offset, std::strerror(-res)));
     }
     const uint64_t got_to = r.offset + static_cast<uint64_t>(res);
     if (got_to >= std::min<uint64_t>(r.offset + r.len, data_end_)) {
@@ -193,9 +192,9 @@ class IoUringLoader final : public Loader {
     // An O_DIRECT read stops inside a block only at the end of the file, and the rest could
     // not be asked for anyway: its offset would be unaligned.
     if (res == 0 || (direct_ && res % kDirectAlign != 0)) {
-      return Status::BadInput(fmt::format(
-          "{}: truncated: the file ends at offset {}, its tensors need it up to {}", path_,
-          got_to, data_end_));
+      return Status::BadInput(
+          fmt::format("{}: truncated: the file ends at offset {}, its tensors need it up to {}",
+                      path_, got_to, data_end_));
     }
     ++short_reads_requeued_;
     r = {got_to, r.buf + res, r.len - static_cast<unsigned>(res)};
@@ -224,8 +223,8 @@ class IoUringLoader final : public Loader {
           in_kernel += static_cast<unsigned>(ret);
           requests_submitted_ += static_cast<unsigned>(ret);
         } else if (ret != -EINTR) {
-          error = Status::IOError(
-              fmt::format("{}: io_uring_enter: {}", path_, std::strerror(-ret)));
+          error =
+              Status::IOError(fmt::format("{}: io_uring_enter: {}", path_, std::strerror(-ret)));
         }
       }
       if (in_kernel == 0) {
@@ -264,7 +263,7 @@ class IoUringLoader final : public Loader {
   std::string path_;
   FileSpan file_span_;
   uint64_t data_end_ = 0;
-  int fd_index_ = -1;  // the fd, or its index among the registered files
+  int fd_index_ = -1;              // the fd, or its index among the registered files
   std::vector<Request> requests_;  // by slot, the user_data of its requests
   std::vector<size_t> free_;       // slots without a request in flight
   uint64_t next_ = 0;              // file offset of the next request
@@ -281,18 +280,23 @@ class IoUringLoader final : public Loader {
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "io_uring",
     .summary = "io_uring reads of the tensors' span into one buffer, qd requests in flight",
-    .options =
-        {{"qd", OptionSpec::Kind::kInt, "32", "queue depth: the most read requests in flight",
-          {}, 1, 4096},
-         {"chunk", OptionSpec::Kind::kBytes, "1MiB",
-          "bytes per read request (a multiple of 4096 with direct=on)"},
-         {"direct", OptionSpec::Kind::kChoice, "off",
-          "open with O_DIRECT, bypassing the page cache", kOnOff},
-         {"fixed", OptionSpec::Kind::kChoice, "off",
-          "register the destination with io_uring_register_buffers and use read_fixed", kOnOff},
-         {"regfile", OptionSpec::Kind::kChoice, "off",
-          "register the file with io_uring_register_files and use IOSQE_FIXED_FILE", kOnOff},
-         BufferOption()},
+    .options = {{"qd",
+                 OptionSpec::Kind::kInt,
+                 "32",
+                 "queue depth: the most read requests in flight",
+                 {},
+                 1,
+                 4096},
+                {"chunk", OptionSpec::Kind::kBytes, "1MiB",
+                 "bytes per read request (a multiple of 4096 with direct=on)"},
+                {"direct", OptionSpec::Kind::kChoice, "off",
+                 "open with O_DIRECT, bypassing the page cache", kOnOff},
+                {"fixed", OptionSpec::Kind::kChoice, "off",
+                 "register the destination with io_uring_register_buffers and use read_fixed",
+                 kOnOff},
+                {"regfile", OptionSpec::Kind::kChoice, "off",
+                 "register the file with io_uring_register_files and use IOSQE_FIXED_FILE", kOnOff},
+                BufferOption()},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<IoUringLoader>(p);
     },

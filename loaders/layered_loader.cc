@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -113,8 +113,8 @@ class LayeredLoader final : public Loader {
   }
 
   // Maps every range of group `g` (layer `n`), advises it, and points the views into it.
-  Status MapLayer(const std::string& path, const TensorTable& table, const TensorGroup& g,
-                  size_t n, Layer* layer, std::vector<TensorBytes>* views) {
+  Status MapLayer(const std::string& path, const TensorTable& table, const TensorGroup& g, size_t n,
+                  Layer* layer, std::vector<TensorBytes>* views) {
     const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
     const int advice = advice_ == "willneed"     ? MADV_WILLNEED
                        : advice_ == "sequential" ? MADV_SEQUENTIAL
@@ -126,11 +126,10 @@ class LayeredLoader final : public Loader {
       if (Empty(r)) continue;
       layer->starts[j] = r.begin / page * page;
       const uint64_t len = r.end - layer->starts[j];
-      LB_RETURN_IF_ERROR(MapPrivate(fds_[r.shard].get(), paths_[r.shard], layer->starts[j], len,
-                                    0, writable_, &layer->mappings[j]));
+      LB_RETURN_IF_ERROR(MapPrivate(fds_[r.shard].get(), paths_[r.shard], layer->starts[j], len, 0,
+                                    writable_, &layer->mappings[j]));
       if (advice >= 0 && ::madvise(layer->mappings[j].mutable_data(), len, advice) != 0) {
-        return Status::FromErrno(fmt::format("{}: madvise on layer {}", paths_[r.shard], n),
-                                 errno);
+        return Status::FromErrno(fmt::format("{}: madvise on layer {}", paths_[r.shard], n), errno);
       }
       layer->bytes += len;
     }
@@ -143,8 +142,7 @@ class LayeredLoader final : public Loader {
         return Status::BadInput(fmt::format(
             "{}: tensor {} of layer {} lies outside the layer's ranges", path, t.name, n));
       }
-      (*views)[k] = TensorBytes(layer->mappings[j].data() + (t.offset - layer->starts[j]),
-                                t.size);
+      (*views)[k] = TensorBytes(layer->mappings[j].data() + (t.offset - layer->starts[j]), t.size);
     }
     return Status::Ok();
   }
@@ -186,8 +184,11 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
                "peak RSS bounded by the largest layer",
     .options =
         {
-            {"advice", OptionSpec::Kind::kChoice, "willneed",
-             "madvise on each layer's mapping", {"none", "sequential", "willneed"}},
+            {"advice",
+             OptionSpec::Kind::kChoice,
+             "willneed",
+             "madvise on each layer's mapping",
+             {"none", "sequential", "willneed"}},
             {"ahead", OptionSpec::Kind::kChoice, "on",
              "read the next layer ahead (POSIX_FADV_WILLNEED) while this one is used", kOnOff},
             {"drop", OptionSpec::Kind::kChoice, "off",

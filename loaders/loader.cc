@@ -51,8 +51,8 @@ Status ParseOptionValue(const std::string& strategy, const OptionSpec& spec,
     }
     case OptionSpec::Kind::kChoice:
       if (std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
-        return Status::BadInput(fmt::format("{}: '{}' is not one of {}", what, text,
-                                            fmt::join(spec.choices, "|")));
+        return Status::BadInput(
+            fmt::format("{}: '{}' is not one of {}", what, text, fmt::join(spec.choices, "|")));
       }
       (*choices)[spec.name] = text;
       return Status::Ok();
@@ -66,7 +66,8 @@ Status Params::Resolve(const std::string& strategy, const std::vector<OptionSpec
                        const std::map<std::string, std::string>& given, Params* out) {
   Params p;
   for (const auto& [key, value] : given) {
-    auto it = std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key; });
+    auto it =
+        std::find_if(specs.begin(), specs.end(), [&](const auto& s) { return s.name == key; });
     if (it == specs.end()) {
       std::string known;
       for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
@@ -97,9 +98,8 @@ nlohmann::json Params::ToJson() const {
 
 Status Loader::LoadGroups(const std::string& path, const TensorTable&,
                           const std::vector<TensorGroup>&, const GroupUse&) {
-  return Status::Unsupported(
-      fmt::format("{}: this strategy loads every tensor at once (Load), not a group at a time",
-                  path));
+  return Status::Unsupported(fmt::format(
+      "{}: this strategy loads every tensor at once (Load), not a group at a time", path));
 }
 
 std::string CudaNotBuiltReason() {
@@ -126,9 +126,9 @@ Status Loader::LoadToDevice(const std::string& path, const TensorTable&, DeviceL
 
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
-      {kEager, "eager"},       {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
-      {kDirectIO, "direct-io"}, {kThreads, "threads"},   {kSharedSegment, "shared-segment"},
-      {kStreams, "streams"},   {kDevice, "device"},        {kModel, "model"},
+      {kEager, "eager"},        {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
+      {kDirectIO, "direct-io"}, {kThreads, "threads"},    {kSharedSegment, "shared-segment"},
+      {kStreams, "streams"},    {kDevice, "device"},      {kModel, "model"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {
@@ -161,8 +161,8 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+    std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item == "all") {
       for (const StrategyInfo* info : Strategies()) specs.push_back({info->name, {}, info->name});
@@ -182,17 +182,17 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
       if (!CudaNotBuiltReason().empty() && spec.name.starts_with("cuda_")) {
         return Status::BadInput("--strategies: " + NotBuiltReason(spec.name));
       }
-      return Status::BadInput(fmt::format("--strategies: unknown strategy '{}' (known: {})",
-                                          spec.name, known));
+      return Status::BadInput(
+          fmt::format("--strategies: unknown strategy '{}' (known: {})", spec.name, known));
     }
     while (colon != std::string::npos) {
       size_t next = item.find(':', colon + 1);
-      std::string kv = item.substr(colon + 1, next == std::string::npos ? std::string::npos
-                                                                         : next - colon - 1);
+      std::string kv =
+          item.substr(colon + 1, next == std::string::npos ? std::string::npos : next - colon - 1);
       size_t eq = kv.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-        return Status::BadInput(fmt::format(
-            "--strategies: '{}': option '{}' is not key=value", item, kv));
+        return Status::BadInput(
+            fmt::format("--strategies: '{}': option '{}' is not key=value", item, kv));
       }
       spec.options[kv.substr(0, eq)] = kv.substr(eq + 1);
       colon = next;

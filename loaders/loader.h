@@ -4,9 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <climits>
 #include <functional>
 #include <map>
 #include <memory>
@@ -105,8 +105,7 @@ class Loader {
   // A strategy flagged kDevice implements this instead of Load: it brings every tensor into GPU
   // memory, packed in table order, and runs the device checksum over them there; the load is
   // complete when that checksum is back. Errors as for Load; kUnsupported without a device.
-  virtual Status LoadToDevice(const std::string& path, const TensorTable& table,
-                              DeviceLoad* out);
+  virtual Status LoadToDevice(const std::string& path, const TensorTable& table, DeviceLoad* out);
 
   // What this strategy observed that the common fields do not say (shm: its role; io_uring:
   // requeued short reads), as a JSON object for the run's `details` field. Called after Load,
@@ -126,16 +125,16 @@ class Loader {
 // Capability flags: what a strategy does, declared beside it, shown by `list` and read by the
 // runner and the analysis.
 enum StrategyFlag : uint32_t {
-  kEager = 1u << 0,         // every byte is in memory when Load returns (ready_s is the I/O)
-  kMapsFile = 1u << 1,      // views point into a mapping of the file (page cache pages)
-  kAllocates = 1u << 2,     // copies into buffers of its own; takes `buffer=`
-  kDirectIO = 1u << 3,      // can bypass the page cache with O_DIRECT
-  kThreads = 1u << 4,       // uses threads of its own
-  kSharedSegment = 1u << 5, // leaves a named shared-memory segment; the runner removes it
-  kStreams = 1u << 6,       // one layer at a time through LoadGroups; Load is not offered
-  kDevice = 1u << 7,        // into GPU memory through LoadToDevice, verified there
-  kModel = 1u << 8,         // loads a sharded model itself, across table.shards; any other
-                            // strategy is run once per shard (MakeModelLoader)
+  kEager = 1u << 0,          // every byte is in memory when Load returns (ready_s is the I/O)
+  kMapsFile = 1u << 1,       // views point into a mapping of the file (page cache pages)
+  kAllocates = 1u << 2,      // copies into buffers of its own; takes `buffer=`
+  kDirectIO = 1u << 3,       // can bypass the page cache with O_DIRECT
+  kThreads = 1u << 4,        // uses threads of its own
+  kSharedSegment = 1u << 5,  // leaves a named shared-memory segment; the runner removes it
+  kStreams = 1u << 6,        // one layer at a time through LoadGroups; Load is not offered
+  kDevice = 1u << 7,         // into GPU memory through LoadToDevice, verified there
+  kModel = 1u << 8,          // loads a sharded model itself, across table.shards; any other
+                             // strategy is run once per shard (MakeModelLoader)
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);

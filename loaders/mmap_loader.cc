@@ -77,11 +77,15 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
                "(options: llama.cpp's MAP_SHARED, FADV_SEQUENTIAL and prefetch)",
     .options =
         {
-            {"share", OptionSpec::Kind::kChoice, "private",
+            {"share",
+             OptionSpec::Kind::kChoice,
+             "private",
              "MAP_PRIVATE, or MAP_SHARED as llama.cpp maps (no writable views: no in-place "
              "transform)",
              {"private", "shared"}},
-            {"fadvise", OptionSpec::Kind::kChoice, "none",
+            {"fadvise",
+             OptionSpec::Kind::kChoice,
+             "none",
              "posix_fadvise on the file before mapping it (sequential: POSIX_FADV_SEQUENTIAL)",
              {"none", "sequential"}},
             {"populate", OptionSpec::Kind::kChoice, "off",

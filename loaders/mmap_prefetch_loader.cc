@@ -47,9 +47,8 @@ class MmapPrefetchLoader final : public Loader {
     const uint64_t start = std::min<uint64_t>(table.data_offset / page * page, size);
     started_ = Clock::now();
     try {
-      thread_ = std::jthread([this, start, page](std::stop_token stop) {
-        Prefetch(stop, start, page);
-      });
+      thread_ =
+          std::jthread([this, start, page](std::stop_token stop) { Prefetch(stop, start, page); });
     } catch (const std::system_error& e) {
       return Status::IOError(
           fmt::format("{}: cannot start the prefetch thread: {}", path, e.what()));
@@ -89,8 +88,7 @@ class MmapPrefetchLoader final : public Loader {
       if (rate_bytes_per_s_ > 0) {
         // An absolute schedule, so that a sleep that overshoots is made up by the pages after
         // it; and no sleep shorter than kMinSleep, since every wakeup may preempt the consumer.
-        const auto due =
-            started_ + std::chrono::duration_cast<Clock::duration>(per_page * touched);
+        const auto due = started_ + std::chrono::duration_cast<Clock::duration>(per_page * touched);
         if (due - Clock::now() >= kMinSleep) {
           wake_.wait_until(lock, stop, due, [] { return false; });
         }
@@ -117,8 +115,12 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "mmap_prefetch",
     .summary = "mmap plus a thread that reads one byte per page of the data area ahead of the "
                "consumer",
-    .options = {{"rate", OptionSpec::Kind::kInt, "0",
-                 "cap on the prefetch thread's pace in MB/s (10^6 bytes); 0 for none", {}, 0}},
+    .options = {{"rate",
+                 OptionSpec::Kind::kInt,
+                 "0",
+                 "cap on the prefetch thread's pace in MB/s (10^6 bytes); 0 for none",
+                 {},
+                 0}},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<MmapPrefetchLoader>(p);
     },

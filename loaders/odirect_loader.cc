@@ -33,20 +33,20 @@ class OdirectLoader final : public Loader {
     LB_RETURN_IF_ERROR(OpenReadOnly(path, O_DIRECT, &fd));
     const uint64_t align = DirectIoAlignment(fd.get());
     if (chunk_bytes_ % align != 0) {
-      return Status::BadInput(fmt::format(
-          "{}: odirect: chunk={} is not a multiple of the {}-byte O_DIRECT alignment", path,
-          chunk_bytes_, align));
+      return Status::BadInput(
+          fmt::format("{}: odirect: chunk={} is not a multiple of the {}-byte O_DIRECT alignment",
+                      path, chunk_bytes_, align));
     }
     const FileSpan span = TensorSpan(table, align);
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, span.size(), path, &region_));
     Status s = ReadSpan({.fd = fd.get(),
-                  .path = path,
-                  .span = span,
-                  .file_size = table.file_size,
-                  .dst = region_.data(),
-                  .threads = threads_,
-                  .chunk = chunk_bytes_,
-                  .slice_align = chunk_bytes_});
+                         .path = path,
+                         .span = span,
+                         .file_size = table.file_size,
+                         .dst = region_.data(),
+                         .threads = threads_,
+                         .chunk = chunk_bytes_,
+                         .slice_align = chunk_bytes_});
     LB_RETURN_IF_ERROR(s);
     ViewsIntoSpan(table, span, region_.data(), views);
     return Status::Ok();
@@ -66,8 +66,13 @@ class OdirectLoader final : public Loader {
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "odirect",
     .summary = "O_DIRECT preads of the aligned tensor span into one aligned buffer, no page cache",
-    .options = {{"threads", OptionSpec::Kind::kInt, "1",
-                 "reader threads, each with one contiguous slice", {}, 1, 1024},
+    .options = {{"threads",
+                 OptionSpec::Kind::kInt,
+                 "1",
+                 "reader threads, each with one contiguous slice",
+                 {},
+                 1,
+                 1024},
                 {"chunk", OptionSpec::Kind::kBytes, "1MiB",
                  "bytes per read; a multiple of the O_DIRECT alignment (4 KiB here)"},
                 BufferOption()},

@@ -41,8 +41,8 @@ struct Shard {
   uint64_t file_size = 0;
   size_t first = 0;  // its tensors: [first, first + count) of the table
   size_t count = 0;
-  UniqueFd fd;             // opened once, shared by every thread
-  FileSpan span;           // its tensors' bytes, widened to the alignment
+  UniqueFd fd;              // opened once, shared by every thread
+  FileSpan span;            // its tensors' bytes, widened to the alignment
   uint64_t dst_offset = 0;  // where span.begin lands in the region; a multiple of the alignment
 };
 
@@ -71,10 +71,10 @@ class PoolLoader final : public Loader {
       const uint64_t align = direct_ ? DirectIoAlignment(s.fd.get()) : kPage;
       if (direct_ && chunk_ % align != 0) {
         // Rounding would run a different benchmark from the one the results say was run.
-        return Status::BadInput(fmt::format(
-            "{}: pool: direct=on needs chunk to be a multiple of the {}-byte O_DIRECT "
-            "alignment, got {}",
-            s.path, align, chunk_));
+        return Status::BadInput(
+            fmt::format("{}: pool: direct=on needs chunk to be a multiple of the {}-byte O_DIRECT "
+                        "alignment, got {}",
+                        s.path, align, chunk_));
       }
       s.span = ShardSpan(table, s, align);
       s.dst_offset = RoundUp(total, align);
@@ -135,13 +135,12 @@ class PoolLoader final : public Loader {
   // whole aligned chunk returns short there.
   Status ReadChunk(const Chunk& c) const {
     const Shard& s = shards_[c.shard];
-    const uint64_t expected =
-        c.offset >= s.file_size ? 0 : std::min(c.len, s.file_size - c.offset);
+    const uint64_t expected = c.offset >= s.file_size ? 0 : std::min(c.len, s.file_size - c.offset);
     std::byte* dst = region_.data() + s.dst_offset + (c.offset - s.span.begin);
     uint64_t done = 0;
     while (done < expected) {
-      const ssize_t n = ::pread(s.fd.get(), dst + done, c.len - done,
-                                static_cast<off_t>(c.offset + done));
+      const ssize_t n =
+          ::pread(s.fd.get(), dst + done, c.len - done, static_cast<off_t>(c.offset + done));
       if (n < 0) {
         if (errno == EINTR) continue;
         return Status::FromErrno(fmt::format("{}: read of {} bytes at offset {}", s.path,
@@ -282,11 +281,15 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
                  "bytes per read (a multiple of 4096 with direct=on)"},
                 {"direct", OptionSpec::Kind::kChoice, "off",
                  "open every shard with O_DIRECT, bypassing the page cache", kOnOff},
-                {"order", OptionSpec::Kind::kChoice, "file",
+                {"order",
+                 OptionSpec::Kind::kChoice,
+                 "file",
                  "the queue: file (every chunk of shard 0, then shard 1, ...) or interleave "
                  "(chunk 0 of every shard, then chunk 1, ...)",
                  {"file", "interleave"}},
-                {"split", OptionSpec::Kind::kChoice, "chunks",
+                {"split",
+                 OptionSpec::Kind::kChoice,
+                 "chunks",
                  "chunks (any thread takes any chunk) or files (thread i reads whole shards i, "
                  "i+T, ...)",
                  {"chunks", "files"}},

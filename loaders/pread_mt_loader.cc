@@ -52,8 +52,13 @@ std::string Cores() { return std::to_string(std::max(1L, ::sysconf(_SC_NPROCESSO
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "pread_mt",
     .summary = "T threads, each preading one contiguous slice of the tensor data, into one buffer",
-    .options = {{"threads", OptionSpec::Kind::kInt, Cores(),
-                 "reader threads (default: the cores of this machine)", {}, 1, 1024},
+    .options = {{"threads",
+                 OptionSpec::Kind::kInt,
+                 Cores(),
+                 "reader threads (default: the cores of this machine)",
+                 {},
+                 1,
+                 1024},
                 {"chunk", OptionSpec::Kind::kBytes, "8MiB", "bytes per pread call"},
                 BufferOption()},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {

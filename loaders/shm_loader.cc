@@ -68,8 +68,8 @@ Status RemoveSegmentNamed(const std::string& path, const std::string& name,
   errno = 0;
   if (bip::shared_memory_object::remove(name.c_str())) {
     if (removed != nullptr) {
-      removed->push_back(fmt::format("shared-memory segment {}/{} (shm, of {})", kShmDir, name,
-                                     path));
+      removed->push_back(
+          fmt::format("shared-memory segment {}/{} (shm, of {})", kShmDir, name, path));
     }
   } else if (errno != ENOENT) {
     return Status::FromErrno(fmt::format("{}: removing shared-memory segment {}", path, name),
@@ -152,9 +152,9 @@ class ShmLoader final : public Loader {
       sh.id = IdentityOf(st);
       const uint64_t expected = table.sharded() ? table.shards[k].file_size : table.file_size;
       if (sh.id.size != expected) {
-        return Status::BadInput(fmt::format(
-            "{}: file changed size since it was validated ({} -> {})", sh.path, expected,
-            sh.id.size));
+        return Status::BadInput(
+            fmt::format("{}: file changed size since it was validated ({} -> {})", sh.path,
+                        expected, sh.id.size));
       }
       if (table.sharded()) sh.own = ShardTable(table, k);
       sh.table = table.sharded() ? &sh.own : &table;
@@ -265,8 +265,8 @@ class ShmLoader final : public Loader {
     const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (bytes > free_bytes) {
       return Status::Unsupported(fmt::format(
-          "{}: its shared-memory segment needs {} ({} bytes), {} has only {} ({} bytes) free",
-          path, FormatBytes(bytes), bytes, kShmDir, FormatBytes(free_bytes), free_bytes));
+          "{}: its shared-memory segment needs {} ({} bytes), {} has only {} ({} bytes) free", path,
+          FormatBytes(bytes), bytes, kShmDir, FormatBytes(free_bytes), free_bytes));
     }
     // create_only is O_EXCL: of two processes that both found no usable segment, one creates
     // it and the other fails here, instead of both writing into one segment.
@@ -275,13 +275,11 @@ class ShmLoader final : public Loader {
     shm.truncate(static_cast<bip::offset_t>(bytes));
     // tmpfs allocates a page when it is first written, and a store into a mapping of a full
     // tmpfs raises SIGBUS; reserving every page now turns that into ENOSPC here.
-    if (int err = ::posix_fallocate(shm.get_mapping_handle().handle, 0,
-                                    static_cast<off_t>(bytes));
+    if (int err = ::posix_fallocate(shm.get_mapping_handle().handle, 0, static_cast<off_t>(bytes));
         err != 0) {
-      return Status::FromErrno(
-          fmt::format("{}: reserving {} for shared-memory segment {}", path, FormatBytes(bytes),
-                      segment_),
-          err);
+      return Status::FromErrno(fmt::format("{}: reserving {} for shared-memory segment {}", path,
+                                           FormatBytes(bytes), segment_),
+                               err);
     }
     bip::mapped_region region(shm, bip::read_write);
     auto* base = static_cast<std::byte*>(region.get_address());
@@ -339,17 +337,17 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
       return std::make_unique<ShmLoader>(p);
     },
     .flags = kEager | kSharedSegment | kModel,
-    .unsupported_reason = [] {
-      struct statvfs vfs {};
-      if (::statvfs(kShmDir, &vfs) != 0) {
-        return fmt::format("{} is not there: POSIX shared memory needs a tmpfs mounted on it",
-                           kShmDir);
-      }
-      return std::string();
-    },
-    .cleanup = [](const std::string& path, std::vector<std::string>* removed) {
-      return RemoveShmSegment(path, removed);
-    },
+    .unsupported_reason =
+        [] {
+          struct statvfs vfs {};
+          if (::statvfs(kShmDir, &vfs) != 0) {
+            return fmt::format("{} is not there: POSIX shared memory needs a tmpfs mounted on it",
+                               kShmDir);
+          }
+          return std::string();
+        },
+    .cleanup = [](const std::string& path,
+                  std::vector<std::string>* removed) { return RemoveShmSegment(path, removed); },
 }));
 
 }  // namespace loadbench

@@ -39,9 +39,9 @@ Status MakeCachedFile(UniqueFd* fd, std::string* path) {
   const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
   const uint64_t need = kCachedFileBytes + kCachedFileBytes / 4;  // leave the disk some room
   if (avail < need) {
-    return Status::BadInput(fmt::format(
-        "{}: not enough free space for the {} scratch file: need {}, have {}", dir,
-        FormatBytes(kCachedFileBytes), FormatBytes(need), FormatBytes(avail)));
+    return Status::BadInput(
+        fmt::format("{}: not enough free space for the {} scratch file: need {}, have {}", dir,
+                    FormatBytes(kCachedFileBytes), FormatBytes(need), FormatBytes(avail)));
   }
   LB_RETURN_IF_ERROR(OpenScratchFile(fd, path));
   LB_RETURN_IF_ERROR(WriteCachedFile(fd->get(), *path, kCachedFileBytes));

@@ -105,7 +105,9 @@ void BM_FaultAnonThp(benchmark::State& state) {
   }
   if (huge_bytes == 0) {
     state.SkipWithError(fmt::format("THP not granted: AnonHugePages did not grow (enabled [{}], "
-                                    "defrag [{}])", enabled, ThpSetting("defrag")).c_str());
+                                    "defrag [{}])",
+                                    enabled, ThpSetting("defrag"))
+                            .c_str());
     return;
   }
   tally.Report(state);

@@ -36,7 +36,9 @@ void FirstTouchOf(benchmark::State& state, probe::FirstTouchBy how) {
   state.counters["first_faults"] = faults / n;
 }
 
-void BM_FirstTouchUserWrite(benchmark::State& s) { FirstTouchOf(s, probe::FirstTouchBy::kUserWrite); }
+void BM_FirstTouchUserWrite(benchmark::State& s) {
+  FirstTouchOf(s, probe::FirstTouchBy::kUserWrite);
+}
 void BM_FirstTouchMapPopulate(benchmark::State& s) {
   FirstTouchOf(s, probe::FirstTouchBy::kMapPopulate);
 }

@@ -91,13 +91,13 @@ Status WriteGgufWithVocab(int fd, const std::string& path, size_t tensor_count) 
   }
   FileLayout layout;
   std::vector<std::byte> head;
-  LB_RETURN_IF_ERROR(EncodeGgufHead(
-      SmallTensors(tensor_count),
-      {GgufString("general.architecture", "llama"), GgufString("tokenizer.ggml.model", "llama"),
-       GgufStringArray("tokenizer.ggml.tokens", tokens),
-       GgufArray("tokenizer.ggml.scores", 6, kVocab, scores),
-       GgufArray("tokenizer.ggml.token_type", 5, kVocab, types)},
-      kGgufDefaultAlignment, &layout, &head));
+  LB_RETURN_IF_ERROR(EncodeGgufHead(SmallTensors(tensor_count),
+                                    {GgufString("general.architecture", "llama"),
+                                     GgufString("tokenizer.ggml.model", "llama"),
+                                     GgufStringArray("tokenizer.ggml.tokens", tokens),
+                                     GgufArray("tokenizer.ggml.scores", 6, kVocab, scores),
+                                     GgufArray("tokenizer.ggml.token_type", 5, kVocab, types)},
+                                    kGgufDefaultAlignment, &layout, &head));
   return WriteFile(fd, path, layout, head);
 }
 
@@ -129,7 +129,8 @@ void BM_ParseHeader(benchmark::State& state, const Format& format) {
     s = ReadTensorTable(fd.get(), path, &table);
     if (!s.ok() || table.tensors.size() != tensor_count) {
       state.SkipWithError(s.ok() ? fmt::format("{}: parsed {} tensors, wrote {}", path,
-                                               table.tensors.size(), tensor_count).c_str()
+                                               table.tensors.size(), tensor_count)
+                                       .c_str()
                                  : s.message().c_str());
       break;
     }
@@ -144,8 +145,8 @@ void BM_ParseHeader(benchmark::State& state, const Format& format) {
 
 [[maybe_unused]] const bool kRegistered = [] {
   for (const Format& f : kFormats) {
-    benchmark::RegisterBenchmark(fmt::format("BM_ParseHeader/{}", f.name).c_str(),
-                                 BM_ParseHeader, f)
+    benchmark::RegisterBenchmark(fmt::format("BM_ParseHeader/{}", f.name).c_str(), BM_ParseHeader,
+                                 f)
         ->ArgName("tensors")
         ->Arg(10)
         ->Arg(100)

@@ -24,13 +24,14 @@ void Print(const CacheFlags& f, const ModelResidency& m, DropMethod drop, bool r
                              {"total_pages", r.total_pages},
                              {"method", ResidencyMethod()},
                              {"state_reached", reached},
-                             {"worst_shard_resident", m.Worst(f.action == "drop" ? "cold" : "warm")}};
+                             {"worst_shard_resident",
+                              m.Worst(f.action == "drop" ? "cold" : "warm")}};
     if (f.action == "drop") j["drop_method"] = DropMethodName(drop);
     fmt::print("{}\n", j.dump());
     return;
   }
-  fmt::print("{}: {:.2f}% resident ({} of {} pages, {}){}\n", f.file, frac * 100,
-             r.resident_pages, r.total_pages, ResidencyMethod(),
+  fmt::print("{}: {:.2f}% resident ({} of {} pages, {}){}\n", f.file, frac * 100, r.resident_pages,
+             r.total_pages, ResidencyMethod(),
              f.action == "drop" ? fmt::format(" after {}", DropMethodName(drop)) : "");
 }
 
@@ -64,9 +65,8 @@ int CacheCommand(const CacheFlags& f, const std::string& command_line) {
                                             : true;
   Print(f, r, drop, reached);
   if (!reached) {
-    fmt::print(stderr,
-               "loadbench {}: {}: {}{:.2f}% resident, the {} state was not reached\n",
-               cmd, f.file, model.sharded() ? "a shard still " : "still ", frac * 100,
+    fmt::print(stderr, "loadbench {}: {}: {}{:.2f}% resident, the {} state was not reached\n", cmd,
+               f.file, model.sharded() ? "a shard still " : "still ", frac * 100,
                f.action == "drop" ? "cold" : "warm");
     return 1;
   }

@@ -51,7 +51,7 @@ struct RunFlags {
   std::string counters = "default", memory_limit;
   int procs = 1;
   std::string pattern = "replicated";
-  std::map<std::string, std::string> use;  // --consume and the like, by option name
+  std::map<std::string, std::string> use;     // --consume and the like, by option name
   std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
   ProfileFlags profile;
 };

@@ -56,7 +56,8 @@ void PrintStrategy(const StrategyInfo& s) {
 void PrintCommonOptions() {
   if (const std::string why = CudaNotBuiltReason(); !why.empty()) {
     fmt::print("\ncuda_pageable, cuda_bounce, cuda_register, cuda_gds (into GPU memory)\n"
-               "  not built: {}\n", why);
+               "  not built: {}\n",
+               why);
   }
   fmt::print("\nevery strategy also takes these options, for what happens after the load "
              "(mmap:consume=forward:bind=copy):\n");
@@ -65,7 +66,8 @@ void PrintCommonOptions() {
   }
   fmt::print("and {}=TEXT (letters, digits, _ - .), which changes nothing in the load: two "
              "labels of one strategy are two groups of runs, an A/A comparison "
-             "(mmap_seq:label=a,mmap_seq:label=b)\n", kLabelOption);
+             "(mmap_seq:label=a,mmap_seq:label=b)\n",
+             kLabelOption);
 }
 
 }  // namespace

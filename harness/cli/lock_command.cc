@@ -62,8 +62,8 @@ int LockCommand(const LockFlags& f, const std::string& command_line) {
   if (command.empty()) return ReportError("lock", Status::BadInput("no command given"));
   InstallInterruptHandlers();  // passed on to the command, not taken by this process
   HeldLock machine;
-  if (Status s = BeginMeasurement("loadbench lock", ThisProcess(command_line, ""), !f.no_wait,
-                                  &machine);
+  if (Status s =
+          BeginMeasurement("loadbench lock", ThisProcess(command_line, ""), !f.no_wait, &machine);
       !s.ok()) {
     const int code = ReportError("lock", s);
     return Interrupted() ? 130 : code;

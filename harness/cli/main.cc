@@ -50,7 +50,8 @@ CLI::App* AddGen(CLI::App& app, GenFlags* f) {
       "--shards",
       [f](const int64_t& n) {
         if (n < 1) {
-          throw CLI::ValidationError("--shards", fmt::format("{}: a model has at least 1 shard", n));
+          throw CLI::ValidationError("--shards",
+                                     fmt::format("{}: a model has at least 1 shard", n));
         }
         f->gen.shards = static_cast<uint64_t>(n);
       },
@@ -109,8 +110,7 @@ void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
                           "or not permitted each record says why and the run goes on "
                           "(docs/profile.md)");
   cmd->add_option("--profile-hz", f->hz,
-                  fmt::format("With --profile: samples per second (default {})",
-                              kDefaultProfileHz))
+                  fmt::format("With --profile: samples per second (default {})", kDefaultProfileHz))
       ->check(CLI::Range(1, kMaxProfileHz));
 }
 
@@ -202,7 +202,8 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
                   "(rotated by one each round) or shuffled (seeded by --seed)")
       ->check(CLI::IsMember({"balanced", "interleaved", "shuffled"}))
       ->capture_default_str();
-  cmd->add_option("--seed", f->seed, "Seed of the balanced or shuffled order")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the balanced or shuffled order")
+      ->capture_default_str();
   cmd->add_flag("--ceiling", f->ceiling,
                 "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
                 "io_uring at depth 32, the device's speed at that moment");
@@ -281,8 +282,7 @@ CLI::App* AddProbe(CLI::App& app, ProbeOptions* f) {
                "in env.json");
   cmd->add_option("--dir", f->dir, "Where the scratch file goes (created if missing)")
       ->capture_default_str();
-  cmd->add_option("--size", f->size, "Scratch file size, e.g. 1GiB, 64MiB")
-      ->capture_default_str();
+  cmd->add_option("--size", f->size, "Scratch file size, e.g. 1GiB, 64MiB")->capture_default_str();
   cmd->add_option("--out", f->out_dir, "Results folder (default: results/probe-<UTC time>)");
   cmd->add_flag("--json", f->json, "Print the probe as JSON instead of the table");
   AddNoWait(cmd, &f->no_wait);

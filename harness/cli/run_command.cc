@@ -7,11 +7,11 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
-#include "loaders/format/part.h"
-#include "harness/run/executor.h"
 #include "harness/record/record.h"
+#include "harness/run/executor.h"
 #include "harness/system/counters.h"
 #include "loaders/base/units.h"
+#include "loaders/format/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench::cli {

@@ -21,15 +21,15 @@ int WorkerCommand(WorkerFlags& f) {
       used = 0;
     }
     if (used == 0 || used != f.expect_checksum.size()) {
-      return ReportError("worker", Status::BadInput(fmt::format(
-                                       "--expect-checksum: '{}' is not a hex number",
-                                       f.expect_checksum)));
+      return ReportError("worker",
+                         Status::BadInput(fmt::format("--expect-checksum: '{}' is not a hex number",
+                                                      f.expect_checksum)));
     }
   }
   if (std::sscanf(f.part.c_str(), "%d/%d", &f.req.part, &f.req.parts) != 2 || f.req.parts < 1 ||
       f.req.part < 0 || f.req.part >= f.req.parts) {
-    return ReportError("worker", Status::BadInput(fmt::format(
-                                     "--part: '{}' is not K/N with 0 <= K < N", f.part)));
+    return ReportError(
+        "worker", Status::BadInput(fmt::format("--part: '{}' is not K/N with 0 <= K < N", f.part)));
   }
   return WorkerMain(f.req, f.result_fd);
 }

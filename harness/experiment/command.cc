@@ -63,8 +63,10 @@ Status ParseExecFlag(const std::string& text, bool shell, ExecCommand* out) {
     char quote = 0;
     for (char ch : command) {
       if (quote != 0) {
-        if (ch == quote) quote = 0;
-        else word += ch;
+        if (ch == quote)
+          quote = 0;
+        else
+          word += ch;
       } else if (ch == '\'' || ch == '"') {
         quote = ch;
         in_word = true;

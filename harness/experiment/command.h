@@ -28,10 +28,10 @@ StrategySpec ExecSpec(const std::string& label);
 
 // What the placeholders stand for in one run.
 struct ExecPlaces {
-  std::string file;   // {file}: the model path as the run loads it (absolute)
-  std::string dir;    // {dir}: its folder
-  uint64_t bytes = 0; // {bytes}: the model's bytes, every shard
-  std::string peers;  // {peers}: the folder of the peers shipped with the suite
+  std::string file;    // {file}: the model path as the run loads it (absolute)
+  std::string dir;     // {dir}: its folder
+  uint64_t bytes = 0;  // {bytes}: the model's bytes, every shard
+  std::string peers;   // {peers}: the folder of the peers shipped with the suite
 };
 
 // The argv to execute: placeholders filled, a shell command as /bin/sh -c. Other braces are
@@ -48,6 +48,5 @@ std::string PeersDir();
 // argv[0] as execv needs it: a path as given, else the first executable of that name on PATH.
 // kUnsupported "command not found" (naming the package when known) otherwise.
 Status ResolveProgram(const ExecCommand& c, const std::string& argv0, std::string* path);
-
 
 }  // namespace loadbench

@@ -15,8 +15,8 @@ namespace loadbench {
 // The machine's ceilings an estimate of time is made from: a full probe's figures.
 struct Ceilings {
   double cold_gbps = 0, cold_direct_gbps = 0, warm_gbps = 0, memcpy_gbps = 0, write_gbps = 0;
-  double anon_fault_us = 0;       // per 4 KiB page of fresh memory
-  double file_page_us = 0;        // per mapped 4 KiB page of a cached file
+  double anon_fault_us = 0;  // per 4 KiB page of fresh memory
+  double file_page_us = 0;   // per mapped 4 KiB page of a cached file
 };
 
 // The ceilings in a probe object (as `loadbench probe --json` prints); nullopt when it lacks

@@ -14,9 +14,9 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "loaders/format/part.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
+#include "loaders/format/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {
@@ -117,7 +117,8 @@ class Reader {
     return Status::Ok();
   }
 
-  // The keys of what runs: name, timeout_s, profile, profile_hz, procs, pattern, memory_limit, cache,
+  // The keys of what runs: name, timeout_s, profile, profile_hz, procs, pattern, memory_limit,
+  // cache,
   // [[file]], [[strategy]].
   Status PlanKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
     *known = true;
@@ -197,8 +198,8 @@ class Reader {
       e->baseline = DefaultBaseline(specs);
     } else if (std::find(specs.begin(), specs.end(), e->baseline) == specs.end()) {
       return BadAt(path_, *baseline_where_,
-                   fmt::format("baseline '{}' is not one of the strategy points ({})",
-                               e->baseline, fmt::join(specs, ", ")));
+                   fmt::format("baseline '{}' is not one of the strategy points ({})", e->baseline,
+                               fmt::join(specs, ", ")));
     }
     if (auto_where_ != nullptr && !e->auto_reps) {
       return BadAt(path_, *auto_where_, "auto_* keys need reps = \"auto\"");
@@ -208,8 +209,9 @@ class Reader {
       return BadAt(path_, auto_where_ ? *auto_where_ : top.source(), s.message());
     }
     if (e->order == RoundOrder::kGrouped) {
-      return BadAt(path_, *order_where_, "reps = \"auto\" compares within rounds: order "
-                                         "must be interleaved or shuffled, not grouped");
+      return BadAt(path_, *order_where_,
+                   "reps = \"auto\" compares within rounds: order "
+                   "must be interleaved or shuffled, not grouped");
     }
     e->reps = e->autoreps.max_rounds;
     return Status::Ok();
@@ -258,8 +260,8 @@ class Reader {
     }
     *out = *n.value<int64_t>();
     if (*out < lo || *out > hi) {
-      return BadAt(path_, n.source(), fmt::format("{} = {} is out of range ({} to {})", what,
-                                                  *out, lo, hi));
+      return BadAt(path_, n.source(),
+                   fmt::format("{} = {} is out of range ({} to {})", what, *out, lo, hi));
     }
     return Status::Ok();
   }
@@ -339,26 +341,28 @@ class Reader {
     }
     if (!f.path.empty()) {
       if (!size.empty()) {
-        return BadAt(path_, t.source(), "[[file]] has both path (a file to use) and size (one "
-                                        "to generate)");
+        return BadAt(path_, t.source(),
+                     "[[file]] has both path (a file to use) and size (one "
+                     "to generate)");
       }
       out->push_back(std::move(f));
       return Status::Ok();
     }
     if (size.empty()) {
-      return BadAt(path_, t.source(), "[[file]] needs path (a file to use) or size (one to "
-                                      "generate)");
+      return BadAt(path_, t.source(),
+                   "[[file]] needs path (a file to use) or size (one to "
+                   "generate)");
     }
     f.generate = true;
     // Named by spec, so that every experiment asking for the same file finds it; a sharded
     // model's shards and index are named after it (shards.h).
-    f.gen.out_path = fmt::format(
-        "{}/{}-{}-{}-s{}{}{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size), f.gen.dtype,
-        f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
-        f.gen.endian == "big" ? "-be" : "",
-        f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "",
-        f.gen.shards ? fmt::format("-shards{}", f.gen.shards) : "",
-        f.gen.shard_size ? fmt::format("-shard{}", shard_size) : "", f.gen.format);
+    f.gen.out_path =
+        fmt::format("{}/{}-{}-{}-s{}{}{}{}{}{}.{}", data_, f.gen.preset, FormatSize(size),
+                    f.gen.dtype, f.gen.seed, f.gen.align ? fmt::format("-a{}", f.gen.align) : "",
+                    f.gen.endian == "big" ? "-be" : "",
+                    f.gen.misalign ? fmt::format("-mis{}", f.gen.misalign) : "",
+                    f.gen.shards ? fmt::format("-shards{}", f.gen.shards) : "",
+                    f.gen.shard_size ? fmt::format("-shard{}", shard_size) : "", f.gen.format);
     GenPlan plan;
     Status s = PlanGenerated(f.gen, &plan);
     if (!s.ok()) return BadAt(path_, t.source(), s.message());
@@ -417,7 +421,8 @@ class Reader {
       } else if (k != "name") {
         return BadAt(path_, node.source(),
                      fmt::format("exec: unknown key '{}' (exec takes label, command, shell and "
-                                 "package)", k));
+                                 "package)",
+                                 k));
       }
     }
     if (c.label.empty()) return BadAt(path_, t.source(), "exec: a label is required");

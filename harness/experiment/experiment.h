@@ -54,8 +54,8 @@
 //   shell = false                  # true: command is one string for /bin/sh -c
 //   package = "python3-numpy"      # named when the program is not found
 //
-// Rounds (harness/experiment/rounds.h): each repetition runs every file, cache state, procs count and
-// memory limit once, and in each of those conditions every strategy point (and the ceiling)
+// Rounds (harness/experiment/rounds.h): each repetition runs every file, cache state, procs count
+// and memory limit once, and in each of those conditions every strategy point (and the ceiling)
 // back to back, so that drift on a shared machine hits all alike: by default in the rows of a
 // Williams design (balanced: each follows every other equally often, so what a run leaves
 // behind does not always land on the same successor), or rotated by one per round
@@ -68,9 +68,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/gen/generator.h"
 #include "harness/experiment/command.h"
 #include "harness/experiment/rounds.h"
+#include "harness/gen/generator.h"
 #include "loaders/base/status.h"
 #include "loaders/loader.h"
 
@@ -80,18 +80,18 @@ inline constexpr int kDefaultProfileHz = 250;
 inline constexpr int kMaxProfileHz = 10000;
 
 struct ExperimentFile {
-  std::string path;      // the file to load; for a generated one ModelPath(gen): gen.out_path,
-                         // or a sharded model's index or first GGUF split
+  std::string path;  // the file to load; for a generated one ModelPath(gen): gen.out_path,
+                     // or a sharded model's index or first GGUF split
   bool generate = false;
-  GenOptions gen;        // when generate
+  GenOptions gen;           // when generate
   uint64_t file_bytes = 0;  // planned size of a generated file (a sharded model: of all its
                             // files, GenPlan::total_bytes); 0 for a given one
 };
 
 // One point of a strategy's grid.
 struct ExperimentStrategy {
-  StrategySpec spec;        // name and options as a run gets them; spec.text as on the CLI
-  std::string unsupported;  // why it cannot run (unknown strategy, bad option), else empty
+  StrategySpec spec;                // name and options as a run gets them; spec.text as on the CLI
+  std::string unsupported;          // why it cannot run (unknown strategy, bad option), else empty
   std::optional<ExecCommand> exec;  // an exec strategy's command (spec: "exec:label=LABEL")
 };
 
@@ -101,25 +101,25 @@ struct ExperimentRun {
   std::string cache;    // "cold" or "warm"
   int rep = 0;
   int procs = 1;
-  uint64_t memory_limit = 0;  // bytes; 0: none
-  int position = -1;          // place in its round; -1 in grouped order
+  uint64_t memory_limit = 0;           // bytes; 0: none
+  int position = -1;                   // place in its round; -1 in grouped order
   std::string pattern = "replicated";  // what each of the procs readers loads
 };
 
 struct Experiment {
-  std::string path;      // the experiment file; empty for one built from `run`'s flags
+  std::string path;  // the experiment file; empty for one built from `run`'s flags
   std::string name;
   std::string question;  // the file's opening "# Question:" comment, without the #s
-  int reps = 3;               // with auto_reps: the most rounds planned (auto.max_rounds)
+  int reps = 3;          // with auto_reps: the most rounds planned (auto.max_rounds)
   bool auto_reps = false;
   AutoReps autoreps;
-  std::string baseline;       // a strategy point's spec text
+  std::string baseline;  // a strategy point's spec text
   bool ceiling = false;
   std::vector<std::string> caches = {"cold", "warm"};
   RoundOrder order = RoundOrder::kBalanced;
-  uint64_t seed = 0;          // of the balanced or shuffled order
+  uint64_t seed = 0;  // of the balanced or shuffled order
   double timeout_s = 0;
-  bool profile = false;    // every worker's load sampled by perf (harness/profile/profile.h)
+  bool profile = false;  // every worker's load sampled by perf (harness/profile/profile.h)
   int profile_hz = kDefaultProfileHz;
   std::vector<int> procs = {1};
   bool procs_given = false;  // the file set procs (else MPI makes it the job's size)

@@ -1,8 +1,8 @@
 #include "harness/experiment/file.h"
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -26,7 +26,9 @@ std::string AbsolutePath(const std::string& path) {
 nlohmann::ordered_json ShardsJson(const TensorTable& t) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const ShardInfo& s : t.shards) {
-    out.push_back({{"path", s.path}, {"file_bytes", s.file_size}, {"tensor_count", s.tensor_count},
+    out.push_back({{"path", s.path},
+                   {"file_bytes", s.file_size},
+                   {"tensor_count", s.tensor_count},
                    {"tensor_bytes", s.tensor_bytes}});
   }
   return out;
@@ -48,8 +50,10 @@ Status PrepareFile(const std::string& path, const std::string& who, PreparedFile
     // A file that stores no checksum (safetensors and GGUF from other tools) is read once now
     // with plain preads; every run must then give the same checksum, so that all strategies
     // are checked against one reference and against each other.
-    fmt::print(stderr, "{}: {} stores no checksum; reading it once for the reference checksum "
-                       "({})\n", who, f.path, FormatBytes(f.table.tensor_bytes));
+    fmt::print(stderr,
+               "{}: {} stores no checksum; reading it once for the reference checksum "
+               "({})\n",
+               who, f.path, FormatBytes(f.table.tensor_bytes));
     const auto t0 = Clock::now();
     uint64_t sum = 0;
     LB_RETURN_IF_ERROR(ChecksumModel(f.table, &sum));

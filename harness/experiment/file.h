@@ -15,7 +15,7 @@
 namespace loadbench {
 
 struct PreparedFile {
-  std::string path;  // absolute
+  std::string path;   // absolute
   TensorTable table;  // expected_checksum always set once prepared
   std::string checksum_source;
   // The checksum of each reader's part under a read pattern (loaders/format/part.h), by

@@ -32,8 +32,8 @@ void PlanRuns(Experiment* e) {
             for (const std::string& pattern : PatternsFor(*e, procs)) {
               for (size_t f = 0; f < nf; ++f) {
                 for (size_t k = 0; k < members; ++k) {
-                  e->runs.push_back({f, order[k], cache, rep, procs, limit, static_cast<int>(k),
-                                     pattern});
+                  e->runs.push_back(
+                      {f, order[k], cache, rep, procs, limit, static_cast<int>(k), pattern});
                 }
               }
             }

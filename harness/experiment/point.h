@@ -20,13 +20,13 @@ StrategySpec CeilingRunSpec();
 
 struct RunPoint {
   StrategySpec spec;
-  std::string cache;  // "cold" or "warm"
-  int rep = 0;        // the round
-  int position = -1;  // place in its round from 0; -1: not run in rounds
-  int procs = 1;              // readers loading the model at the same time
+  std::string cache;                   // "cold" or "warm"
+  int rep = 0;                         // the round
+  int position = -1;                   // place in its round from 0; -1: not run in rounds
+  int procs = 1;                       // readers loading the model at the same time
   std::string pattern = "replicated";  // what each reader loads (loaders/format/part.h)
-  uint64_t memory_limit = 0;  // bytes; 0: no memory cgroup
-  std::string unsupported;    // a reason known before the run (unknown strategy, bad option)
+  uint64_t memory_limit = 0;           // bytes; 0: no memory cgroup
+  std::string unsupported;          // a reason known before the run (unknown strategy, bad option)
   std::optional<ExecCommand> exec;  // an exec strategy's command
 };
 

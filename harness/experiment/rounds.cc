@@ -22,8 +22,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // A generator of its own for (seed, stream): one round's draws do not depend on how many were
 // drawn before it.
 std::mt19937_64 Stream(uint64_t seed, uint32_t stream, uint32_t index) {
-  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), stream,
-                    index};
+  std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), stream, index};
   return std::mt19937_64(seq);
 }
 
@@ -60,7 +59,6 @@ std::vector<size_t> BalancedOrder(size_t n, int round, uint64_t seed) {
   return out;
 }
 
-
 }  // namespace
 
 Status ParseRoundOrder(const std::string& text, RoundOrder* out) {
@@ -81,10 +79,14 @@ Status ParseRoundOrder(const std::string& text, RoundOrder* out) {
 
 const char* RoundOrderName(RoundOrder order) {
   switch (order) {
-    case RoundOrder::kBalanced: return "balanced";
-    case RoundOrder::kInterleaved: return "interleaved";
-    case RoundOrder::kShuffled: return "shuffled";
-    case RoundOrder::kGrouped: return "grouped";
+    case RoundOrder::kBalanced:
+      return "balanced";
+    case RoundOrder::kInterleaved:
+      return "interleaved";
+    case RoundOrder::kShuffled:
+      return "shuffled";
+    case RoundOrder::kGrouped:
+      return "grouped";
   }
   return "?";
 }
@@ -109,7 +111,9 @@ std::vector<size_t> MembersInOrder(size_t n, int round, RoundOrder order, uint64
 }
 
 Json AutoReps::ToJson() const {
-  return {{"target", target}, {"min_rounds", min_rounds}, {"max_rounds", max_rounds},
+  return {{"target", target},
+          {"min_rounds", min_rounds},
+          {"max_rounds", max_rounds},
           {"budget_s", budget_s}};
 }
 
@@ -145,19 +149,20 @@ Status ParseDuration(const std::string& text, const char* what, double* seconds)
 Status CheckAutoReps(const AutoReps& a) {
   if (!(a.target > 0 && a.target < 1)) {
     return Status::BadInput(fmt::format("auto target {} must be above 0 and below 1 (0.1 is "
-                                        "±10%)", a.target));
+                                        "±10%)",
+                                        a.target));
   }
   if (a.min_rounds < 1 || a.max_rounds < a.min_rounds || a.max_rounds > 10000) {
-    return Status::BadInput(fmt::format(
-        "auto rounds: min {} and max {} must satisfy 1 <= min <= max <= 10000", a.min_rounds,
-        a.max_rounds));
+    return Status::BadInput(
+        fmt::format("auto rounds: min {} and max {} must satisfy 1 <= min <= max <= 10000",
+                    a.min_rounds, a.max_rounds));
   }
   if (!(a.budget_s >= 0)) return Status::BadInput("auto budget must not be negative");
   return Status::Ok();
 }
 
-std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done,
-                       double elapsed_s, double round_s) {
+std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done, double elapsed_s,
+                       double round_s) {
   if (rounds_done >= a.min_rounds && v.met) return "target met";
   if (rounds_done >= a.max_rounds) return "max rounds";
   if (a.budget_s > 0 && elapsed_s + round_s > a.budget_s) return "budget";
@@ -174,14 +179,20 @@ Json AdaptiveJson(const AutoReps& a, const RoundsVerdict& v, double elapsed_s,
   auto finite = [](double x) { return std::isfinite(x) ? Json(x) : Json(nullptr); };
   j["comparisons"] = Json::array();
   for (const Comparison& c : v.comparisons) {
-    j["comparisons"].push_back({{"file", c.file}, {"cache", c.cache}, {"procs", c.procs},
+    j["comparisons"].push_back({{"file", c.file},
+                                {"cache", c.cache},
+                                {"procs", c.procs},
                                 {"memory_limit_bytes", c.memory_limit_bytes},
                                 {"pattern", c.pattern},
-                                {"strategy_spec", c.spec}, {"baseline", c.baseline},
-                                {"n", c.n}, {"ratio", finite(c.ratio)},
+                                {"strategy_spec", c.spec},
+                                {"baseline", c.baseline},
+                                {"n", c.n},
+                                {"ratio", finite(c.ratio)},
                                 {"low", c.high < kInf ? finite(c.low) : Json(nullptr)},
-                                {"high", finite(c.high)}, {"half_width", finite(c.half_width)},
-                                {"met", c.met}, {"significant", c.significant}});
+                                {"high", finite(c.high)},
+                                {"half_width", finite(c.half_width)},
+                                {"met", c.met},
+                                {"significant", c.significant}});
   }
   return j;
 }

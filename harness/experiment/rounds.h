@@ -60,8 +60,8 @@ Status CheckAutoReps(const AutoReps& a);
 // met", "max rounds", "budget", or "" to go on. The target is only looked at from min_rounds
 // on. `round_s` is the time the last round took: a round that would end past the budget is not
 // started.
-std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done,
-                       double elapsed_s, double round_s);
+std::string StopReason(const AutoReps& a, const RoundsVerdict& v, int rounds_done, double elapsed_s,
+                       double round_s);
 
 // adaptive.json: the settings, the rounds, the verdict and why it stopped ("running" while
 // it has not).

@@ -121,7 +121,7 @@ bool JsonU64(const nlohmann::ordered_json& j, const char* key, uint64_t* out) {
 // ---- the data area as segments ----
 
 constexpr uint64_t kChunkBytes = 8ull << 20;
-constexpr size_t kMaxSlots = 32;           // at most 256 MiB of chunk buffers
+constexpr size_t kMaxSlots = 32;  // at most 256 MiB of chunk buffers
 constexpr uint64_t kSpaceMargin = 64ull << 20;
 constexpr uint64_t kWriteBehindChunks = 4;  // chunks of dirty data allowed before waiting
 
@@ -199,9 +199,8 @@ struct XxhFree {
 class DataWriter {
  public:
   DataWriter(const FileLayout& layout, const std::vector<WlfTensorSpec>& tensors,
-             size_t first_tensor, uint64_t seed, std::endian order, int fd,
-             const std::string& path, int threads, Progress* progress, uint64_t progress_base,
-             XXH3_state_t* model_state)
+             size_t first_tensor, uint64_t seed, std::endian order, int fd, const std::string& path,
+             int threads, Progress* progress, uint64_t progress_base, XXH3_state_t* model_state)
       : l_(layout),
         tensors_(tensors),
         first_tensor_(first_tensor),
@@ -214,10 +213,11 @@ class DataWriter {
         model_state_(model_state) {
     const uint64_t data_len = l_.data_end - l_.data_offset;
     nchunks_ = (data_len + kChunkBytes - 1) / kChunkBytes;
-    chunk_alloc_ = static_cast<size_t>(std::min<uint64_t>(kChunkBytes, (data_len + 4095) / 4096 * 4096));
+    chunk_alloc_ =
+        static_cast<size_t>(std::min<uint64_t>(kChunkBytes, (data_len + 4095) / 4096 * 4096));
     const uint64_t want_slots = 2 * static_cast<uint64_t>(threads) + 2;
-    nslots_ = static_cast<size_t>(std::max<uint64_t>(
-        1, std::min<uint64_t>({want_slots, kMaxSlots, nchunks_})));
+    nslots_ = static_cast<size_t>(
+        std::max<uint64_t>(1, std::min<uint64_t>({want_slots, kMaxSlots, nchunks_})));
     nthreads_ = static_cast<int>(std::max<uint64_t>(
         1, std::min<uint64_t>({static_cast<uint64_t>(threads), nchunks_, nslots_})));
   }
@@ -234,8 +234,8 @@ class DataWriter {
       return Status::IOError("xxh3: cannot create hash state");
     }
     const size_t pool_bytes = nslots_ * chunk_alloc_;
-    void* mem = ::mmap(nullptr, pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+    void* mem =
+        ::mmap(nullptr, pool_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) return Status::FromErrno("allocating chunk buffers", errno);
     Mapping pool(mem, pool_bytes);
     ::madvise(mem, pool_bytes, MADV_HUGEPAGE);  // advice only: fewer first-touch faults
@@ -433,8 +433,10 @@ GgufKv GgufU16(const std::string& key, uint16_t v) {
 }
 GgufKv GgufI32(const std::string& key, int32_t v) {
   const auto u = static_cast<uint32_t>(v);
-  return {key, 5, {std::byte(u & 0xFF), std::byte((u >> 8) & 0xFF), std::byte((u >> 16) & 0xFF),
-                   std::byte(u >> 24)}};
+  return {key,
+          5,
+          {std::byte(u & 0xFF), std::byte((u >> 8) & 0xFF), std::byte((u >> 16) & 0xFF),
+           std::byte(u >> 24)}};
 }
 
 // The key of a GGUF split's first file holding the model's checksum (each split's own is
@@ -447,10 +449,10 @@ constexpr const char* kGgufModelChecksumKey = "loadbench.model_xxh3_64";
 std::vector<GgufKv> SplitKvs(const std::string& format, const GenPlan& plan, size_t k,
                              uint64_t model_checksum) {
   if (format != "gguf" || plan.shards.empty()) return {};
-  std::vector<GgufKv> kvs = {
-      GgufU16("split.no", static_cast<uint16_t>(k)),
-      GgufU16("split.count", static_cast<uint16_t>(plan.shards.size())),
-      GgufI32("split.tensors.count", static_cast<int32_t>(plan.model.tensors.size()))};
+  std::vector<GgufKv> kvs = {GgufU16("split.no", static_cast<uint16_t>(k)),
+                             GgufU16("split.count", static_cast<uint16_t>(plan.shards.size())),
+                             GgufI32("split.tensors.count",
+                                     static_cast<int32_t>(plan.model.tensors.size()))};
   if (k == 0) {
     kvs.push_back(GgufString(kGgufModelChecksumKey, fmt::format("{:016x}", model_checksum)));
   }
@@ -480,9 +482,9 @@ Status EncodeHead(const std::string& format, const GenPlan& plan,
   const std::string sum = fmt::format("{:016x}", checksum);
   const std::string spec = fmt::format("{:016x}", plan.spec_id);
   if (format == "safetensors") {
-    return EncodeSafetensorsHead(
-        tensors, {{kSafetensorsChecksumKey, sum}, {kSafetensorsGenSpecKey, spec}}, layout, head,
-        plan.misalign);
+    return EncodeSafetensorsHead(tensors,
+                                 {{kSafetensorsChecksumKey, sum}, {kSafetensorsGenSpecKey, spec}},
+                                 layout, head, plan.misalign);
   }
   std::vector<GgufKv> kvs = {GgufString("general.architecture", plan.model.preset),
                              GgufString("general.name", plan.model.description),
@@ -498,8 +500,8 @@ Status PlanShards(const GenOptions& opts, GenPlan* p) {
   std::vector<GenShard> shards;
   if (opts.shards != 0) {
     if (opts.shards > kMaxShards) {
-      return Status::BadInput(fmt::format("shards {}: at most {} are supported", opts.shards,
-                                          kMaxShards));
+      return Status::BadInput(
+          fmt::format("shards {}: at most {} are supported", opts.shards, kMaxShards));
     }
     LB_RETURN_IF_ERROR(SplitByCount(sizes, opts.shards, &shards));
   } else {
@@ -663,8 +665,8 @@ Status Reserve(const TempFile& tmp, uint64_t file_size) {
   if (file_size > 0) {
     int err = ::fallocate(tmp.fd(), 0, 0, static_cast<off_t>(file_size));
     if (err != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
-      return Status::FromErrno(
-          fmt::format("{}: reserving {}", tmp.path(), FormatBytes(file_size)), errno);
+      return Status::FromErrno(fmt::format("{}: reserving {}", tmp.path(), FormatBytes(file_size)),
+                               errno);
     }
   }
   return Status::Ok();
@@ -679,8 +681,8 @@ Status WriteData(const GenOptions& opts, const GenPlan& plan, const FileLayout& 
                  XXH3_state_t* model_state, uint64_t* checksum) {
   int threads = opts.threads;
   if (threads == 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  DataWriter writer(layout, tensors, first_tensor, opts.seed, plan.byte_order, tmp.fd(),
-                    tmp.path(), threads, progress, progress_base, model_state);
+  DataWriter writer(layout, tensors, first_tensor, opts.seed, plan.byte_order, tmp.fd(), tmp.path(),
+                    threads, progress, progress_base, model_state);
   return writer.Run(checksum);
 }
 
@@ -693,8 +695,8 @@ Status WriteHead(const std::string& format, const GenPlan& plan,
   FileLayout again;
   LB_RETURN_IF_ERROR(EncodeHead(format, plan, tensors, checksum, extra, &again, &head));
   if (head.size() != layout.data_offset || again.data_offset != layout.data_offset) {
-    return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}",
-                                      head.size(), layout.data_offset));
+    return Status::Failed(fmt::format("encoded head is {} bytes, layout expects {}", head.size(),
+                                      layout.data_offset));
   }
   LB_RETURN_IF_ERROR(PwriteExact(tmp.fd(), tmp.path(), head.data(), head.size(), 0));
   if (format == "wlf") {
@@ -750,8 +752,8 @@ Status WriteShards(const GenOptions& opts, const GenPlan& plan, Progress* progre
     LB_RETURN_IF_ERROR(Reserve(tmp, s.layout.file_size));
     const std::vector<WlfTensorSpec> tensors = ShardTensors(plan, s);
     uint64_t sum = 0;
-    LB_RETURN_IF_ERROR(WriteData(opts, plan, s.layout, tensors, s.first_tensor, tmp, progress,
-                                 done, model_state.get(), &sum));
+    LB_RETURN_IF_ERROR(WriteData(opts, plan, s.layout, tensors, s.first_tensor, tmp, progress, done,
+                                 model_state.get(), &sum));
     if (Interrupted()) return Status::Failed("interrupted");
     done += s.layout.file_size;
     if (k == 0) {
@@ -777,8 +779,8 @@ Status WriteIndex(const GenPlan& plan, uint64_t model_sum, std::unique_ptr<TempF
   const std::string text = ShardIndexText(
       ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, model_sum, plan.spec_id));
   if (text.size() != plan.index_bytes) {
-    return Status::Failed(fmt::format("the index is {} bytes, the plan expects {}", text.size(),
-                                      plan.index_bytes));
+    return Status::Failed(
+        fmt::format("the index is {} bytes, the plan expects {}", text.size(), plan.index_bytes));
   }
   *out = std::make_unique<TempFile>(fmt::format("{}.tmp.{}", plan.index_path, ::getpid()));
   LB_RETURN_IF_ERROR((*out)->Open());
@@ -886,15 +888,14 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
   if (opts.format == "wlf") {
     if (p.align == 0) p.align = 4096;
     if (!IsPowerOfTwo(p.align) || p.align < kWlfMinTensorAlign) {
-      return Status::BadInput(fmt::format(
-          "WLF alignment {} must be a power of two of at least {}", p.align,
-          kWlfMinTensorAlign));
+      return Status::BadInput(fmt::format("WLF alignment {} must be a power of two of at least {}",
+                                          p.align, kWlfMinTensorAlign));
     }
   } else if (opts.format == "gguf") {
     if (p.align == 0) p.align = kGgufDefaultAlignment;
     if (!IsPowerOfTwo(p.align) || p.align > (1ull << 31)) {
-      return Status::BadInput(fmt::format(
-          "GGUF alignment {} must be a power of two of at most 2^31", p.align));
+      return Status::BadInput(
+          fmt::format("GGUF alignment {} must be a power of two of at most 2^31", p.align));
     }
   } else if (p.align != 0) {
     return Status::BadInput(
@@ -902,14 +903,13 @@ Status PlanGenerated(const GenOptions& opts, GenPlan* out) {
         "header); leave out --align");
   }
   if (opts.endian != "little" && opts.endian != "big") {
-    return Status::BadInput(
-        fmt::format("unknown endian '{}' (use little or big)", opts.endian));
+    return Status::BadInput(fmt::format("unknown endian '{}' (use little or big)", opts.endian));
   }
   if (opts.endian == "big" && opts.format != "wlf") {
-    return Status::BadInput(fmt::format(
-        "endian big is for WLF only ({}); use format wlf",
-        opts.format == "safetensors" ? "safetensors is little-endian by definition"
-                                     : "loadbench reads little-endian GGUF only"));
+    return Status::BadInput(fmt::format("endian big is for WLF only ({}); use format wlf",
+                                        opts.format == "safetensors"
+                                            ? "safetensors is little-endian by definition"
+                                            : "loadbench reads little-endian GGUF only"));
   }
   p.byte_order = opts.endian == "big" ? std::endian::big : std::endian::little;
   if (opts.misalign > 63) {
@@ -975,9 +975,8 @@ Status Generate(const GenOptions& opts, GenResult* result) {
     *result = std::move(r);
     return Status::Ok();
   }
-  LB_RETURN_IF_ERROR(
-      MakeRoom(exists ? std::vector<std::string>{out} : std::vector<std::string>{}, dir,
-               old_bytes, layout.file_size));
+  LB_RETURN_IF_ERROR(MakeRoom(exists ? std::vector<std::string>{out} : std::vector<std::string>{},
+                              dir, old_bytes, layout.file_size));
 
   const auto start = std::chrono::steady_clock::now();
   TempFile tmp(fmt::format("{}.tmp.{}", out, ::getpid()));
@@ -985,8 +984,8 @@ Status Generate(const GenOptions& opts, GenResult* result) {
   LB_RETURN_IF_ERROR(Reserve(tmp, layout.file_size));
   uint64_t checksum = 0;
   Progress progress(opts.progress, layout.file_size);
-  LB_RETURN_IF_ERROR(WriteData(opts, plan, layout, plan.model.tensors, 0, tmp, &progress, 0,
-                               nullptr, &checksum));
+  LB_RETURN_IF_ERROR(
+      WriteData(opts, plan, layout, plan.model.tensors, 0, tmp, &progress, 0, nullptr, &checksum));
   if (Interrupted()) return Status::Failed("interrupted");
   progress.Update(layout.file_size, true);
   LB_RETURN_IF_ERROR(WriteHead(opts.format, plan, plan.model.tensors, layout, checksum, {}, tmp));

@@ -64,13 +64,13 @@ struct GenPlan {
   uint64_t align = 0;
   std::endian byte_order = std::endian::little;
   uint64_t misalign = 0;
-  uint64_t spec_id = 0;  // a sharded model's holds its sharding; every shard stores it
-  FileLayout layout;     // of the model as one file (its tensor sizes are the shards' too)
+  uint64_t spec_id = 0;          // a sharded model's holds its sharding; every shard stores it
+  FileLayout layout;             // of the model as one file (its tensor sizes are the shards' too)
   std::vector<GenShard> shards;  // empty: one file at out_path
   std::string index_path;        // sharded safetensors and WLF: out_path.index.json
   uint64_t index_bytes = 0;
-  std::string model_path;        // ModelPath
-  uint64_t total_bytes = 0;      // of every file written: the file, or the shards and index
+  std::string model_path;    // ModelPath
+  uint64_t total_bytes = 0;  // of every file written: the file, or the shards and index
 };
 
 // Checks the options and plans the file; writes nothing. kBadInput names the bad option.

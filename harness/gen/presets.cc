@@ -282,8 +282,7 @@ Status PlanPreset(const std::string& preset, uint64_t target_bytes, WlfDType dty
   }
   dtype_name = dtype == WlfDType::kBF16 ? "bf16" : "f16";
   if (preset != "llama" && preset != "moe") {
-    return Status::BadInput(
-        fmt::format("unknown preset '{}' (presets: llama, moe)", preset));
+    return Status::BadInput(fmt::format("unknown preset '{}' (presets: llama, moe)", preset));
   }
   if (target_bytes > kMaxTarget) {
     return Status::BadInput(fmt::format("size {} is above the largest supported size ({})",
@@ -302,9 +301,9 @@ Status PlanPreset(const std::string& preset, uint64_t target_bytes, WlfDType dty
                                           FormatBytes(*MoeElements(smallest) * kElemSize)));
     }
     PlanMoe(s, dtype, &plan.tensors);
-    plan.description = fmt::format(
-        "moe ({} shape) hidden={} expert_ffn={} experts={} layers={} vocab={} dtype={}", s.label,
-        s.hidden, s.expert_ffn, s.experts, s.layers, s.vocab, dtype_name);
+    plan.description =
+        fmt::format("moe ({} shape) hidden={} expert_ffn={} experts={} layers={} vocab={} dtype={}",
+                    s.label, s.hidden, s.expert_ffn, s.experts, s.layers, s.vocab, dtype_name);
   } else {
     std::vector<Cost> costs;
     std::vector<uint64_t> canon_layers, base_vocab;

@@ -23,7 +23,6 @@ std::vector<std::string> PresetNames();
 // Plans the tensors of `preset` with element type `dtype` (bf16 or f16) so that their total
 // size is as close to `target_bytes` as the shapes allow without exceeding it.
 // kBadInput for an unknown preset or dtype, or a size below the preset's smallest model.
-Status PlanPreset(const std::string& preset, uint64_t target_bytes, WlfDType dtype,
-                  ModelPlan* out);
+Status PlanPreset(const std::string& preset, uint64_t target_bytes, WlfDType dtype, ModelPlan* out);
 
 }  // namespace loadbench

@@ -31,9 +31,9 @@ namespace loadbench {
 namespace {
 
 using Clock = WatchClock;
-constexpr int kReportFd = 3;          // LOADBENCH_FD in the command
-constexpr size_t kTailBytes = 4096;   // of stderr, kept
-constexpr int kTailLines = 8;         // of those, put in the record
+constexpr int kReportFd = 3;         // LOADBENCH_FD in the command
+constexpr size_t kTailBytes = 4096;  // of stderr, kept
+constexpr int kTailLines = 8;        // of those, put in the record
 
 double Since(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double>(t1 - t0).count();
@@ -189,10 +189,10 @@ Status Running::Start() {
 
 bool Running::Done(Clock::time_point polled) {
   siginfo_t info{};
-  const bool exited =
-      pidfd_.valid() ? pid_ready_
-                     : ::waitid(P_PID, static_cast<id_t>(pid_), &info,
-                                WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+  const bool exited = pidfd_.valid() ? pid_ready_
+                                     : ::waitid(P_PID, static_cast<id_t>(pid_), &info,
+                                                WEXITED | WNOHANG | WNOWAIT) == 0 &&
+                                           info.si_pid == pid_;
   if (exited) o_.wall_s = Since(exec_, polled);
   return exited;
 }
@@ -280,7 +280,7 @@ class Command final : public Launcher {
     std::vector<ReaderOutcome> out(1);
     HostState h = host.prepare();
     if (h.ok) {
-      const ExecRequest er = {req.program, req.argv,   req.file_paths, h.cgroup_procs,
+      const ExecRequest er = {req.program,  req.argv,      req.file_paths, h.cgroup_procs,
                               h.cgroup_dir, req.timeout_s, req.sample_s};
       const ExecOutcome o = RunCommand(er, interrupted);
       if (*interrupted) return out;

@@ -25,13 +25,13 @@ namespace loadbench {
 std::unique_ptr<Launcher> CommandLauncher();
 
 struct ExecRequest {
-  std::string program;            // resolved argv[0]
-  std::vector<std::string> argv;  // filled
+  std::string program;                  // resolved argv[0]
+  std::vector<std::string> argv;        // filled
   std::vector<std::string> file_paths;  // the model's files, for the timeline
-  std::string cgroup_procs;  // the cgroup's procs file; "" for none
-  std::string cgroup_dir;    // its folder, to find and kill what is left; "" for none
-  double timeout_s = 0;      // 0: none
-  double sample_s = 0;       // 0: no timeline
+  std::string cgroup_procs;             // the cgroup's procs file; "" for none
+  std::string cgroup_dir;               // its folder, to find and kill what is left; "" for none
+  double timeout_s = 0;                 // 0: none
+  double sample_s = 0;                  // 0: no timeline
 };
 
 // What the command said on LOADBENCH_FD.
@@ -46,18 +46,18 @@ Status ParseExecReport(const std::string& text, ExecReport* out);
 
 struct ExecOutcome {
   bool started = false;  // the command was executed
-  std::string error;  // why the run failed (not started, killed, timed out, exit status)
-  int signal = 0;     // the signal that killed the command, when one did
+  std::string error;     // why the run failed (not started, killed, timed out, exit status)
+  int signal = 0;        // the signal that killed the command, when one did
   std::optional<int> exit_status;
   bool timed_out = false;
-  double wall_s = 0;     // exec to the first process's exit
-  double process_s = 0;  // fork to reaped
-  double exec_mono_s = 0;  // CLOCK_MONOTONIC at exec, where the timeline starts
-  rusage usage{};        // the command and the descendants it waited for
+  double wall_s = 0;                   // exec to the first process's exit
+  double process_s = 0;                // fork to reaped
+  double exec_mono_s = 0;              // CLOCK_MONOTONIC at exec, where the timeline starts
+  rusage usage{};                      // the command and the descendants it waited for
   std::optional<uint64_t> read_bytes;  // the same processes' storage reads
-  std::string report_text;  // what it wrote on LOADBENCH_FD
-  std::string stderr_tail;  // the last lines it wrote on stderr
-  int left_behind = 0;      // processes alive when the first exited, then killed
+  std::string report_text;             // what it wrote on LOADBENCH_FD
+  std::string stderr_tail;             // the last lines it wrote on stderr
+  int left_behind = 0;                 // processes alive when the first exited, then killed
   std::vector<TimelineSample> timeline;
 };
 
@@ -75,7 +75,7 @@ struct ExecMeasured {
 // The exec run's part of its record from the outcome: status and error (the LOADBENCH_FD lines
 // read, a checksum judged against `expected`), wall_s, ready_s, bytes read, peak RSS, and the
 // `exec` object. The process's CPU time and faults are the completion's, as for every reader.
-void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
-                    const ExecMeasured& how, RunRecord* r);
+void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected, const ExecMeasured& how,
+                    RunRecord* r);
 
 }  // namespace loadbench

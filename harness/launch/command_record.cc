@@ -28,7 +28,6 @@ bool ParseHex64(const std::string& text, uint64_t* out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-
 // What the record says about how memory, CPU, faults and bytes read were measured.
 std::string MeasuredText(const ExecMeasured& how) {
   const std::string tree =
@@ -36,7 +35,8 @@ std::string MeasuredText(const ExecMeasured& how) {
       "and its /proc/PID/io once exited); peak_rss_bytes: the largest of those processes";
   if (!how.cgroup.empty()) {
     return fmt::format("{}; memory.cgroup_peak_bytes: every process it started ({} memory "
-                       "group, page cache it caused included)", tree, how.cgroup);
+                       "group, page cache it caused included)",
+                       tree, how.cgroup);
   }
   return fmt::format("{}; no whole-tree memory figure: {}", tree, how.no_cgroup);
 }
@@ -53,8 +53,9 @@ void JudgeChecksum(const ExecReport& rep, std::optional<uint64_t> expected, RunR
   r->checksum_ok = *rep.checksum == *expected;
   if (!*r->checksum_ok && r->status == "ok") {
     r->status = "failed";
-    r->error = fmt::format("checksum mismatch: the command reports {:016x}, the model gives {:016x}",
-                           *rep.checksum, *expected);
+    r->error =
+        fmt::format("checksum mismatch: the command reports {:016x}, the model gives {:016x}",
+                    *rep.checksum, *expected);
   }
 }
 
@@ -67,7 +68,8 @@ std::string Implausible(const ExecReport& rep, double wall_s) {
   const std::optional<double> last = rep.done_s ? rep.done_s : rep.ready_s;
   if (last && *last > wall_s) {
     return fmt::format("the command says {} s, more than its whole run ({:.6f} s): its own "
-                       "times must be of this run, in seconds", *last, wall_s);
+                       "times must be of this run, in seconds",
+                       *last, wall_s);
   }
   return "";
 }
@@ -88,8 +90,8 @@ nlohmann::ordered_json ExecJson(const ExecOutcome& o, const ExecReport& rep,
 
 }  // namespace
 
-void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
-                    const ExecMeasured& how, RunRecord* r) {
+void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected, const ExecMeasured& how,
+                    RunRecord* r) {
   ExecReport rep;
   const Status protocol = ParseExecReport(o.report_text, &rep);
   r->status = "ok";
@@ -104,8 +106,9 @@ void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
     r->error = o.error;
     if (!o.stderr_tail.empty()) {
       const size_t nl = o.stderr_tail.rfind('\n');
-      r->error = fmt::format("{}: {}", o.error,
-                             nl == std::string::npos ? o.stderr_tail : o.stderr_tail.substr(nl + 1));
+      r->error =
+          fmt::format("{}: {}", o.error,
+                      nl == std::string::npos ? o.stderr_tail : o.stderr_tail.substr(nl + 1));
     }
   } else if (!protocol.ok()) {
     r->status = "failed";

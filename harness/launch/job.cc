@@ -16,8 +16,8 @@
 namespace loadbench {
 
 bool LaunchedByMpi() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
-                          "MPI_LOCALNRANKS"}) {
+  for (const char* var :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS"}) {
     if (std::getenv(var) != nullptr) return true;
   }
   return false;
@@ -147,8 +147,8 @@ std::vector<std::string> Job::Gather(const std::string& mine) const {
   MPI_Igather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &r);
   Wait(&r);
   if (rank_ != 0) {
-    MPI_Igatherv(mine.data(), n, MPI_CHAR, nullptr, nullptr, nullptr, MPI_CHAR, 0,
-                 MPI_COMM_WORLD, &r);
+    MPI_Igatherv(mine.data(), n, MPI_CHAR, nullptr, nullptr, nullptr, MPI_CHAR, 0, MPI_COMM_WORLD,
+                 &r);
     Wait(&r);
     return {};
   }

@@ -30,11 +30,11 @@ namespace loadbench {
 
 // A run's readers as a launcher starts them.
 struct LaunchRequest {
-  std::string exe;    // the loadbench binary the workers run
-  std::string file;   // the model as the readers open it
-  std::vector<std::string> file_paths;  // its files, for the timeline
-  std::string strategy, cache;          // the spec text; "cold" or "warm"
-  std::string counters = "none";        // libpfm4 events, comma-separated
+  std::string exe;                       // the loadbench binary the workers run
+  std::string file;                      // the model as the readers open it
+  std::vector<std::string> file_paths;   // its files, for the timeline
+  std::string strategy, cache;           // the spec text; "cold" or "warm"
+  std::string counters = "none";         // libpfm4 events, comma-separated
   std::string expect_checksum = "none";  // hex, for a file that stores no checksum
   // Readers of parts (harness/../loaders/format/part.h): reader k loads part k of
   // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.

@@ -49,10 +49,13 @@ void Get(const RankJson& j, const char* key, std::optional<T>* v) {
 // A reader's outcome as its rank sends it: what its worker sent (or why it sent nothing), how
 // it ended, its process's usage.
 RankJson OutcomeJson(const ReaderOutcome& o) {
-  return {{"record", WireJson(o.record)}, {"error", o.error}, {"signal", o.signal},
+  return {{"record", WireJson(o.record)},
+          {"error", o.error},
+          {"signal", o.signal},
           {"process_s", o.process_s},
-          {"usage", {o.usage.ru_utime.tv_sec, o.usage.ru_utime.tv_usec, o.usage.ru_stime.tv_sec,
-                     o.usage.ru_stime.tv_usec, o.usage.ru_majflt, o.usage.ru_minflt}}};
+          {"usage",
+           {o.usage.ru_utime.tv_sec, o.usage.ru_utime.tv_usec, o.usage.ru_stime.tv_sec,
+            o.usage.ru_stime.tv_usec, o.usage.ru_majflt, o.usage.ru_minflt}}};
 }
 
 ReaderOutcome OutcomeOf(const RankJson& j, int k) {
@@ -151,9 +154,9 @@ std::string RankDifference(int k, const std::string& host, const RankJson& check
     if (got.value("bytes", uint64_t{0}) != want.value("bytes", uint64_t{0}) ||
         got.value("checksum", "") != want.value("checksum", "")) {
       return fmt::format("{} sees a different model at {}: {} bytes, checksum {}; rank 0 sees "
-                         "{} bytes, checksum {}", where, path, got.value("bytes", uint64_t{0}),
-                         got.value("checksum", "?"), want.value("bytes", uint64_t{0}),
-                         want.value("checksum", "?"));
+                         "{} bytes, checksum {}",
+                         where, path, got.value("bytes", uint64_t{0}), got.value("checksum", "?"),
+                         want.value("bytes", uint64_t{0}), want.value("checksum", "?"));
     }
   }
   return "";
@@ -167,7 +170,8 @@ RankJson ParseRankJson(const std::string& text) {
 RankJson CheckMessage(const std::vector<PreparedFile>& files) {
   RankJson m = {{"type", "check"}, {"version", kVersion}, {"files", RankJson::array()}};
   for (const PreparedFile& f : files) {
-    m["files"].push_back({{"path", f.path}, {"bytes", f.table.file_size},
+    m["files"].push_back({{"path", f.path},
+                          {"bytes", f.table.file_size},
                           {"checksum", Hex(*f.table.expected_checksum)}});
   }
   return m;
@@ -185,9 +189,9 @@ std::string CheckRanks(const Job& job, const RankJson& check, const std::string&
 }
 
 RankJson HostStateJson(const HostState& h) {
-  RankJson j = {{"ok", h.ok}, {"unsupported", h.unsupported}, {"error", h.error},
-                {"resident_before", h.resident_before}, {"worst", h.worst},
-                {"pages", h.pages_before}};
+  RankJson j = {{"ok", h.ok},       {"unsupported", h.unsupported},
+                {"error", h.error}, {"resident_before", h.resident_before},
+                {"worst", h.worst}, {"pages", h.pages_before}};
   Put(j, "drop_method", h.drop_method);
   Put(j, "cached", h.cached_before);
   Put(j, "oom_before", h.oom_before);
@@ -234,7 +238,8 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
     host.after(&start);
     after = HostStateJson(start);
   }
-  const RankJson outcome = {{"host", job.host()}, {"interrupted", stopped || Interrupted()},
+  const RankJson outcome = {{"host", job.host()},
+                            {"interrupted", stopped || Interrupted()},
                             {"after", after},
                             {"outcome", reader ? OutcomeJson(mine) : RankJson()}};
   *interrupted = stopped || Interrupted();
@@ -248,11 +253,16 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
 }
 
 RankJson RunMessage(const LaunchRequest& req) {
-  return {{"type", "run"},         {"path", req.file},
-          {"strategy", req.strategy}, {"cache", req.cache},
-          {"pattern", req.pattern},   {"readers", req.readers},
-          {"expect", req.expect_checksum}, {"parts", req.part_checksums},
-          {"timeout_s", req.timeout_s}, {"counters", req.counters}};
+  return {{"type", "run"},
+          {"path", req.file},
+          {"strategy", req.strategy},
+          {"cache", req.cache},
+          {"pattern", req.pattern},
+          {"readers", req.readers},
+          {"expect", req.expect_checksum},
+          {"parts", req.part_checksums},
+          {"timeout_s", req.timeout_s},
+          {"counters", req.counters}};
 }
 
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe) {

@@ -12,13 +12,13 @@
 
 #include <fmt/format.h>
 
-#include "loaders/format/part.h"
 #include "harness/profile/profile.h"
 #include "harness/system/counters.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"
 #include "loaders/format/model.h"
+#include "loaders/format/part.h"
 #include "loaders/loader.h"
 #include "loaders/use/pipeline.h"
 #include "loaders/use/use.h"
@@ -135,10 +135,10 @@ void Judge(const WorkerRequest& req, const TensorTable& table,
     r->status = "ok";
     return;
   }
-  r->error = fmt::format("checksum mismatch: loaded bytes give {:016x}, {} {:016x}", checksum,
-                         table.expected_checksum ? "file stores"
-                                                 : "the reference read of the file gives",
-                         *expected);
+  r->error =
+      fmt::format("checksum mismatch: loaded bytes give {:016x}, {} {:016x}", checksum,
+                  table.expected_checksum ? "file stores" : "the reference read of the file gives",
+                  *expected);
 }
 
 // The CPU time and faults of the timed region alone: a worker's whole-process figures (wait4)

@@ -13,7 +13,7 @@ namespace loadbench {
 
 struct WorkerRequest {
   std::string file;
-  std::string strategy;  // with options: "fread:chunk=4MiB"
+  std::string strategy;               // with options: "fread:chunk=4MiB"
   std::vector<std::string> counters;  // libpfm4 event names, counted over the timed region
   // When >= 0: once the load is complete the worker writes "loaded\n" to its result fd and
   // waits for a byte (or EOF) on this fd before it measures its memory; after writing its

@@ -27,7 +27,7 @@ struct Child {
   UniqueFd result;  // the read end of the worker's result pipe
   UniqueFd hold;    // the write end of its hold pipe (several workers only)
   std::string data;
-  bool open = true;  // result pipe not at EOF yet
+  bool open = true;                       // result pipe not at EOF yet
   bool loaded = false, measured = false;  // the worker's hold stages (several workers only)
   std::unique_ptr<TimelineSampler> sampler;
   std::unique_ptr<Profiler> profiler;
@@ -46,14 +46,30 @@ WorkerArgs ArgsOf(const LaunchRequest& req, int part) {
 }
 
 // The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's).
-std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& args,
-                                    bool hold, bool profiled) {
-  return {req.exe,        "worker",        "--file",           req.file,
-          "--strategy",   req.strategy,    "--result-fd",      "3",
-          "--counters",   req.counters,    "--hold-fd",        hold ? "4" : "-1",
-          "--expect-checksum", args.checksum, "--pattern",     req.pattern,
-          "--part",       args.part,       "--profile-ctl-fd", profiled ? "5" : "-1",
-          "--profile-ack-fd", profiled ? "6" : "-1"};
+std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& args, bool hold,
+                                    bool profiled) {
+  return {req.exe,
+          "worker",
+          "--file",
+          req.file,
+          "--strategy",
+          req.strategy,
+          "--result-fd",
+          "3",
+          "--counters",
+          req.counters,
+          "--hold-fd",
+          hold ? "4" : "-1",
+          "--expect-checksum",
+          args.checksum,
+          "--pattern",
+          req.pattern,
+          "--part",
+          args.part,
+          "--profile-ctl-fd",
+          profiled ? "5" : "-1",
+          "--profile-ack-fd",
+          profiled ? "6" : "-1"};
 }
 
 // Perf's pipes for a worker about to be forked; without them the worker runs unprofiled and
@@ -71,8 +87,7 @@ void OpenProfiler(const LaunchRequest& req, Child* c) {
 void Attach(const LaunchRequest& req, Child* c) {
   if (c->profiler) {
     c->profile_data = fmt::format("{}/worker-{}.perf.data", req.profile_dir, c->pid);
-    if (Status s = c->profiler->Start(req.perf, c->pid, req.profile_hz, c->profile_data);
-        !s.ok()) {
+    if (Status s = c->profiler->Start(req.perf, c->pid, req.profile_hz, c->profile_data); !s.ok()) {
       c->profile_error = s.message();
       c->profiler.reset();
     }
@@ -81,8 +96,8 @@ void Attach(const LaunchRequest& req, Child* c) {
 }
 
 // Forks and execs one `loadbench worker`, and its profiler.
-Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs,
-                  const WorkerArgs& args, Child* c) {
+Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, const WorkerArgs& args,
+                  Child* c) {
   int result[2], hold[2] = {-1, -1};
   if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   c->result.reset(result[0]);
@@ -117,9 +132,11 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs,
 // The workers of one run while they run.
 class Group final : public Watched {
  public:
-  Group(const LaunchRequest& req, const std::string& cgroup_procs,
-        std::vector<ReaderOutcome>* out)
-      : req_(req), cgroup_procs_(cgroup_procs), out_(*out), children_(out->size()),
+  Group(const LaunchRequest& req, const std::string& cgroup_procs, std::vector<ReaderOutcome>* out)
+      : req_(req),
+        cgroup_procs_(cgroup_procs),
+        out_(*out),
+        children_(out->size()),
         released_(req.readers == 1) {}
 
   void StartAll(int first_part) {
@@ -190,8 +207,8 @@ void Group::ReadFrom(Child& c) {
     return;
   }
   c.data.append(buf, static_cast<size_t>(n));
-  for (auto [stage, flag] : {std::pair<std::string_view, bool*>{"loaded\n", &c.loaded},
-                             {"measured\n", &c.measured}}) {
+  for (auto [stage, flag] :
+       {std::pair<std::string_view, bool*>{"loaded\n", &c.loaded}, {"measured\n", &c.measured}}) {
     if (!*flag && c.data.starts_with(stage)) {
       *flag = true;
       c.data.erase(0, stage.size());

@@ -34,8 +34,8 @@ std::optional<double> Settle(const std::string& path) {
 }  // namespace
 
 Status MeasureCeiling(RunRecord r, Reporter& out, const PreparedFile& file, bool* interrupted) {
-  r.params = {{"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes},
-              {"direct", "on"}};
+  r.params = {
+      {"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes}, {"direct", "on"}};
   // A sharded model's ceiling is its first shard's: the device's speed, read the same way.
   const std::string& path = file.table.shards.at(0).path;
   const uint64_t bytes = file.table.shards[0].file_size / probe::kBlockBytes * probe::kBlockBytes;

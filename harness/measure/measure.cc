@@ -155,8 +155,8 @@ Status WriteTimeline(const std::string& out_dir, const ReaderOutcome& o, RunReco
 // profiles/RUN_ID.folded from a reader's perf data, and the record's profile figures; or the
 // record's profile null with why. Only a full disk stops the command (kNotWritten); nothing
 // here changes the run's status.
-Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled,
-                    const ReaderOutcome& o, RunRecord* r) {
+Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled, const ReaderOutcome& o,
+                    RunRecord* r) {
   if (s.profile_hz <= 0) return Status::Ok();
   r->profile = nlohmann::ordered_json();
   std::string why = !unprofiled.empty() ? unprofiled : s.profile_unavailable;
@@ -175,10 +175,12 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled,
     r->profile_error = why;
     return Status::Ok();
   }
-  r->profile = nlohmann::ordered_json{
-      {"folded", rel}, {"event", "cpu-clock"}, {"hz", s.profile_hz},
-      {"samples", folded.samples}, {"stacks", folded.stacks.size()},
-      {"on_cpu_s", static_cast<double>(folded.period_ns) / 1e9}};
+  r->profile = nlohmann::ordered_json{{"folded", rel},
+                                      {"event", "cpu-clock"},
+                                      {"hz", s.profile_hz},
+                                      {"samples", folded.samples},
+                                      {"stacks", folded.stacks.size()},
+                                      {"on_cpu_s", static_cast<double>(folded.period_ns) / 1e9}};
   return Status::Ok();
 }
 
@@ -187,8 +189,8 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled,
 Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p,
                          const Resolved& res, Launcher& launcher, const LaunchRequest& req,
                          std::vector<RunRecord>* batch, bool* interrupted) {
-  Host host({&file.table, file.path, p.cache, res.info, p.memory_limit,
-             launcher.measuring_cgroup()});
+  Host host(
+      {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
   std::vector<ReaderOutcome> outcomes = launcher.Launch(req, host.Steps(), interrupted);
   host.CleanUp("loadbench");
   if (*interrupted) {

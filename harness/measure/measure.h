@@ -39,7 +39,6 @@ Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& f
                   const RunPoint& p, bool* interrupted);
 
 // The ceiling run of `base` (measure/ceiling.cc).
-Status MeasureCeiling(RunRecord base, Reporter& out, const PreparedFile& file,
-                      bool* interrupted);
+Status MeasureCeiling(RunRecord base, Reporter& out, const PreparedFile& file, bool* interrupted);
 
 }  // namespace loadbench

@@ -72,8 +72,8 @@ Status Populate(FirstTouchBy how, int fd, size_t len, unsigned char** out, Rep* 
   const int populate = how == FirstTouchBy::kMapPopulate ? MAP_POPULATE : 0;
   const long f0 = MinorFaults();
   auto t0 = Clock::now();
-  void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate,
-                   -1, 0);
+  void* m =
+      ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | populate, -1, 0);
   if (m == MAP_FAILED) return Status::FromErrno("mmap of fresh anonymous memory", errno);
   *out = static_cast<unsigned char*>(m);
   if (how != FirstTouchBy::kMapPopulate) {
@@ -130,11 +130,16 @@ Json Record(FirstTouchBy how, uint64_t bytes, int reps) {
 
 const char* FirstTouchName(FirstTouchBy how) {
   switch (how) {
-    case FirstTouchBy::kUserWrite: return "user write faults";
-    case FirstTouchBy::kMapPopulate: return "mmap(MAP_POPULATE)";
-    case FirstTouchBy::kPopulateWrite: return "madvise(MADV_POPULATE_WRITE)";
-    case FirstTouchBy::kRead: return "read(2) from the page cache into it";
-    case FirstTouchBy::kDirectRead: return "O_DIRECT read(2) into it";
+    case FirstTouchBy::kUserWrite:
+      return "user write faults";
+    case FirstTouchBy::kMapPopulate:
+      return "mmap(MAP_POPULATE)";
+    case FirstTouchBy::kPopulateWrite:
+      return "madvise(MADV_POPULATE_WRITE)";
+    case FirstTouchBy::kRead:
+      return "read(2) from the page cache into it";
+    case FirstTouchBy::kDirectRead:
+      return "O_DIRECT read(2) into it";
   }
   return "?";
 }

@@ -7,12 +7,12 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <ctime>
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -166,9 +166,9 @@ std::string Result(const CeilingSpec& c, const Json& m) {
                       m["us_per_page"].get<double>(), m["pages_per_fault"].get<double>());
   } else if (m.contains("first_faults")) {
     how = fmt::format("populate {:.2f} s/GiB, then first {:.2f}, second {:.3f}; {} faults in the "
-                      "first pass", m["populate_s_per_gib"].get<double>(),
-                      m["first_s_per_gib"].get<double>(), m["second_s_per_gib"].get<double>(),
-                      Text(m["first_faults"]));
+                      "first pass",
+                      m["populate_s_per_gib"].get<double>(), m["first_s_per_gib"].get<double>(),
+                      m["second_s_per_gib"].get<double>(), Text(m["first_faults"]));
   } else if (m.contains("faults")) {
     how = fmt::format("{} faults counted", Text(m["faults"]));
   }
@@ -300,8 +300,7 @@ std::string ProbeCachePath() {
   return base + "/loadbench/probe.json";
 }
 
-std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path,
-                                                  std::string* why) {
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, std::string* why) {
   const std::string path = ProbeCachePath();
   if (path.empty()) {
     *why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
@@ -412,8 +411,7 @@ std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
       {"file_minor_fault", fmt::format("minor faults mapping the cached {}", sz),
        [=] { return probe::FileMinorFault(scratch, size, kFaultReps); }},
       FirstTouchStep("first_touch_user_write", probe::FirstTouchBy::kUserWrite, scratch, size),
-      FirstTouchStep("first_touch_map_populate", probe::FirstTouchBy::kMapPopulate, scratch,
-                     size),
+      FirstTouchStep("first_touch_map_populate", probe::FirstTouchBy::kMapPopulate, scratch, size),
       FirstTouchStep("first_touch_populate_write", probe::FirstTouchBy::kPopulateWrite, scratch,
                      size),
       FirstTouchStep("first_touch_read", probe::FirstTouchBy::kRead, scratch, size),

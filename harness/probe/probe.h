@@ -66,8 +66,7 @@ std::string ProbeCachePath();
 // The probe cached at ProbeCachePath() when it is from this boot, with "source", "age_s" and
 // "same_device" (whether `file_path` lives on the device it measured) added; else nullopt and
 // *why says why (missing, corrupt, another boot).
-std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path,
-                                                  std::string* why);
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, std::string* why);
 
 // The probe to store as env["probe"] of a run on `file_path`. When ProbeCachePath() holds a
 // probe from this boot (boot_id), that one, plus "source" (the cache path), "age_s" and

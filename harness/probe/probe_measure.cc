@@ -387,13 +387,15 @@ Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
   const uint64_t align = DirectIoAlignment(fd.get());
   j["direct_align_bytes"] = align;
   if (align > PageBytes() || kBlockBytes % align != 0) {
-    return Unmeasured(j, fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
-                               "1 MiB requests are page-aligned",
-                               align));
+    return Unmeasured(j,
+                      fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
+                                  "1 MiB requests are page-aligned",
+                                  align));
   }
   // Faulted in before any timing: the figure is the device's, not first-touch faults'.
   Mapping buf;
-  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok()) return Unmeasured(j, s.message());
+  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok())
+    return Unmeasured(j, s.message());
   std::memset(buf.mutable_data(), 0, buf.size());
   IoRing ring;
   if (const int ret = ring.Init(kQueueDepth); ret < 0) return Unmeasured(j, RingSetupFailure(-ret));
@@ -520,14 +522,14 @@ Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
   j["us_per_page"] = t.seconds / static_cast<double>(pages) * 1e6;
   j["pages_per_fault"] = per_fault;
   j["major_faults"] = t.major;
-  j["note"] = per_fault >= 2
-                  ? fmt::format(
-                        "one fault mapped {:.0f} pages on average: the page cache holds the file "
+  j["note"] =
+      per_fault >= 2
+          ? fmt::format("one fault mapped {:.0f} pages on average: the page cache holds the file "
                         "in large folios and a read fault maps a whole folio plus the "
                         "fault-around window, so faults are far fewer than pages and "
                         "us_per_page, not us_per_fault, prices a mapped byte",
                         per_fault)
-                  : std::string("about one fault per page: no large folios or fault-around here");
+          : std::string("about one fault per page: no large folios or fault-around here");
   return j;
 }
 
@@ -569,7 +571,8 @@ Json ThpFault(uint64_t bytes, int reps) {
   j["thp_enabled"] = enabled;
   j["thp_defrag"] = defrag;
   if (enabled.empty()) return Unmeasured(j, fmt::format("{}enabled cannot be read", kThpDir));
-  if (enabled == "never") return Unmeasured(j, fmt::format("THP is off: {}enabled is [never]", kThpDir));
+  if (enabled == "never")
+    return Unmeasured(j, fmt::format("THP is off: {}enabled is [never]", kThpDir));
   const uint64_t huge =
       std::strtoull(FirstWord(std::string(kThpDir) + "hpage_pmd_size").c_str(), nullptr, 10);
   if (huge == 0 || huge % PageBytes() != 0) {
@@ -599,9 +602,10 @@ Json ThpFault(uint64_t bytes, int reps) {
   RecordReps(done, &j);
   const Touched t = MedianRep(done);
   if (t.huge_bytes == 0) {
-    return Unmeasured(j, fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
-                               "[{}], defrag [{}])",
-                               enabled, defrag));
+    return Unmeasured(j,
+                      fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
+                                  "[{}], defrag [{}])",
+                                  enabled, defrag));
   }
   j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
   j["faults"] = t.minor;

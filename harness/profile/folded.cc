@@ -60,8 +60,8 @@ Status AddSample(std::string_view header, const std::vector<std::string>& frames
   uint64_t period = 0;
   if (last == std::string_view::npos ||
       std::sscanf(std::string(header.substr(last + 1)).c_str(), "%lu", &period) != 1) {
-    return Status::BadInput(fmt::format("perf script: a sample header without a period: '{}'",
-                                        header));
+    return Status::BadInput(
+        fmt::format("perf script: a sample header without a period: '{}'", header));
   }
   std::string stack(Trim(header.substr(0, last)));
   for (char& c : stack) c = c == ';' || c == ' ' ? '_' : c;
@@ -104,8 +104,8 @@ Status FoldPerfScript(std::istream& in, FoldedProfile* out) {
 Status FoldPerfData(const std::string& perf, const std::string& data_path, FoldedProfile* out) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  const char* argv[] = {"perf", "script", "-i", data_path.c_str(), "-F",
-                        "comm,period,ip,sym,dso", nullptr};
+  const char* argv[] = {"perf", "script", "-i", data_path.c_str(), "-F", "comm,period,ip,sym,dso",
+                        nullptr};
   ChildSetup setup;
   setup.parent = ::getpid();
   setup.own_group = true;

@@ -61,9 +61,24 @@ Status Profiler::Start(const std::string& perf, pid_t pid, int hz, const std::st
   // -D -1: attached disabled, until the worker enables it. -N -B: no build-id cache in ~/.debug
   // (a thousand runs would fill it) and no build-id scan at exit; the profile is read on the
   // machine that took it.
-  const char* argv[] = {"perf", "record", "-e", "cpu-clock", "-F", hz_text.c_str(), "-g",
-                        "-D", "-1", "--control", "fd:3,4", "-N", "-B", "-p", pid_text.c_str(),
-                        "-o", data_path.c_str(), nullptr};
+  const char* argv[] = {"perf",
+                        "record",
+                        "-e",
+                        "cpu-clock",
+                        "-F",
+                        hz_text.c_str(),
+                        "-g",
+                        "-D",
+                        "-1",
+                        "--control",
+                        "fd:3,4",
+                        "-N",
+                        "-B",
+                        "-p",
+                        pid_text.c_str(),
+                        "-o",
+                        data_path.c_str(),
+                        nullptr};
   UniqueFd log(::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!log.valid()) return Status::FromErrno(log_path_, errno);
   const int fds[2] = {ctl_rd_.get(), ack_wr_.get()};
@@ -109,8 +124,7 @@ Status Profiler::Finish(double timeout_s) {
   if (got > 0 && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 127 && why.empty()) {
     why = "perf could not be started";
   }
-  return Status::Failed(fmt::format("perf record failed: {}",
-                                    why.empty() ? "no message" : why));
+  return Status::Failed(fmt::format("perf record failed: {}", why.empty() ? "no message" : why));
 }
 
 void Profiler::Kill() {

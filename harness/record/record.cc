@@ -243,8 +243,8 @@ std::vector<std::string> RecordKeys() {
 
 void CopyIdentity(const RunRecord& from, RunRecord* to) {
   static const std::set<std::string_view> kReaders = {
-      "proc", "host", "rank", "ranks", "cache_by_rank", "ended_at", "status", "error",
-      "checksum_ok", "checksum", "verify", "drop_method", "oom_killed"};
+      "proc",  "host",        "rank",     "ranks",  "cache_by_rank", "ended_at",  "status",
+      "error", "checksum_ok", "checksum", "verify", "drop_method",   "oom_killed"};
   Json runner = Json::object();
   VisitIdentity(from, [&](const char* key, const auto& field, Key) {
     runner[key] = ToJson(field, /*all=*/true);

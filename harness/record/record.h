@@ -28,8 +28,8 @@ struct MemoryFigures {
   std::optional<uint64_t> private_clean_bytes, private_dirty_bytes;
   std::optional<int64_t> file_cache_growth_bytes;  // the file's own pages (runner)
   std::optional<int64_t> page_cache_growth_bytes;  // Cached in /proc/meminfo (runner)
-  std::optional<uint64_t> cgroup_peak_bytes;        // under a memory limit only (runner)
-  std::optional<uint64_t> cgroup_oom_kills;         // under a memory limit only (runner)
+  std::optional<uint64_t> cgroup_peak_bytes;       // under a memory limit only (runner)
+  std::optional<uint64_t> cgroup_oom_kills;        // under a memory limit only (runner)
 };
 
 struct RunRecord {
@@ -38,38 +38,38 @@ struct RunRecord {
   // What the run is.
   std::string run_id;  // <UTC start>-<sequence>, unique within the results folder
   std::string experiment;
-  std::string strategy;       // the name, or "ceiling"
-  std::string strategy_spec;  // as written: "fread:chunk=4MiB"
+  std::string strategy;          // the name, or "ceiling"
+  std::string strategy_spec;     // as written: "fread:chunk=4MiB"
   Json params = Json::object();  // every option resolved
   Json use;                      // the use options resolved; null when not resolved
   std::optional<std::string> label;
   std::vector<std::string> command;  // exec runs: the argv as run
-  std::string file;  // absolute
+  std::string file;                  // absolute
   std::string format;
-  uint64_t file_bytes = 0;                     // a sharded model: every shard's
-  std::optional<uint64_t> shards;              // only for a model of several files
-  std::string cache;  // "cold" or "warm"
+  uint64_t file_bytes = 0;         // a sharded model: every shard's
+  std::optional<uint64_t> shards;  // only for a model of several files
+  std::string cache;               // "cold" or "warm"
   int rep = 0;
-  std::optional<int> position;               // in its round; absent in grouped order
-  std::optional<std::string> after;          // the spec of the run made just before
-  std::optional<int> procs;                  // only when more than one worker loads at once
-  std::optional<int> proc;                   // which of those workers
-  std::optional<std::string> pattern;        // with procs: what each loads (loaders/format/part.h)
+  std::optional<int> position;         // in its round; absent in grouped order
+  std::optional<std::string> after;    // the spec of the run made just before
+  std::optional<int> procs;            // only when more than one worker loads at once
+  std::optional<int> proc;             // which of those workers
+  std::optional<std::string> pattern;  // with procs: what each loads (loaders/format/part.h)
   // Under MPI only (harness/launch/job.h): the host the worker ran on, the rank that ran it, the
   // job's size, and the host's first rank, which made and checked the cache state.
   std::optional<std::string> host;
   std::optional<int> rank, ranks;
   std::optional<int> cache_by_rank;  // the rank that made and checked its host's cache state
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
-  std::string started_at;                    // UTC, before the cache state is made
-  std::string ended_at;                      // UTC, once the workers are reaped
+  std::string started_at;                      // UTC, before the cache state is made
+  std::string ended_at;                        // UTC, once the workers are reaped
 
   // How it ended.
   std::string status = "failed";  // ok, failed, unsupported, invalid
   std::optional<std::string> error;
   std::optional<bool> checksum_ok;
-  std::optional<std::string> checksum;  // hex xxh3-64 of the loaded bytes
-  std::optional<std::string> verify;    // how the bytes were checked
+  std::optional<std::string> checksum;     // hex xxh3-64 of the loaded bytes
+  std::optional<std::string> verify;       // how the bytes were checked
   std::optional<std::string> drop_method;  // cold runs only
   std::optional<bool> oom_killed;          // only when the OOM killer killed the worker
 
@@ -77,18 +77,18 @@ struct RunRecord {
   std::optional<double> wall_s, ready_s, first_use_s, open_s;
   std::optional<double> transform_s, bind_s, consume_s, verify_s, teardown_s;
   std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
-  std::optional<double> load_user_s, load_sys_s;    // the timed region only (worker)
+  std::optional<double> load_user_s, load_sys_s;   // the timed region only (worker)
 
   // Memory, faults and I/O.
   std::optional<uint64_t> peak_rss_bytes, start_rss_bytes, anon_huge_bytes;
-  std::optional<uint64_t> major_faults, minor_faults;  // runner: wait4's rusage
+  std::optional<uint64_t> major_faults, minor_faults;            // runner: wait4's rusage
   std::optional<uint64_t> load_major_faults, load_minor_faults;  // the timed region (worker)
   std::optional<uint64_t> read_bytes;
   std::optional<double> resident_before, resident_after;  // runner
   // A sharded model: the shard that started farthest from the cache state (runner)
   std::optional<double> worst_shard_resident;
   MemoryFigures memory;
-  Json counters = Json::object();  // event name to count, null where it cannot count here
+  Json counters = Json::object();            // event name to count, null where it cannot count here
   std::vector<std::string> counters_scaled;  // only when the kernel multiplexed counters
   std::optional<std::string> timeline;       // timelines/RUN_ID.csv (runner)
   // Profiled runs only (runner): the profile's figures and its folded stacks'

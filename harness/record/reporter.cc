@@ -15,9 +15,8 @@ std::string LogDetail(const RunRecord& r) {
                        r.gb_per_s.value_or(0));
   }
   // A reader of a part delivers the part's bytes, not the file's.
-  const uint64_t bytes = r.pattern.value_or("replicated") != "replicated"
-                             ? r.tensor_bytes.value_or(0)
-                             : r.file_bytes;
+  const uint64_t bytes =
+      r.pattern.value_or("replicated") != "replicated" ? r.tensor_bytes.value_or(0) : r.file_bytes;
   return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}", r.wall_s.value_or(0),
                      static_cast<double>(bytes) / r.wall_s.value_or(0) / 1e9,
                      FormatBytes(r.peak_rss_bytes.value_or(0)),
@@ -30,8 +29,9 @@ std::string LogLine(const Reporter& rep, const RunRecord& r) {
   const std::string pattern = r.pattern.value_or("replicated");
   return fmt::format(
       "{}[{}/{}] {} {}{} rep {}{}{}: {} {}\n", rep.clear_line ? "\r\033[K" : "", rep.done,
-      rep.total, r.cache, r.strategy_spec, procs > 1 && pattern != "replicated" ? " " + pattern : "",
-      r.rep, r.memory_limit_bytes ? fmt::format(" limit {}", FormatBytes(*r.memory_limit_bytes)) : "",
+      rep.total, r.cache, r.strategy_spec,
+      procs > 1 && pattern != "replicated" ? " " + pattern : "", r.rep,
+      r.memory_limit_bytes ? fmt::format(" limit {}", FormatBytes(*r.memory_limit_bytes)) : "",
       r.proc ? fmt::format(" {} {}", r.rank ? "rank" : "proc", *r.proc) : "", r.status,
       LogDetail(r));
 }

@@ -15,12 +15,12 @@ namespace loadbench {
 
 struct Reporter {
   JsonlWriter* out = nullptr;
-  std::string stamp;  // run ids are <stamp>-<sequence>
-  int seq = 0;        // the last sequence number given
-  int total = 0;      // runs planned (records, one per reader), for the progress lines
-  int done = 0;       // of those, recorded (including runs recorded before a resume)
-  bool log = true;    // a line per record on stderr (else only for records not ok, and for an
-                      // unsupported strategy only its first)
+  std::string stamp;        // run ids are <stamp>-<sequence>
+  int seq = 0;              // the last sequence number given
+  int total = 0;            // runs planned (records, one per reader), for the progress lines
+  int done = 0;             // of those, recorded (including runs recorded before a resume)
+  bool log = true;          // a line per record on stderr (else only for records not ok, and for an
+                            // unsupported strategy only its first)
   bool clear_line = false;  // erase a progress line on the terminal before each
   std::set<std::string> said_unsupported;  // specs whose unsupported record was printed
   std::vector<RunRecord> records;          // appended by this command

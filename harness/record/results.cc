@@ -97,8 +97,8 @@ std::vector<nlohmann::ordered_json> ReadRecords(const std::string& path) {
   return out;
 }
 
-Status ReadRecorded(const std::string& path, const std::string& experiment,
-                    const std::string& who, std::set<std::string>* keys, size_t* records) {
+Status ReadRecorded(const std::string& path, const std::string& experiment, const std::string& who,
+                    std::set<std::string>* keys, size_t* records) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::Ok();  // nothing recorded yet
   std::stringstream all;
@@ -109,8 +109,8 @@ Status ReadRecorded(const std::string& path, const std::string& experiment,
     ++line_no;
     const size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) {
-      fmt::print(stderr, "{}: {}: line {} is cut short (an interrupted write); removing it\n",
-                 who, path, line_no);
+      fmt::print(stderr, "{}: {}: line {} is cut short (an interrupted write); removing it\n", who,
+                 path, line_no);
       if (::truncate(path.c_str(), static_cast<off_t>(good_end)) != 0) {
         return Status::FromErrno(fmt::format("{}: truncate", path), errno);
       }
@@ -121,9 +121,9 @@ Status ReadRecorded(const std::string& path, const std::string& experiment,
       return Status::BadInput(fmt::format("{}:{}: not a run record", path, line_no));
     }
     if (r.value("experiment", "") != experiment) {
-      return Status::BadInput(fmt::format(
-          "{} holds runs of experiment '{}', not '{}'; choose another --out", path,
-          r.value("experiment", ""), experiment));
+      return Status::BadInput(
+          fmt::format("{} holds runs of experiment '{}', not '{}'; choose another --out", path,
+                      r.value("experiment", ""), experiment));
     }
     keys->insert(RunKey(r));
     ++*records;

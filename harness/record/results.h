@@ -55,7 +55,7 @@ std::vector<nlohmann::ordered_json> ReadRecords(const std::string& path);
 // short by a crash is removed (appends are whole lines, so only a crash inside the write can
 // leave one), saying so on stderr after `who`; any other line that is not a run record, or a
 // run of another experiment, is kBadInput.
-Status ReadRecorded(const std::string& path, const std::string& experiment,
-                    const std::string& who, std::set<std::string>* keys, size_t* records);
+Status ReadRecorded(const std::string& path, const std::string& experiment, const std::string& who,
+                    std::set<std::string>* keys, size_t* records);
 
 }  // namespace loadbench

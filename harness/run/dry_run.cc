@@ -14,8 +14,8 @@
 #include "harness/experiment/estimate.h"
 #include "harness/gen/generator.h"
 #include "harness/probe/probe.h"
-#include "harness/run/progress.h"
 #include "harness/record/results.h"
+#include "harness/run/progress.h"
 #include "harness/run/session.h"
 #include "harness/system/cgroup.h"
 #include "loaders/base/units.h"
@@ -131,8 +131,8 @@ void PrintSettings(const Experiment& e) {
     fmt::print("profile: every load sampled by perf at {} Hz (profiles/RUN_ID.folded)\n",
                e.profile_hz);
   }
-  const bool any_limit = std::any_of(e.memory_limits.begin(), e.memory_limits.end(),
-                                     [](uint64_t l) { return l > 0; });
+  const bool any_limit =
+      std::any_of(e.memory_limits.begin(), e.memory_limits.end(), [](uint64_t l) { return l > 0; });
   if (const std::string cg = MemoryCgroupUnsupportedReason(); any_limit && !cg.empty()) {
     fmt::print("memory limits: unsupported here ({}); those runs will say so\n", cg);
   }
@@ -183,7 +183,8 @@ int PrintPlan(const Experiment& e, const std::string& data_dir, const std::strin
              n.to_write > free_bytes ? "  NOT ENOUGH: generation would stop" : "");
   if (ceilings) {
     fmt::print("time: about {} (generation {}, runs {}), a rough estimate from the probe of "
-               "{}\n", DurationText(n.gen_s + run_s), DurationText(n.gen_s), DurationText(run_s),
+               "{}\n",
+               DurationText(n.gen_s + run_s), DurationText(n.gen_s), DurationText(run_s),
                probe->value("time_utc", "?"));
   } else {
     fmt::print("time: no estimate ({}); run `loadbench probe` first\n", why);

@@ -15,14 +15,14 @@
 #include <fmt/format.h>
 
 #include "harness/experiment/estimate.h"
-#include "harness/probe/probe.h"
-#include "harness/launch/ranks.h"
-#include "harness/run/follow.h"
-#include "harness/measure/measure.h"
-#include "harness/profile/profile.h"
-#include "harness/run/progress.h"
-#include "harness/record/results.h"
 #include "harness/experiment/rounds.h"
+#include "harness/launch/ranks.h"
+#include "harness/measure/measure.h"
+#include "harness/probe/probe.h"
+#include "harness/profile/profile.h"
+#include "harness/record/results.h"
+#include "harness/run/follow.h"
+#include "harness/run/progress.h"
 #include "harness/run/session.h"
 #include "harness/stats/noise.h"
 #include "harness/stats/summary.h"
@@ -46,8 +46,11 @@ double SecondsSince(Clock::time_point t) {
 
 // env.json's `rounds`: how the runs were ordered and compared.
 Json RoundsEnv(const Experiment& e) {
-  return {{"order", RoundOrderName(e.order)}, {"seed", e.seed}, {"ceiling", e.ceiling},
-          {"baseline", e.baseline}, {"reps", e.auto_reps ? Json("auto") : Json(e.reps)},
+  return {{"order", RoundOrderName(e.order)},
+          {"seed", e.seed},
+          {"ceiling", e.ceiling},
+          {"baseline", e.baseline},
+          {"reps", e.auto_reps ? Json("auto") : Json(e.reps)},
           {"auto", e.auto_reps ? e.autoreps.ToJson() : Json(nullptr)}};
 }
 
@@ -145,7 +148,7 @@ class Executor {
   int tenths_shown_ = 0;            // the last tenth of the runs reached
   bool estimate_recorded_ = false;  // the time left, in env.json's session
   Json env_;                        // env.json as written
-  size_t next_ = 0;  // into todo_
+  size_t next_ = 0;                 // into todo_
   bool interrupted_ = false, cleaned_up_ = false, ranks_gone_ = false;
   std::string stopped_;  // why adaptive rounds stopped
   RoundsVerdict verdict_;
@@ -157,7 +160,8 @@ int Executor::NotWritten(const Status& s) const {
   if (s.code() != Status::Code::kNotWritten) return Stop(s.message(), s.exit_code());
   return Stop(fmt::format("{}: the results could not be written: {}; {} of {} runs are recorded "
                           "there, each whole; once there is room, resume with:\n  {}",
-                          o_.out_dir, s.message(), rs_.reporter.done, rs_.reporter.total, ResumeCommand()),
+                          o_.out_dir, s.message(), rs_.reporter.done, rs_.reporter.total,
+                          ResumeCommand()),
               3);
 }
 
@@ -170,8 +174,8 @@ std::string Executor::ResumeCommand() const {
                        o_.data_dir != "data" ? " --data " + o_.data_dir : "");
   }
   // run: the same flags, into the same folder, with --resume.
-  std::string args = o_.command_line.substr(std::min(o_.command_line.find(' '),
-                                                     o_.command_line.size()));
+  std::string args =
+      o_.command_line.substr(std::min(o_.command_line.find(' '), o_.command_line.size()));
   if (args.find(" --out") == std::string::npos) args += " --out " + o_.out_dir;
   if (args.find(" --resume") == std::string::npos) args += " --resume";
   return launcher + "loadbench" + args;
@@ -195,8 +199,8 @@ Status Executor::CheckResultsFolder() {
   if (o_.resume) return ReadRecorded(runs_path_, e_.name, o_.who, &recorded_, &recorded_records_);
   struct stat st {};
   if (::stat(runs_path_.c_str(), &st) == 0 && st.st_size > 0) {
-    return Status::BadInput(fmt::format(
-        "{}: already holds results (runs.jsonl); choose another --out", o_.out_dir));
+    return Status::BadInput(
+        fmt::format("{}: already holds results (runs.jsonl); choose another --out", o_.out_dir));
   }
   return Status::Ok();
 }
@@ -259,8 +263,8 @@ Status Executor::PrepareFiles() {
   for (const ExperimentRun& r : e_.runs) {
     if (r.strategy == e_.strategies.size()) continue;  // the ceiling reads the whole file
     if (Status s = PrepareParts(r.pattern, r.procs, &files_[r.file]); !s.ok()) {
-      return Status::BadInput(fmt::format("{}: {}", e_.path.empty() ? "--pattern" : e_.path,
-                                          s.message()));
+      return Status::BadInput(
+          fmt::format("{}: {}", e_.path.empty() ? "--pattern" : e_.path, s.message()));
     }
   }
   return Status::Ok();
@@ -339,14 +343,14 @@ void Executor::SetUpProfiles() {
   rs_.measure.profile_hz = e_.profile_hz;
   if (Status s = FindProfiler(&rs_.measure.perf); !s.ok()) {
     rs_.measure.profile_unavailable = s.message();
-    fmt::print(stderr, "{}: no profiles: {}; the runs go on without them\n", o_.who,
-               s.message());
+    fmt::print(stderr, "{}: no profiles: {}; the runs go on without them\n", o_.who, s.message());
   }
 }
 
 // env.json's "profile": how loads are profiled, or why they are not.
 Json Executor::ProfileEnv() const {
-  Json j = {{"event", "cpu-clock"}, {"hz", rs_.measure.profile_hz},
+  Json j = {{"event", "cpu-clock"},
+            {"hz", rs_.measure.profile_hz},
             {"call_chains", "kernel and user, frame pointers"},
             {"region", "the worker's timed region (perf --control, enabled and disabled by "
                        "the worker)"}};
@@ -374,8 +378,7 @@ void Executor::PlanWhatIsLeft() {
     }
     double est = 0;
     if (ceilings && p.unsupported.empty()) {
-      est = EstimateRunSeconds(*ceilings, files_[r.file].table.file_size, p.spec, p.cache,
-                               p.procs);
+      est = EstimateRunSeconds(*ceilings, files_[r.file].table.file_size, p.spec, p.cache, p.procs);
       if (e_.timeout_s > 0) est = std::min(est, e_.timeout_s);
     }
     todo_.push_back(&r);
@@ -383,7 +386,8 @@ void Executor::PlanWhatIsLeft() {
                      fmt::format("{}|{}|{}|{}", p.cache, p.procs, p.pattern, p.memory_limit), est});
   }
   eta_.emplace(std::move(items));
-  if (rs_.reporter.total > 0) tenths_shown_ = static_cast<int>(rs_.reporter.done * 10 / rs_.reporter.total);
+  if (rs_.reporter.total > 0)
+    tenths_shown_ = static_cast<int>(rs_.reporter.done * 10 / rs_.reporter.total);
 }
 
 // What is about to happen, and what may weigh on the figures.
@@ -402,8 +406,9 @@ void Executor::Announce() {
                e_.auto_reps ? " at most" : "", o_.out_dir);
   }
   if (!rs_.root) {
-    fmt::print(stderr, "{}: not root: cold runs use posix_fadvise(DONTNEED) instead of "
-                       "drop_caches (recorded in env.json); each cold start is still checked\n",
+    fmt::print(stderr,
+               "{}: not root: cold runs use posix_fadvise(DONTNEED) instead of "
+               "drop_caches (recorded in env.json); each cold start is still checked\n",
                o_.who);
   }
 }
@@ -413,11 +418,11 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
   for (; next_ < todo_.size() && todo_[next_]->rep <= last_rep; ++next_) {
     const ExperimentRun& run = *todo_[next_];
     const RunPoint p = PointOf(e_, run);
-    progress_.Show(fmt::format(
-        "[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.reporter.done, rs_.reporter.total, p.cache, p.spec.text, p.rep,
-        p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
-        p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
-        e_.auto_reps ? "at most " : "", eta_->Left(next_)));
+    progress_.Show(fmt::format("[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.reporter.done,
+                               rs_.reporter.total, p.cache, p.spec.text, p.rep,
+                               p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
+                               p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
+                               e_.auto_reps ? "at most " : "", eta_->Left(next_)));
     rs_.reporter.clear_line = progress_.on();
     const auto t0 = Clock::now();
     Status s = MeasureRun(rs_.measure, rs_.reporter, files_[run.file], p, stop);
@@ -451,9 +456,9 @@ void Executor::Milestone() {
     }
   }
   if (progress_.on() || o_.quiet || o_.verbose) return;
-  fmt::print(stderr, "{}: {}/{} runs ({}%) in {}; {}{} left\n", o_.who, rs_.reporter.done, rs_.reporter.total,
-             rs_.reporter.done * 100 / rs_.reporter.total, DurationText(elapsed), e_.auto_reps ? "at most " : "",
-             eta_->Left(next_ + 1));
+  fmt::print(stderr, "{}: {}/{} runs ({}%) in {}; {}{} left\n", o_.who, rs_.reporter.done,
+             rs_.reporter.total, rs_.reporter.done * 100 / rs_.reporter.total,
+             DurationText(elapsed), e_.auto_reps ? "at most " : "", eta_->Left(next_ + 1));
 }
 
 // Rounds until every paired ratio with the baseline is known well enough, or a limit.
@@ -519,11 +524,14 @@ int Executor::Finish() {
     if (e_.path.empty()) {
       return Stop(fmt::format("interrupted after {} of {} runs; finished runs are kept in {}; to "
                               "resume:\n  {}",
-                              rs_.reporter.records.size(), rs_.reporter.total, runs_path_, ResumeCommand()), 130);
+                              rs_.reporter.records.size(), rs_.reporter.total, runs_path_,
+                              ResumeCommand()),
+                  130);
     }
     return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
                             "command again:\n  {}",
-                            rs_.reporter.done, rs_.reporter.total, runs_path_, ResumeCommand()), 130);
+                            rs_.reporter.done, rs_.reporter.total, runs_path_, ResumeCommand()),
+                130);
   }
   if (o_.cleanup) {
     CleanUpStrategies();
@@ -532,7 +540,8 @@ int Executor::Finish() {
   if (const int bad = CountBad(rs_.reporter.records); bad > 0) {
     return Stop(fmt::format("{} of {} runs{} failed or were invalid (see {})", bad,
                             rs_.reporter.records.size(), o_.resume ? " of this session" : "",
-                            o_.resume ? runs_path_ : "runs.jsonl"), 1);
+                            o_.resume ? runs_path_ : "runs.jsonl"),
+                1);
   }
   return 0;
 }

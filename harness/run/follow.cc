@@ -25,8 +25,8 @@ void FollowRun(const Job& job, const RankJson& run, const std::vector<PreparedFi
   const LaunchRequest req = RequestOf(run, exe);
   const PreparedFile* f = nullptr;  // the run's file among this host's, by path
   for (const PreparedFile& mine : files) f = mine.path == req.file ? &mine : f;
-  Host host({f != nullptr ? &f->table : nullptr, req.file, req.cache, StrategyOf(req.strategy),
-             0, false});
+  Host host({f != nullptr ? &f->table : nullptr, req.file, req.cache, StrategyOf(req.strategy), 0,
+             false});
   bool interrupted = false;
   RunOnEveryRank(job, req, host.Steps(), &interrupted);
   if (job.host_leader()) host.CleanUp(fmt::format("loadbench (rank {})", job.rank()));

@@ -46,9 +46,9 @@ void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& 
                         {"sources", "/proc/PID/status (RSS by kind), /proc/PID/io (bytes read), "
                                     "/proc/PID/stat (faults), the file's page-cache residency"}};
   const std::string why = MemoryCgroupUnsupportedReason();
-  (*env)["memory_cgroup"] = why.empty() ? nlohmann::ordered_json{{"supported", true}}
-                                        : nlohmann::ordered_json{{"supported", false},
-                                                                 {"reason", why}};
+  (*env)["memory_cgroup"] = why.empty()
+                                ? nlohmann::ordered_json{{"supported", true}}
+                                : nlohmann::ordered_json{{"supported", false}, {"reason", why}};
 }
 
 void StartSession(RunSession* rs) {

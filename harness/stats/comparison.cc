@@ -81,9 +81,8 @@ RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::s
       v.comparisons.push_back(c);
     }
   }
-  v.met = !v.comparisons.empty() &&
-          std::all_of(v.comparisons.begin(), v.comparisons.end(),
-                      [](const Comparison& c) { return c.met; });
+  v.met = !v.comparisons.empty() && std::all_of(v.comparisons.begin(), v.comparisons.end(),
+                                                [](const Comparison& c) { return c.met; });
   return v;
 }
 

@@ -44,7 +44,7 @@ struct Comparison {
 };
 
 struct RoundsVerdict {
-  int rounds = 0;  // the most rounds any condition has
+  int rounds = 0;    // the most rounds any condition has
   bool met = false;  // every comparison met the target (false when there is none)
   std::vector<Comparison> comparisons;
 };

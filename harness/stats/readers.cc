@@ -30,8 +30,8 @@ struct RoundFigures {
 
 std::string Who(int k, const Json& r) {
   std::string out = fmt::format("reader {}", k);
-  if (r.contains("rank")) out += fmt::format(" (rank {}, host {})", r.value("rank", -1),
-                                             r.value("host", "?"));
+  if (r.contains("rank"))
+    out += fmt::format(" (rank {}, host {})", r.value("rank", -1), r.value("host", "?"));
   return out;
 }
 
@@ -48,8 +48,9 @@ RoundFigures Figures(const Round& round) {
     const Json& r = *it->second;
     const auto wall = r.find("wall_s");
     if (r.value("status", "") != "ok" || wall == r.end() || !wall->is_number()) {
-      f.why = fmt::format("{} {}: {}", Who(k, r), r.value("status", "?"),
-                          r.contains("error") && r["error"].is_string() ? r.value("error", "") : "");
+      f.why =
+          fmt::format("{} {}: {}", Who(k, r), r.value("status", "?"),
+                      r.contains("error") && r["error"].is_string() ? r.value("error", "") : "");
       return f;
     }
     walls.push_back(wall->get<double>());
@@ -95,8 +96,8 @@ std::string ReadersTable(const std::vector<Json>& runs) {
   for (const Key& k : order) width = std::max(width, k.second.size());
   std::string out = fmt::format(
       "many readers: a round lasts as long as its slowest reader; GB/s is every byte delivered "
-      "over that time\n{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n", "cache", "strategy", width,
-      "rounds", "duration_s", "total_GB/s", "spread");
+      "over that time\n{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n",
+      "cache", "strategy", width, "rounds", "duration_s", "total_GB/s", "spread");
   std::string missing;
   for (const Key& key : order) {
     std::vector<double> duration, gbps, spread;
@@ -111,10 +112,10 @@ std::string ReadersTable(const std::vector<Json>& runs) {
       if (f.gb_per_s) gbps.push_back(*f.gb_per_s);
       if (f.spread) spread.push_back(*f.spread);
     }
-    out += fmt::format("{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n", key.first, key.second, width,
-                       fmt::format("{}/{}", duration.size(), rows.at(key).size()),
-                       Median(duration, "{:.3f}"), Median(gbps, "{:.2f}"),
-                       Median(spread, "{:.2f}"));
+    out +=
+        fmt::format("{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n", key.first, key.second, width,
+                    fmt::format("{}/{}", duration.size(), rows.at(key).size()),
+                    Median(duration, "{:.3f}"), Median(gbps, "{:.2f}"), Median(spread, "{:.2f}"));
   }
   return out + missing;
 }

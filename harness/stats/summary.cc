@@ -47,7 +47,6 @@ struct Table {
   int64_t queue_depth = 0;  // as the ceiling records give it
 };
 
-
 Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
   Table t;
   std::set<std::string> files;
@@ -104,11 +103,10 @@ std::string Row(const std::pair<std::string, std::string>& key, const Group& g, 
                        why);
   }
   const double med = Median(g.wall);
-  const std::string gbps =
-      g.bytes && med > 0 ? fmt::format("{:>7.2f}", *g.bytes / med / 1e9) : fmt::format("{:>7}", "-");
-  return fmt::format("{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {} {} {} {} {} {}\n",
-                     key.first, key.second, width, ok, med,
-                     *std::min_element(g.wall.begin(), g.wall.end()),
+  const std::string gbps = g.bytes && med > 0 ? fmt::format("{:>7.2f}", *g.bytes / med / 1e9)
+                                              : fmt::format("{:>7}", "-");
+  return fmt::format("{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {} {} {} {} {} {}\n", key.first,
+                     key.second, width, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
                      *std::max_element(g.wall.begin(), g.wall.end()), gbps, Cell(g.ready, 8, 3),
                      Cell(g.rss, 7, 0, 1e6, " MB"), Cell(g.read, 7, 0, 1e6, " MB"),
                      Cell(g.major, 9, 0), Cell(g.minor, 10, 0));
@@ -157,10 +155,10 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   const Table t = Tabulate(runs);
   size_t width = 22;
   for (const auto& key : t.order) width = std::max(width, key.second.size());
-  std::string out = fmt::format(
-      "{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n", "cache",
-      "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s", "peak_RSS", "read",
-      "major_flt", "minor_flt");
+  std::string out =
+      fmt::format("{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n",
+                  "cache", "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s",
+                  "peak_RSS", "read", "major_flt", "minor_flt");
   for (const auto& key : t.order) out += Row(key, t.groups.at(key), width);
   return out + CeilingLine(t);
 }

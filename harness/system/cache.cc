@@ -151,8 +151,8 @@ Status MeasureResidencyWith(ResidencyImpl impl, const std::string& path, Residen
     return Status::Ok();
   }
 
-  bool use_cachestat = impl == ResidencyImpl::kCachestat ||
-                       (impl == ResidencyImpl::kAuto && CachestatAvailable());
+  bool use_cachestat =
+      impl == ResidencyImpl::kCachestat || (impl == ResidencyImpl::kAuto && CachestatAvailable());
   if (impl == ResidencyImpl::kCachestat && !CachestatAvailable()) {
     return Status::Unsupported("cachestat(2) is not available on this kernel");
   }
@@ -179,7 +179,8 @@ Status MeasureResidencyWith(ResidencyImpl impl, const std::string& path, Residen
       return Status::Unsupported(fmt::format(
           "{}: page-cache residency cannot be checked: not root, the file belongs to uid {} and "
           "is not writable by us, so cachestat is refused and mincore reports every page "
-          "resident", path, st.st_uid));
+          "resident",
+          path, st.st_uid));
     }
     LB_RETURN_IF_ERROR(ByMincore(fd.get(), path, size, &kernel_pages));
   }
@@ -217,8 +218,10 @@ std::string ResidencyMethod() {
 
 const char* DropMethodName(DropMethod m) {
   switch (m) {
-    case DropMethod::kDropCaches: return "drop_caches";
-    case DropMethod::kFadvise: return "fadvise";
+    case DropMethod::kDropCaches:
+      return "drop_caches";
+    case DropMethod::kFadvise:
+      return "fadvise";
   }
   return "unknown";
 }
@@ -306,8 +309,8 @@ std::string WarmReadProblem(uint64_t read_bytes, uint64_t file_bytes) {
 
 std::string StartStateProblem(const std::string& cache, double resident_fraction) {
   if (cache == "cold" && resident_fraction > kColdMaxResident) {
-    return fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)",
-                       resident_fraction * 100, kColdMaxResident * 100);
+    return fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)", resident_fraction * 100,
+                       kColdMaxResident * 100);
   }
   if (cache == "warm" && resident_fraction < kWarmMinResident) {
     return fmt::format("warm run started only {:.1f}% resident (need {:.0f}%)",

@@ -177,7 +177,9 @@ bool WriteFromChild(const char* path, const char* text, size_t len) {
 }  // namespace
 
 MemoryCgroup::MemoryCgroup(bool v2, std::string path, uint64_t limit_bytes)
-    : v2_(v2), path_(std::move(path)), procs_path_(path_ + "/cgroup.procs"),
+    : v2_(v2),
+      path_(std::move(path)),
+      procs_path_(path_ + "/cgroup.procs"),
       limit_bytes_(limit_bytes) {}
 
 // A group that cannot be removed is empty by now and costs nothing; the destructor has no one

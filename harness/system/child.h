@@ -16,14 +16,14 @@ namespace loadbench {
 // How a child is set up after fork, before exec. Plain data, read only by async-signal-safe
 // code in the child.
 struct ChildSetup {
-  pid_t parent = -1;              // the harness (getpid() before fork)
-  bool own_group = false;         // a process group of its own, to be killed whole
-  bool oom_victim = false;        // the OOM killer's first pick, never the harness
+  pid_t parent = -1;                   // the harness (getpid() before fork)
+  bool own_group = false;              // a process group of its own, to be killed whole
+  bool oom_victim = false;             // the OOM killer's first pick, never the harness
   const char* cgroup_procs = nullptr;  // a cgroup's procs file to join; null for none
-  const int* fds = nullptr;       // placed at 3, 4, ... (a -1 leaves its number free)
+  const int* fds = nullptr;            // placed at 3, 4, ... (a -1 leaves its number free)
   int nfds = 0;
-  int out = -2, err = -2;         // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
-  int errno_fd = -1;              // where the errno of a failed set-up or exec goes; -1: nowhere
+  int out = -2, err = -2;  // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
+  int errno_fd = -1;       // where the errno of a failed set-up or exec goes; -1: nowhere
 };
 
 // Exit codes of a child whose set-up failed (the reaper tells them apart).

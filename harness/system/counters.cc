@@ -77,11 +77,16 @@ struct ReadValue {
 }  // namespace
 
 const std::vector<std::string>& DefaultCounterNames() {
-  static const std::vector<std::string> names = {
-      "perf::PAGE-FAULTS",     "perf::MAJOR-FAULTS",   "perf::MINOR-FAULTS",
-      "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS", "perf::TASK-CLOCK",
-      "CYCLES",                "INSTRUCTIONS",         "CACHE-MISSES",
-      "DTLB-LOAD-MISSES"};
+  static const std::vector<std::string> names = {"perf::PAGE-FAULTS",
+                                                 "perf::MAJOR-FAULTS",
+                                                 "perf::MINOR-FAULTS",
+                                                 "perf::CONTEXT-SWITCHES",
+                                                 "perf::CPU-MIGRATIONS",
+                                                 "perf::TASK-CLOCK",
+                                                 "CYCLES",
+                                                 "INSTRUCTIONS",
+                                                 "CACHE-MISSES",
+                                                 "DTLB-LOAD-MISSES"};
   return names;
 }
 

@@ -142,8 +142,8 @@ Json Host(const std::optional<std::string>& cpuinfo, const std::optional<std::st
   h["cores"] = cores > 0 ? Json(cores) : Json();
   cpu_set_t set;
   CPU_ZERO(&set);
-  h["cores_allowed"] = ::sched_getaffinity(0, sizeof(set), &set) == 0 ? Json(CPU_COUNT(&set))
-                                                                      : Json();
+  h["cores_allowed"] =
+      ::sched_getaffinity(0, sizeof(set), &set) == 0 ? Json(CPU_COUNT(&set)) : Json();
   h["memory_bytes"] = Opt(ProcFieldIn(meminfo, "MemTotal"));
   long page = ::sysconf(_SC_PAGESIZE);
   h["page_size"] = page > 0 ? Json(page) : Json();
@@ -212,8 +212,7 @@ Json Storage(const std::optional<dev_t>& dev) {
   Json s = NullStorage();
   if (!dev) return s;
   std::error_code ec;
-  fs::path sys = fs::canonical(
-      fmt::format("/sys/dev/block/{}:{}", major(*dev), minor(*dev)), ec);
+  fs::path sys = fs::canonical(fmt::format("/sys/dev/block/{}:{}", major(*dev), minor(*dev)), ec);
   if (ec) return s;  // not a block device: tmpfs, overlay, NFS, btrfs subvolume ids, ...
   if (fs::exists(sys / "partition", ec)) {
     s["partition"] = sys.filename().string();
@@ -241,8 +240,8 @@ Json Storage(const std::optional<dev_t>& dev) {
 std::string Unescape(const std::string& s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-        s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
       out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
       i += 3;
     } else {
@@ -301,15 +300,24 @@ std::optional<std::string> StatfsType(const std::string& path) {
   struct statfs sf {};
   if (::statfs(path.c_str(), &sf) != 0) return std::nullopt;
   switch (static_cast<uint64_t>(sf.f_type)) {
-    case 0xEF53: return "ext4";  // also ext2/ext3: they share the magic
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x794C7630: return "overlay";
-    case 0x6969: return "nfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0xF2F52010: return "f2fs";
-    default: return std::nullopt;
+    case 0xEF53:
+      return "ext4";  // also ext2/ext3: they share the magic
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x794C7630:
+      return "overlay";
+    case 0x6969:
+      return "nfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0xF2F52010:
+      return "f2fs";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -375,7 +383,7 @@ Json Cgroup() {
 
 Json TimeUtc() {
   std::time_t now = std::time(nullptr);
-  std::tm tm {};
+  std::tm tm{};
   if (now == static_cast<std::time_t>(-1) || ::gmtime_r(&now, &tm) == nullptr) return nullptr;
   char buf[32];
   size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);

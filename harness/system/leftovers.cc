@@ -55,7 +55,7 @@ class Journal {
   void Write(char sign, Leftover kind, const std::string& what) {
     std::lock_guard<std::mutex> hold(mu_);
     if (pid_ != ::getpid()) {  // a forked child starts a journal of its own
-      fd_.reset();  // this process's copy of the parent's descriptor
+      fd_.reset();             // this process's copy of the parent's descriptor
       open_.clear();
       pid_ = ::getpid();
     }
@@ -186,15 +186,15 @@ std::vector<std::string> CleanLeftovers() {
     for (const auto& [kind, what] : Outstanding(journal)) all = CleanOne(kind, what, &said) && all;
     if (all) ::unlink(journal.c_str());
     if (!said.empty()) {
-      out.push_back(fmt::format("pid {} ended without cleaning up: {}", pid, fmt::join(said, "; ")));
+      out.push_back(
+          fmt::format("pid {} ended without cleaning up: {}", pid, fmt::join(said, "; ")));
     }
   }
   ::closedir(d);
   return out;
 }
 
-Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait,
-                        HeldLock* lock) {
+Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait, HeldLock* lock) {
   LB_RETURN_IF_ERROR(LockMachine(who, me, wait, lock));
   for (const std::string& line : CleanLeftovers()) {
     fmt::print(stderr, "{}: cleaned up: {}\n", who, line);

@@ -36,7 +36,6 @@ std::vector<std::string> CleanLeftovers();
 
 // What every measuring command does first: the machine lock (LockMachine), then whatever an
 // ended command left, cleaned and said on stderr after `who`.
-Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait,
-                        HeldLock* lock);
+Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait, HeldLock* lock);
 
 }  // namespace loadbench

@@ -9,8 +9,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -69,8 +69,10 @@ LockHolder ReadHolder(int fd) {
 
 void WriteHolder(int fd, const LockHolder& me) {
   const std::string text =
-      nlohmann::json{{"pid", me.pid}, {"command", me.command}, {"out", me.out_dir},
-                     {"since", me.since}}.dump() + "\n";
+      nlohmann::json{
+          {"pid", me.pid}, {"command", me.command}, {"out", me.out_dir}, {"since", me.since}}
+          .dump() +
+      "\n";
   // Who holds the lock is for people waiting on it; the lock holds without it.
   if (::ftruncate(fd, 0) == 0) (void)!::pwrite(fd, text.data(), text.size(), 0);
 }
@@ -94,7 +96,8 @@ bool AdoptInherited(const std::string& path, HeldLock* lock) {
   if (var == nullptr || *var == '\0') return false;
   char* end = nullptr;
   const long fd = std::strtol(var, &end, 10);
-  struct stat by_fd {}, by_path {};
+  struct stat by_fd {
+  }, by_path{};
   if (*end != '\0' || fd < 3 || ::fstat(static_cast<int>(fd), &by_fd) != 0 ||
       ::stat(path.c_str(), &by_path) != 0 || !SameFile(by_fd, by_path) ||
       ::flock(static_cast<int>(fd), LOCK_EX | LOCK_NB) != 0) {
@@ -165,8 +168,7 @@ Status LockDir(std::string* dir) {
   return first;
 }
 
-Status TryLock(const std::string& path, const LockHolder& me, HeldLock* lock,
-               LockHolder* other) {
+Status TryLock(const std::string& path, const LockHolder& me, HeldLock* lock, LockHolder* other) {
   for (;;) {
     UniqueFd fd(OpenLockFile(path));
     if (!fd.valid()) return Status::FromErrno(fmt::format("{}: cannot open the lock", path), errno);
@@ -177,7 +179,8 @@ Status TryLock(const std::string& path, const LockHolder& me, HeldLock* lock,
       *other = ReadHolder(fd.get());
       return Status::Ok();
     }
-    struct stat by_fd {}, by_path {};
+    struct stat by_fd {
+    }, by_path{};
     if (::fstat(fd.get(), &by_fd) == 0 && ::stat(path.c_str(), &by_path) == 0 &&
         SameFile(by_fd, by_path)) {
       WriteHolder(fd.get(), me);
@@ -206,14 +209,15 @@ Status LockMachine(const std::string& who, const LockHolder& me, bool wait, Held
           other.Describe()));
     }
     if (!wait) {
-      return Status::BadInput(fmt::format(
-          "another measurement is running on this machine: {}; not waiting (--no-wait)",
-          other.Describe()));
+      return Status::BadInput(
+          fmt::format("another measurement is running on this machine: {}; not waiting (--no-wait)",
+                      other.Describe()));
     }
     InstallInterruptHandlers();  // Ctrl-C stops the wait, not the program half-way
     if (other.pid != named) {
-      fmt::print(stderr, "{}: waiting for the measurement running on this machine: {}; Ctrl-C "
-                         "stops waiting (--no-wait refuses instead)\n",
+      fmt::print(stderr,
+                 "{}: waiting for the measurement running on this machine: {}; Ctrl-C "
+                 "stops waiting (--no-wait refuses instead)\n",
                  who, other.Describe());
       named = other.pid;
     }
@@ -221,7 +225,8 @@ Status LockMachine(const std::string& who, const LockHolder& me, bool wait, Held
     std::this_thread::sleep_for(kPollInterval);
   }
   if (named != 0) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     fmt::print(stderr, "{}: waited {:.0f} s; starting\n", who, s);
   }
   return Status::Ok();

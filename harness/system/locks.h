@@ -14,9 +14,9 @@ namespace loadbench {
 // Who holds a lock, as the holder wrote it.
 struct LockHolder {
   long pid = 0;
-  std::string command;   // its command line
-  std::string out_dir;   // its results folder, "" when it writes none
-  std::string since;     // UTC, "YYYY-MM-DD HH:MM:SS"
+  std::string command;  // its command line
+  std::string out_dir;  // its results folder, "" when it writes none
+  std::string since;    // UTC, "YYYY-MM-DD HH:MM:SS"
   // "pid 123 (`loadbench experiment e.toml --out r`, results in r, since 2026-12-01 10:42:45
   // UTC)"; "an unknown process" when the holder has not written itself yet.
   std::string Describe() const;

@@ -11,13 +11,13 @@
 namespace loadbench {
 
 struct StabilityOptions {
-  double window_s = 1.0;          // how long CPU use and khugepaged activity are sampled; CPU
-                                  // figures are null unless it is > 0
-  uint64_t file_bytes = 0;        // the file to be loaded, 0 when unknown (for the memory warning)
-  std::string proc_dir = "/proc"; // roots, so tests can give fake trees
+  double window_s = 1.0;           // how long CPU use and khugepaged activity are sampled; CPU
+                                   // figures are null unless it is > 0
+  uint64_t file_bytes = 0;         // the file to be loaded, 0 when unknown (for the memory warning)
+  std::string proc_dir = "/proc";  // roots, so tests can give fake trees
   std::string sys_dir = "/sys";
-  int self_pid = 0;               // 0: getpid(); this process and its children are not
-                                  // "other busy processes"
+  int self_pid = 0;  // 0: getpid(); this process and its children are not
+                     // "other busy processes"
   // Called once after the window's sleep, before the second sample: lets a test change a fake
   // tree between the two samples. Empty in normal use.
   std::function<void()> between_samples;

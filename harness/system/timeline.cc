@@ -82,7 +82,7 @@ bool TimelineSampler::Sample() {
   uint64_t skip = 0;
   fields >> state;
   if (state == "Z" || state == "X") return false;
-  for (int i = 0; i < 5; ++i) fields >> skip;  // ppid pgrp session tty_nr tpgid
+  for (int i = 0; i < 5; ++i) fields >> skip;                  // ppid pgrp session tty_nr tpgid
   fields >> skip >> s.minor_faults >> skip >> s.major_faults;  // flags minflt cminflt majflt
   if (!fields) return false;
 
@@ -123,10 +123,10 @@ Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSampl
       "t_s,rss_bytes,rss_anon_bytes,rss_file_bytes,rss_shmem_bytes,file_cached_bytes,"
       "read_bytes,rchar_bytes,minor_faults,major_faults\n";
   for (const auto& s : samples) {
-    text += fmt::format("{:.6f},{},{},{},{},{},{},{},{},{}\n", s.mono_s - zero_mono_s,
-                        s.rss_bytes, s.rss_anon_bytes, s.rss_file_bytes, s.rss_shmem_bytes,
-                        Opt(s.file_cached_bytes), Opt(s.read_bytes), Opt(s.rchar_bytes),
-                        s.minor_faults, s.major_faults);
+    text +=
+        fmt::format("{:.6f},{},{},{},{},{},{},{},{},{}\n", s.mono_s - zero_mono_s, s.rss_bytes,
+                    s.rss_anon_bytes, s.rss_file_bytes, s.rss_shmem_bytes, Opt(s.file_cached_bytes),
+                    Opt(s.read_bytes), Opt(s.rchar_bytes), s.minor_faults, s.major_faults);
   }
   const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const int err = errno;

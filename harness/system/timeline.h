@@ -18,7 +18,7 @@ namespace loadbench {
 struct TimelineSample {
   double mono_s = 0;  // CLOCK_MONOTONIC, the clock the worker's steady_clock reads
   uint64_t rss_bytes = 0, rss_anon_bytes = 0, rss_file_bytes = 0, rss_shmem_bytes = 0;
-  std::optional<uint64_t> file_cached_bytes;  // null where residency cannot be measured
+  std::optional<uint64_t> file_cached_bytes;        // null where residency cannot be measured
   std::optional<uint64_t> read_bytes, rchar_bytes;  // null where /proc/PID/io is not readable
   uint64_t minor_faults = 0, major_faults = 0;
 };

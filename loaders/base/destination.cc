@@ -32,7 +32,9 @@ uint64_t MeminfoValue(const std::string& key) { return MeminfoBytes(key).value_o
 }  // namespace
 
 OptionSpec BufferOption() {
-  return {"buffer", OptionSpec::Kind::kChoice, "malloc",
+  return {"buffer",
+          OptionSpec::Kind::kChoice,
+          "malloc",
           "destination memory: malloc (4 KiB pages), thp (madvise MADV_HUGEPAGE), hugetlb "
           "(MAP_HUGETLB, needs reserved huge pages)",
           {"malloc", "thp", "hugetlb"}};
@@ -88,17 +90,15 @@ Status Region::Allocate(BufferKind kind, uint64_t bytes, const std::string& path
     case BufferKind::kThp: {
       const std::string mode = ReadFirstLine("/sys/kernel/mm/transparent_hugepage/enabled");
       if (mode.find("[never]") != std::string::npos) {
-        return Status::Unsupported(
-            "buffer=thp: transparent huge pages are disabled "
-            "(/sys/kernel/mm/transparent_hugepage/enabled is 'never')");
+        return Status::Unsupported("buffer=thp: transparent huge pages are disabled "
+                                   "(/sys/kernel/mm/transparent_hugepage/enabled is 'never')");
       }
       // Over-allocate by one huge page and start at the first 2 MiB boundary, so that every
       // huge page the kernel grants lies inside the region.
       const uint64_t len = RoundUp(want, kHugePage) + kHugePage;
       void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) {
-        return Status::FromErrno(fmt::format("{}: mmap of a {}-byte thp buffer", path, len),
-                                 errno);
+        return Status::FromErrno(fmt::format("{}: mmap of a {}-byte thp buffer", path, len), errno);
       }
       r.base_ = p;
       r.mapped_ = len;
@@ -118,13 +118,12 @@ Status Region::Allocate(BufferKind kind, uint64_t bytes, const std::string& path
       if (p == MAP_FAILED) {
         const int err = errno;
         if (err == ENOMEM || err == EINVAL) {
-          return Status::Unsupported(fmt::format(
-              "buffer=hugetlb: needs {} huge pages of {} KiB, {} are free "
-              "(reserve them in /proc/sys/vm/nr_hugepages)",
-              len / huge, huge / 1024, MeminfoValue("HugePages_Free")));
+          return Status::Unsupported(
+              fmt::format("buffer=hugetlb: needs {} huge pages of {} KiB, {} are free "
+                          "(reserve them in /proc/sys/vm/nr_hugepages)",
+                          len / huge, huge / 1024, MeminfoValue("HugePages_Free")));
         }
-        return Status::FromErrno(fmt::format("{}: mmap(MAP_HUGETLB) of {} bytes", path, len),
-                                 err);
+        return Status::FromErrno(fmt::format("{}: mmap(MAP_HUGETLB) of {} bytes", path, len), err);
       }
       r.base_ = p;
       r.mapped_ = len;
@@ -138,8 +137,7 @@ Status Region::Allocate(BufferKind kind, uint64_t bytes, const std::string& path
 
 void TensorBuffers::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
 
-Status TensorBuffers::Allocate(BufferKind kind, const TensorTable& table,
-                               const std::string& path) {
+Status TensorBuffers::Allocate(BufferKind kind, const TensorTable& table, const std::string& path) {
   slots_.clear();
   mallocs_.clear();
   if (kind == BufferKind::kMalloc) {
@@ -147,8 +145,8 @@ Status TensorBuffers::Allocate(BufferKind kind, const TensorTable& table,
       // malloc(0) may return nullptr; one byte keeps "nullptr means out of memory" true.
       auto* p = static_cast<std::byte*>(std::malloc(t.size == 0 ? 1 : t.size));
       if (p == nullptr) {
-        return Status::IOError(fmt::format("{}: out of memory for tensor '{}' ({} bytes)", path,
-                                           t.name, t.size));
+        return Status::IOError(
+            fmt::format("{}: out of memory for tensor '{}' ({} bytes)", path, t.name, t.size));
       }
       mallocs_.emplace_back(p);
       slots_.push_back(p);

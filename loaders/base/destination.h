@@ -45,8 +45,8 @@ class Region final {
  private:
   std::byte* data_ = nullptr;
   uint64_t size_ = 0;
-  void* base_ = nullptr;    // what to free or unmap
-  uint64_t mapped_ = 0;     // 0: base_ came from malloc; else the length to munmap
+  void* base_ = nullptr;  // what to free or unmap
+  uint64_t mapped_ = 0;   // 0: base_ came from malloc; else the length to munmap
 };
 
 // One destination per tensor. With malloc, one malloc per tensor, as a plain program does; with

@@ -96,10 +96,10 @@ Status WriteLoop(int fd, const std::string& path, const void* buf, size_t len, i
                            : ::pwrite(fd, p + done, len - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(
-          offset < 0 ? fmt::format("{}: write", path)
-                     : fmt::format("{}: write at offset {}", path, offset + static_cast<int64_t>(done)),
-          errno);
+      return Status::FromErrno(offset < 0 ? fmt::format("{}: write", path)
+                                          : fmt::format("{}: write at offset {}", path,
+                                                        offset + static_cast<int64_t>(done)),
+                               errno);
     }
     if (n == 0) return Status::IOError(fmt::format("{}: write made no progress", path));
     done += static_cast<size_t>(n);
@@ -128,8 +128,8 @@ Status MapPrivate(int fd, const std::string& path, uint64_t offset, size_t len, 
   return Status::Ok();
 }
 
-Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
-                    bool writable, Mapping* out) {
+Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags, bool writable,
+                    Mapping* out) {
   UniqueFd fd;
   LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
   uint64_t size;

@@ -67,8 +67,8 @@ Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
 // with `writable` PROT_READ|PROT_WRITE (writes make private copies; the file never changes).
 // Refuses with kBadInput a file whose size is no longer `expected_size` (the size its table
 // was validated against): touching a mapped page past a shrunk end raises SIGBUS.
-Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags,
-                    bool writable, Mapping* out);
+Status MapWholeFile(const std::string& path, uint64_t expected_size, int extra_flags, bool writable,
+                    Mapping* out);
 
 // Size in bytes of the open file.
 Status FileSize(int fd, const std::string& path, uint64_t* out);

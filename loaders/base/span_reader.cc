@@ -29,8 +29,8 @@ Status ReadSlice(const SpanRead& r, uint64_t begin, uint64_t end, const std::ato
         return Status::FromErrno(fmt::format("{}: read at offset {}", r.path, off + done), errno);
       }
       if (n == 0) {
-        return Status::BadInput(fmt::format("{}: truncated: file ends at {}, expected {}",
-                                            r.path, off + done, r.file_size));
+        return Status::BadInput(fmt::format("{}: truncated: file ends at {}, expected {}", r.path,
+                                            off + done, r.file_size));
       }
       done += static_cast<uint64_t>(n);
     }

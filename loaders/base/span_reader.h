@@ -15,9 +15,9 @@ namespace loadbench {
 
 struct SpanRead {
   int fd = -1;
-  std::string path;        // for messages
-  FileSpan span;           // the file range to read; span.begin and chunk obey any alignment
-  uint64_t file_size = 0;  // reads stop here; a read that ends short only here is expected
+  std::string path;          // for messages
+  FileSpan span;             // the file range to read; span.begin and chunk obey any alignment
+  uint64_t file_size = 0;    // reads stop here; a read that ends short only here is expected
   std::byte* dst = nullptr;  // receives span.size() bytes; dst[0] is the byte at span.begin
   unsigned threads = 1;
   uint64_t chunk = 1 << 20;

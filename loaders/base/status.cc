@@ -38,12 +38,18 @@ int Status::exit_code() const {
 
 std::string_view Status::code_name() const {
   switch (code_) {
-    case Code::kOk: return "ok";
-    case Code::kBadInput: return "bad input";
-    case Code::kIOError: return "I/O error";
-    case Code::kUnsupported: return "unsupported";
-    case Code::kFailed: return "failed";
-    case Code::kNotWritten: return "not written";
+    case Code::kOk:
+      return "ok";
+    case Code::kBadInput:
+      return "bad input";
+    case Code::kIOError:
+      return "I/O error";
+    case Code::kUnsupported:
+      return "unsupported";
+    case Code::kFailed:
+      return "failed";
+    case Code::kNotWritten:
+      return "not written";
   }
   return "unknown";
 }

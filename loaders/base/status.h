@@ -45,10 +45,10 @@ class [[nodiscard]] Status {
 };
 
 // Returns early from the calling function when `expr` is not ok.
-#define LB_RETURN_IF_ERROR(expr)                    \
-  do {                                              \
-    ::loadbench::Status lb_status_ = (expr);        \
-    if (!lb_status_.ok()) return lb_status_;        \
+#define LB_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::loadbench::Status lb_status_ = (expr); \
+    if (!lb_status_.ok()) return lb_status_; \
   } while (0)
 
 }  // namespace loadbench

@@ -11,8 +11,8 @@ namespace loadbench {
 
 Status ParseBytes(const std::string& text, const std::string& what, uint64_t* out) {
   auto bad = [&] {
-    return Status::BadInput(fmt::format(
-        "{}: '{}' is not a size (examples: 4096, 512KiB, 2GiB, 1.5GB)", what, text));
+    return Status::BadInput(
+        fmt::format("{}: '{}' is not a size (examples: 4096, 512KiB, 2GiB, 1.5GB)", what, text));
   };
   size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) {
@@ -29,11 +29,20 @@ Status ParseBytes(const std::string& text, const std::string& what, uint64_t* ou
     const char* name;
     double factor;
   } kUnits[] = {
-      {"", 1},           {"b", 1},
-      {"k", 1024.0},     {"kib", 1024.0},       {"kb", 1e3},
-      {"m", 1048576.0},  {"mib", 1048576.0},    {"mb", 1e6},
-      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
-      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12},
+      {"", 1},
+      {"b", 1},
+      {"k", 1024.0},
+      {"kib", 1024.0},
+      {"kb", 1e3},
+      {"m", 1048576.0},
+      {"mib", 1048576.0},
+      {"mb", 1e6},
+      {"g", 1073741824.0},
+      {"gib", 1073741824.0},
+      {"gb", 1e9},
+      {"t", 1099511627776.0},
+      {"tib", 1099511627776.0},
+      {"tb", 1e12},
   };
   for (const auto& u : kUnits) {
     if (unit != u.name) continue;

@@ -29,8 +29,7 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
         uring_(params.Choice("io") == "io_uring"),
         direct_(params.On("direct")) {}
 
-  Status LoadToDevice(const std::string& path, const TensorTable& table,
-                      DeviceLoad* out) override {
+  Status LoadToDevice(const std::string& path, const TensorTable& table, DeviceLoad* out) override {
     path_ = path;
     table_ = &table;
     UniqueFd fd;
@@ -39,7 +38,8 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
       // One io_uring read asks for at most 4 GiB - 1, and a pinned buffer this size is a
       // different experiment.
       return Status::BadInput(fmt::format("{}: cuda_bounce: chunk={} is over the 1 GiB a bounce "
-                                          "buffer may have", path, chunk_));
+                                          "buffer may have",
+                                          path, chunk_));
     }
     const uint64_t align = direct_ ? DirectIoAlignment(fd.get()) : 1;
     if (chunk_ % align != 0) {
@@ -61,8 +61,8 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     out->pinned_bytes = slots_.size() * chunk_;
     LB_RETURN_IF_ERROR(uring_ ? ReadRing(fd.get()) : ReadOneByOne(fd.get()));
     for (Slot& s : slots_) {
-      LB_RETURN_IF_ERROR(cuda::Check(cudaStreamSynchronize(s.stream.get()), path,
-                                     "cudaStreamSynchronize"));
+      LB_RETURN_IF_ERROR(
+          cuda::Check(cudaStreamSynchronize(s.stream.get()), path, "cudaStreamSynchronize"));
     }
     out->on_device = std::chrono::steady_clock::now();
     out->copied_bytes = copied_bytes_;
@@ -127,9 +127,9 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     *done = s.got >= need;
     if (*done) return Status::Ok();
     if (res == 0 || (direct_ && res % 4096 != 0)) {
-      return Status::BadInput(fmt::format(
-          "{}: truncated: the file ends at offset {}, its tensors need it up to {}", path_,
-          s.offset + s.got, data_end_));
+      return Status::BadInput(
+          fmt::format("{}: truncated: the file ends at offset {}, its tensors need it up to {}",
+                      path_, s.offset + s.got, data_end_));
     }
     ++short_reads_;
     return Status::Ok();
@@ -139,16 +139,16 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
   Status CopyOut(Slot& s) {
     const uint64_t end = std::min(s.offset + s.got, data_end_);
     for (const cuda::Piece& p : cuda::PiecesIn(*table_, packed_, s.offset, end)) {
-      LB_RETURN_IF_ERROR(cuda::Check(
-          cudaMemcpyAsync(device_.get() + p.device_offset,
-                          s.buffer.get() + (p.file_offset - s.offset), p.size,
-                          cudaMemcpyHostToDevice, s.stream.get()),
-          path_, "cudaMemcpyAsync"));
+      LB_RETURN_IF_ERROR(
+          cuda::Check(cudaMemcpyAsync(device_.get() + p.device_offset,
+                                      s.buffer.get() + (p.file_offset - s.offset), p.size,
+                                      cudaMemcpyHostToDevice, s.stream.get()),
+                      path_, "cudaMemcpyAsync"));
       ++copies_;
       copied_bytes_ += p.size;
     }
-    LB_RETURN_IF_ERROR(cuda::Check(cudaEventRecord(s.copied.get(), s.stream.get()), path_,
-                                   "cudaEventRecord"));
+    LB_RETURN_IF_ERROR(
+        cuda::Check(cudaEventRecord(s.copied.get(), s.stream.get()), path_, "cudaEventRecord"));
     s.copying = true;
     return Status::Ok();
   }
@@ -262,17 +262,23 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .summary = "reads (O_DIRECT, io_uring) into N pinned bounce buffers, cudaMemcpyAsync per "
                "buffer on its own stream: reads and host-to-device copies overlap",
     .options =
-        {{"buffers", OptionSpec::Kind::kInt, "4",
+        {{"buffers",
+          OptionSpec::Kind::kInt,
+          "4",
           "pinned bounce buffers (cudaHostAlloc), each with its own stream; with io=io_uring "
           "also the reads in flight",
-          {}, 1, 256},
+          {},
+          1,
+          256},
          {"chunk", OptionSpec::Kind::kBytes, "16MiB",
           "bytes per buffer and per read (a multiple of 4096 with direct=on)"},
-         {"io", OptionSpec::Kind::kChoice, "io_uring",
-          "io_uring: a read in flight per buffer; pread: one read at a time", {"io_uring",
-          "pread"}},
-         {"direct", OptionSpec::Kind::kChoice, "on",
-          "open with O_DIRECT, bypassing the page cache", kOnOff}},
+         {"io",
+          OptionSpec::Kind::kChoice,
+          "io_uring",
+          "io_uring: a read in flight per buffer; pread: one read at a time",
+          {"io_uring", "pread"}},
+         {"direct", OptionSpec::Kind::kChoice, "on", "open with O_DIRECT, bypassing the page cache",
+          kOnOff}},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<CudaBounceLoader>(p);
     },

@@ -146,8 +146,8 @@ Status Event::Create(const std::string& path) {
 
 Status Verify(const DeviceMemory& tensors, cudaStream_t stream, const std::string& path,
               DeviceLoad* out) {
-  LB_RETURN_IF_ERROR(Check(DeviceXxh3(tensors.get(), tensors.size(), stream, &out->checksum),
-                           path, "the device checksum"));
+  LB_RETURN_IF_ERROR(Check(DeviceXxh3(tensors.get(), tensors.size(), stream, &out->checksum), path,
+                           "the device checksum"));
   out->verified = std::chrono::steady_clock::now();
   out->device_bytes = tensors.size();
   return Status::Ok();

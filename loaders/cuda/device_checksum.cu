@@ -73,8 +73,8 @@ cudaError_t DeviceXxh3(const std::byte* data, uint64_t len, cudaStream_t stream,
   }
   Finish<<<1, 1, 0, stream>>>(reinterpret_cast<const uint8_t*>(data), len, acc, result);
   if (cudaError_t e = cudaGetLastError(); e) return e;
-  if (cudaError_t e = cudaMemcpyAsync(out, result, sizeof(uint64_t), cudaMemcpyDeviceToHost,
-                                      stream);
+  if (cudaError_t e =
+          cudaMemcpyAsync(out, result, sizeof(uint64_t), cudaMemcpyDeviceToHost, stream);
       e) {
     return e;
   }

@@ -71,7 +71,8 @@ const CuFile& Library() {
     if (c.lib == nullptr) {
       const char* why = ::dlerror();
       c.missing = fmt::format("cuFile (GPUDirect Storage) is not installed: libcufile.so.0 "
-                              "cannot be loaded ({})", why ? why : "not found");
+                              "cannot be loaded ({})",
+                              why ? why : "not found");
       return c;
     }
     const bool all = Bind(c.lib, "cuFileDriverOpen", &c.driver_open) &&
@@ -105,15 +106,13 @@ class CudaGdsLoader final : public cuda::DeviceLoader {
     if (handle_ != nullptr) f.handle_deregister(handle_);
   }
 
-  Status LoadToDevice(const std::string& path, const TensorTable& table,
-                      DeviceLoad* out) override {
+  Status LoadToDevice(const std::string& path, const TensorTable& table, DeviceLoad* out) override {
     const CuFile& f = Library();
     if (!f.missing.empty()) return Status::Unsupported(f.missing);
-    struct stat st{};
+    struct stat st {};
     nvidia_fs_ = ::stat("/proc/driver/nvidia-fs", &st) == 0;
     if (CUfileError_t e = f.driver_open(); e.err != 0) {
-      return Status::Unsupported(
-          fmt::format("{}: cuFileDriverOpen: {}", path, ErrorText(e)));
+      return Status::Unsupported(fmt::format("{}: cuFileDriverOpen: {}", path, ErrorText(e)));
     }
     // O_DIRECT is what GPUDirect reads need; cuFile's compatibility mode takes it too.
     LB_RETURN_IF_ERROR(OpenReadOnly(path, O_DIRECT, &fd_));
@@ -122,32 +121,30 @@ class CudaGdsLoader final : public cuda::DeviceLoader {
     descr.handle.fd = fd_.get();
     if (CUfileError_t e = f.handle_register(&handle_, &descr); e.err != 0) {
       handle_ = nullptr;
-      return Status::Unsupported(
-          fmt::format("{}: cuFileHandleRegister: {}", path, ErrorText(e)));
+      return Status::Unsupported(fmt::format("{}: cuFileHandleRegister: {}", path, ErrorText(e)));
     }
     LB_RETURN_IF_ERROR(stream_.Create(path));
     LB_RETURN_IF_ERROR(device_.Allocate(table.tensor_bytes, path));
     // Registering the destination lets cuFile DMA into it without its own staging; a refusal
     // is not fatal (reads still work), so it is recorded, not returned.
-    buf_registered_ = f.buf_register(device_.get(), std::max<uint64_t>(table.tensor_bytes, 1), 0)
-                          .err == 0;
+    buf_registered_ =
+        f.buf_register(device_.get(), std::max<uint64_t>(table.tensor_bytes, 1), 0).err == 0;
     const std::vector<uint64_t> packed = cuda::PackedOffsets(table);
     for (size_t i = 0; i < table.tensors.size(); ++i) {
       const TensorInfo& t = table.tensors[i];
       for (uint64_t done = 0; done < t.size;) {
         const uint64_t n = std::min(chunk_, t.size - done);
-        const ssize_t got =
-            f.read(handle_, device_.get(), n, static_cast<off_t>(t.offset + done),
-                   static_cast<off_t>(packed[i] + done));
+        const ssize_t got = f.read(handle_, device_.get(), n, static_cast<off_t>(t.offset + done),
+                                   static_cast<off_t>(packed[i] + done));
         if (got < 0) {
-          return Status::IOError(fmt::format(
-              "{}: cuFileRead of {} bytes at offset {}: {}", path, n, t.offset + done,
-              got == -1 ? std::strerror(errno) : fmt::format("cuFile error {}", -got)));
+          return Status::IOError(
+              fmt::format("{}: cuFileRead of {} bytes at offset {}: {}", path, n, t.offset + done,
+                          got == -1 ? std::strerror(errno) : fmt::format("cuFile error {}", -got)));
         }
         if (got == 0) {
-          return Status::BadInput(fmt::format(
-              "{}: truncated: the file ends at offset {}, tensor {} needs it up to {}", path,
-              t.offset + done, t.name, t.offset + t.size));
+          return Status::BadInput(
+              fmt::format("{}: truncated: the file ends at offset {}, tensor {} needs it up to {}",
+                          path, t.offset + done, t.name, t.offset + t.size));
         }
         done += static_cast<uint64_t>(got);
         ++reads_;

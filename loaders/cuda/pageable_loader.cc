@@ -10,16 +10,16 @@ namespace {
 
 // The host strategies whose views can be copied from: every one that delivers the whole file
 // at once into this process's memory.
-const std::vector<std::string> kHosts = {"fread",  "pread",         "pread_mt",     "odirect",
-                                         "io_uring", "mmap",        "mmap_seq",     "mmap_populate",
-                                         "mmap_willneed", "mmap_prefetch", "mlock"};
+const std::vector<std::string> kHosts = {"fread",         "pread",         "pread_mt",
+                                         "odirect",       "io_uring",      "mmap",
+                                         "mmap_seq",      "mmap_populate", "mmap_willneed",
+                                         "mmap_prefetch", "mlock"};
 
 class CudaPageableLoader final : public cuda::DeviceLoader {
  public:
   explicit CudaPageableLoader(const Params& params) : host_(params.Choice("host")) {}
 
-  Status LoadToDevice(const std::string& path, const TensorTable& table,
-                      DeviceLoad* out) override {
+  Status LoadToDevice(const std::string& path, const TensorTable& table, DeviceLoad* out) override {
     const StrategyInfo* info = FindStrategy(host_);
     if (info == nullptr) {
       return Status::Unsupported(fmt::format("{}: host strategy {} is not built", path, host_));

@@ -21,12 +21,11 @@ class CudaRegisterLoader final : public cuda::DeviceLoader {
   explicit CudaRegisterLoader(const Params& params)
       : chunk_(params.Bytes("chunk")), pinned_chunks_(static_cast<size_t>(params.Int("ahead"))) {}
 
-  Status LoadToDevice(const std::string& path, const TensorTable& table,
-                      DeviceLoad* out) override {
+  Status LoadToDevice(const std::string& path, const TensorTable& table, DeviceLoad* out) override {
     int read_only = 0;
-    LB_RETURN_IF_ERROR(cuda::Check(
-        cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, 0), path,
-        "cudaDeviceGetAttribute"));
+    LB_RETURN_IF_ERROR(
+        cuda::Check(cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, 0),
+                    path, "cudaDeviceGetAttribute"));
     if (!read_only) {
       return Status::Unsupported(fmt::format(
           "{}: this device cannot pin memory read-only (cudaHostRegisterReadOnly), which a "
@@ -52,23 +51,22 @@ class CudaRegisterLoader final : public cuda::DeviceLoader {
       }
       const uint64_t len = std::min(chunk_, end - at);
       Pinned p;
-      LB_RETURN_IF_ERROR(p.registration.Register(map_.data() + at, len, cudaHostRegisterReadOnly,
-                                                 path));
+      LB_RETURN_IF_ERROR(
+          p.registration.Register(map_.data() + at, len, cudaHostRegisterReadOnly, path));
       pinned += len;
       out->pinned_bytes = std::max(out->pinned_bytes, pinned);
       p.bytes = len;
       for (const cuda::Piece& piece : cuda::PiecesIn(table, packed, at, at + len)) {
-        LB_RETURN_IF_ERROR(
-            cuda::Check(cudaMemcpyAsync(device_.get() + piece.device_offset,
-                                        map_.data() + piece.file_offset, piece.size,
-                                        cudaMemcpyHostToDevice, stream_.get()),
-                        path, "cudaMemcpyAsync"));
+        LB_RETURN_IF_ERROR(cuda::Check(cudaMemcpyAsync(device_.get() + piece.device_offset,
+                                                       map_.data() + piece.file_offset, piece.size,
+                                                       cudaMemcpyHostToDevice, stream_.get()),
+                                       path, "cudaMemcpyAsync"));
         out->copied_bytes += piece.size;
         ++copies_;
       }
       LB_RETURN_IF_ERROR(p.copied.Create(path));
-      LB_RETURN_IF_ERROR(cuda::Check(cudaEventRecord(p.copied.get(), stream_.get()), path,
-                                     "cudaEventRecord"));
+      LB_RETURN_IF_ERROR(
+          cuda::Check(cudaEventRecord(p.copied.get(), stream_.get()), path, "cudaEventRecord"));
       in_flight_.push_back(std::move(p));
     }
     while (!in_flight_.empty()) LB_RETURN_IF_ERROR(Release(path, &pinned));
@@ -118,9 +116,13 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
                "from the page cache to the GPU",
     .options = {{"chunk", OptionSpec::Kind::kBytes, "64MiB",
                  "bytes pinned by one cudaHostRegister (a multiple of the page size)"},
-                {"ahead", OptionSpec::Kind::kInt, "2",
+                {"ahead",
+                 OptionSpec::Kind::kInt,
+                 "2",
                  "chunks pinned at once: the next is faulted in while the last ones copy",
-                 {}, 1, 1024}},
+                 {},
+                 1,
+                 1024}},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<CudaRegisterLoader>(p);
     },

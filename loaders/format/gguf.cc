@@ -32,16 +32,16 @@ struct GgmlType {
   uint64_t bytes;
 };
 constexpr GgmlType kGgmlTypes[] = {
-    {"f32", 1, 4},        {"f16", 1, 2},       {"q4_0", 32, 18},    {"q4_1", 32, 20},
-    {nullptr, 0, 0},      {nullptr, 0, 0},     {"q5_0", 32, 22},    {"q5_1", 32, 24},
-    {"q8_0", 32, 34},     {"q8_1", 32, 36},    {"q2_k", 256, 84},   {"q3_k", 256, 110},
-    {"q4_k", 256, 144},   {"q5_k", 256, 176},  {"q6_k", 256, 210},  {"q8_k", 256, 292},
+    {"f32", 1, 4},        {"f16", 1, 2},       {"q4_0", 32, 18},     {"q4_1", 32, 20},
+    {nullptr, 0, 0},      {nullptr, 0, 0},     {"q5_0", 32, 22},     {"q5_1", 32, 24},
+    {"q8_0", 32, 34},     {"q8_1", 32, 36},    {"q2_k", 256, 84},    {"q3_k", 256, 110},
+    {"q4_k", 256, 144},   {"q5_k", 256, 176},  {"q6_k", 256, 210},   {"q8_k", 256, 292},
     {"iq2_xxs", 256, 66}, {"iq2_xs", 256, 74}, {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50},
-    {"iq4_nl", 32, 18},   {"iq3_s", 256, 110}, {"iq2_s", 256, 82},  {"iq4_xs", 256, 136},
-    {"i8", 1, 1},         {"i16", 1, 2},       {"i32", 1, 4},       {"i64", 1, 8},
-    {"f64", 1, 8},        {"iq1_m", 256, 56},  {"bf16", 1, 2},      {nullptr, 0, 0},
-    {nullptr, 0, 0},      {nullptr, 0, 0},     {"tq1_0", 256, 54},  {"tq2_0", 256, 66},
-    {nullptr, 0, 0},      {nullptr, 0, 0},     {nullptr, 0, 0},     {"mxfp4", 32, 17},
+    {"iq4_nl", 32, 18},   {"iq3_s", 256, 110}, {"iq2_s", 256, 82},   {"iq4_xs", 256, 136},
+    {"i8", 1, 1},         {"i16", 1, 2},       {"i32", 1, 4},        {"i64", 1, 8},
+    {"f64", 1, 8},        {"iq1_m", 256, 56},  {"bf16", 1, 2},       {nullptr, 0, 0},
+    {nullptr, 0, 0},      {nullptr, 0, 0},     {"tq1_0", 256, 54},   {"tq2_0", 256, 66},
+    {nullptr, 0, 0},      {nullptr, 0, 0},     {nullptr, 0, 0},      {"mxfp4", 32, 17},
 };
 constexpr uint32_t kGgmlTypeCount = sizeof kGgmlTypes / sizeof kGgmlTypes[0];
 
@@ -52,7 +52,7 @@ struct ValueType {
   uint64_t size;
 };
 constexpr ValueType kValueTypes[] = {
-    {"u8", 1},  {"i8", 1},     {"u16", 2},   {"i16", 2},  {"u32", 4},  {"i32", 4}, {"f32", 4},
+    {"u8", 1},   {"i8", 1},     {"u16", 2},   {"i16", 2}, {"u32", 4}, {"i32", 4}, {"f32", 4},
     {"bool", 1}, {"string", 0}, {"array", 0}, {"u64", 8}, {"i64", 8}, {"f64", 8},
 };
 constexpr uint32_t kValueTypeCount = sizeof kValueTypes / sizeof kValueTypes[0];
@@ -64,10 +64,10 @@ constexpr const char* kSplitFields[] = {"no", "count", "tensors_count"};
 constexpr const char* kModelChecksumKey = "loadbench.model_xxh3_64";
 bool IsIntegerType(uint32_t type) { return type <= 5 || type == 10 || type == 11; }
 
-constexpr uint64_t kWindow = 1 << 20;          // bytes read from the file at a time
-constexpr uint64_t kMaxKeyBytes = 64 << 10;    // keys and tensor names; real ones are short
-constexpr uint64_t kShownStringBytes = 256;    // of a string value, in inspect's metadata
-constexpr size_t kMaxShownKeys = 1024;         // keys listed in inspect's metadata
+constexpr uint64_t kWindow = 1 << 20;        // bytes read from the file at a time
+constexpr uint64_t kMaxKeyBytes = 64 << 10;  // keys and tensor names; real ones are short
+constexpr uint64_t kShownStringBytes = 256;  // of a string value, in inspect's metadata
+constexpr size_t kMaxShownKeys = 1024;       // keys listed in inspect's metadata
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -175,8 +175,7 @@ class Parser {
   // The tensor infos, each name once.
   Status TensorInfos(uint64_t n_tensors, std::vector<Info>* infos);
   // Each tensor aligned and inside the data section, appended to t's table in info order.
-  Status PlaceTensors(const std::vector<Info>& infos, uint64_t data_offset,
-                      TensorTable* t) const;
+  Status PlaceTensors(const std::vector<Info>& infos, uint64_t data_offset, TensorTable* t) const;
   // No two tensors with bytes overlap (a table in info order need not be in data order).
   Status CheckOverlaps(const TensorTable& t, uint64_t data_offset) const;
   // The header as `inspect` shows it.
@@ -225,17 +224,39 @@ Status Parser::Value(uint32_t type, const std::string& key, OJson* shown) {
     return v;
   };
   switch (type) {
-    case 0: *shown = as(uint8_t{}); break;
-    case 1: *shown = as(int8_t{}); break;
-    case 2: *shown = as(uint16_t{}); break;
-    case 3: *shown = as(int16_t{}); break;
-    case 4: *shown = as(uint32_t{}); break;
-    case 5: *shown = as(int32_t{}); break;
-    case 6: *shown = as(float{}); break;
-    case 7: *shown = b[0] != 0; break;
-    case 10: *shown = as(uint64_t{}); break;
-    case 11: *shown = as(int64_t{}); break;
-    case 12: *shown = as(double{}); break;
+    case 0:
+      *shown = as(uint8_t{});
+      break;
+    case 1:
+      *shown = as(int8_t{});
+      break;
+    case 2:
+      *shown = as(uint16_t{});
+      break;
+    case 3:
+      *shown = as(int16_t{});
+      break;
+    case 4:
+      *shown = as(uint32_t{});
+      break;
+    case 5:
+      *shown = as(int32_t{});
+      break;
+    case 6:
+      *shown = as(float{});
+      break;
+    case 7:
+      *shown = b[0] != 0;
+      break;
+    case 10:
+      *shown = as(uint64_t{});
+      break;
+    case 11:
+      *shown = as(int64_t{});
+      break;
+    case 12:
+      *shown = as(double{});
+      break;
   }
   return Status::Ok();
 }
@@ -277,7 +298,8 @@ Status Parser::KeyValue(uint64_t index) {
   const uint64_t at = pos_;
   std::string key;
   uint64_t len;
-  LB_RETURN_IF_ERROR(Str(&key, kMaxKeyBytes, [&] { return fmt::format("key {}", index); }, &len));
+  LB_RETURN_IF_ERROR(Str(
+      &key, kMaxKeyBytes, [&] { return fmt::format("key {}", index); }, &len));
   if (len > kMaxKeyBytes) {
     return Bad(fmt::format("key {} at offset {} is {} bytes long; keys are limited to {}", index,
                            at, len, kMaxKeyBytes));
@@ -311,8 +333,9 @@ Status Parser::KeyValue(uint64_t index) {
       return Bad(fmt::format("key '{}' is {}, not a string of 16 lower-case hex digits", key,
                              shown.dump()));
     }
-    (key == kGgufChecksumKey ? checksum_ : key == kGgufGenSpecKey ? gen_spec_ : model_checksum_) =
-        v;
+    (key == kGgufChecksumKey  ? checksum_
+     : key == kGgufGenSpecKey ? gen_spec_
+                              : model_checksum_) = v;
   }
   for (size_t i = 0; i < 3; ++i) {
     if (key != kSplitKeys[i]) continue;
@@ -379,10 +402,10 @@ Status Parser::Preamble(uint64_t* n_tensors, uint64_t* n_kv) {
   if (magic != kGgufMagic) return Bad(fmt::format("wrong magic 0x{:08x}", magic));
   LB_RETURN_IF_ERROR(Le(&version_, "version"));
   if (version_ != 0 && (version_ & 0xFFFF) == 0) {
-    return Status::BadInput(fmt::format(
-        "{}: big-endian GGUF file (version field reads 0x{:08x}); this build reads "
-        "little-endian GGUF only",
-        path_, version_));
+    return Status::BadInput(
+        fmt::format("{}: big-endian GGUF file (version field reads 0x{:08x}); this build reads "
+                    "little-endian GGUF only",
+                    path_, version_));
   }
   if (version_ < 1 || version_ > 3) {
     return Bad(fmt::format("unsupported version {} (this build reads versions 1 to 3)", version_));
@@ -447,9 +470,8 @@ Status Parser::PlaceTensors(const std::vector<Info>& infos, uint64_t data_offset
 Status Parser::CheckOverlaps(const TensorTable& t, uint64_t data_offset) const {
   std::vector<size_t> by_offset(t.tensors.size());
   std::iota(by_offset.begin(), by_offset.end(), 0);
-  std::sort(by_offset.begin(), by_offset.end(), [&](size_t a, size_t b) {
-    return t.tensors[a].offset < t.tensors[b].offset;
-  });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [&](size_t a, size_t b) { return t.tensors[a].offset < t.tensors[b].offset; });
   const loadbench::TensorInfo* prev = nullptr;
   for (size_t i : by_offset) {
     const auto& x = t.tensors[i];
@@ -532,15 +554,32 @@ Status ReadGguf(int fd, const std::string& path, uint64_t real_size, TensorTable
 
 bool GgufTypeFor(WlfDType dtype, uint32_t* code) {
   switch (dtype) {
-    case WlfDType::kF32: *code = 0; return true;
-    case WlfDType::kF16: *code = 1; return true;
-    case WlfDType::kBF16: *code = 30; return true;
-    case WlfDType::kF64: *code = 28; return true;
-    case WlfDType::kI8: *code = 24; return true;
-    case WlfDType::kI16: *code = 25; return true;
-    case WlfDType::kI32: *code = 26; return true;
-    case WlfDType::kI64: *code = 27; return true;
-    default: return false;
+    case WlfDType::kF32:
+      *code = 0;
+      return true;
+    case WlfDType::kF16:
+      *code = 1;
+      return true;
+    case WlfDType::kBF16:
+      *code = 30;
+      return true;
+    case WlfDType::kF64:
+      *code = 28;
+      return true;
+    case WlfDType::kI8:
+      *code = 24;
+      return true;
+    case WlfDType::kI16:
+      *code = 25;
+      return true;
+    case WlfDType::kI32:
+      *code = 26;
+      return true;
+    case WlfDType::kI64:
+      *code = 27;
+      return true;
+    default:
+      return false;
   }
 }
 

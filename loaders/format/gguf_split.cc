@@ -62,8 +62,8 @@ Status Bad(const std::string& file, const std::string& what) {
 
 // The first split's own claims: it is split 1 of `n`, named NAME-00001-of-0000N.gguf (*name),
 // and says how many tensors the model has (*total).
-Status CheckFirst(const std::string& path, const TensorTable& first, uint64_t n,
-                  std::string* name, uint64_t* total) {
+Status CheckFirst(const std::string& path, const TensorTable& first, uint64_t n, std::string* name,
+                  uint64_t* total) {
   const std::string base = std::filesystem::path(path).filename().string();
   const std::optional<uint64_t> no = Field(first, "no");
   if (!no) {
@@ -124,8 +124,7 @@ Status ReadSibling(const std::string& sp, uint64_t k, uint64_t n, const std::str
 }
 
 // The model of the checked splits: no tensor in two of them, the model checksum from the first.
-Status Assemble(const std::string& path, const std::vector<TensorTable>& splits,
-                TensorTable* out) {
+Status Assemble(const std::string& path, const std::vector<TensorTable>& splits, TensorTable* out) {
   TensorTable m;
   LB_RETURN_IF_ERROR(JoinShards(splits, &m));
   std::unordered_map<std::string_view, uint32_t> held;  // tensor name to the split holding it

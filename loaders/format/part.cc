@@ -30,7 +30,8 @@ Status CutOf(const std::string& path, const TensorInfo& t, int dim, int readers,
   const std::string tp = ReadPattern{ReadPattern::Kind::kTp, dim}.Text();
   if (t.shape.empty()) {
     return Status::BadInput(fmt::format("{}: {} cannot split tensor '{}' among {} readers: it "
-                                        "is a scalar", path, tp, t.name, readers));
+                                        "is a scalar",
+                                        path, tp, t.name, readers));
   }
   c->dim = std::min(static_cast<size_t>(dim), t.shape.size() - 1);
   c->outer = 1;
@@ -39,13 +40,15 @@ Status CutOf(const std::string& path, const TensorInfo& t, int dim, int readers,
   if (c->len % static_cast<uint64_t>(readers) != 0) {
     return Status::BadInput(fmt::format(
         "{}: {} cannot split tensor '{}' among {} readers: its dimension {} is {}, not a "
-        "multiple of {}", path, tp, t.name, readers, c->dim, c->len, readers));
+        "multiple of {}",
+        path, tp, t.name, readers, c->dim, c->len, readers));
   }
   const uint64_t indices = c->outer * c->len;
   if (indices == 0 || t.size % indices != 0) {
     return Status::BadInput(fmt::format(
         "{}: {} cannot split tensor '{}' ({}) along dimension {}: its {} bytes are stored in "
-        "blocks that a slice would cut", path, tp, t.name, t.dtype, c->dim, t.size));
+        "blocks that a slice would cut",
+        path, tp, t.name, t.dtype, c->dim, t.size));
   }
   c->unit = t.size / indices;
   return Status::Ok();
@@ -77,8 +80,8 @@ Status PipelineStages(const std::string& path, const TensorTable& model, int rea
   }
   if (static_cast<int>(layers.size()) < readers) {
     return Status::BadInput(fmt::format(
-        "{}: pp cannot split the model among {} readers: it has {} layers (by tensor name)",
-        path, readers, layers.size()));
+        "{}: pp cannot split the model among {} readers: it has {} layers (by tensor name)", path,
+        readers, layers.size()));
   }
   const std::vector<int> sorted(layers.begin(), layers.end());
   stage->assign(model.tensors.size(), readers - 1);
@@ -90,8 +93,8 @@ Status PipelineStages(const std::string& path, const TensorTable& model, int rea
       (*stage)[i] = seen_layer ? readers - 1 : 0;
       continue;
     }
-    const auto at = static_cast<uint64_t>(std::lower_bound(sorted.begin(), sorted.end(), *l) -
-                                          sorted.begin());
+    const auto at =
+        static_cast<uint64_t>(std::lower_bound(sorted.begin(), sorted.end(), *l) - sorted.begin());
     for (int k = 0; k < readers; ++k) {
       const auto [first, last] = Share(sorted.size(), k, readers);
       if (at >= first && at < last) (*stage)[i] = k;
@@ -134,10 +137,14 @@ TensorTable Assemble(const TensorTable& model, std::vector<TensorInfo> pieces) {
 
 std::string ReadPattern::Text() const {
   switch (kind) {
-    case Kind::kReplicated: return "replicated";
-    case Kind::kTp: return dim == 0 ? "tp" : fmt::format("tp:{}", dim);
-    case Kind::kPp: return "pp";
-    case Kind::kFiles: return "files";
+    case Kind::kReplicated:
+      return "replicated";
+    case Kind::kTp:
+      return dim == 0 ? "tp" : fmt::format("tp:{}", dim);
+    case Kind::kPp:
+      return "pp";
+    case Kind::kFiles:
+      return "files";
   }
   return "replicated";
 }
@@ -164,8 +171,8 @@ Status CheckSplit(const std::string& path, const TensorTable& model, const ReadP
   return PartOf(path, model, p, 0, readers, &part);
 }
 
-Status PartOf(const std::string& path, const TensorTable& model, const ReadPattern& p,
-              int index, int readers, TensorTable* out) {
+Status PartOf(const std::string& path, const TensorTable& model, const ReadPattern& p, int index,
+              int readers, TensorTable* out) {
   std::vector<TensorInfo> pieces;
   switch (p.kind) {
     case ReadPattern::Kind::kReplicated:
@@ -188,9 +195,9 @@ Status PartOf(const std::string& path, const TensorTable& model, const ReadPatte
     }
     case ReadPattern::Kind::kFiles: {
       if (static_cast<int>(model.shards.size()) < readers) {
-        return Status::BadInput(fmt::format(
-            "{}: files cannot split the model among {} readers: it has {} file{}", path,
-            readers, model.shards.size(), model.shards.size() == 1 ? "" : "s"));
+        return Status::BadInput(
+            fmt::format("{}: files cannot split the model among {} readers: it has {} file{}", path,
+                        readers, model.shards.size(), model.shards.size() == 1 ? "" : "s"));
       }
       const auto [first, last] = Share(model.shards.size(), index, readers);
       for (const TensorInfo& t : model.tensors) {

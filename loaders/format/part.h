@@ -46,7 +46,7 @@ Status CheckSplit(const std::string& path, const TensorTable& model, const ReadP
 // Reader `index`'s part (0 <= index < readers): its tensors (or slices) in the model's table
 // order, each with its own file offset and size; only the shards it reads, with their files'
 // sizes; no stored checksum (the runner gives the part's). Errors as CheckSplit.
-Status PartOf(const std::string& path, const TensorTable& model, const ReadPattern& p,
-              int index, int readers, TensorTable* out);
+Status PartOf(const std::string& path, const TensorTable& model, const ReadPattern& p, int index,
+              int readers, TensorTable* out);
 
 }  // namespace loadbench

@@ -27,10 +27,10 @@ struct DTypeRow {
   uint64_t bits;     // per element; the F4 and F6 types pack below a byte
 };
 constexpr DTypeRow kDTypes[] = {
-    {"BOOL", 8},     {"U8", 8},       {"I8", 8},       {"F8_E5M2", 8}, {"F8_E4M3", 8},
-    {"F8_E8M0", 8},  {"I16", 16},     {"U16", 16},     {"F16", 16},    {"BF16", 16},
-    {"I32", 32},     {"U32", 32},     {"F32", 32},     {"C64", 64},    {"F64", 64},
-    {"I64", 64},     {"U64", 64},     {"F4", 4},       {"F6_E2M3", 6}, {"F6_E3M2", 6},
+    {"BOOL", 8},    {"U8", 8},   {"I8", 8},   {"F8_E5M2", 8}, {"F8_E4M3", 8},
+    {"F8_E8M0", 8}, {"I16", 16}, {"U16", 16}, {"F16", 16},    {"BF16", 16},
+    {"I32", 32},    {"U32", 32}, {"F32", 32}, {"C64", 64},    {"F64", 64},
+    {"I64", 64},    {"U64", 64}, {"F4", 4},   {"F6_E2M3", 6}, {"F6_E3M2", 6},
 };
 
 const DTypeRow* FindDType(const std::string& name) {
@@ -101,8 +101,8 @@ class HeaderSax {
   }
   bool number_float(Json::number_float_t, const std::string& text) {
     if (state_ == State::kShape || state_ == State::kOffsets) {
-      return Fail(fmt::format("{} holds {}, which is not an integer from 0 to 2^64-1", Where(),
-                              text));
+      return Fail(
+          fmt::format("{} holds {}, which is not an integer from 0 to 2^64-1", Where(), text));
     }
     return Value("a number");
   }
@@ -231,8 +231,20 @@ class HeaderSax {
 
  private:
   enum class State {
-    kStart, kTopKey, kMetaStart, kMetaKey, kMetaValue, kTensorStart, kTensorKey, kDtype,
-    kShapeStart, kShape, kOffsetsStart, kOffsets, kSkip, kDone,
+    kStart,
+    kTopKey,
+    kMetaStart,
+    kMetaKey,
+    kMetaValue,
+    kTensorStart,
+    kTensorKey,
+    kDtype,
+    kShapeStart,
+    kShape,
+    kOffsetsStart,
+    kOffsets,
+    kSkip,
+    kDone,
   };
 
   bool Fail(std::string msg) {
@@ -359,9 +371,9 @@ Status ReadHeaderText(int fd, const std::string& path, uint64_t real_size, std::
 
 // Parses the JSON header into *sax, checking the schema as it goes.
 Status ParseHeader(const std::string& path, const std::string& json, HeaderSax* sax) {
-  const bool parsed = Json::sax_parse(json.data(), json.data() + json.size(), sax,
-                                      Json::input_format_t::json,
-                                      /*strict=*/true, /*ignore_comments=*/false);
+  const bool parsed =
+      Json::sax_parse(json.data(), json.data() + json.size(), sax, Json::input_format_t::json,
+                      /*strict=*/true, /*ignore_comments=*/false);
   if (!parsed) {
     if (!sax->error.empty()) return Bad(path, sax->error);
     if (!sax->json_error.empty()) return Bad(path, sax->json_error);
@@ -383,8 +395,8 @@ Status CheckTensor(const std::string& path, uint64_t data_offset, uint64_t data_
   uint64_t elements = 1;
   for (uint64_t d : r->shape) {
     if (d != 0 && elements > std::numeric_limits<uint64_t>::max() / d) {
-      return bad_tensor(fmt::format("shape {} has 2^64 or more elements",
-                                    fmt::join(r->shape, "x")));
+      return bad_tensor(
+          fmt::format("shape {} has 2^64 or more elements", fmt::join(r->shape, "x")));
     }
     elements *= d;
   }
@@ -396,8 +408,8 @@ Status CheckTensor(const std::string& path, uint64_t data_offset, uint64_t data_
                                   elements, r->dtype, dt->bits));
   }
   if (q > (std::numeric_limits<uint64_t>::max() - rem_bits / 8) / dt->bits) {
-    return bad_tensor(fmt::format("{} elements of {} overflow a 64-bit byte count", elements,
-                                  r->dtype));
+    return bad_tensor(
+        fmt::format("{} elements of {} overflow a 64-bit byte count", elements, r->dtype));
   }
   const uint64_t bytes = q * dt->bits + rem_bits / 8;
   const uint64_t begin = r->offset, end = r->size;
@@ -405,9 +417,9 @@ Status CheckTensor(const std::string& path, uint64_t data_offset, uint64_t data_
     return bad_tensor(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
   }
   if (end > data_len) {
-    return bad_tensor(fmt::format(
-        "data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})", begin,
-        end, data_len, data_offset));
+    return bad_tensor(
+        fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes from offset {})",
+                    begin, end, data_len, data_offset));
   }
   if (end - begin != bytes) {
     return bad_tensor(fmt::format("data_offsets [{}, {}] hold {} bytes, but shape [{}] of {} "
@@ -480,8 +492,8 @@ Status ReadMetadata(const std::string& path, const HeaderSax& sax, TensorTable* 
     uint64_t value = 0;
     const bool ours = k == kSafetensorsChecksumKey || k == kSafetensorsGenSpecKey;
     if (ours && !ParseHex64(v, &value)) {
-      return Bad(path, fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits",
-                                   k, Printable(v)));
+      return Bad(path, fmt::format("__metadata__ '{}' is '{:.40}', not 16 lower-case hex digits", k,
+                                   Printable(v)));
     }
     if (k == kSafetensorsChecksumKey) t->expected_checksum = value;
     if (k == kSafetensorsGenSpecKey) *gen_spec = value;
@@ -506,9 +518,8 @@ void DescribeHeader(const HeaderSax& sax, const DataUse& use, nlohmann::ordered_
   t->header["checksum"] =
       t->expected_checksum ? nlohmann::ordered_json(fmt::format("{:016x}", *t->expected_checksum))
                            : nlohmann::ordered_json();
-  t->header["gen_spec_id"] = gen_spec
-                                 ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec))
-                                 : nlohmann::ordered_json();
+  t->header["gen_spec_id"] = gen_spec ? nlohmann::ordered_json(fmt::format("{:016x}", *gen_spec))
+                                      : nlohmann::ordered_json();
 }
 
 }  // namespace
@@ -555,13 +566,11 @@ std::string SafetensorsDTypeName(WlfDType dtype) {
 
 Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
                              const std::vector<std::pair<std::string, std::string>>& metadata,
-                             FileLayout* layout, std::vector<std::byte>* head,
-                             uint64_t misalign) {
+                             FileLayout* layout, std::vector<std::byte>* head, uint64_t misalign) {
   constexpr uint64_t kLimit = 1ull << 62;
   constexpr uint64_t kMisalignPeriod = 64;  // a cache line, and the widest vector load
   if (misalign >= kMisalignPeriod) {
-    return Status::BadInput(
-        fmt::format("misalign {} must be below {}", misalign, kMisalignPeriod));
+    return Status::BadInput(fmt::format("misalign {} must be below {}", misalign, kMisalignPeriod));
   }
   // The JSON text is built entry by entry: an ordered_json object looks keys up linearly, which
   // makes 20,000 tensors cost seconds.
@@ -606,9 +615,8 @@ Status EncodeSafetensorsHead(const std::vector<WlfTensorSpec>& tensors,
   if (misalign == 0) {
     text.append((8 - (8 + text.size()) % 8) % 8, ' ');
   } else {
-    text.append((kMisalignPeriod + misalign - (8 + text.size()) % kMisalignPeriod) %
-                    kMisalignPeriod,
-                ' ');
+    text.append(
+        (kMisalignPeriod + misalign - (8 + text.size()) % kMisalignPeriod) % kMisalignPeriod, ' ');
   }
   if (text.size() > kSafetensorsMaxHeader) {
     return Status::BadInput(fmt::format("safetensors header of {} bytes exceeds the {} byte limit",

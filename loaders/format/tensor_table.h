@@ -24,10 +24,10 @@ struct TensorInfo {
 struct ShardInfo {
   std::string path;
   uint64_t file_size = 0;
-  uint64_t data_offset = 0;     // start of this file's data area
-  uint64_t tensor_bytes = 0;    // sum of its tensors' sizes
-  size_t first_tensor = 0;      // its tensors are [first_tensor, first_tensor + tensor_count)
-  size_t tensor_count = 0;      // of the model's table
+  uint64_t data_offset = 0;   // start of this file's data area
+  uint64_t tensor_bytes = 0;  // sum of its tensors' sizes
+  size_t first_tensor = 0;    // its tensors are [first_tensor, first_tensor + tensor_count)
+  size_t tensor_count = 0;    // of the model's table
   std::optional<uint64_t> expected_checksum;  // the file's own, over its tensors, if stored
 };
 
@@ -35,13 +35,13 @@ struct ShardInfo {
 // shard order (every tensor of shard 0, then of shard 1, ...), each shard's in its data order,
 // so that a model loaded shard by shard delivers its views in table order.
 struct TensorTable {
-  std::string format;            // "wlf", "safetensors", "gguf" (every shard's)
+  std::string format;  // "wlf", "safetensors", "gguf" (every shard's)
   // How the model was given: "file" (one weight file), "index" (a *.index.json naming the
   // shards), "gguf-split" (the first of NAME-00001-of-0000N.gguf).
   std::string layout = "file";
-  uint64_t file_size = 0;        // bytes, as validated against the real file; a model: all shards'
-  uint64_t data_offset = 0;      // start of the data area (a sharded model: the first shard's)
-  uint64_t tensor_bytes = 0;     // sum of all tensor sizes
+  uint64_t file_size = 0;     // bytes, as validated against the real file; a model: all shards'
+  uint64_t data_offset = 0;   // start of the data area (a sharded model: the first shard's)
+  uint64_t tensor_bytes = 0;  // sum of all tensor sizes
   // xxh3-64 over all tensor bytes in table order: the model's, the same sharded or not
   std::optional<uint64_t> expected_checksum;
   // Tensor elements are stored big-endian (a WLF file written with `gen --endian big`): a

@@ -69,13 +69,15 @@ struct DTypeRow {
   uint64_t size;
 };
 constexpr DTypeRow kDTypes[kWlfDTypeCount] = {
-    {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f64", 8}, {"i8", 1},      {"u8", 1},
-    {"i16", 2}, {"u16", 2}, {"i32", 4},  {"u32", 4}, {"i64", 8},     {"u64", 8},
-    {"bool", 1}, {"f8_e4m3", 1}, {"f8_e5m2", 1},
+    {"f32", 4}, {"f16", 2}, {"bf16", 2}, {"f64", 8},     {"i8", 1},
+    {"u8", 1},  {"i16", 2}, {"u16", 2},  {"i32", 4},     {"u32", 4},
+    {"i64", 8}, {"u64", 8}, {"bool", 1}, {"f8_e4m3", 1}, {"f8_e5m2", 1},
 };
 
 // True when [off, off + len) lies inside [0, size).
-bool InBounds(uint64_t off, uint64_t len, uint64_t size) { return off <= size && len <= size - off; }
+bool InBounds(uint64_t off, uint64_t len, uint64_t size) {
+  return off <= size && len <= size - off;
+}
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -128,8 +130,8 @@ struct WlfFile {
   std::vector<std::byte> meta;
 
   Status Bad(const std::string& what) const {
-    return Status::BadInput(fmt::format("{}: invalid {}WLF file: {}", path,
-                                        big_endian ? "big-endian " : "", what));
+    return Status::BadInput(
+        fmt::format("{}: invalid {}WLF file: {}", path, big_endian ? "big-endian " : "", what));
   }
   Status BadTensor(uint64_t i, const std::string& what) const {
     return Bad(fmt::format("tensor {}: {}", i, what));
@@ -204,8 +206,8 @@ Status CheckWlfAreas(WlfFile* f) {
     return f->Bad(fmt::format("data_offset {} is inside the header", h.data_offset));
   }
   if (!InBounds(0, h.data_offset, f->tail_off)) {
-    return f->Bad(fmt::format("data_offset {} is past the end of the data ({})", h.data_offset,
-                              f->tail_off));
+    return f->Bad(
+        fmt::format("data_offset {} is past the end of the data ({})", h.data_offset, f->tail_off));
   }
   f->meta_len = h.data_offset - h.meta_offset;
   if (f->meta_len > kMaxMetaBytes) {
@@ -280,13 +282,15 @@ Status CheckWlfPlacement(const WlfFile& f, uint64_t i, const std::string& name,
                                   e.data_size, data_begin, f.tail_off));
   }
   if (e.data_offset % kWlfMinTensorAlign != 0) {
-    return f.BadNamed(i, name, fmt::format("data_offset {} is not {}-byte aligned", e.data_offset,
-                                           kWlfMinTensorAlign));
+    return f.BadNamed(i, name,
+                      fmt::format("data_offset {} is not {}-byte aligned", e.data_offset,
+                                  kWlfMinTensorAlign));
   }
   // Tensors are stored in table order, so "not overlapping" is "each starts after the last".
   if (e.data_offset < prev_end) {
-    return f.BadNamed(i, name, fmt::format("data at {} overlaps the previous tensor (ends at {})",
-                                           e.data_offset, prev_end));
+    return f.BadNamed(i, name,
+                      fmt::format("data at {} overlaps the previous tensor (ends at {})",
+                                  e.data_offset, prev_end));
   }
   return Status::Ok();
 }
@@ -358,9 +362,8 @@ Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable*
 
 Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLayout* out) {
   if (!IsPowerOfTwo(align) || align < kWlfMinTensorAlign) {
-    return Status::BadInput(
-        fmt::format("alignment {} must be a power of two of at least {}", align,
-                    kWlfMinTensorAlign));
+    return Status::BadInput(fmt::format("alignment {} must be a power of two of at least {}", align,
+                                        kWlfMinTensorAlign));
   }
   constexpr uint64_t kLimit = 1ull << 62;  // no real file comes near; keeps sums from wrapping
   uint64_t aux = 0;
@@ -378,8 +381,8 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLa
     }
     // Plan only files that ReadWlf accepts.
     if (t.name.size() > kMaxNameBytes) {
-      return Status::BadInput(fmt::format("tensor '{:.64}...': name of {} bytes exceeds {}",
-                                          t.name, t.name.size(), kMaxNameBytes));
+      return Status::BadInput(fmt::format("tensor '{:.64}...': name of {} bytes exceeds {}", t.name,
+                                          t.name.size(), kMaxNameBytes));
     }
     if (t.name.find('\0') != std::string::npos) {
       return Status::BadInput(fmt::format("tensor '{}': name holds a NUL byte", t.name.c_str()));
@@ -458,10 +461,17 @@ void SwapWlfElements(WlfDType dtype, std::byte* data, size_t len) {
   uint64_t size = 1;
   WlfDTypeInfo(static_cast<uint32_t>(dtype), nullptr, &size);
   switch (size) {
-    case 2: ReverseElements<uint16_t>(data, len / 2); break;
-    case 4: ReverseElements<uint32_t>(data, len / 4); break;
-    case 8: ReverseElements<uint64_t>(data, len / 8); break;
-    default: break;  // 1-byte elements have no byte order
+    case 2:
+      ReverseElements<uint16_t>(data, len / 2);
+      break;
+    case 4:
+      ReverseElements<uint32_t>(data, len / 4);
+      break;
+    case 8:
+      ReverseElements<uint64_t>(data, len / 8);
+      break;
+    default:
+      break;  // 1-byte elements have no byte order
   }
 }
 

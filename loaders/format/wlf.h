@@ -72,9 +72,21 @@ static_assert(sizeof(WlfTail) == 16, "WLF tail is 16 bytes");
 
 // WLF dtype codes. Stable: they are stored in files.
 enum class WlfDType : uint32_t {
-  kF32 = 0, kF16 = 1, kBF16 = 2, kF64 = 3,
-  kI8 = 4, kU8 = 5, kI16 = 6, kU16 = 7, kI32 = 8, kU32 = 9, kI64 = 10, kU64 = 11,
-  kBool = 12, kF8E4M3 = 13, kF8E5M2 = 14,
+  kF32 = 0,
+  kF16 = 1,
+  kBF16 = 2,
+  kF64 = 3,
+  kI8 = 4,
+  kU8 = 5,
+  kI16 = 6,
+  kU16 = 7,
+  kI32 = 8,
+  kU32 = 9,
+  kI64 = 10,
+  kU64 = 11,
+  kBool = 12,
+  kF8E4M3 = 13,
+  kF8E5M2 = 14,
 };
 inline constexpr uint32_t kWlfDTypeCount = 15;
 
@@ -104,8 +116,7 @@ Status PlanWlf(const std::vector<WlfTensorSpec>& tensors, uint64_t align, FileLa
 // `order`.
 std::vector<std::byte> EncodeWlfHead(const std::vector<WlfTensorSpec>& tensors,
                                      const FileLayout& layout, uint64_t flags, uint64_t checksum,
-                                     uint64_t gen_spec_id,
-                                     std::endian order = std::endian::little);
+                                     uint64_t gen_spec_id, std::endian order = std::endian::little);
 // The 16 bytes at data_end, in `order`: write them as they are.
 WlfTail EncodeWlfTail(const FileLayout& layout, std::endian order = std::endian::little);
 

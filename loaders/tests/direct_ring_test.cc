@@ -18,8 +18,8 @@
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 #include "loaders/loader.h"
-#include "tests/support/scoped_mount.h"
 #include "tests/support/model_loads.h"
+#include "tests/support/scoped_mount.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -34,11 +34,11 @@ using test::Loaded;
 using test::LoadTable;
 using test::Unsupported;
 
-#define SKIP_WITHOUT_IO_URING()                                                             \
-  do {                                                                                      \
+#define SKIP_WITHOUT_IO_URING()                                                              \
+  do {                                                                                       \
     if (std::string why = FindStrategy("direct_ring")->unsupported_reason(); !why.empty()) { \
-      GTEST_SKIP() << "io_uring unavailable: " << why;                                      \
-    }                                                                                       \
+      GTEST_SKIP() << "io_uring unavailable: " << why;                                       \
+    }                                                                                        \
   } while (0)
 
 class DirectRingTest : public ::testing::TestWithParam<std::string> {};
@@ -67,21 +67,22 @@ TEST_P(DirectRingTest, LoadsOneFileAndAThreeShardModelExactly) {
 // many pieces, each window holding the end of one tensor and the start of the next; depth=1
 // reads one window at a time, depth 2 of 3 and 3 of 8 leave windows idle, one window of 4 KiB
 // is the smallest ring.
-INSTANTIATE_TEST_SUITE_P(
-    DirectRing, DirectRingTest,
-    ::testing::Values("direct_ring", "direct_ring:depth=1", "direct_ring:windows=2:window=8KiB",
-                      "direct_ring:windows=2:window=4KiB:depth=1",
-                      "direct_ring:windows=3:window=12KiB:depth=2",
-                      "direct_ring:windows=8:window=4KiB:depth=3",
-                      "direct_ring:windows=1:window=4KiB", "direct_ring:buffer=thp",
-                      "direct_ring:windows=2:window=8KiB:buffer=thp"),
-    [](const auto& info) {
-      std::string n = info.param;
-      for (char& c : n) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(DirectRing, DirectRingTest,
+                         ::testing::Values("direct_ring", "direct_ring:depth=1",
+                                           "direct_ring:windows=2:window=8KiB",
+                                           "direct_ring:windows=2:window=4KiB:depth=1",
+                                           "direct_ring:windows=3:window=12KiB:depth=2",
+                                           "direct_ring:windows=8:window=4KiB:depth=3",
+                                           "direct_ring:windows=1:window=4KiB",
+                                           "direct_ring:buffer=thp",
+                                           "direct_ring:windows=2:window=8KiB:buffer=thp"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
 
 TEST(DirectRingDetails, SayTheRing) {
   SKIP_WITHOUT_IO_URING();
@@ -115,8 +116,9 @@ TEST(DirectRingModel, LoadsShardsOfOddTensors) {
     ExpectExact(model, l, spec);
   }
   const std::string hollow = dir.File("hollow.wlf");
-  const test::WrittenWlf w = test::WriteWlfFile(
-      hollow, {{"a", WlfDType::kF32, {0}}, {"b", WlfDType::kU8, {4, 0}}}, 4096, 3);
+  const test::WrittenWlf w =
+      test::WriteWlfFile(hollow, {{"a", WlfDType::kF32, {0}}, {"b", WlfDType::kU8, {4, 0}}}, 4096,
+                         3);
   TensorTable table;
   ASSERT_TRUE(ReadTensorTableFromPath(hollow, &table).ok());
   Loaded l;

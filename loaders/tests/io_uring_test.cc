@@ -34,8 +34,8 @@ struct Loaded {
 Status LoadTable(const std::string& options, const std::string& path, const TensorTable& table,
                  Loaded* out) {
   std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(options.empty() ? "io_uring" : "io_uring:" + options,
-                                       &specs));
+  LB_RETURN_IF_ERROR(
+      ParseStrategyList(options.empty() ? "io_uring" : "io_uring:" + options, &specs));
   const StrategyInfo* info = FindStrategy("io_uring");
   LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &out->params));
   out->table = table;
@@ -63,11 +63,11 @@ uint64_t ExpectedRequests(const Loaded& l) {
          Count(l, "eagain_retries") + Count(l, "eintr_retries");
 }
 
-#define SKIP_WITHOUT_IO_URING()                                                          \
-  do {                                                                                   \
+#define SKIP_WITHOUT_IO_URING()                                                           \
+  do {                                                                                    \
     if (std::string why = FindStrategy("io_uring")->unsupported_reason(); !why.empty()) { \
-      GTEST_SKIP() << "io_uring unavailable: " << why;                                   \
-    }                                                                                    \
+      GTEST_SKIP() << "io_uring unavailable: " << why;                                    \
+    }                                                                                     \
   } while (0)
 
 class IoUringStrategyTest : public ::testing::TestWithParam<std::string> {};
@@ -117,18 +117,18 @@ TEST_P(IoUringStrategyTest, LoadsAFileWithoutTensors) {
 
 // chunk=3 cuts every tensor mid-request; qd=1 and qd=3 keep the ring full and then some; the
 // last set combines everything that changes how a request is prepared.
-INSTANTIATE_TEST_SUITE_P(
-    IoUring, IoUringStrategyTest,
-    ::testing::Values("", "qd=1", "qd=3:chunk=4KiB", "chunk=3", "direct=on", "fixed=on",
-                      "regfile=on", "direct=on:fixed=on:regfile=on:qd=2:chunk=8KiB",
-                      "buffer=thp", "fixed=on:chunk=3:qd=7"),
-    [](const auto& info) {
-      std::string n = info.param.empty() ? "defaults" : info.param;
-      for (char& c : n) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return n;
-    });
+INSTANTIATE_TEST_SUITE_P(IoUring, IoUringStrategyTest,
+                         ::testing::Values("", "qd=1", "qd=3:chunk=4KiB", "chunk=3", "direct=on",
+                                           "fixed=on", "regfile=on",
+                                           "direct=on:fixed=on:regfile=on:qd=2:chunk=8KiB",
+                                           "buffer=thp", "fixed=on:chunk=3:qd=7"),
+                         [](const auto& info) {
+                           std::string n = info.param.empty() ? "defaults" : info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
 
 // A 5-page span in 8 KiB requests: the last request is half a chunk, and without O_DIRECT it
 // stops at the file's end, inside the last page.
@@ -158,8 +158,8 @@ TEST(IoUringLoad, ATableOfEmptyTensorsNeedsNoIO) {
   SKIP_WITHOUT_IO_URING();
   test::TempDir dir;
   const std::string path = dir.File("hollow.wlf");
-  const test::WrittenWlf w = test::WriteWlfFile(
-      path, {{"a", WlfDType::kF32, {0}}, {"b", WlfDType::kU8, {4, 0}}}, 4096, 3);
+  const test::WrittenWlf w =
+      test::WriteWlfFile(path, {{"a", WlfDType::kF32, {0}}, {"b", WlfDType::kU8, {4, 0}}}, 4096, 3);
   for (const char* options : {"", "direct=on:fixed=on:regfile=on"}) {
     Loaded loaded;
     Status s = LoadWith(options, path, &loaded);
@@ -216,8 +216,8 @@ TEST(IoUringLoad, ATruncatedFileIsBadInputNamingIt) {
       ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(table.data_offset + cut)), 0);
       Loaded loaded;
       Status s = LoadTable(options, path, table, &loaded);
-      EXPECT_EQ(s.code(), Status::Code::kBadInput) << options << " cut " << cut << ": "
-                                                   << s.message();
+      EXPECT_EQ(s.code(), Status::Code::kBadInput)
+          << options << " cut " << cut << ": " << s.message();
       EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
       EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
       EXPECT_NE(s.message().find(std::to_string(table.data_offset + cut)), std::string::npos)

@@ -42,15 +42,15 @@ Walked Walk(const test::ShardedModel& model,
   if (!out.status.ok()) return out;
   std::unique_ptr<Loader> loader = MakeModelLoader(*info, params, model.table);
   out.bytes.resize(model.table.tensors.size());
-  out.status = loader->LoadGroups(
-      model.path, model.table, LayerGroups(model.table),
-      [&](const TensorGroup& g, const std::vector<TensorBytes>& views) {
-        out.group_sizes.push_back(g.tensors.size());
-        for (size_t k = 0; k < g.tensors.size(); ++k) {
-          out.bytes[g.tensors[k]].assign(views[k].begin(), views[k].end());
-        }
-        return Status::Ok();
-      });
+  out.status =
+      loader->LoadGroups(model.path, model.table, LayerGroups(model.table),
+                         [&](const TensorGroup& g, const std::vector<TensorBytes>& views) {
+                           out.group_sizes.push_back(g.tensors.size());
+                           for (size_t k = 0; k < g.tensors.size(); ++k) {
+                             out.bytes[g.tensors[k]].assign(views[k].begin(), views[k].end());
+                           }
+                           return Status::Ok();
+                         });
   out.details = loader->Details();
   return out;
 }

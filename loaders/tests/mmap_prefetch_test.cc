@@ -98,9 +98,9 @@ TEST(MmapPrefetchStrategy, CappedThreadKeepsToItsRateAndStopsWhenDestroyed) {
   std::vector<TensorBytes> views;
   Status s = LoadWith("mmap_prefetch:rate=1", path, &loader, &views);
   ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_TRUE(
-      WaitForDetails(*loader, [](const auto& d) { return d["prefetch_pages_touched"] >= 3; }))
-      << loader->Details().dump();
+  ASSERT_TRUE(WaitForDetails(*loader, [](const auto& d) {
+    return d["prefetch_pages_touched"] >= 3;
+  })) << loader->Details().dump();
   // Page n is touched only once n - 1 pages' worth of time at the cap, less the millisecond the
   // thread may run ahead, has passed since it started, which is after before_load.
   for (int i = 0; i < 5; ++i) {

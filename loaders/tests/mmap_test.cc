@@ -90,8 +90,8 @@ TEST(MmapStrategyOptions, EveryCombinationLoadsAShardedModelExactly) {
 TEST(MmapStrategyOptions, LlamaCppsRecipeLoadsAGeneratedGgufModel) {
   test::TempDir dir;
   const test::ShardedModel model = test::GenerateShardedModel(dir, "gguf", 3, 1ull << 20);
-  std::unique_ptr<Loader> loader = MakeMmap(
-      {{"share", "shared"}, {"fadvise", "sequential"}, {"populate", "on"}}, model.table);
+  std::unique_ptr<Loader> loader =
+      MakeMmap({{"share", "shared"}, {"fadvise", "sequential"}, {"populate", "on"}}, model.table);
   std::vector<TensorBytes> views;
   const Status s = loader->Load(model.path, model.table, &views);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -140,9 +140,9 @@ TEST(MmapStrategyOptions, PopulatedViewsAreResident) {
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
   }
-  for (const Options& o : std::vector<Options>{
-           {{"populate", "on"}},
-           {{"share", "shared"}, {"fadvise", "sequential"}, {"populate", "on"}}}) {
+  for (const Options& o :
+       std::vector<Options>{{{"populate", "on"}},
+                            {{"share", "shared"}, {"fadvise", "sequential"}, {"populate", "on"}}}) {
     SCOPED_TRACE(o.size() == 1 ? "populate=on" : "llama.cpp");
     std::unique_ptr<Loader> loader = MakeMmap(o, model.table);
     std::vector<TensorBytes> views;

@@ -18,8 +18,8 @@
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 #include "loaders/loader.h"
-#include "tests/support/scoped_mount.h"
 #include "tests/support/model_loads.h"
+#include "tests/support/scoped_mount.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -96,8 +96,7 @@ TEST(PoolDetails, SayThreadsChunksAndFilesPerThread) {
   };
   for (const Case& c : {Case{"pool:threads=1:chunk=64KiB", 1, 3},
                         Case{"pool:threads=1:chunk=64KiB:order=interleave", 1, 3},
-                        Case{"pool:split=files:threads=2", 2, 2},
-                        Case{"pool:split=files", 3, 1},
+                        Case{"pool:split=files:threads=2", 2, 2}, Case{"pool:split=files", 3, 1},
                         Case{"pool:split=files:threads=3:chunk=4KiB", 3, 1}}) {
     Loaded l;
     ASSERT_TRUE(LoadTable(c.spec, index, model, &l).ok()) << c.spec;

@@ -11,11 +11,11 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
-#include <string>
-#include <filesystem>
 #include <set>
+#include <string>
 #include <thread>
 
 #include <boost/interprocess/mapped_region.hpp>
@@ -265,7 +265,8 @@ TEST(ShmStrategy, ConcurrentLoadersMakeOneCreatorAndOneAttacher) {
   const std::string path = dir.File("big.wlf");
   // Large enough that the creator is still filling when the second loader arrives.
   std::vector<WlfTensorSpec> tensors;
-  for (int i = 0; i < 16; ++i) tensors.push_back({"t" + std::to_string(i), WlfDType::kU8, {4u << 20}});
+  for (int i = 0; i < 16; ++i)
+    tensors.push_back({"t" + std::to_string(i), WlfDType::kU8, {4u << 20}});
   const test::WrittenWlf w = test::WriteWlfFile(path, tensors, 4096, /*seed=*/3);
   SegmentCleanup cleanup(path);
   for (int round = 0; round < 3; ++round) {

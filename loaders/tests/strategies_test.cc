@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <set>
@@ -100,12 +100,11 @@ TEST_P(StrategyTest, AMissingFileIsBadInputNamingIt) {
   Params params;
   ASSERT_TRUE(Params::Resolve(info->name, info->options, {}, &params).ok());
   std::vector<TensorBytes> views;
-  Status s = (info->flags & kStreams)
-                 ? info->make(params)->LoadGroups(path, table, LayerGroups(table),
-                                                  [](const auto&, const auto&) {
-                                                    return Status::Ok();
-                                                  })
-                 : info->make(params)->Load(path, table, &views);
+  Status s =
+      (info->flags & kStreams)
+          ? info->make(params)->LoadGroups(path, table, LayerGroups(table),
+                                           [](const auto&, const auto&) { return Status::Ok(); })
+          : info->make(params)->Load(path, table, &views);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
 }
@@ -229,9 +228,9 @@ INSTANTIATE_TEST_SUITE_P(Options, StrategyTest,
 
 TEST(StrategyRegistry, HoldsTheStrategiesTheDocsName) {
   // The Defaults suite above is as long as the registry: an empty registry would test nothing.
-  for (const char* name : {"fread", "pread", "pread_mt", "odirect", "io_uring", "mmap",
-                           "mmap_seq", "mmap_willneed", "mmap_populate", "mmap_populate_read",
-                           "mmap_prefetch", "mlock", "shm", "layered"}) {
+  for (const char* name :
+       {"fread", "pread", "pread_mt", "odirect", "io_uring", "mmap", "mmap_seq", "mmap_willneed",
+        "mmap_populate", "mmap_populate_read", "mmap_prefetch", "mlock", "shm", "layered"}) {
     EXPECT_NE(FindStrategy(name), nullptr) << name;
   }
 }

@@ -4,8 +4,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 

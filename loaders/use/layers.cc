@@ -7,7 +7,8 @@
 namespace loadbench {
 
 std::optional<int> LayerOf(const std::string& name) {
-  static const std::regex kLayer(R"((?:^|\.)(?:blk|layers|layer|h|block|blocks)\.(\d{1,6})(?:\.|$))");
+  static const std::regex kLayer(
+      R"((?:^|\.)(?:blk|layers|layer|h|block|blocks)\.(\d{1,6})(?:\.|$))");
   std::smatch m;
   if (!std::regex_search(name, m, kLayer)) return std::nullopt;
   return std::stoi(m[1].str());

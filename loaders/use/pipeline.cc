@@ -96,8 +96,8 @@ nlohmann::ordered_json UsePipeline::DeviceJson(Clock::time_point t0) const {
   if (!device_) return nullptr;
   auto secs = [t0](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
   return {{"on_device_s", secs(device_->on_device)},
-          {"device_verify_s", std::chrono::duration<double>(device_->verified -
-                                                            device_->on_device).count()},
+          {"device_verify_s",
+           std::chrono::duration<double>(device_->verified - device_->on_device).count()},
           {"device_bytes", device_->device_bytes},
           {"pinned_bytes", device_->pinned_bytes},
           {"copied_bytes", device_->copied_bytes}};

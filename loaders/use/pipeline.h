@@ -48,8 +48,10 @@ class UsePipeline {
   double Release();
 
   // Timings, from Run.
-  Clock::time_point ready() const { return ready_; }   // every instance's views exist (a
-                                                       // streaming strategy: the first layer's)
+  Clock::time_point ready() const {
+    return ready_;
+  }  // every instance's views exist (a
+     // streaming strategy: the first layer's)
   Clock::time_point done() const { return done_; }
   std::optional<Clock::time_point> first_use() const { return first_use_; }
   std::optional<double> transform_s() const { return transform_s_; }
@@ -64,7 +66,7 @@ class UsePipeline {
   uint64_t consume_result() const { return results_.empty() ? 0 : results_.front(); }
   const ConsumeStats& stats() const { return stats_; }
   uint64_t transformed_bytes() const { return transformed_bytes_; }
-  size_t loads() const;  // distinct loads the instances hold: 1 when they share
+  size_t loads() const;            // distinct loads the instances hold: 1 when they share
   nlohmann::json Details() const;  // the (first) strategy's Details
   // A device strategy's figures (kDevice): on_device_s, device_verify_s and the byte counts;
   // null for the others.
@@ -99,7 +101,7 @@ class UsePipeline {
 
   SharedRegistry<Model> registry_;
   std::vector<Instance> instances_;
-  std::unique_ptr<Loader> loader_;  // a streaming or device strategy's, held until Release
+  std::unique_ptr<Loader> loader_;          // a streaming or device strategy's, held until Release
   std::vector<uint64_t> source_checksums_;  // from the transform or per-layer hashing
   std::vector<uint64_t> results_;           // one consumer result per instance
   std::optional<DeviceLoad> device_;        // kDevice: what the strategy put on the GPU

@@ -89,9 +89,15 @@ void TransformTensor(const std::string& transform, const TensorInfo& t, const st
       }
     } else if (transform == "byteswap" && es > 1) {
       switch (es) {
-        case 2: SwapElements<uint16_t>(s, dst + done, n / 2); break;
-        case 4: SwapElements<uint32_t>(s, dst + done, n / 4); break;
-        default: SwapElements<uint64_t>(s, dst + done, n / 8); break;
+        case 2:
+          SwapElements<uint16_t>(s, dst + done, n / 2);
+          break;
+        case 4:
+          SwapElements<uint32_t>(s, dst + done, n / 4);
+          break;
+        default:
+          SwapElements<uint64_t>(s, dst + done, n / 8);
+          break;
       }
     } else if (dst != src) {
       std::memcpy(dst + done, s, n);

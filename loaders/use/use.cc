@@ -10,31 +10,42 @@ namespace loadbench {
 const std::vector<OptionSpec>& UseOptionSpecs() {
   using K = OptionSpec::Kind;
   static const std::vector<OptionSpec> specs = {
-      {"consume", K::kChoice, "checksum",
+      {"consume",
+       K::kChoice,
+       "checksum",
        "what uses the tensors: checksum (read every byte once, in table order), forward (a "
        "first-token proxy: layers in order, a SIMD dot product of every row), random (tensors in "
        "a seeded random order)",
        {"checksum", "forward", "random"}},
-      {"bind", K::kChoice, "view",
+      {"bind",
+       K::kChoice,
+       "view",
        "view: framework tensors point into the loaded bytes; copy: the framework owns per-tensor "
        "buffers and copies into them",
        {"view", "copy"}},
-      {"transform", K::kChoice, "none",
+      {"transform",
+       K::kChoice,
+       "none",
        "convert on load: byteswap (a big-endian file to host order) or bf16_to_f32 (widening)",
        {"none", "byteswap", "bf16_to_f32"}},
-      {"place", K::kChoice, "separate",
+      {"place",
+       K::kChoice,
+       "separate",
        "where a transform writes: separate (new anonymous memory) or inplace (into the loaded "
        "bytes; on a file mapping, copy-on-write private pages)",
        {"separate", "inplace"}},
-      {"bind_buffer", K::kChoice, "malloc",
+      {"bind_buffer",
+       K::kChoice,
+       "malloc",
        "memory for copies and separate transforms: malloc (4 KiB pages) or thp (huge pages)",
        {"malloc", "thp"}},
-      {"unaligned", K::kChoice, "read",
+      {"unaligned",
+       K::kChoice,
+       "read",
        "forward on a tensor not 64-byte aligned: read it where it lies, or copy it to aligned "
        "memory first",
        {"read", "copy"}},
-      {"instances", K::kInt, "1", "model instances in the process, each bound and used", {}, 1,
-       8},
+      {"instances", K::kInt, "1", "model instances in the process, each bound and used", {}, 1, 8},
       {"registry", K::kChoice, "on",
        "on: instances of the same file share one load (reference counted); off: each loads its "
        "own",
@@ -45,10 +56,14 @@ const std::vector<OptionSpec>& UseOptionSpecs() {
 }
 
 nlohmann::ordered_json UseOptions::ToJson() const {
-  return {{"consume", consume},     {"bind", bind},
-          {"transform", transform}, {"place", place},
-          {"bind_buffer", bind_buffer}, {"unaligned", unaligned},
-          {"instances", instances}, {"registry", registry ? "on" : "off"},
+  return {{"consume", consume},
+          {"bind", bind},
+          {"transform", transform},
+          {"place", place},
+          {"bind_buffer", bind_buffer},
+          {"unaligned", unaligned},
+          {"instances", instances},
+          {"registry", registry ? "on" : "off"},
           {"seed", seed}};
 }
 
@@ -80,8 +95,8 @@ Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* p
     (is_use ? common : own)[k] = v;
   }
   Status s = Params::Resolve(info.name, info.options, own, params);
-  if (!s.ok() && s.code() == Status::Code::kBadInput && s.message().find("unknown option") !=
-                                                            std::string::npos) {
+  if (!s.ok() && s.code() == Status::Code::kBadInput &&
+      s.message().find("unknown option") != std::string::npos) {
     std::string names;
     for (const OptionSpec& o : UseOptionSpecs()) names += (names.empty() ? "" : ", ") + o.name;
     return Status::BadInput(

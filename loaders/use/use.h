@@ -18,15 +18,15 @@
 namespace loadbench {
 
 struct UseOptions {
-  std::string consume = "checksum";  // checksum | forward | random
-  std::string bind = "view";         // view | copy
-  std::string transform = "none";    // none | byteswap | bf16_to_f32
-  std::string place = "separate";    // separate | inplace
+  std::string consume = "checksum";    // checksum | forward | random
+  std::string bind = "view";           // view | copy
+  std::string transform = "none";      // none | byteswap | bf16_to_f32
+  std::string place = "separate";      // separate | inplace
   std::string bind_buffer = "malloc";  // malloc | thp: memory for copies and separate transforms
-  std::string unaligned = "read";    // read | copy: what forward does with an unaligned tensor
-  int instances = 1;                 // model instances in the process
-  bool registry = true;              // instances share one load through the registry
-  int64_t seed = 1;                  // the random consumer's order
+  std::string unaligned = "read";      // read | copy: what forward does with an unaligned tensor
+  int instances = 1;                   // model instances in the process
+  bool registry = true;                // instances share one load through the registry
+  int64_t seed = 1;                    // the random consumer's order
   nlohmann::ordered_json ToJson() const;
 };
 
@@ -43,9 +43,9 @@ inline constexpr const char* kLabelOption = "label";
 Status LabelOf(const StrategySpec& spec, std::string* label);
 
 // Resolves a spec: its use options into `use`, its label aside, and the rest against the
-// strategy's own options into `params`. kBadInput names the strategy, the option and the reason; kUnsupported for a
-// combination that cannot be done at all (an in-place widening, a layered strategy with several
-// instances), with the reason.
+// strategy's own options into `params`. kBadInput names the strategy, the option and the reason;
+// kUnsupported for a combination that cannot be done at all (an in-place widening, a layered
+// strategy with several instances), with the reason.
 Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
                    UseOptions* use);
 

@@ -13,8 +13,8 @@ namespace loadbench::test {
 
 // Parses `strategy_text`, resolves its options, reads the tensor table of `path` and loads it;
 // `*loader` owns the memory `*views` point into. A streaming strategy (layered) is walked
-// group by group and each group copied, so that its views outlive it. Errors as ParseStrategyList, Params::Resolve,
-// ReadTensorTableFromPath and Loader::Load give them.
+// group by group and each group copied, so that its views outlive it. Errors as ParseStrategyList,
+// Params::Resolve, ReadTensorTableFromPath and Loader::Load give them.
 Status LoadWith(const std::string& strategy_text, const std::string& path,
                 std::unique_ptr<Loader>* loader, std::vector<TensorBytes>* views);
 

@@ -13,8 +13,8 @@ ScopedMount::ScopedMount(const std::string& fstype) {
     why_ = "mounting " + fstype + " needs root";
     return;
   }
-  if (::mount(fstype.c_str(), dir_.path().c_str(), fstype.c_str(), MS_NOSUID | MS_NODEV,
-              nullptr) != 0) {
+  if (::mount(fstype.c_str(), dir_.path().c_str(), fstype.c_str(), MS_NOSUID | MS_NODEV, nullptr) !=
+      0) {
     why_ = "mount " + fstype + " on " + dir_.path() + ": " + std::strerror(errno);
     return;
   }

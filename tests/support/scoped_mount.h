@@ -12,7 +12,7 @@ namespace loadbench::test {
 class ScopedMount final {
  public:
   explicit ScopedMount(const std::string& fstype);  // "ramfs", "tmpfs"
-  ~ScopedMount();  // detaches the mount, then the directory goes
+  ~ScopedMount();                                   // detaches the mount, then the directory goes
   ScopedMount(const ScopedMount&) = delete;
   ScopedMount& operator=(const ScopedMount&) = delete;
 

@@ -98,8 +98,8 @@ uint64_t PreadModelChecksum(const TensorTable& table) {
     buf.resize(t.size);
     uint64_t done = 0;
     while (done < t.size) {
-      const ssize_t got = ::pread(fd, buf.data() + done, t.size - done,
-                                  static_cast<off_t>(t.offset + done));
+      const ssize_t got =
+          ::pread(fd, buf.data() + done, t.size - done, static_cast<off_t>(t.offset + done));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
         ::close(fd);

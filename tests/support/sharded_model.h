@@ -18,7 +18,7 @@ struct ShardedModel {
   // the model, as a real index or first split does (shm names its segment after it). Strategies
   // are given `table`; nothing reads this file.
   std::string path;
-  TensorTable table;    // JoinShards of every shard's own table
+  TensorTable table;      // JoinShards of every shard's own table
   uint64_t checksum = 0;  // PreadModelChecksum(table)
 };
 

@@ -38,7 +38,8 @@ void PwriteAll(int fd, const std::string& path, const void* data, size_t len, ui
   while (done < len) {
     ssize_t n = ::pwrite(fd, p + done, len - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) Throw(fmt::format("write {} at offset {}", path, offset + done), n < 0 ? errno : EIO);
+    if (n <= 0)
+      Throw(fmt::format("write {} at offset {}", path, offset + done), n < 0 ? errno : EIO);
     done += static_cast<size_t>(n);
   }
 }
@@ -92,7 +93,8 @@ WrittenWlf WriteWlfFile(const std::string& path, const std::vector<WlfTensorSpec
   for (size_t i = 0; i < tensors.size(); ++i) {
     std::vector<std::byte> data = TensorData(seed, i, w.layout.tensor_sizes[i]);
     if (order == std::endian::big) SwapWlfElements(tensors[i].dtype, data.data(), data.size());
-    if (!data.empty()) std::memcpy(file.data() + w.layout.tensor_offsets[i], data.data(), data.size());
+    if (!data.empty())
+      std::memcpy(file.data() + w.layout.tensor_offsets[i], data.data(), data.size());
     XXH3_64bits_update(state.get(), data.data(), data.size());
   }
   w.checksum = XXH3_64bits_digest(state.get());
@@ -108,12 +110,12 @@ WrittenWlf WriteWlfFile(const std::string& path, const std::vector<WlfTensorSpec
 
 std::vector<WlfTensorSpec> OddTensors() {
   return {
-      {"odd.0", WlfDType::kBF16, {3, 5}},    // 30 bytes
-      {"odd.1", WlfDType::kF32, {7}},        // 28 bytes
-      {"odd.2", WlfDType::kU8, {1, 1, 1}},   // 1 byte
-      {"odd.3", WlfDType::kF32, {0}},        // empty
-      {"odd.4", WlfDType::kF16, {33, 17}},   // 1122 bytes
-      {"odd.5", WlfDType::kI8, {4097}},      // one byte more than a page
+      {"odd.0", WlfDType::kBF16, {3, 5}},   // 30 bytes
+      {"odd.1", WlfDType::kF32, {7}},       // 28 bytes
+      {"odd.2", WlfDType::kU8, {1, 1, 1}},  // 1 byte
+      {"odd.3", WlfDType::kF32, {0}},       // empty
+      {"odd.4", WlfDType::kF16, {33, 17}},  // 1122 bytes
+      {"odd.5", WlfDType::kI8, {4097}},     // one byte more than a page
   };
 }
 

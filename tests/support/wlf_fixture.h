@@ -44,7 +44,7 @@ class TempDir final {
 
 // What WriteWlfFile wrote.
 struct WrittenWlf {
-  FileLayout layout;   // as planned by PlanWlf: tensor offsets and sizes, data_offset, file_size
+  FileLayout layout;  // as planned by PlanWlf: tensor offsets and sizes, data_offset, file_size
   uint64_t checksum;  // xxh3-64 of all tensor bytes in table order; also stored in the header
 };
 
@@ -82,15 +82,15 @@ void PatchU64(const std::string& path, uint64_t offset, uint64_t value,
 
 // Byte offsets of WLF fields, taken from the structs in wlf.h (which docs/formats.md fixes):
 // header fields are absolute; entry fields are relative to the entry, see WlfEntryField.
-inline constexpr uint64_t kHeaderMagic = offsetof(WlfHeader, magic);                // 0
-inline constexpr uint64_t kHeaderVersion = offsetof(WlfHeader, version);            // 4
-inline constexpr uint64_t kHeaderTensorCount = offsetof(WlfHeader, tensor_count);   // 8
-inline constexpr uint64_t kHeaderMetaOffset = offsetof(WlfHeader, meta_offset);     // 16
-inline constexpr uint64_t kHeaderDataOffset = offsetof(WlfHeader, data_offset);     // 24
-inline constexpr uint64_t kHeaderFileSize = offsetof(WlfHeader, file_size);         // 32
-inline constexpr uint64_t kHeaderFlags = offsetof(WlfHeader, flags);                // 40
-inline constexpr uint64_t kHeaderReserved0 = offsetof(WlfHeader, reserved);         // 48
-inline constexpr uint64_t kHeaderReserved1 = offsetof(WlfHeader, reserved) + 8;     // 56
+inline constexpr uint64_t kHeaderMagic = offsetof(WlfHeader, magic);               // 0
+inline constexpr uint64_t kHeaderVersion = offsetof(WlfHeader, version);           // 4
+inline constexpr uint64_t kHeaderTensorCount = offsetof(WlfHeader, tensor_count);  // 8
+inline constexpr uint64_t kHeaderMetaOffset = offsetof(WlfHeader, meta_offset);    // 16
+inline constexpr uint64_t kHeaderDataOffset = offsetof(WlfHeader, data_offset);    // 24
+inline constexpr uint64_t kHeaderFileSize = offsetof(WlfHeader, file_size);        // 32
+inline constexpr uint64_t kHeaderFlags = offsetof(WlfHeader, flags);               // 40
+inline constexpr uint64_t kHeaderReserved0 = offsetof(WlfHeader, reserved);        // 48
+inline constexpr uint64_t kHeaderReserved1 = offsetof(WlfHeader, reserved) + 8;    // 56
 
 inline constexpr uint64_t kEntryNameOffset = offsetof(WlfTensorEntry, name_offset);    // 0
 inline constexpr uint64_t kEntryDType = offsetof(WlfTensorEntry, dtype);               // 8

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/loader.h"
+#include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
-#include "tests/support/machine.h"
 
 namespace loadbench {
 namespace {
@@ -35,7 +35,8 @@ void ExpectBadInput(const ProcessResult& r, const std::vector<std::string>& need
   ASSERT_FALSE(r.err.empty()) << Describe(r);
   EXPECT_EQ(r.err.back(), '\n') << Describe(r);
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "not one line\n" << Describe(r);
-  for (const auto& n : needles) EXPECT_TRUE(Contains(r.err, n)) << "no '" << n << "'\n" << Describe(r);
+  for (const auto& n : needles)
+    EXPECT_TRUE(Contains(r.err, n)) << "no '" << n << "'\n" << Describe(r);
 }
 
 class CliTest : public ::testing::Test {
@@ -134,17 +135,16 @@ TEST_F(CliTest, RunBadFileCreatesNoResults) {
 
 TEST_F(CliTest, RunUnknownStrategy) {
   const std::string out = dir_.File("results");
-  ExpectBadInput(
-      RunLoadbench({"run", "--file", valid_, "--strategies", "nosuch", "--out", out}),
-      {"nosuch", "unknown strategy"});
+  ExpectBadInput(RunLoadbench({"run", "--file", valid_, "--strategies", "nosuch", "--out", out}),
+                 {"nosuch", "unknown strategy"});
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST_F(CliTest, RunUnknownStrategyOption) {
   const std::string out = dir_.File("results");
-  ExpectBadInput(
-      RunLoadbench({"run", "--file", valid_, "--strategies", "fread:bogus=1", "--out", out}),
-      {"fread", "bogus"});
+  ExpectBadInput(RunLoadbench(
+                     {"run", "--file", valid_, "--strategies", "fread:bogus=1", "--out", out}),
+                 {"fread", "bogus"});
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
@@ -203,8 +203,9 @@ TEST_F(CliTest, UnknownSubcommandIsUsageError) {
 
 TEST_F(CliTest, HelpOnEverySubcommand) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"gen", {"--preset", "--size", "--format", "--out", "--seed", "--align", "--shards",
-               "--shard-size"}},
+      {"gen",
+       {"--preset", "--size", "--format", "--out", "--seed", "--align", "--shards",
+        "--shard-size"}},
       {"inspect", {"--json", "file"}},
       {"run", {"--file", "--strategies", "--cache", "--reps", "--out"}},
       {"list", {"strategies"}},

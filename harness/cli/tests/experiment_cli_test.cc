@@ -176,8 +176,8 @@ TEST_F(ExperimentCliTest, ResumingWithBothCacheStatesRecordsEachRunOnce) {
   const auto seen = Recorded();
   EXPECT_EQ(seen.size(), 8u);
   for (const auto& [key, n] : seen) {
-    EXPECT_EQ(n, 1) << std::get<0>(key) << " " << std::get<1>(key) << " rep "
-                    << std::get<2>(key) << " recorded " << n << "x";
+    EXPECT_EQ(n, 1) << std::get<0>(key) << " " << std::get<1>(key) << " rep " << std::get<2>(key)
+                    << " recorded " << n << "x";
   }
   for (const char* cache : {"cold", "warm"}) {
     for (int rep : {0, 1}) {

@@ -17,9 +17,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
-#include "tests/support/machine.h"
 
 namespace loadbench {
 namespace {
@@ -73,8 +73,8 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
   struct statfs fs_info {};
   ASSERT_EQ(::statfs(dir_.path().c_str(), &fs_info), 0);
   if (fs_info.f_type == TMPFS_MAGIC) GTEST_SKIP() << "tmpfs: no cold runs, no O_DIRECT";
-  const auto r = RunLoadbench(
-      {"experiment", Write("auto.toml", kAuto), "--out", out_, "--data", data_});
+  const auto r =
+      RunLoadbench({"experiment", Write("auto.toml", kAuto), "--out", out_, "--data", data_});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
 
   const auto runs = test::ReadRuns(out_);
@@ -128,29 +128,29 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
     EXPECT_EQ(c["n"], 3);
     EXPECT_TRUE(c["half_width"].is_null());  // three pairs give no 95% interval
   }
-  EXPECT_TRUE(Contains(r.out, "ceiling (device read, O_DIRECT io_uring QD32): 3/3 ok"))
-      << r.out;
+  EXPECT_TRUE(Contains(r.out, "ceiling (device read, O_DIRECT io_uring QD32): 3/3 ok")) << r.out;
   EXPECT_TRUE(Contains(r.out, "reps auto: 3 rounds, stopped: max rounds")) << r.out;
   EXPECT_TRUE(Contains(r.out, "paired with fread: 3 rounds are too few for a 95% interval (2 of "
                               "the ratios)"))
       << r.out;
 
   // Run again, it resumes: every round is recorded, nothing more runs.
-  const auto again = RunLoadbench(
-      {"experiment", dir_.File("auto.toml"), "--out", out_, "--data", data_});
+  const auto again =
+      RunLoadbench({"experiment", dir_.File("auto.toml"), "--out", out_, "--data", data_});
   ASSERT_EQ(again.exit_code, 0) << Describe(again);
   EXPECT_EQ(test::ReadRuns(out_).size(), 12u);
 }
 
 TEST_F(RoundsCliTest, TheDryRunShowsRoundsBaselineAndCeiling) {
-  const auto r = RunLoadbench({"experiment", Write("auto.toml", kAuto), "--out", out_, "--data",
-                               data_, "--dry-run"});
+  const auto r = RunLoadbench(
+      {"experiment", Write("auto.toml", kAuto), "--out", out_, "--data", data_, "--dry-run"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_TRUE(Contains(r.out, "reps: auto (until every paired ratio with the baseline is known "
-                              "within ±10%, 2 to 3 rounds)")) << r.out;
+                              "within ±10%, 2 to 3 rounds)"))
+      << r.out;
   EXPECT_TRUE(Contains(r.out, "order: shuffled (seed 5)")) << r.out;
-  const auto seeded = RunLoadbench({"experiment", dir_.File("auto.toml"), "--out", out_,
-                                    "--data", data_, "--dry-run", "--seed", "9"});
+  const auto seeded = RunLoadbench({"experiment", dir_.File("auto.toml"), "--out", out_, "--data",
+                                    data_, "--dry-run", "--seed", "9"});
   EXPECT_TRUE(Contains(seeded.out, "order: shuffled (seed 9)")) << Describe(seeded);
   EXPECT_TRUE(Contains(r.out, "baseline: fread")) << r.out;
   EXPECT_TRUE(Contains(r.out, "runs: 12 planned (at most)")) << r.out;
@@ -159,10 +159,27 @@ TEST_F(RoundsCliTest, TheDryRunShowsRoundsBaselineAndCeiling) {
 TEST_F(RoundsCliTest, RunTakesTheRoundOptions) {
   auto file = dir_.File("f.wlf");
   test::WriteWlfFile(file, test::OddTensors(), 4096, 1);
-  const auto r = RunLoadbench({"run", "--file", file, "--strategies", "mmap:label=x,fread",
-                               "--cache", "warm", "--reps", "auto", "--auto-min-rounds", "1",
-                               "--auto-max-rounds", "2", "--order", "shuffled", "--baseline",
-                               "mmap:label=x", "--sample-ms", "0", "--out", out_});
+  const auto r = RunLoadbench({"run",
+                               "--file",
+                               file,
+                               "--strategies",
+                               "mmap:label=x,fread",
+                               "--cache",
+                               "warm",
+                               "--reps",
+                               "auto",
+                               "--auto-min-rounds",
+                               "1",
+                               "--auto-max-rounds",
+                               "2",
+                               "--order",
+                               "shuffled",
+                               "--baseline",
+                               "mmap:label=x",
+                               "--sample-ms",
+                               "0",
+                               "--out",
+                               out_});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   const auto runs = test::ReadRuns(out_);
   ASSERT_EQ(runs.size(), 4u);
@@ -184,8 +201,8 @@ TEST_F(RoundsCliTest, RunTakesTheRoundOptions) {
       {{}, "label 'a+b'", "mmap:label=a+b"},
   };
   for (const Bad& b : bad) {
-    std::vector<std::string> args = {"run", "--file", file, "--strategies", b.strategies,
-                                      "--cache", "warm", "--out", dir_.File("bad")};
+    std::vector<std::string> args = {"run",     "--file", file,    "--strategies",  b.strategies,
+                                     "--cache", "warm",   "--out", dir_.File("bad")};
     args.insert(args.end(), b.args.begin(), b.args.end());
     const auto x = RunLoadbench(args);
     EXPECT_EQ(x.exit_code, 2) << Describe(x);

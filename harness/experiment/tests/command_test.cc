@@ -14,8 +14,8 @@ using Words = std::vector<std::string>;
 
 TEST(FillCommand, FillsEveryPlaceholderAndLeavesOtherBraces) {
   ExecCommand c;
-  c.argv = {"loader", "--model={file}", "{dir}", "{bytes}", "{peers}/x.py", "{print $1}",
-            "{file}{file}"};
+  c.argv = {"loader",       "--model={file}", "{dir}",       "{bytes}",
+            "{peers}/x.py", "{print $1}",     "{file}{file}"};
   const ExecPlaces places = {"/m/a.gguf", "/m", 4096, "/src/loaders/peers"};
   EXPECT_EQ(FillCommand(c, places),
             (Words{"loader", "--model=/m/a.gguf", "/m", "4096", "/src/loaders/peers/x.py",

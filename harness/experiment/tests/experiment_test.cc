@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -166,8 +166,7 @@ TEST_F(ExperimentTest, AutoRepsPlansTheMostRoundsAndChecksItsKeys) {
             std::string::npos);
   EXPECT_NE(Refusal(with("reps = 2\nauto_target = 0.1")).find("auto_* keys need reps = \"auto\""),
             std::string::npos);
-  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_target = 1.5")).find("below 1"),
-            std::string::npos);
+  EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_target = 1.5")).find("below 1"), std::string::npos);
   EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_min_rounds = 9\nauto_max_rounds = 8"))
                 .find("min 9 and max 8"),
             std::string::npos);
@@ -175,8 +174,8 @@ TEST_F(ExperimentTest, AutoRepsPlansTheMostRoundsAndChecksItsKeys) {
             std::string::npos);
   EXPECT_NE(Refusal(with("reps = \"auto\"\nauto_budget = \"soon\"")).find("not a duration"),
             std::string::npos);
-  EXPECT_NE(Refusal(with("reps = 2\nbaseline = \"mmap\"")).find(
-                "e.toml:4: baseline 'mmap' is not one of the strategy points"),
+  EXPECT_NE(Refusal(with("reps = 2\nbaseline = \"mmap\""))
+                .find("e.toml:4: baseline 'mmap' is not one of the strategy points"),
             std::string::npos);
   EXPECT_NE(Refusal(with("reps = 2\norder = \"random\""))
                 .find("not balanced, interleaved, shuffled or grouped"),
@@ -204,8 +203,8 @@ TEST_F(ExperimentTest, GeneratedFilesAreNamedBySpecInTheDataFolder) {
   EXPECT_TRUE(e.files[0].generate);
   EXPECT_EQ(e.files[0].path, dir_.File("data") + "/llama-4MiB-bf16-s0.gguf");
   EXPECT_GT(e.files[0].file_bytes, 4u << 20);
-  ASSERT_TRUE(Load("[[file]]\npath = \"/models/x.safetensors\"\n[[strategy]]\nname = \"mmap\"\n",
-                   &e).ok());
+  ASSERT_TRUE(
+      Load("[[file]]\npath = \"/models/x.safetensors\"\n[[strategy]]\nname = \"mmap\"\n", &e).ok());
   EXPECT_FALSE(e.files[0].generate);
   EXPECT_EQ(e.files[0].path, "/models/x.safetensors");
   EXPECT_EQ(e.name, "e");  // from the file name when not given
@@ -224,7 +223,8 @@ path = "x.wlf"
 name = "mmap"
 [[strategy]]
 name = "fread"
-)", &e);
+)",
+                        &e);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(e.procs, (std::vector<int>{1, 4}));
   EXPECT_EQ(e.memory_limits, (std::vector<uint64_t>{0, uint64_t{2} << 30, 1u << 20}));
@@ -237,8 +237,7 @@ name = "fread"
   }
   // Interleaved: one repetition of everything before the next starts.
   for (size_t i = 0; i < 12; ++i) EXPECT_EQ(e.runs[i].rep, 0) << i;
-  EXPECT_NE(Refusal("procs = 0\n").find("e.toml:1: procs = 0 is out of range"),
-            std::string::npos);
+  EXPECT_NE(Refusal("procs = 0\n").find("e.toml:1: procs = 0 is out of range"), std::string::npos);
   EXPECT_NE(Refusal("memory_limit = []\n").find("memory_limit is an empty list"),
             std::string::npos);
   EXPECT_NE(Refusal("memory_limit = \"lots\"\n").find("e.toml:1:"), std::string::npos);
@@ -250,7 +249,8 @@ name = "fread"
 TEST_F(ExperimentTest, SizesCanBeMultiplesOfMemory) {
   Experiment e;
   const Status s = Load("[[file]]\npreset = \"llama\"\nsize = \"0.01xRAM\"\n"
-                        "[[strategy]]\nname = \"mmap\"\n", &e);
+                        "[[strategy]]\nname = \"mmap\"\n",
+                        &e);
   ASSERT_TRUE(s.ok()) << s.message();
   const uint64_t ram = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                        static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -274,7 +274,8 @@ name = "fread"
 flavour = "sweet"
 [[strategy]]
 name = "mmap"
-)", &e);
+)",
+                        &e);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(e.strategies.size(), 3u);
   EXPECT_NE(e.strategies[0].unsupported.find("'nosuch' does not exist"), std::string::npos);
@@ -288,15 +289,14 @@ TEST_F(ExperimentTest, MalformedFilesNameTheLine) {
   EXPECT_NE(Refusal("name = \"x\"\nreps = = 3\n").find("e.toml:2:"), std::string::npos);
   EXPECT_NE(Refusal("reps = \"three\"\n").find("e.toml:1: reps must be an integer"),
             std::string::npos);
-  EXPECT_NE(Refusal("\n\ncolour = 1\n").find("e.toml:3: unknown key 'colour'"),
-            std::string::npos);
+  EXPECT_NE(Refusal("\n\ncolour = 1\n").find("e.toml:3: unknown key 'colour'"), std::string::npos);
   EXPECT_NE(Refusal("cache = \"hot\"\n").find("cache must be"), std::string::npos);
   EXPECT_NE(Refusal("order = \"random\"\n").find("order 'random'"), std::string::npos);
   EXPECT_NE(Refusal("[[file]]\nsize = \"lots\"\n[[strategy]]\nname = \"mmap\"\n").find("e.toml:2:"),
             std::string::npos);
-  EXPECT_NE(Refusal("[[file]]\npreset = \"llama\"\n[[strategy]]\nname = \"mmap\"\n")
-                .find("needs path"),
-            std::string::npos);
+  EXPECT_NE(
+      Refusal("[[file]]\npreset = \"llama\"\n[[strategy]]\nname = \"mmap\"\n").find("needs path"),
+      std::string::npos);
   EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n[[strategy]]\nqd = [1]\n").find("has no name"),
             std::string::npos);
   EXPECT_NE(Refusal("[[file]]\npath = \"x\"\n").find("no [[strategy]]"), std::string::npos);
@@ -330,7 +330,8 @@ name = "exec"
 label = "dd"
 shell = true
 command = "dd if={file} of=/dev/null bs=1M"
-)", &e);
+)",
+                        &e);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(e.strategies.size(), 3u);
   const ExperimentStrategy& np = e.strategies[1];
@@ -341,7 +342,8 @@ command = "dd if={file} of=/dev/null bs=1M"
   EXPECT_EQ(np.exec->package, "python3-numpy");
   EXPECT_FALSE(np.exec->shell);
   EXPECT_TRUE(e.strategies[2].exec->shell);
-  EXPECT_EQ(e.strategies[2].exec->argv, (std::vector<std::string>{"dd if={file} of=/dev/null bs=1M"}));
+  EXPECT_EQ(e.strategies[2].exec->argv,
+            (std::vector<std::string>{"dd if={file} of=/dev/null bs=1M"}));
   // Every round holds both commands beside fread, cold and warm.
   EXPECT_EQ(e.runs.size(), 2u * 2u * 3u);
   EXPECT_FALSE(e.strategies[0].exec.has_value());
@@ -367,8 +369,7 @@ TEST_F(ExperimentTest, MalformedExecStrategiesNameTheLineAndTheReason) {
                 .find("label 'a b'"),
             std::string::npos);
   const std::string twice = "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n";
-  EXPECT_NE(Refusal(head + twice + twice).find("exec: label 'a' is used twice"),
-            std::string::npos);
+  EXPECT_NE(Refusal(head + twice + twice).find("exec: label 'a' is used twice"), std::string::npos);
 }
 
 // Every shipped experiment parses, and names only strategies and options this build has.
@@ -414,7 +415,8 @@ path = "x.wlf"
 name = "mmap"
 [[strategy]]
 name = "fread"
-)", &e);
+)",
+                  &e);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(e.procs_given);
   EXPECT_EQ(e.patterns, (std::vector<std::string>{"replicated", "tp", "pp"}));
@@ -435,7 +437,8 @@ name = "fread"
   EXPECT_EQ(e.runs.size(), 2u * 2u * 2u * (1u + 3u));
 
   s = Load("procs = 4\npattern = \"tp:1\"\n[[file]]\npath = \"x.wlf\"\n[[strategy]]\n"
-           "name = \"mmap\"\n", &e);
+           "name = \"mmap\"\n",
+           &e);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(e.patterns, (std::vector<std::string>{"tp:1"}));
   ASSERT_FALSE(e.runs.empty());
@@ -469,8 +472,8 @@ TEST(RunKeyTest, OnlyAPatternOtherThanReplicatedChangesTheKey) {
   p.cache = "cold";
   p.rep = 1;
   p.procs = 2;
-  nlohmann::ordered_json record = {{"file", "/m.wlf"}, {"strategy_spec", "mmap"},
-                                   {"cache", "cold"}, {"rep", 1}, {"procs", 2}};
+  nlohmann::ordered_json record = {
+      {"file", "/m.wlf"}, {"strategy_spec", "mmap"}, {"cache", "cold"}, {"rep", 1}, {"procs", 2}};
   const std::string replicated = RunKey("/m.wlf", p);
   EXPECT_EQ(replicated, "/m.wlf|mmap|cold|1|2|0");
   EXPECT_EQ(RunKey(record), replicated);

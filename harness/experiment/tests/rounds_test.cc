@@ -21,9 +21,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json Record(const std::string& spec, int rep, double wall_s, const std::string& cache = "cold") {
-  return {{"run_id", spec + "-" + std::to_string(rep)}, {"strategy", spec},
-          {"strategy_spec", spec}, {"file", "/data/f.wlf"}, {"cache", cache}, {"rep", rep},
-          {"position", 0}, {"status", "ok"}, {"wall_s", wall_s}};
+  return {{"run_id", spec + "-" + std::to_string(rep)},
+          {"strategy", spec},
+          {"strategy_spec", spec},
+          {"file", "/data/f.wlf"},
+          {"cache", cache},
+          {"rep", rep},
+          {"position", 0},
+          {"status", "ok"},
+          {"wall_s", wall_s}};
 }
 
 Json Ceiling(int rep, double gb_per_s) {
@@ -143,8 +149,10 @@ TEST(RoundsCompare, PairsOnlyWithinTheSameCondition) {
   }
   std::sort(got.begin(), got.end());
   const std::vector<std::tuple<std::string, std::string, int, uint64_t, double>> want = {
-      {"/data/f.wlf", "cold", 1, 0, 0.5},          {"/data/f.wlf", "cold", 1, 1 << 30, 0.25},
-      {"/data/f.wlf", "cold", 2, 0, 2.0},          {"/data/f.wlf", "warm", 1, 0, 3.0},
+      {"/data/f.wlf", "cold", 1, 0, 0.5},
+      {"/data/f.wlf", "cold", 1, 1 << 30, 0.25},
+      {"/data/f.wlf", "cold", 2, 0, 2.0},
+      {"/data/f.wlf", "warm", 1, 0, 3.0},
       {"/data/g.wlf", "cold", 1, 0, 0.125}};
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -314,11 +322,10 @@ TEST(RoundsNoise, WarnsOfAPlantedDriftAndNotOfAFlatCeiling) {
   for (int rep = 0; rep < 12; ++rep) {
     s.Round(rep, &drifting);
     s.Round(rep, &flat);
-    drifting.push_back(Ceiling(rep, 2.0 - 0.1 * rep));             // falls steadily
+    drifting.push_back(Ceiling(rep, 2.0 - 0.1 * rep));               // falls steadily
     flat.push_back(Ceiling(rep, 1.5 + 0.05 * ((rep * 7) % 5 - 2)));  // wobbles, no trend
   }
-  EXPECT_NE(NoiseSummary(drifting, "fread").find("WARNING drift: the ceiling"),
-            std::string::npos)
+  EXPECT_NE(NoiseSummary(drifting, "fread").find("WARNING drift: the ceiling"), std::string::npos)
       << NoiseSummary(drifting, "fread");
   EXPECT_EQ(NoiseSummary(flat, "fread").find("drift"), std::string::npos)
       << NoiseSummary(flat, "fread");

@@ -11,11 +11,11 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/experiment/experiment.h"
@@ -131,8 +131,7 @@ TEST(GeneratorFillTest, ValuesAreFiniteAndVaried) {
 TEST(GeneratorTest, DeterministicAndChecksumMatchesContent) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const std::string a = dir.path() + "/a.wlf", b = dir.path() + "/b.wlf",
-                    c = dir.path() + "/c.wlf";
+  const std::string a = dir.path() + "/a.wlf", b = dir.path() + "/b.wlf", c = dir.path() + "/c.wlf";
   GenResult ra, rb, rc;
   ASSERT_TRUE(Generate(Small(a, 1), &ra).ok());
   GenOptions ob = Small(b, 1);
@@ -338,7 +337,8 @@ TEST(GeneratorByteOrderTest, BigEndianHoldsTheSameNumbersByteSwapped) {
     uint64_t size;
     uint64_t align;
   };
-  for (const Case& c : {Case{"llama", "bf16", 2ull << 20, 0}, Case{"moe", "f16", 20ull << 20, 64}}) {
+  for (const Case& c :
+       {Case{"llama", "bf16", 2ull << 20, 0}, Case{"moe", "f16", 20ull << 20, 64}}) {
     SCOPED_TRACE(testing::Message() << c.preset << " " << c.dtype);
     TempDir dir;
     const std::string le = dir.path() + "/le.wlf", be = dir.path() + "/be.wlf";

@@ -136,9 +136,9 @@ TEST(PresetsTest, MoeLooksLikeTodaysCheckpoints) {
     uint64_t experts, layers;
   };
   size_t last_count = 0;
-  for (const Case& c : {Case{64 * kMiB, 128, 8}, Case{1 * kGiB, 128, 24}, Case{8 * kGiB, 128, 36},
-                        Case{63 * kGiB, 128, 48}, Case{64 * kGiB, 256, 48},
-                        Case{1024 * kGiB, 256, 61}}) {
+  for (const Case& c :
+       {Case{64 * kMiB, 128, 8}, Case{1 * kGiB, 128, 24}, Case{8 * kGiB, 128, 36},
+        Case{63 * kGiB, 128, 48}, Case{64 * kGiB, 256, 48}, Case{1024 * kGiB, 256, 61}}) {
     SCOPED_TRACE(c.size);
     ModelPlan p;
     ASSERT_TRUE(PlanPreset("moe", c.size, WlfDType::kBF16, &p).ok());
@@ -205,8 +205,7 @@ TEST(PresetsTest, UnknownPresetOrDtypeIsBadInput) {
 
 TEST(PresetsTest, HugeSizeDoesNotOverflow) {
   ModelPlan p;
-  EXPECT_EQ(PlanPreset("llama", UINT64_MAX, WlfDType::kBF16, &p).code(),
-            Status::Code::kBadInput);
+  EXPECT_EQ(PlanPreset("llama", UINT64_MAX, WlfDType::kBF16, &p).code(), Status::Code::kBadInput);
 }
 
 }  // namespace

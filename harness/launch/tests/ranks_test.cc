@@ -25,7 +25,8 @@ PreparedFile File(const std::string& path, uint64_t bytes, uint64_t checksum) {
 class RankDifferenceTest : public ::testing::Test {
  protected:
   RankDifferenceTest()
-      : check_(CheckMessage({File("/models/a.wlf", 1000, 0xabc), File("/models/b.wlf", 2000, 0xdef)})) {
+      : check_(CheckMessage(
+            {File("/models/a.wlf", 1000, 0xabc), File("/models/b.wlf", 2000, 0xdef)})) {
     answer_ = {{"version", check_["version"]}, {"files", RankJson::array()}};
     for (const RankJson& f : check_["files"]) {
       answer_["files"].push_back({{"bytes", f["bytes"]}, {"checksum", f["checksum"]}});

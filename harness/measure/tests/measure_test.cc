@@ -12,8 +12,8 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -172,8 +172,10 @@ TEST_F(MeasureRunTest, SamplingFinerThanAMillisecondIsRefused) {
 TEST_F(MeasureRunTest, CountersAreCountsOrNullExplainedOnceInEnv) {
   const std::string file = Generate(4u << 20);
   const std::string out = dir_ + "/out";
-  ASSERT_EQ(Run("run --file " + file + " --strategies fread --cache warm --reps 1 --sample-ms 0 "
-                "--out " + out),
+  ASSERT_EQ(Run("run --file " + file +
+                " --strategies fread --cache warm --reps 1 --sample-ms 0 "
+                "--out " +
+                out),
             0)
       << Slurp(dir_ + "/stderr.txt");
   const Json env = Json::parse(Slurp(out + "/env.json"));
@@ -223,8 +225,10 @@ TEST_F(MeasureRunTest, TimelinesRiseAndConcurrentMappingsSharePages) {
   const uint64_t bytes = 96u << 20;
   const std::string file = Generate(bytes);
   const std::string out = dir_ + "/out";
-  ASSERT_EQ(Run("run --file " + file + " --strategies fread,mmap --cache warm --reps 1 --procs 2 "
-                "--sample-ms 2 --counters none --out " + out),
+  ASSERT_EQ(Run("run --file " + file +
+                " --strategies fread,mmap --cache warm --reps 1 --procs 2 "
+                "--sample-ms 2 --counters none --out " +
+                out),
             0)
       << Slurp(dir_ + "/stderr.txt");
   const auto runs = Runs(out);

@@ -11,15 +11,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <string>
 #include <set>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "tests/support/run_cli.h"
 #include "tests/support/machine.h"
+#include "tests/support/run_cli.h"
 
 namespace loadbench {
 namespace {
@@ -51,8 +51,9 @@ class RunnerTest : public ::testing::Test {
   // A real safetensors file (it stores no checksum), copied into the test's folder.
   std::string CopyRealSafetensors() {
     const std::string file = dir_ + "/overall.safetensors";
-    fs::copy_file(
-        fs::path(LOADBENCH_SOURCE_DIR) / "tests/real/st_safetensors-pr84_overall.safetensors", file);
+    fs::copy_file(fs::path(LOADBENCH_SOURCE_DIR) /
+                      "tests/real/st_safetensors-pr84_overall.safetensors",
+                  file);
     return file;
   }
 
@@ -66,15 +67,20 @@ class RunnerTest : public ::testing::Test {
 
 TEST_F(RunnerTest, WarmRunsWriteEveryContractField) {
   const std::string out = dir_ + "/results";
-  ASSERT_EQ(Run("run --file " + file_ + " --strategies fread:chunk=64KiB,mmap,mmap_seq --cache warm"
-                " --reps 2 --experiment t --out " + out), 0) << Slurp("stderr.txt");
+  ASSERT_EQ(Run("run --file " + file_ +
+                " --strategies fread:chunk=64KiB,mmap,mmap_seq --cache warm"
+                " --reps 2 --experiment t --out " +
+                out),
+            0)
+      << Slurp("stderr.txt");
   auto runs = Runs(out);
   ASSERT_EQ(runs.size(), 6u);
-  const char* fields[] = {"run_id", "experiment", "strategy", "params", "file", "format",
-                          "file_bytes", "cache", "rep", "status", "error", "checksum_ok",
-                          "wall_s", "ready_s", "user_s", "sys_s", "peak_rss_bytes",
-                          "major_faults", "minor_faults", "read_bytes", "resident_before",
-                          "resident_after", "counters"};
+  const char* fields[] = {
+      "run_id",          "experiment",     "strategy",     "params",       "file",
+      "format",          "file_bytes",     "cache",        "rep",          "status",
+      "error",           "checksum_ok",    "wall_s",       "ready_s",      "user_s",
+      "sys_s",           "peak_rss_bytes", "major_faults", "minor_faults", "read_bytes",
+      "resident_before", "resident_after", "counters"};
   std::set<std::string> ids;
   std::vector<std::string> order;
   for (const auto& r : runs) {
@@ -135,8 +141,9 @@ TEST_F(RunnerTest, ColdRunsStartNonResident) {
   ASSERT_EQ(::statfs(dir_.c_str(), &fs_info), 0);
   if (fs_info.f_type == TMPFS_MAGIC) GTEST_SKIP() << dir_ << " is tmpfs: it cannot be made cold";
   const std::string out = dir_ + "/cold";
-  ASSERT_EQ(Run("run --file " + file_ + " --strategies mmap,fread --cache cold --reps 1 --out " +
-                out), 0) << Slurp("stderr.txt");
+  ASSERT_EQ(
+      Run("run --file " + file_ + " --strategies mmap,fread --cache cold --reps 1 --out " + out), 0)
+      << Slurp("stderr.txt");
   for (const auto& r : Runs(out)) {
     EXPECT_EQ(r["status"], "ok") << r.dump();
     EXPECT_LE(r["resident_before"].get<double>(), 0.01);
@@ -173,8 +180,10 @@ TEST_F(RunnerTest, AColdRunOnAFileThatCannotBeDroppedIsInvalid) {
 
 TEST_F(RunnerTest, RefusesAFolderThatHoldsRuns) {
   const std::string out = dir_ + "/again";
-  ASSERT_EQ(Run("run --file " + file_ + " --strategies mmap --cache warm --reps 1 --out " + out), 0);
-  EXPECT_EQ(Run("run --file " + file_ + " --strategies mmap --cache warm --reps 1 --out " + out), 2);
+  ASSERT_EQ(Run("run --file " + file_ + " --strategies mmap --cache warm --reps 1 --out " + out),
+            0);
+  EXPECT_EQ(Run("run --file " + file_ + " --strategies mmap --cache warm --reps 1 --out " + out),
+            2);
   EXPECT_NE(Slurp("stderr.txt").find("already holds results"), std::string::npos);
   EXPECT_EQ(Runs(out).size(), 1u);
 }
@@ -191,7 +200,8 @@ TEST_F(RunnerTest, ACorruptedTensorFailsTheChecksum) {
   }
   const std::string out = dir_ + "/bad";
   EXPECT_EQ(Run("run --file " + file_ + " --strategies fread,mmap --cache warm --reps 1 --out " +
-                out), 1);
+                out),
+            1);
   for (const auto& r : Runs(out)) {
     EXPECT_EQ(r["status"], "failed");
     EXPECT_EQ(r["checksum_ok"], false);
@@ -204,13 +214,18 @@ TEST_F(RunnerTest, ACorruptedTensorFailsTheChecksum) {
 TEST_F(RunnerTest, AFileWithoutAStoredChecksumIsCheckedAgainstAReferenceRead) {
   const std::string file = CopyRealSafetensors();
   const std::string out = dir_ + "/results";
-  ASSERT_EQ(Run("run --file " + file + " --strategies fread,mmap,odirect --cache warm --reps 1"
-                " --sample-ms 0 --out " + out), 0) << Slurp("stderr.txt");
+  ASSERT_EQ(Run("run --file " + file +
+                " --strategies fread,mmap,odirect --cache warm --reps 1"
+                " --sample-ms 0 --out " +
+                out),
+            0)
+      << Slurp("stderr.txt");
   std::ifstream env_in(out + "/env.json");
   const nlohmann::json env = nlohmann::json::parse(env_in);
   EXPECT_EQ(env["file"]["format"], "safetensors");
   EXPECT_NE(env["file"]["checksum_source"].get<std::string>().find("reference read"),
-            std::string::npos) << env["file"].dump();
+            std::string::npos)
+      << env["file"].dump();
   const auto runs = Runs(out);
   ASSERT_EQ(runs.size(), 3u);
   for (const auto& r : runs) {
@@ -230,7 +245,8 @@ TEST_F(RunnerTest, ALoadThatDisagreesWithTheReferenceIsAFailedRun) {
   EXPECT_EQ(r["checksum_ok"], false);
   EXPECT_NE(r["error"].get<std::string>().find(
                 "the reference read of the file gives 0123456789abcdef"),
-            std::string::npos) << r.dump();
+            std::string::npos)
+      << r.dump();
 }
 
 }  // namespace

@@ -70,8 +70,7 @@ class ShmRunner : public ::testing::Test {
 
 TEST_F(ShmRunner, EveryRunCreatesItsOwnSegmentAndNoSegmentRemains) {
   const std::string out = dir_ + "/results";
-  ASSERT_EQ(Run("run --file " + file_ + " --strategies shm --cache both --reps 2 --out " + out),
-            0)
+  ASSERT_EQ(Run("run --file " + file_ + " --strategies shm --cache both --reps 2 --out " + out), 0)
       << Slurp("stderr.txt");
   const auto runs = Runs(out);
   ASSERT_EQ(runs.size(), 4u);
@@ -101,8 +100,7 @@ TEST_F(ShmRunner, NoSegmentRemainsAfterAFailedRun) {
     f.put(static_cast<char>(c ^ 0x5a));
   }
   const std::string out = dir_ + "/bad";
-  EXPECT_EQ(Run("run --file " + file_ + " --strategies shm --cache warm --reps 1 --out " + out),
-            1)
+  EXPECT_EQ(Run("run --file " + file_ + " --strategies shm --cache warm --reps 1 --out " + out), 1)
       << Slurp("stderr.txt");
   const auto runs = Runs(out);
   ASSERT_EQ(runs.size(), 1u);

@@ -43,8 +43,8 @@ TEST_F(FirstTouchTest, UserWritesFaultEveryPageInTheFirstPass) {
 }
 
 TEST_F(FirstTouchTest, AfterTheKernelPopulatedTheFirstPassTakesNoFault) {
-  for (FirstTouchBy how : {FirstTouchBy::kMapPopulate, FirstTouchBy::kPopulateWrite,
-                           FirstTouchBy::kRead}) {
+  for (FirstTouchBy how :
+       {FirstTouchBy::kMapPopulate, FirstTouchBy::kPopulateWrite, FirstTouchBy::kRead}) {
     SCOPED_TRACE(FirstTouchName(how));
     const Json j = FirstTouch(how, file_, kBytes, 3);
     ExpectFigures(j);

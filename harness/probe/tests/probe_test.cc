@@ -130,11 +130,11 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   EXPECT_EQ(probe["kind"], "full");
   // What any Linux machine can measure (no root, no GPU, no THP, no O_DIRECT needed) is a
   // figure, never null.
-  for (const char* key : {"sequential_write", "warm_read", "memcpy", "anon_4k_fault",
-                          "file_minor_fault"}) {
+  for (const char* key :
+       {"sequential_write", "warm_read", "memcpy", "anon_4k_fault", "file_minor_fault"}) {
     const Json& m = probe["ceilings"][key];
-    const char* figure = std::string(key).find("fault") != std::string::npos ? "us_per_fault"
-                                                                             : "gb_per_s";
+    const char* figure =
+        std::string(key).find("fault") != std::string::npos ? "us_per_fault" : "gb_per_s";
     ASSERT_TRUE(m[figure].is_number()) << key << ": " << m.dump();
     EXPECT_GT(m[figure].get<double>(), 0) << key << ": " << m.dump();
   }
@@ -211,13 +211,12 @@ TEST_F(ProbeCliTest, OutThatHoldsEnvJson) {
 // measurements over hundreds of MiB) is still ahead, so the signal lands mid-probe.
 TEST_F(ProbeCliTest, InterruptLeavesNothing) {
   bool sent = false;
-  const ProcessResult r =
-      RunLoadbench({"probe", "--dir", data_, "--size", "4MiB", "--out", out_},
-                   [&](const std::string& err, pid_t pid) {
-                     if (!sent && err.find("probe [1/") != std::string::npos) {
-                       sent = ::kill(pid, SIGINT) == 0;
-                     }
-                   });
+  const ProcessResult r = RunLoadbench({"probe", "--dir", data_, "--size", "4MiB", "--out", out_},
+                                       [&](const std::string& err, pid_t pid) {
+                                         if (!sent && err.find("probe [1/") != std::string::npos) {
+                                           sent = ::kill(pid, SIGINT) == 0;
+                                         }
+                                       });
   ASSERT_TRUE(sent) << Describe(r);
   EXPECT_EQ(r.exit_code, 130) << Describe(r);
   EXPECT_NE(r.err.find("interrupted"), std::string::npos) << Describe(r);

@@ -67,8 +67,7 @@ TEST(FoldPerfScript, RefusesWhatIsNotPerfScript) {
   std::istringstream no_period("loadbench\n\tffffffff81 f ([kernel.kallsyms])\n");
   EXPECT_EQ(FoldPerfScript(no_period, &p).code(), Status::Code::kBadInput);
   std::istringstream orphan("\tffffffff81 f ([kernel.kallsyms])\n");
-  EXPECT_NE(FoldPerfScript(orphan, &p).message().find("line 1 is not a frame"),
-            std::string::npos);
+  EXPECT_NE(FoldPerfScript(orphan, &p).message().find("line 1 is not a frame"), std::string::npos);
   std::istringstream no_dso("loadbench 1000\n\tffffffff81 f\n");
   EXPECT_EQ(FoldPerfScript(no_dso, &p).code(), Status::Code::kBadInput);
 }

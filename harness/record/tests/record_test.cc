@@ -105,13 +105,16 @@ class RecordCliTest : public ::testing::Test {
 };
 
 // Several workers, a ceiling and an unsupported point in one cold round: every record the
-// binary writes holds every always-present key and only documented keys. (This run also once crashed
-// the runner: the ceiling record, which has no worker number, was logged as if it had one.)
+// binary writes holds every always-present key and only documented keys. (This run also once
+// crashed the runner: the ceiling record, which has no worker number, was logged as if it had one.)
 TEST_F(RecordCliTest, RealRecordsHoldTheDocumentedKeys) {
   const std::string out = dir_ + "/out";
-  const int code = test::RunLoadbenchInto(
-      dir_, "run --file " + dir_ + "/model.wlf --strategies fread,fread:buffer=hugetlb,mmap "
-            "--cache cold --reps 1 --procs 2 --ceiling --sample-ms 0 --out " + out);
+  const int code =
+      test::RunLoadbenchInto(dir_,
+                             "run --file " + dir_ +
+                                 "/model.wlf --strategies fread,fread:buffer=hugetlb,mmap "
+                                 "--cache cold --reps 1 --procs 2 --ceiling --sample-ms 0 --out " +
+                                 out);
   ASSERT_EQ(code, 0) << test::ReadWholeFile(dir_ + "/stderr.txt");
   std::set<std::string> documented, always;
   for (const DocRow& r : DocumentedKeys()) {

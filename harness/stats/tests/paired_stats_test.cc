@@ -155,8 +155,7 @@ TEST(PairedStatsSignificant, ShiftedDataIs) {
 }
 
 TEST(PairedStatsSignificant, SymmetricDataIsNot) {
-  const Interval i =
-      SignedRankInterval({-0.5, -0.4, -0.3, -0.2, -0.1, 0.1, 0.2, 0.3, 0.4, 0.5});
+  const Interval i = SignedRankInterval({-0.5, -0.4, -0.3, -0.2, -0.1, 0.1, 0.2, 0.3, 0.4, 0.5});
   EXPECT_DOUBLE_EQ(i.estimate, 0.0);
   EXPECT_TRUE(i.bounded);
   EXPECT_FALSE(Significant(i));
@@ -328,8 +327,7 @@ TEST_F(PairedStatsFixture, Outliers) {
   ASSERT_FALSE(fixture_["outliers"].empty());
   for (const auto& c : fixture_["outliers"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    EXPECT_EQ(MadOutliers(c["x"].get<std::vector<double>>()),
-              c["flags"].get<std::vector<bool>>());
+    EXPECT_EQ(MadOutliers(c["x"].get<std::vector<double>>()), c["flags"].get<std::vector<bool>>());
   }
 }
 

@@ -10,11 +10,20 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json Ok(const std::string& spec, const std::string& cache, double wall, double file_bytes = 2e9) {
-  return {{"strategy", spec.substr(0, spec.find(':'))}, {"strategy_spec", spec},
-          {"file", "/d/a.wlf"}, {"file_bytes", file_bytes}, {"cache", cache},
-          {"status", "ok"}, {"wall_s", wall}, {"ready_s", wall / 2},
-          {"peak_rss_bytes", 3e9}, {"read_bytes", 2e9}, {"major_faults", 12},
-          {"minor_faults", 1000}, {"load_major_faults", 1}, {"load_minor_faults", 400}};
+  return {{"strategy", spec.substr(0, spec.find(':'))},
+          {"strategy_spec", spec},
+          {"file", "/d/a.wlf"},
+          {"file_bytes", file_bytes},
+          {"cache", cache},
+          {"status", "ok"},
+          {"wall_s", wall},
+          {"ready_s", wall / 2},
+          {"peak_rss_bytes", 3e9},
+          {"read_bytes", 2e9},
+          {"major_faults", 12},
+          {"minor_faults", 1000},
+          {"load_major_faults", 1},
+          {"load_minor_faults", 400}};
 }
 
 // The line of the table that starts with `prefix` (cache and row label).
@@ -83,9 +92,12 @@ TEST(SummaryTable, AnExecRowWithoutAChecksumSaysItIsUnverified) {
 // reader's bytes over that time, and a reader not ok leaves its round without figures, said
 // with the reason.
 Json Reader(int rep, int proc, double wall, double bytes, const std::string& pattern = "tp") {
-  return {{"strategy", "fread"}, {"strategy_spec", "fread"}, {"file", "/d/a.wlf"},
-          {"file_bytes", 4e9}, {"cache", "cold"}, {"rep", rep}, {"procs", 2}, {"proc", proc},
-          {"pattern", pattern}, {"status", "ok"}, {"wall_s", wall}, {"tensor_bytes", bytes}};
+  return {{"strategy", "fread"}, {"strategy_spec", "fread"},
+          {"file", "/d/a.wlf"},  {"file_bytes", 4e9},
+          {"cache", "cold"},     {"rep", rep},
+          {"procs", 2},          {"proc", proc},
+          {"pattern", pattern},  {"status", "ok"},
+          {"wall_s", wall},      {"tensor_bytes", bytes}};
 }
 
 TEST(ReadersTable, NothingWithoutSeveralReaders) {

@@ -114,8 +114,8 @@ TEST_F(CacheTest, WarmThenDrop) {
   DropMethod used = DropMethod::kFadvise;
   Status s = DropFileCache(path, &used);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(used, test::CannotDropCachesReason().empty() ? DropMethod::kDropCaches
-                                                         : DropMethod::kFadvise)
+  EXPECT_EQ(used,
+            test::CannotDropCachesReason().empty() ? DropMethod::kDropCaches : DropMethod::kFadvise)
       << test::CannotDropCachesReason();
   ASSERT_TRUE(MeasureResidency(path, &r).ok());
   EXPECT_LE(r.fraction(), 0.01) << r.resident_pages << "/" << r.total_pages << " resident after "
@@ -141,8 +141,8 @@ TEST_F(CacheTest, AModelIsJudgedByItsWorstShard) {
 
   ASSERT_TRUE(WarmFile(model.shards[1].path).ok());
   ASSERT_TRUE(MeasureModelResidency(model, &m).ok());
-  EXPECT_GE(m.Worst("cold"), 0.99);           // the warm shard
-  EXPECT_LE(m.Worst("warm"), 0.01);           // the cold ones
+  EXPECT_GE(m.Worst("cold"), 0.99);  // the warm shard
+  EXPECT_LE(m.Worst("warm"), 0.01);  // the cold ones
   EXPECT_NEAR(m.total.fraction(), 1.0 / 3, 0.02);
   EXPECT_FALSE(StartStateProblem("cold", m.Worst("cold")).empty());
 

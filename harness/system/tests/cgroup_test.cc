@@ -161,8 +161,8 @@ TEST_F(MemoryCgroupTest, UnprivilegedProcessGetsAReason) {
     ::close(fds[0]);
     if (::setgid(kNobody) != 0 || ::setuid(kNobody) != 0) ::_exit(1);
     std::string reason = MemoryCgroupUnsupportedReason();
-    bool written = ::write(fds[1], reason.data(), reason.size()) ==
-                   static_cast<ssize_t>(reason.size());
+    bool written =
+        ::write(fds[1], reason.data(), reason.size()) == static_cast<ssize_t>(reason.size());
     ::_exit(written ? 0 : 2);
   }
   ::close(fds[1]);

@@ -1,5 +1,5 @@
-#include "harness/record/results.h"
 #include "harness/system/env.h"
+#include "harness/record/results.h"
 #include "loadbench_commit.h"
 
 #include <sys/resource.h>
@@ -22,9 +22,9 @@ using Json = nlohmann::ordered_json;
 
 TEST(EnvTest, TopLevelKeysPresent) {
   Json env = CollectEnv("/proc/self/exe");
-  for (const char* k : {"loadbench", "compiler", "build", "time_utc", "host", "kernel",
-                        "virtualization", "file_path", "storage", "filesystem", "thp", "memory",
-                        "page_cache", "root", "cgroup"}) {
+  for (const char* k :
+       {"loadbench", "compiler", "build", "time_utc", "host", "kernel", "virtualization",
+        "file_path", "storage", "filesystem", "thp", "memory", "page_cache", "root", "cgroup"}) {
     EXPECT_TRUE(env.contains(k)) << k;
   }
   EXPECT_EQ(env["loadbench"]["version"], LOADBENCH_VERSION);
@@ -91,8 +91,8 @@ TEST(EnvTest, FileOnDiskHasFilesystem) {
   // A block device shows up where the file's st_dev names one in /sys/dev/block.
   struct stat st {};
   ASSERT_EQ(::stat("/proc/self/exe", &st), 0);
-  std::string sys = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
-                    std::to_string(minor(st.st_dev));
+  std::string sys =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
   if (::access(sys.c_str(), F_OK) == 0) {
     const Json& s = env["storage"];
     EXPECT_TRUE(s["device"].is_string()) << s.dump();
@@ -154,7 +154,7 @@ TEST(EnvTest, MemlockUnlimitedIsAWord) {
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    const struct rlimit unlimited {RLIM_INFINITY, RLIM_INFINITY};
+    const struct rlimit unlimited { RLIM_INFINITY, RLIM_INFINITY };
     if (::setrlimit(RLIMIT_MEMLOCK, &unlimited) != 0) ::_exit(kRefused);
     const Json l = CollectEnv("")["limits"];
     const bool words =

@@ -41,8 +41,7 @@ class LocksTest : public ::testing::Test {
     if (pid == 0) {
       HeldLock lock;
       LockHolder other;
-      if (!TryLock(path, ThisProcess("holder --out x", "x"), &lock, &other).ok() ||
-          !lock.held()) {
+      if (!TryLock(path, ThisProcess("holder --out x", "x"), &lock, &other).ok() || !lock.held()) {
         ::_exit(1);
       }
       (void)!::write(ready[1], "r", 1);
@@ -78,7 +77,8 @@ TEST_F(LocksTest, SecondTakerLearnsWhoHoldsItAndTakesItOnceReleased) {
   EXPECT_EQ(other.pid, holder);
   EXPECT_EQ(other.command, "holder --out x");
   EXPECT_EQ(other.out_dir, "x");
-  EXPECT_NE(other.Describe().find("pid " + std::to_string(holder) + " (`holder --out x`, results "
+  EXPECT_NE(other.Describe().find("pid " + std::to_string(holder) +
+                                  " (`holder --out x`, results "
                                   "in x, since "),
             std::string::npos)
       << other.Describe();
@@ -136,8 +136,10 @@ TEST_F(LocksTest, WhatAKilledProcessLeftIsCleanedAndSaid) {
   std::ofstream(kept) << "not a leftover";
   const std::vector<std::string> said = CleanLeftovers();
   ASSERT_EQ(said.size(), 1u);
-  EXPECT_EQ(said[0], "pid " + std::to_string(pid) + " ended without cleaning up: partly "
-                     "written file " + scratch);
+  EXPECT_EQ(said[0], "pid " + std::to_string(pid) +
+                         " ended without cleaning up: partly "
+                         "written file " +
+                         scratch);
   struct stat st {};
   EXPECT_NE(::stat(scratch.c_str(), &st), 0);
   EXPECT_EQ(::stat(kept.c_str(), &st), 0);
@@ -189,9 +191,8 @@ TEST_F(LocksTest, ARecordTheDiskCannotHoldIsTakenBackWhole) {
 TEST_F(LocksTest, AWholeFileTheDiskCannotHoldLeavesTheOldOne) {
   const std::string path = dir_.File("env.json");
   std::ofstream(path) << "{\"old\": true}\n";
-  const int code = WithFileSizeLimit(1000, [&] {
-    return WriteFileWhole(path, std::string(5000, ' '));
-  });
+  const int code =
+      WithFileSizeLimit(1000, [&] { return WriteFileWhole(path, std::string(5000, ' ')); });
   EXPECT_EQ(code, static_cast<int>(Status::Code::kNotWritten));
   EXPECT_EQ(test::ReadWholeFile(path), "{\"old\": true}\n");
   struct stat st {};

@@ -38,14 +38,14 @@ void WriteText(const std::string& path, const std::string& text) {
 
 // Ticks of a share of one CPU over kWindowS, as /proc/PID/stat would count them.
 uint64_t TicksFor(double cpu_percent) {
-  return static_cast<uint64_t>(cpu_percent / 100 * kWindowS *
-                               static_cast<double>(::sysconf(_SC_CLK_TCK)) + 0.5);
+  return static_cast<uint64_t>(
+      cpu_percent / 100 * kWindowS * static_cast<double>(::sysconf(_SC_CLK_TCK)) + 0.5);
 }
 
 // The percentage CheckStability reports for `ticks` over kWindowS.
 double PercentOf(uint64_t ticks) {
-  double pct = static_cast<double>(ticks) /
-               (static_cast<double>(::sysconf(_SC_CLK_TCK)) * kWindowS) * 100;
+  double pct =
+      static_cast<double>(ticks) / (static_cast<double>(::sysconf(_SC_CLK_TCK)) * kWindowS) * 100;
   return std::round(pct * 10) / 10;
 }
 
@@ -151,10 +151,10 @@ TEST(StabilityTest, QuietMachineHasNoWarningsAndTheRightFigures) {
   // The contract's order, so env.json reads the same every time.
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "window_s", "loadavg", "cores", "busy_processes", "dirty_bytes",
-                      "writeback_bytes", "mem_available_bytes", "mem_total_bytes",
-                      "swap_total_bytes", "swap_used_bytes", "khugepaged", "warnings"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"window_s", "loadavg", "cores", "busy_processes",
+                                            "dirty_bytes", "writeback_bytes", "mem_available_bytes",
+                                            "mem_total_bytes", "swap_total_bytes",
+                                            "swap_used_bytes", "khugepaged", "warnings"}));
 }
 
 TEST(StabilityTest, HighLoadWarnsAboveHalfARunnableTaskPerCore) {
@@ -203,11 +203,15 @@ TEST(StabilityTest, BusyOtherProcessesAreListedBusiestFirstAndTheBusiestNamed) {
   EXPECT_EQ(j["busy_processes"][2],
             (Json{{"pid", 300}, {"comm", "cron"}, {"cpu_percent", PercentOf(TicksFor(20))}}));
   ASSERT_EQ(j["warnings"].size(), 2u) << j.dump(2);
-  EXPECT_EQ(WarningsWith(j, fmt::format("Process 100 (stress) used {:.0f}%",
-                                        PercentOf(TicksFor(100)))).size(), 1u)
+  EXPECT_EQ(WarningsWith(j,
+                         fmt::format("Process 100 (stress) used {:.0f}%", PercentOf(TicksFor(100))))
+                .size(),
+            1u)
       << j["warnings"].dump();
-  EXPECT_EQ(WarningsWith(j, fmt::format("Process 200 (indexer) used {:.0f}%",
-                                        PercentOf(TicksFor(40)))).size(), 1u)
+  EXPECT_EQ(WarningsWith(j,
+                         fmt::format("Process 200 (indexer) used {:.0f}%", PercentOf(TicksFor(40))))
+                .size(),
+            1u)
       << j["warnings"].dump();
 }
 
@@ -391,7 +395,9 @@ TEST(StabilityTest, KhugepagedCpuWarnsOnceNotAlsoAsABusyProcess) {
   EXPECT_EQ(BusyPids(j), std::vector<int>{37});
   ASSERT_EQ(j["warnings"].size(), 1u) << j.dump(2);
   EXPECT_EQ(WarningsWith(j, fmt::format("khugepaged collapsed 0 huge pages and used {:.0f}%",
-                                        PercentOf(TicksFor(40)))).size(), 1u);
+                                        PercentOf(TicksFor(40))))
+                .size(),
+            1u);
 }
 
 TEST(StabilityTest, MissingKhugepagedGivesNulls) {
@@ -401,8 +407,8 @@ TEST(StabilityTest, MissingKhugepagedGivesNulls) {
   Json j;
   ASSERT_NO_THROW(j = CheckStability(m.Options()));
   ASSERT_TRUE(j["khugepaged"].is_object());
-  for (const char* k :
-       {"pages_collapsed", "full_scans", "pages_collapsed_delta", "full_scans_delta", "cpu_percent"}) {
+  for (const char* k : {"pages_collapsed", "full_scans", "pages_collapsed_delta",
+                        "full_scans_delta", "cpu_percent"}) {
     ASSERT_TRUE(j["khugepaged"].contains(k)) << k;
     EXPECT_TRUE(j["khugepaged"][k].is_null()) << k;
   }
@@ -417,9 +423,9 @@ TEST(StabilityTest, EmptyTreeGivesNullsAndNoWarnings) {
   o.sys_dir = dir.File("sys");
   Json j;
   ASSERT_NO_THROW(j = CheckStability(o));
-  for (const char* k : {"loadavg", "busy_processes", "dirty_bytes", "writeback_bytes",
-                        "mem_available_bytes", "mem_total_bytes", "swap_total_bytes",
-                        "swap_used_bytes"}) {
+  for (const char* k :
+       {"loadavg", "busy_processes", "dirty_bytes", "writeback_bytes", "mem_available_bytes",
+        "mem_total_bytes", "swap_total_bytes", "swap_used_bytes"}) {
     EXPECT_TRUE(j[k].is_null()) << k;
   }
   EXPECT_EQ(j["cores"], ::sysconf(_SC_NPROCESSORS_ONLN));
@@ -445,13 +451,13 @@ TEST(StabilityTest, RealMachineHasTheShape) {
     EXPECT_TRUE(b["comm"].is_string()) << b;
     EXPECT_TRUE(b["cpu_percent"].is_number()) << b;
   }
-  for (const char* k : {"dirty_bytes", "writeback_bytes", "mem_available_bytes",
-                        "mem_total_bytes", "swap_total_bytes", "swap_used_bytes"}) {
+  for (const char* k : {"dirty_bytes", "writeback_bytes", "mem_available_bytes", "mem_total_bytes",
+                        "swap_total_bytes", "swap_used_bytes"}) {
     EXPECT_TRUE(j[k].is_number_integer()) << k << ": " << j[k];
   }
   ASSERT_TRUE(j["khugepaged"].is_object());
-  for (const char* k :
-       {"pages_collapsed", "full_scans", "pages_collapsed_delta", "full_scans_delta", "cpu_percent"}) {
+  for (const char* k : {"pages_collapsed", "full_scans", "pages_collapsed_delta",
+                        "full_scans_delta", "cpu_percent"}) {
     ASSERT_TRUE(j["khugepaged"].contains(k)) << k;
     EXPECT_TRUE(j["khugepaged"][k].is_null() || j["khugepaged"][k].is_number()) << k;
   }

@@ -92,9 +92,11 @@ class HugePageReservation {
 TEST(Destination, HugetlbWithoutReservedPagesIsUnsupportedWithTheShortfall) {
   HugePageReservation reservation;
   if (reservation.old() != 0) {
-    if (::geteuid() != 0) GTEST_SKIP() << "huge pages are reserved here and only root may unreserve";
-    if (!reservation.Set(0)) GTEST_SKIP() << "huge pages are reserved and nr_hugepages is not "
-                                             "writable here (a read-only /proc/sys)";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "huge pages are reserved here and only root may unreserve";
+    if (!reservation.Set(0))
+      GTEST_SKIP() << "huge pages are reserved and nr_hugepages is not "
+                      "writable here (a read-only /proc/sys)";
   }
   Region r;
   Status s = Region::Allocate(BufferKind::kHugetlb, 5 << 20, "model.wlf", &r);

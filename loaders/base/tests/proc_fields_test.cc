@@ -8,13 +8,12 @@ namespace loadbench {
 namespace {
 
 TEST(ProcFields, KibFieldsAreBytesAndCountsStayCounts) {
-  const auto f = ParseProcFields(
-      "MemTotal:       16318352 kB\n"
-      "HugePages_Free:        3\n"
-      "Hugepagesize:       2048 kB\n"
-      "read_bytes: 4096\n"
-      "Name:\tloadbench\n"
-      "no colon here\n");
+  const auto f = ParseProcFields("MemTotal:       16318352 kB\n"
+                                 "HugePages_Free:        3\n"
+                                 "Hugepagesize:       2048 kB\n"
+                                 "read_bytes: 4096\n"
+                                 "Name:\tloadbench\n"
+                                 "no colon here\n");
   EXPECT_EQ(f.at("MemTotal"), uint64_t{16318352} * 1024);
   EXPECT_EQ(f.at("HugePages_Free"), 3u);
   EXPECT_EQ(f.at("Hugepagesize"), 2048u * 1024);

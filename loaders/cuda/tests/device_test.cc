@@ -27,11 +27,11 @@ namespace {
 const std::vector<std::string> kDeviceStrategies = {"cuda_bounce", "cuda_gds", "cuda_pageable",
                                                     "cuda_register"};
 
-#define SKIP_WITHOUT_GPU()                                                       \
-  do {                                                                           \
-    if (!cuda::UnsupportedReason().empty()) {                                    \
-      GTEST_SKIP() << "needs a CUDA device: " << cuda::UnsupportedReason();      \
-    }                                                                            \
+#define SKIP_WITHOUT_GPU()                                                  \
+  do {                                                                      \
+    if (!cuda::UnsupportedReason().empty()) {                               \
+      GTEST_SKIP() << "needs a CUDA device: " << cuda::UnsupportedReason(); \
+    }                                                                       \
   } while (0)
 
 // LoadToDevice of the strategy `spec` names, with its options resolved, on a table already read:
@@ -51,8 +51,11 @@ Status LoadToDeviceWith(const std::string& spec, const std::string& path,
 TensorTable Table(std::vector<std::pair<uint64_t, uint64_t>> offset_size) {
   TensorTable t;
   for (size_t i = 0; i < offset_size.size(); ++i) {
-    t.tensors.push_back({"t" + std::to_string(i), "u8", {offset_size[i].second},
-                         offset_size[i].first, offset_size[i].second});
+    t.tensors.push_back({"t" + std::to_string(i),
+                         "u8",
+                         {offset_size[i].second},
+                         offset_size[i].first,
+                         offset_size[i].second});
     t.tensor_bytes += offset_size[i].second;
   }
   return t;
@@ -183,8 +186,9 @@ uint64_t OnDevice(const std::vector<uint8_t>& bytes, std::string* error) {
                     "test", "cudaMemcpy");
   }
   uint64_t out = 0;
-  if (s.ok()) s = cuda::Check(cuda::DeviceXxh3(mem.get(), bytes.size(), stream.get(), &out),
-                              "test", "DeviceXxh3");
+  if (s.ok())
+    s = cuda::Check(cuda::DeviceXxh3(mem.get(), bytes.size(), stream.get(), &out), "test",
+                    "DeviceXxh3");
   *error = s.message();
   return out;
 }
@@ -247,8 +251,7 @@ TEST_P(CudaLoad, PutsEveryTensorOnTheDeviceWithTheFilesChecksum) {
     EXPECT_EQ(r["verify"], "device");
     EXPECT_EQ(r["checksum"], fmt::format("{:016x}", w.checksum));
     EXPECT_EQ(r["device"]["device_bytes"], w.layout.tensor_sizes[0] + w.layout.tensor_sizes[1] +
-                                               w.layout.tensor_sizes[2] +
-                                               w.layout.tensor_sizes[3]);
+                                               w.layout.tensor_sizes[2] + w.layout.tensor_sizes[3]);
     EXPECT_LE(r["ready_s"].get<double>(), r["wall_s"].get<double>());
   }
 }

@@ -265,10 +265,9 @@ TEST_F(GgufTest, PartialBlocksAreRefused) {
   GgufBuilder g;
   g.Tensor("w", {40}, test::kGgmlQ8_0, 0);
   Write(g.Build(32, test::Filler(64)));
-  EXPECT_TRUE(
-      test::Refused(path_,
-                    "tensor 'w' (info at offset 24): 40 elements of q8_0 are not a whole number of "
-                    "32-element blocks"));
+  EXPECT_TRUE(test::Refused(
+      path_, "tensor 'w' (info at offset 24): 40 elements of q8_0 are not a whole number of "
+             "32-element blocks"));
 }
 
 // Vocab-only files end right after their key-values: no tensor, no data section.
@@ -466,9 +465,8 @@ TEST_F(GgufTest, StringArrayOfATrillionInASmallFile) {
   Write(g.Build(1));
   // The count sits after the header, the key (8 + 21 bytes), the type and the element type.
   EXPECT_TRUE(test::Refused(
-      path_,
-      "key 'tokenizer.ggml.tokens' claims 1099511627776 string elements at offset 61, "
-      "more than the 9 bytes left can hold"));
+      path_, "key 'tokenizer.ggml.tokens' claims 1099511627776 string elements at offset 61, "
+             "more than the 9 bytes left can hold"));
 }
 
 TEST_F(GgufTest, U64ArrayCountOf2To61) {

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/gen/generator.h"
 #include "harness/experiment/file.h"
+#include "harness/gen/generator.h"
 #include "loaders/base/checksum.h"
 #include "loaders/format/model.h"
 #include "tests/support/wlf_fixture.h"
@@ -354,9 +354,8 @@ TEST_F(PartTest, PpDeliversEveryTensorOnce) {
 // ---- files ----
 
 TEST(PartOfTest, FilesGivesEachReaderItsShardsRenumbered) {
-  const TensorTable model = Table({{"a", {4}, 0}, {"b", {8}, 0},
-                                   {"c", {4}, 1},
-                                   {"d", {2}, 2}, {"e", {6}, 2}});
+  const TensorTable model =
+      Table({{"a", {4}, 0}, {"b", {8}, 0}, {"c", {4}, 1}, {"d", {2}, 2}, {"e", {6}, 2}});
   const std::vector<TensorTable> parts = Parts(model, "files", 2);
   EXPECT_EQ(Sum(parts), model.tensor_bytes);
   ExpectTiles(model, parts);

@@ -483,8 +483,8 @@ TEST_F(SafetensorsTest, OverlappingTensors) {
 
 TEST_F(SafetensorsTest, ShapeProductOverflows) {
   Write(Obj({test::StEntry("w", "F32", "[4294967296, 4294967296, 16]", 0, 8)}), 8);
-  EXPECT_TRUE(test::Refused(
-      path_, "tensor 'w': shape 4294967296x4294967296x16 has 2^64 or more elements"));
+  EXPECT_TRUE(
+      test::Refused(path_, "tensor 'w': shape 4294967296x4294967296x16 has 2^64 or more elements"));
   // A later zero does not save a product that has already overflowed (nor does the
   // reference reader's checked product).
   Write(Obj({test::StEntry("w", "F32", "[4294967296, 4294967296, 0]", 0, 0)}), 8);
@@ -588,8 +588,7 @@ const SchemaCase kSchemaCases[] = {
     {"DuplicateShape", ENTRY_THEN(R"(,"shape":[1])"), "tensor 'w': field shape appears twice"},
     {"DuplicateOffsets", ENTRY_THEN(R"(,"data_offsets":[0,4])"),
      "tensor 'w': field data_offsets appears twice"},
-    {"TruncatedJson", R"({"w":{"dtype":"F32","shape":[1],"data_off)",
-     "JSON error at header byte"},
+    {"TruncatedJson", R"({"w":{"dtype":"F32","shape":[1],"data_off)", "JSON error at header byte"},
     {"TruncatedAfterComma", R"({"w":{"dtype":"F32",)", "JSON error at header byte"},
     {"TrailingGarbage", R"({}x)", "JSON error at header byte 3"},
     {"TrailingObject", R"({}{})", "JSON error at header byte 3"},
@@ -628,9 +627,8 @@ TEST_F(SafetensorsTest, MetadataKeysShownAreCapped) {
 // not an overflow: its data_offsets do not hold the 2^61 bytes the shape needs.
 TEST_F(SafetensorsTest, FittingByteCountIsNotCalledAnOverflow) {
   Write(Obj({test::StEntry("w", "U8", "[2305843009213693952]", 0, 8)}), 8);
-  EXPECT_TRUE(test::Refused(path_,
-                            "tensor 'w': data_offsets [0, 8] hold 8 bytes, but shape "
-                            "[2305843009213693952] of U8 needs 2305843009213693952"));
+  EXPECT_TRUE(test::Refused(path_, "tensor 'w': data_offsets [0, 8] hold 8 bytes, but shape "
+                                   "[2305843009213693952] of U8 needs 2305843009213693952"));
 }
 
 // Names and metadata values go into messages escaped: a name holding a newline (JSON "\n")

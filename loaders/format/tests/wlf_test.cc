@@ -55,8 +55,8 @@ void ExpectRefused(const std::string& path, const std::string& reason) {
   TensorTable t;
   const Status s = ReadTensorTableFromPath(path, &t);
   EXPECT_EQ(s.code(), Status::Code::kBadInput) << s.message();
-  EXPECT_TRUE(s.message().starts_with(path)) << "message does not start with the path: "
-                                             << s.message();
+  EXPECT_TRUE(s.message().starts_with(path))
+      << "message does not start with the path: " << s.message();
   EXPECT_NE(s.message().find(reason), std::string::npos)
       << "expected reason '" << reason << "' in: " << s.message();
   EXPECT_EQ(s.message().find('\n'), std::string::npos) << "not one line: " << s.message();
@@ -344,7 +344,8 @@ TEST_F(WlfTest, TensorCountJustTooLarge) {
 // ---- Tensor entries ----
 
 TEST_F(WlfTest, NameOffsetPastMetadata) {
-  test::PatchU64(path_, test::WlfEntryField(0, test::kEntryNameOffset), written_.layout.data_offset);
+  test::PatchU64(path_, test::WlfEntryField(0, test::kEntryNameOffset),
+                 written_.layout.data_offset);
   ExpectRefused(path_, "name_offset 4096 outside the metadata area");
 }
 
@@ -458,9 +459,9 @@ bool ReversedAt(const std::vector<std::byte>& a, const std::vector<std::byte>& b
 }
 
 TEST(WlfSwapElementsTest, ReversesEachWholeElement) {
-  const std::vector<std::byte> in = {std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4},
-                                     std::byte{5}, std::byte{6}, std::byte{7}, std::byte{8},
-                                     std::byte{9}};
+  const std::vector<std::byte> in = {std::byte{1}, std::byte{2}, std::byte{3},
+                                     std::byte{4}, std::byte{5}, std::byte{6},
+                                     std::byte{7}, std::byte{8}, std::byte{9}};
   auto swapped = [&](WlfDType dt) {
     std::vector<std::byte> v = in;
     SwapWlfElements(dt, v.data(), v.size());

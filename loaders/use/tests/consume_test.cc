@@ -97,8 +97,7 @@ TEST(Consume, PerTensorConsumersDoNotDependOnOrder) {
   TensorTable table;
   std::vector<Buffer> bufs;
   for (int i = 0; i < 5; ++i) {
-    table.tensors.push_back(TensorInfo{"blk." + std::to_string(i) + ".w", "bf16", {4, 32},
-                                       0, 256});
+    table.tensors.push_back(TensorInfo{"blk." + std::to_string(i) + ".w", "bf16", {4, 32}, 0, 256});
     bufs.emplace_back(256, 0, 10 + i);
   }
   for (const char* name : {"forward", "random"}) {
@@ -141,8 +140,10 @@ TEST(Transform, ByteswapConvertsEveryElementAndTwiceIsTheIdentity) {
     TransformTensor("byteswap", t, once.data(), twice.data(), h);
     XXH3_freeState(h);
     EXPECT_EQ(std::memcmp(twice.data(), b.bytes.data(), t.size), 0) << dtype;
-    const size_t es = std::string(dtype) == "bf16" ? 2 : std::string(dtype) == "f32" ? 4
-                    : std::string(dtype) == "f64"  ? 8 : 1;
+    const size_t es = std::string(dtype) == "bf16"  ? 2
+                      : std::string(dtype) == "f32" ? 4
+                      : std::string(dtype) == "f64" ? 8
+                                                    : 1;
     for (size_t k = 0; k < t.size; k += 4099 * es) {  // crosses the 64 KiB chunks
       for (size_t j = 0; j < es; ++j) {
         ASSERT_EQ(once[k + j], b.bytes[k + es - 1 - j]) << dtype << " byte " << k + j;

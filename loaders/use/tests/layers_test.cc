@@ -30,8 +30,8 @@ TEST(Layers, LayerNumbersFromTheCommonNamingSchemes) {
 
 TEST(Layers, ForwardOrderIsEmbeddingsThenLayersAscendingThenTheRest) {
   // Alphabetical, as safetensors writers store them: layer 10 before layer 2.
-  const TensorTable t = TableOf({"embed", "layers.0.a", "layers.10.a", "layers.2.a",
-                                 "layers.2.b", "norm", "layers.1.a"});
+  const TensorTable t = TableOf(
+      {"embed", "layers.0.a", "layers.10.a", "layers.2.a", "layers.2.b", "norm", "layers.1.a"});
   EXPECT_EQ(ForwardOrder(t), (std::vector<size_t>{0, 1, 6, 3, 4, 2, 5}));
 }
 

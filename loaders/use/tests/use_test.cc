@@ -50,12 +50,12 @@ class UseTest : public ::testing::Test {
   }
 
   // Runs `strategies` warm, once each, and returns the records by strategy_spec.
-  std::map<std::string, nlohmann::json> Run(const std::string& file,
-                                            const std::string& strategies, int expect_exit = 0) {
+  std::map<std::string, nlohmann::json> Run(const std::string& file, const std::string& strategies,
+                                            int expect_exit = 0) {
     const std::string out = dir_ + "/r" + std::to_string(++runs_);
-    const int rc = test::RunLoadbenchInto(dir_, "run --file " + file + " --strategies " +
-                                                    strategies +
-                                                    " --cache warm --reps 1 --out " + out);
+    const int rc =
+        test::RunLoadbenchInto(dir_, "run --file " + file + " --strategies " + strategies +
+                                         " --cache warm --reps 1 --out " + out);
     EXPECT_EQ(rc, expect_exit) << test::ReadWholeFile(dir_ + "/stderr.txt");
     std::map<std::string, nlohmann::json> by_spec;
     for (auto& r : test::ReadRuns(out)) by_spec[r["strategy_spec"]] = r;
@@ -72,12 +72,16 @@ class UseTest : public ::testing::Test {
 
 TEST_F(UseTest, ForwardComputesTheSameResultWithEveryStrategy) {
   const std::string file = Generate("m.wlf");
-  const std::vector<std::string> specs = {
-      "mmap:consume=forward",         "mmap_seq:consume=forward",
-      "mmap_populate_read:consume=forward", "fread:consume=forward",
-      "io_uring:consume=forward",     "pread_mt:consume=forward",
-      "layered:consume=forward",      "mmap:consume=forward:bind=copy",
-      "mmap:consume=forward:unaligned=copy", "layered:consume=forward:bind=copy"};
+  const std::vector<std::string> specs = {"mmap:consume=forward",
+                                          "mmap_seq:consume=forward",
+                                          "mmap_populate_read:consume=forward",
+                                          "fread:consume=forward",
+                                          "io_uring:consume=forward",
+                                          "pread_mt:consume=forward",
+                                          "layered:consume=forward",
+                                          "mmap:consume=forward:bind=copy",
+                                          "mmap:consume=forward:unaligned=copy",
+                                          "layered:consume=forward:bind=copy"};
   std::string list;
   for (const auto& s : specs) list += (list.empty() ? "" : ",") + s;
   auto runs = Run(file, list);
@@ -211,11 +215,10 @@ TEST_F(UseTest, InPlaceTransformCopiesOnWriteAndLeavesTheFileAlone) {
   };
   const uint64_t before = file_hash(be);
   const auto reference = Run(le, "mmap:consume=forward")["mmap:consume=forward"];
-  auto runs = Run(be,
-                  "mmap:consume=forward:transform=byteswap:place=inplace,"
-                  "mmap:consume=forward:transform=byteswap:place=separate,"
-                  "fread:consume=forward:transform=byteswap:place=inplace,"
-                  "layered:consume=forward:transform=byteswap:place=inplace");
+  auto runs = Run(be, "mmap:consume=forward:transform=byteswap:place=inplace,"
+                      "mmap:consume=forward:transform=byteswap:place=separate,"
+                      "fread:consume=forward:transform=byteswap:place=inplace,"
+                      "layered:consume=forward:transform=byteswap:place=inplace");
   EXPECT_EQ(file_hash(be), before);
   for (auto& [spec, r] : runs) {
     ASSERT_EQ(r["status"], "ok") << spec << ": " << r["error"];
@@ -263,8 +266,7 @@ TEST_F(UseTest, CombinationsThatCannotWorkAreUnsupportedWithTheirReason) {
 TEST_F(UseTest, AnUnknownUseOptionIsBadInputNamingTheCommonOptions) {
   const std::string file = Generate("m.wlf");
   const auto r = test::RunLoadbench({"run", "--file", file, "--strategies", "mmap:consum=x",
-                                     "--cache", "warm", "--reps", "1", "--out",
-                                     dir_ + "/bad"});
+                                     "--cache", "warm", "--reps", "1", "--out", dir_ + "/bad"});
   EXPECT_EQ(r.exit_code, 2) << test::Describe(r);
   EXPECT_NE(r.err.find("consume"), std::string::npos) << r.err;
 }
