@@ -13,7 +13,7 @@ STEP      = bash scripts/step.sh
 MAKEFLAGS += --no-print-directory
 
 .PHONY: all build binary run report compare reference aa gpu-check bench probe fuzz peers test \
-  test-asan setup clean
+  test-asan format setup clean
 
 all: build
 
@@ -106,21 +106,27 @@ fuzz:
 	@bash scripts/setup.sh fuzz
 	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)-fuzz
 
-# The tests, one at a time (some drop the page cache, which would disturb a warm-cache test
-# running beside them), all in one build under AddressSanitizer and UndefinedBehaviorSanitizer:
-# every parser of untrusted files must survive them, and on two cores one build is most of the
-# time `make test` takes. The GoogleTest suite runs in one process (an ASan binary starts slowly,
-# and ctest would start it once per test: three to four times longer here); then ctest runs what
-# drives the binaries (labelled `binary`: the scripts' pytest, the real-file pytest, every
-# microbenchmark once) and the analysis pytest (labelled `python`). Line tables only (-g1): sanitizer reports keep file and line, the build
-# is faster.
+# First the check that every C++ file is formatted (.clang-format, scripts/format.sh; `make
+# format` applies it). Then the tests, one at a time (some drop the page cache, which would
+# disturb a warm-cache test running beside them), all in one build under AddressSanitizer and
+# UndefinedBehaviorSanitizer: every parser of untrusted files must survive them, and on two
+# cores one build is most of the time `make test` takes. The GoogleTest suite runs in one
+# process (an ASan binary starts slowly, and ctest would start it once per test: three to four
+# times longer here); then ctest runs what drives the binaries (labelled `binary`: the scripts'
+# pytest, the real-file pytest, every microbenchmark once) and the analysis pytest (labelled
+# `python`). Line tables only (-g1): sanitizer reports keep file and line, the build is faster.
 ASAN_BUILD := $(BUILD)-asan
 test: $(BUILD)/.setup-done
+	bash scripts/format.sh check
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'
+
+# The C++ formatted by .clang-format, in place (`make test` fails on a file that is not).
+format: $(BUILD)/.setup-done
+	bash scripts/format.sh apply
 
 # Only the GoogleTest suite, in the same build.
 test-asan: $(BUILD)/.setup-done

@@ -13,7 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev libxxhash-dev libfmt-dev
   libgtest-dev libgmock-dev
   liburing-dev libboost-dev libpfm4-dev libbenchmark-dev libtomlplusplus-dev
-  fio linux-perf openmpi-bin libopenmpi-dev
+  fio linux-perf openmpi-bin libopenmpi-dev clang-format
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy python3-scipy
   python3-xxhash
   chromium
