@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -48,28 +49,21 @@ WorkerArgs ArgsOf(const LaunchRequest& req, int part) {
 // The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's).
 std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& args, bool hold,
                                     bool profiled) {
-  return {req.exe,
-          "worker",
-          "--file",
-          req.file,
-          "--strategy",
-          req.strategy,
-          "--result-fd",
-          "3",
-          "--counters",
-          req.counters,
-          "--hold-fd",
-          hold ? "4" : "-1",
-          "--expect-checksum",
-          args.checksum,
-          "--pattern",
-          req.pattern,
-          "--part",
-          args.part,
-          "--profile-ctl-fd",
-          profiled ? "5" : "-1",
-          "--profile-ack-fd",
-          profiled ? "6" : "-1"};
+  const std::pair<const char*, std::string> flags[] = {
+      {"--file", req.file},
+      {"--strategy", req.strategy},
+      {"--result-fd", "3"},
+      {"--counters", req.counters},
+      {"--hold-fd", hold ? "4" : "-1"},
+      {"--expect-checksum", args.checksum},
+      {"--pattern", req.pattern},
+      {"--part", args.part},
+      {"--profile-ctl-fd", profiled ? "5" : "-1"},
+      {"--profile-ack-fd", profiled ? "6" : "-1"},
+  };
+  std::vector<std::string> argv = {req.exe, "worker"};
+  for (const auto& [flag, value] : flags) argv.insert(argv.end(), {flag, value});
+  return argv;
 }
 
 // Perf's pipes for a worker about to be forked; without them the worker runs unprofiled and
