@@ -302,7 +302,8 @@ TEST(StartState, WarmNeedsNinetyNinePercentResident) {
 TEST(StartState, AWarmRunMayReadAtMostOnePercentFromStorage) {
   const uint64_t file = 1000u << 20;
   EXPECT_EQ(WarmReadProblem(0, file), "");
-  EXPECT_EQ(WarmReadProblem(5u << 20, file), "");   // 0.5%: the README's warm io_uring read 5 MB
+  // 0.5%: the warm io_uring row of docs/strategies.md read 5 MB.
+  EXPECT_EQ(WarmReadProblem(5u << 20, file), "");
   EXPECT_EQ(WarmReadProblem(10u << 20, file), "");  // 1.0%
   EXPECT_EQ(WarmReadProblem(20u << 20, file),
             "warm run read 20.00 MiB (2.0% of the file) from storage (limit 1%): the page cache "
