@@ -11,7 +11,7 @@
 #include "harness/run/executor.h"
 #include "harness/system/counters.h"
 #include "loaders/base/units.h"
-#include "loaders/format/part.h"
+#include "loaders/use/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench::cli {

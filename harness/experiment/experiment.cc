@@ -16,7 +16,7 @@
 
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
-#include "loaders/format/part.h"
+#include "loaders/use/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {

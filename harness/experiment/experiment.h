@@ -20,7 +20,7 @@
 //   procs = [1, 2, 4]              # readers loading the model at the same time: workers on
 //                                  #   this machine, or under MPI ranks of the job, one worker
 //                                  #   each (default 1; under MPI the job's size)
-//   pattern = ["replicated", "tp"] # what each reader loads (loaders/format/part.h): replicated,
+//   pattern = ["replicated", "tp"] # what each reader loads (loaders/use/part.h): replicated,
 //                                  #   tp, tp:DIM, pp, files (default replicated); one reader
 //                                  #   loads the whole model whatever the pattern
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a

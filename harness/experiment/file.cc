@@ -11,7 +11,7 @@
 #include "loaders/base/checksum.h"
 #include "loaders/base/units.h"
 #include "loaders/format/model.h"
-#include "loaders/format/part.h"
+#include "loaders/use/part.h"
 
 namespace loadbench {
 namespace {

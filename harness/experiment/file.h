@@ -18,7 +18,7 @@ struct PreparedFile {
   std::string path;   // absolute
   TensorTable table;  // expected_checksum always set once prepared
   std::string checksum_source;
-  // The checksum of each reader's part under a read pattern (loaders/format/part.h), by
+  // The checksum of each reader's part under a read pattern (loaders/use/part.h), by
   // PartsKey; replicated readers check the model's.
   std::map<std::string, std::vector<uint64_t>> part_checksums;
 };

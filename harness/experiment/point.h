@@ -24,7 +24,7 @@ struct RunPoint {
   int rep = 0;                         // the round
   int position = -1;                   // place in its round from 0; -1: not run in rounds
   int procs = 1;                       // readers loading the model at the same time
-  std::string pattern = "replicated";  // what each reader loads (loaders/format/part.h)
+  std::string pattern = "replicated";  // what each reader loads (loaders/use/part.h)
   uint64_t memory_limit = 0;           // bytes; 0: no memory cgroup
   std::string unsupported;          // a reason known before the run (unknown strategy, bad option)
   std::optional<ExecCommand> exec;  // an exec strategy's command

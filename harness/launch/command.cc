@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -256,14 +255,6 @@ std::string EndError(const ExecRequest& req, const ExecOutcome& o) {
   return "";
 }
 
-// A checksum given as hex ("none": none).
-std::optional<uint64_t> FromHex(const std::string& text) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
 class Command final : public Launcher {
  public:
   std::string NotOffered(int readers, uint64_t) const override {
@@ -285,7 +276,8 @@ class Command final : public Launcher {
       const ExecOutcome o = RunCommand(er, interrupted);
       if (*interrupted) return out;
       host.after(&h);
-      FillExecRecord(o, FromHex(req.expect_checksum), {h.cgroup, h.no_cgroup}, &out[0].record);
+      FillExecRecord(o, ParseChecksum(req.expect_checksum), {h.cgroup, h.no_cgroup},
+                     &out[0].record);
       out[0].signal = o.signal;
       out[0].usage = o.usage;
       out[0].process_s = o.process_s;

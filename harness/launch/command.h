@@ -41,6 +41,10 @@ struct ExecReport {
   std::optional<std::string> unsupported;
 };
 
+// A checksum as 16 hex digits at most (the protocol's, the run's expected one); nullopt when
+// the text is not one ("none").
+std::optional<uint64_t> ParseChecksum(const std::string& text);
+
 // Reads the protocol lines; kFailed naming the first line that is not one of them.
 Status ParseExecReport(const std::string& text, ExecReport* out);
 

@@ -22,12 +22,6 @@ bool ParseSeconds(const std::string& text, double* out) {
   return true;
 }
 
-bool ParseHex64(const std::string& text, uint64_t* out) {
-  if (text.empty() || text.size() > 16) return false;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, 16);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
 // What the record says about how memory, CPU, faults and bytes read were measured.
 std::string MeasuredText(const ExecMeasured& how) {
   const std::string tree =
@@ -135,13 +129,13 @@ Status ParseExecReport(const std::string& text, ExecReport* out) {
     const std::string key = line.substr(0, sp);
     const std::string value = sp == std::string::npos ? "" : line.substr(sp + 1);
     double secs = 0;
-    uint64_t sum = 0;
+    const std::optional<uint64_t> sum = key == "checksum" ? ParseChecksum(value) : std::nullopt;
     if (key == "ready" && ParseSeconds(value, &secs)) {
       out->ready_s = secs;
     } else if (key == "done" && ParseSeconds(value, &secs)) {
       out->done_s = secs;
-    } else if (key == "checksum" && ParseHex64(value, &sum)) {
-      out->checksum = sum;
+    } else if (sum) {
+      out->checksum = *sum;
     } else if (key == "unsupported" && !value.empty()) {
       out->unsupported = value;
     } else {
@@ -152,6 +146,14 @@ Status ParseExecReport(const std::string& text, ExecReport* out) {
     }
   }
   return Status::Ok();
+}
+
+std::optional<uint64_t> ParseChecksum(const std::string& text) {
+  uint64_t v = 0;
+  if (text.empty() || text.size() > 16) return std::nullopt;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 16);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
 }
 
 }  // namespace loadbench

@@ -36,7 +36,7 @@ struct LaunchRequest {
   std::string strategy, cache;           // the spec text; "cold" or "warm"
   std::string counters = "none";         // libpfm4 events, comma-separated
   std::string expect_checksum = "none";  // hex, for a file that stores no checksum
-  // Readers of parts (harness/../loaders/format/part.h): reader k loads part k of
+  // Readers of parts (harness/../loaders/use/part.h): reader k loads part k of
   // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.
   std::string pattern = "replicated";
   std::vector<std::string> part_checksums;
@@ -66,7 +66,6 @@ struct HostState {
   // there is none, and its peak once they ended.
   std::string cgroup_procs, cgroup_dir, cgroup, no_cgroup;
   std::optional<uint64_t> cgroup_peak_bytes;
-  bool limited = false;  // the cgroup holds a memory limit
 };
 
 // The host steps a launcher calls: `prepare` right before its readers start (the cache state

@@ -94,15 +94,10 @@ std::vector<ReaderOutcome> Assemble(const Job& job, int readers,
   for (int k = 0; k < readers; ++k) {
     const int leader = job.leader_of(k);
     ReaderOutcome o = OutcomeOf(all.at(static_cast<size_t>(k))["outcome"], k);
-    o.host = HostStateOf(ParseRankJson(starts.at(static_cast<size_t>(leader))));
+    // The host's whole state once measured after, else as prepared (or why it was not).
     const RankJson& after = all.at(static_cast<size_t>(leader))["after"];
-    if (after.is_object()) {
-      const HostState a = HostStateOf(after);
-      o.host.resident_after = a.resident_after;
-      o.host.pages_after = a.pages_after;
-      o.host.cached_after = a.cached_after;
-      o.host.oom_kills = a.oom_kills;
-    }
+    o.host = HostStateOf(after.is_object() ? after
+                                           : ParseRankJson(starts.at(static_cast<size_t>(leader))));
     o.host_name = all.at(static_cast<size_t>(k)).value("host", job.host_of(k));
     o.rank = k;
     o.ranks = job.size();

@@ -22,7 +22,7 @@ struct WorkerRequest {
   int hold_fd = -1;
   // The checksum a file that stores none must give: the runner's reference read of it.
   std::optional<uint64_t> expect_checksum;
-  // One of several readers (loaders/format/part.h): the read pattern and which part of how
+  // One of several readers (loaders/use/part.h): the read pattern and which part of how
   // many this worker loads; with parts > 1 the checksum to give is the part's.
   std::string pattern = "replicated";
   int part = 0, parts = 1;

@@ -69,7 +69,6 @@ HostState Host::Prepare() {
     h.cgroup_procs = cgroup_->procs_path();
     h.cgroup_dir = cgroup_->path();
     h.cgroup = fmt::format("cgroup {}", cgroup_->version());
-    h.limited = plan_.memory_limit > 0;
   }
   h.cached_before = MeminfoBytes("Cached");
   h.oom_before = SystemOomKills();

@@ -54,7 +54,7 @@ struct RunRecord {
   std::optional<std::string> after;    // the spec of the run made just before
   std::optional<int> procs;            // only when more than one worker loads at once
   std::optional<int> proc;             // which of those workers
-  std::optional<std::string> pattern;  // with procs: what each loads (loaders/format/part.h)
+  std::optional<std::string> pattern;  // with procs: what each loads (loaders/use/part.h)
   // Under MPI only (harness/launch/job.h): the host the worker ran on, the rank that ran it, the
   // job's size, and the host's first rank, which made and checked the cache state.
   std::optional<std::string> host;

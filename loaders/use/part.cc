@@ -1,4 +1,4 @@
-#include "loaders/format/part.h"
+#include "loaders/use/part.h"
 
 #include <algorithm>
 #include <optional>

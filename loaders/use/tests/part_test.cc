@@ -1,6 +1,6 @@
 // Read patterns: the words, and what each of N readers loads of a model under each pattern.
 // Every pattern but replicated delivers each tensor byte exactly once over all readers.
-#include "loaders/format/part.h"
+#include "loaders/use/part.h"
 
 #include <gtest/gtest.h>
 
