@@ -57,7 +57,7 @@ class LayeredLoader final : public Loader {
   nlohmann::json Details() const override {
     return {{"groups_mapped", layers_}, {"largest_group_bytes", largest_}};
   }
-  double released_s() const override { return released_s_; }
+  std::vector<TimeSpan> released() const override { return released_; }
 
  private:
   // One layer's mappings, one per shard it touches: mappings[j] begins at starts[j].
@@ -162,8 +162,7 @@ class LayeredLoader final : public Loader {
                         static_cast<off_t>(len), POSIX_FADV_DONTNEED);
       }
     }
-    released_s_ +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - release).count();
+    released_.push_back({release, std::chrono::steady_clock::now()});
   }
 
   std::string advice_;
@@ -171,7 +170,7 @@ class LayeredLoader final : public Loader {
   bool drop_;
   uint64_t layers_ = 0;
   uint64_t largest_ = 0;
-  double released_s_ = 0;
+  std::vector<TimeSpan> released_;
   std::vector<std::string> paths_;  // the model's files: a single file's path, or its shards'
   std::vector<UniqueFd> fds_;
 };

@@ -96,6 +96,12 @@ nlohmann::json Params::ToJson() const {
   return j;
 }
 
+double SpanSeconds(const std::vector<TimeSpan>& spans) {
+  double s = 0;
+  for (const TimeSpan& t : spans) s += std::chrono::duration<double>(t.end - t.begin).count();
+  return s;
+}
+
 Status Loader::LoadGroups(const std::string& path, const TensorTable&,
                           const std::vector<TensorGroup>&, const GroupUse&) {
   return Status::Unsupported(fmt::format(

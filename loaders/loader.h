@@ -24,6 +24,13 @@ namespace loadbench {
 
 using TensorBytes = std::span<const std::byte>;
 
+// A stretch of the steady clock, from `begin` to `end`.
+struct TimeSpan {
+  std::chrono::steady_clock::time_point begin{}, end{};
+};
+// The spans' lengths added up, in seconds.
+double SpanSeconds(const std::vector<TimeSpan>& spans);
+
 // What a device strategy (kDevice) delivered: the tensors packed in table order in one
 // allocation of GPU memory, and the checksum a kernel computed over them there.
 struct DeviceLoad {
@@ -112,11 +119,11 @@ class Loader {
   // whether it succeeded or not; empty by default.
   virtual nlohmann::json Details() const { return nlohmann::json::object(); }
 
-  // A streaming strategy (kStreams): the seconds LoadGroups spent releasing groups it was done
-  // with (layered: each layer's MADV_DONTNEED and unmap). Every other strategy releases its
-  // memory after the timed region; the pipeline keeps this out of the load's time likewise and
-  // counts it as the run's teardown.
-  virtual double released_s() const { return 0; }
+  // A streaming strategy (kStreams): when LoadGroups released groups it was done with
+  // (layered: each layer's MADV_DONTNEED and unmap), in order. Every other strategy releases
+  // its memory after the timed region; the pipeline keeps these spans out of the load's time
+  // (and out of its profile) likewise and counts them as the run's teardown.
+  virtual std::vector<TimeSpan> released() const { return {}; }
 
  protected:
   bool writable_ = false;

@@ -106,9 +106,10 @@ void AddReps(CLI::App* cmd, RepsFlags* f, const std::string& reps_help) {
 void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
   cmd->add_flag("--profile", f->on,
                 on_help + ": perf samples each load (cpu-clock, kernel and user call chains, the "
-                          "timed region only) into profiles/RUN_ID.folded; where perf is missing "
-                          "or not permitted each record says why and the run goes on "
-                          "(docs/profile.md)");
+                          "timed region only) into profiles/RUN_ID.folded, with each thread's "
+                          "on-CPU and waiting time (shares of wall time for one thread, of CPU "
+                          "time for several); where perf is missing or not permitted each "
+                          "record says why and the run goes on (docs/profile.md)");
   cmd->add_option("--profile-hz", f->hz,
                   fmt::format("With --profile: samples per second (default {})", kDefaultProfileHz))
       ->check(CLI::Range(1, kMaxProfileHz));

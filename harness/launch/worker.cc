@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -168,6 +169,18 @@ void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
   r->loads = p.loads();
 }
 
+// The profile's window (profile.h): the load's own time (`timed`, what wall_s adds up) while perf
+// was on, from `on` to `off`, in CLOCK_MONOTONIC seconds.
+RunRecord::Json ProfileWindow(const std::vector<TimeSpan>& timed, Clock::time_point on,
+                              Clock::time_point off) {
+  RunRecord::Json spans = RunRecord::Json::array();
+  for (const TimeSpan& t : timed) {
+    const Clock::time_point begin = std::max(t.begin, on), end = std::min(t.end, off);
+    if (end > begin) spans.push_back({MonotonicSeconds(begin), MonotonicSeconds(end)});
+  }
+  return spans;
+}
+
 // One of several readers keeps its part of the model (inside the timed region: a rank works
 // out its slices as it opens the model). Replicated readers load the whole model as it is. A
 // part in one file of a sharded model is loaded from that file (*path).
@@ -199,7 +212,9 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   rusage usage_start{};
   ::getrusage(RUSAGE_SELF, &usage_start);  // every thread, so pread_mt's too
   setup.counters.Enable();
-  if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
+  const bool profiled =
+      req.profile_ctl_fd >= 0 && ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
+  const auto profile_on = Clock::now();  // perf has answered: it samples from here
   const auto t0 = Clock::now();
   TensorTable table;
   Status s;
@@ -211,6 +226,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   UsePipeline pipeline(*setup.info, setup.params, setup.use, path, table);
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
+  const auto profile_off = Clock::now();
   if (req.profile_ctl_fd >= 0) ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "disable");
   setup.counters.Disable();
   rusage usage_end{};
@@ -239,6 +255,9 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   r.verify = verify;
   Judge(req, table, checksums, &r);
   PipelineFigures(pipeline, t0, &r);
+  if (profiled) {
+    r.profile_window_mono_s = ProfileWindow(pipeline.Timed(t0), profile_on, profile_off);
+  }
   if (setup.info->flags & kDevice) {
     r.device = pipeline.DeviceJson(t0);
     // Before the timed region, not in wall_s.

@@ -152,6 +152,20 @@ Status WriteTimeline(const std::string& out_dir, const ReaderOutcome& o, RunReco
   return Status::Ok();
 }
 
+// The window the worker sent (profile.h): none when it did not finish its load.
+std::optional<Window> WindowOf(const RunRecord& r) {
+  const RunRecord::Json& j = r.profile_window_mono_s;
+  if (!j.is_array()) return std::nullopt;
+  Window w;
+  for (const auto& span : j) {
+    if (!span.is_array() || span.size() != 2 || !span[0].is_number() || !span[1].is_number()) {
+      return std::nullopt;
+    }
+    w.emplace_back(span[0].get<double>(), span[1].get<double>());
+  }
+  return w;
+}
+
 // profiles/RUN_ID.folded from a reader's perf data, and the record's profile figures; or the
 // record's profile null with why. Only a full disk stops the command (kNotWritten); nothing
 // here changes the run's status.
@@ -164,8 +178,9 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled, con
   if (o.profile_data.empty() && why.empty()) why = "the worker was not profiled";
   FoldedProfile folded;
   const std::string rel = fmt::format("profiles/{}.folded", r->run_id);
+  const std::optional<Window> window = WindowOf(*r);
   if (why.empty()) {
-    Status f = FoldPerfData(s.perf, o.profile_data, &folded);
+    Status f = FoldPerfData(s.perf, o.profile_data, window, &folded);
     if (f.ok()) f = WriteFolded(s.out_dir + "/" + rel, folded);
     if (f.code() == Status::Code::kNotWritten) return f;
     if (!f.ok()) why = f.message();
@@ -179,8 +194,10 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled, con
                                       {"event", "cpu-clock"},
                                       {"hz", s.profile_hz},
                                       {"samples", folded.samples},
+                                      {"samples_outside", folded.outside},
                                       {"stacks", folded.stacks.size()},
                                       {"on_cpu_s", static_cast<double>(folded.period_ns) / 1e9}};
+  r->profile->update(ProfileFigures(folded, window));
   return Status::Ok();
 }
 

@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -52,41 +54,115 @@ bool FoldFrame(std::string_view line, std::string* out) {
   return true;
 }
 
-// Folds one sample: its header "COMM PERIOD" and its frames, leaf first.
-Status AddSample(std::string_view header, const std::vector<std::string>& frames,
-                 FoldedProfile* out) {
-  header = Trim(header);
-  const size_t last = header.rfind(' ');
-  uint64_t period = 0;
-  if (last == std::string_view::npos ||
-      std::sscanf(std::string(header.substr(last + 1)).c_str(), "%lu", &period) != 1) {
-    return Status::BadInput(
-        fmt::format("perf script: a sample header without a period: '{}'", header));
+// A header line of perf script: "COMM PID/TID TIME: REST", REST a sample's period or a task
+// event. The thread's name may hold spaces, so the line is read from the "PID/TID TIME:" pair.
+struct Header {
+  std::string_view comm, rest;
+  int64_t pid = 0, tid = 0;
+  double time = 0;
+};
+
+bool ParseHeader(std::string_view line, Header* h) {
+  size_t prev_begin = std::string_view::npos, pos = 0;
+  while (pos < line.size()) {
+    const size_t begin = line.find_first_not_of(" \t", pos);
+    if (begin == std::string_view::npos) break;
+    size_t end = line.find_first_of(" \t", begin);
+    if (end == std::string_view::npos) end = line.size();
+    const std::string token(line.substr(begin, end - begin));
+    long long pid = 0, tid = 0;
+    double time = 0;
+    char tail = 0;
+    if (prev_begin != std::string_view::npos && token.back() == ':' &&
+        std::sscanf(token.c_str(), "%lf%c", &time, &tail) == 2 && tail == ':' &&
+        std::sscanf(std::string(line.substr(prev_begin, begin - prev_begin)).c_str(), "%lld/%lld",
+                    &pid, &tid) == 2) {
+      *h = {Trim(line.substr(0, prev_begin)), Trim(line.substr(end)), pid, tid, time};
+      return true;
+    }
+    prev_begin = begin;
+    pos = end;
   }
-  std::string stack(Trim(header.substr(0, last)));
+  return false;
+}
+
+bool Inside(const Window& w, double t) {
+  const auto after =
+      std::upper_bound(w.begin(), w.end(), t,
+                       [](double v, const std::pair<double, double>& s) { return v < s.first; });
+  return after != w.begin() && t <= std::prev(after)->second;
+}
+
+// A task event: a thread's start (PERF_RECORD_FORK(PID:TID), TID the new thread) or exit
+// (PERF_RECORD_EXIT(PID:TID)); any other (COMM) says nothing here.
+void AddTaskEvent(const Header& h, FoldedProfile* out) {
+  long long pid = 0, tid = 0;
+  const std::string rest(h.rest);
+  if (std::sscanf(rest.c_str(), "PERF_RECORD_FORK(%lld:%lld)", &pid, &tid) == 2) {
+    ThreadSeen& t = out->threads[tid];
+    t.started = h.time;
+    if (t.name.empty()) t.name = std::string(h.comm);  // a new thread has its creator's name
+  } else if (std::sscanf(rest.c_str(), "PERF_RECORD_EXIT(%lld:%lld)", &pid, &tid) == 2) {
+    ThreadSeen& t = out->threads[tid];
+    t.exited = h.time;
+    t.name = std::string(h.comm);
+  }
+}
+
+// Folds one sample: its header and its frames, leaf first; outside the window, counts it only.
+Status AddSample(std::string_view line, const Header& h, const std::vector<std::string>& frames,
+                 const std::optional<Window>& window, FoldedProfile* out) {
+  uint64_t period = 0;
+  if (std::sscanf(std::string(h.rest).c_str(), "%lu", &period) != 1) {
+    return Status::BadInput(
+        fmt::format("perf script: a sample header without a period: '{}'", Trim(line)));
+  }
+  if (window && !Inside(*window, h.time)) {
+    ++out->outside;
+    return Status::Ok();
+  }
+  std::string stack(h.comm);
   for (char& c : stack) c = c == ';' || c == ' ' ? '_' : c;
   for (auto f = frames.rbegin(); f != frames.rend(); ++f) stack += ";" + *f;
   ++out->stacks[stack];
   ++out->samples;
   out->period_ns += period;
+  ThreadSeen& t = out->threads[h.tid];
+  t.name = std::string(h.comm);
+  ++t.samples;
+  t.period_ns += period;
   return Status::Ok();
 }
 
 }  // namespace
 
-Status FoldPerfScript(std::istream& in, FoldedProfile* out) {
-  std::string line, header;
+Status FoldPerfScript(std::istream& in, const std::optional<Window>& window, FoldedProfile* out) {
+  std::string line, header_line;
+  Header header;
   std::vector<std::string> frames;
   bool in_sample = false;
+  auto finish = [&]() -> Status {
+    if (!in_sample) return Status::Ok();
+    in_sample = false;
+    return AddSample(header_line, header, frames, window, out);
+  };
   for (size_t n = 1; std::getline(in, line); ++n) {
     if (Trim(line).empty()) {
-      if (in_sample) LB_RETURN_IF_ERROR(AddSample(header, frames, out));
-      in_sample = false;
+      LB_RETURN_IF_ERROR(finish());
       continue;
     }
     if (line[0] != ' ' && line[0] != '\t') {
-      if (in_sample) LB_RETURN_IF_ERROR(AddSample(header, frames, out));
-      header = line;
+      LB_RETURN_IF_ERROR(finish());
+      header_line = line;  // the header's views point into it while the frames are read
+      if (!ParseHeader(header_line, &header)) {
+        return Status::BadInput(
+            fmt::format("perf script: line {} is not a sample or task event: '{}'", n, line));
+      }
+      if (header.pid > 0 && out->pid == 0) out->pid = header.pid;
+      if (header.rest.starts_with("PERF_RECORD_")) {
+        AddTaskEvent(header, out);
+        continue;
+      }
       frames.clear();
       in_sample = true;
       continue;
@@ -97,14 +173,20 @@ Status FoldPerfScript(std::istream& in, FoldedProfile* out) {
     }
     frames.push_back(std::move(frame));
   }
-  if (in_sample) LB_RETURN_IF_ERROR(AddSample(header, frames, out));
-  return Status::Ok();
+  return finish();
 }
 
-Status FoldPerfData(const std::string& perf, const std::string& data_path, FoldedProfile* out) {
+Status FoldPerfData(const std::string& perf, const std::string& data_path,
+                    const std::optional<Window>& window, FoldedProfile* out) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  const char* argv[] = {"perf", "script", "-i", data_path.c_str(), "-F", "comm,period,ip,sym,dso",
+  const char* argv[] = {"perf",
+                        "script",
+                        "-i",
+                        data_path.c_str(),
+                        "--show-task-events",
+                        "-F",
+                        "comm,pid,tid,time,period,ip,sym,dso",
                         nullptr};
   ChildSetup setup;
   setup.parent = ::getpid();
@@ -135,7 +217,7 @@ Status FoldPerfData(const std::string& perf, const std::string& data_path, Folde
     return Status::Failed(fmt::format("perf script {} failed (status {})", data_path, wstatus));
   }
   std::istringstream in(std::move(text));
-  return FoldPerfScript(in, out);
+  return FoldPerfScript(in, window, out);
 }
 
 Status WriteFolded(const std::string& path, const FoldedProfile& p) {

@@ -58,8 +58,9 @@ Status Profiler::Open() {
 Status Profiler::Start(const std::string& perf, pid_t pid, int hz, const std::string& data_path) {
   log_path_ = data_path + ".log";
   const std::string pid_text = std::to_string(pid), hz_text = std::to_string(hz);
-  // -D -1: attached disabled, until the worker enables it. -N -B: no build-id cache in ~/.debug
-  // (a thousand runs would fill it) and no build-id scan at exit; the profile is read on the
+  // -D -1: attached disabled, until the worker enables it. -k: samples timed on the worker's
+  // own clock, to be matched with its load's window. -N -B: no build-id cache in ~/.debug (a
+  // thousand runs would fill it) and no build-id scan at exit; the profile is read on the
   // machine that took it.
   const char* argv[] = {"perf",
                         "record",
@@ -68,6 +69,8 @@ Status Profiler::Start(const std::string& perf, pid_t pid, int hz, const std::st
                         "-F",
                         hz_text.c_str(),
                         "-g",
+                        "-k",
+                        "CLOCK_MONOTONIC",
                         "-D",
                         "-1",
                         "--control",

@@ -128,6 +128,7 @@ void VisitLoad(Record& r, Visit&& v) {
   v("gb_per_s", r.gb_per_s, Key::kWhenSet);
   v("settle_s", r.settle_s, Key::kWhenSet);
   v("load_start_mono_s", r.load_start_mono_s, Key::kWire);
+  v("profile_window_mono_s", r.profile_window_mono_s, Key::kWire);
 }
 
 template <typename Record, typename Visit>

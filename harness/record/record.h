@@ -111,8 +111,10 @@ struct RunRecord {
   std::optional<double> settle_s;  // the buffered read after it
 
   // Sent by the worker, never written: CLOCK_MONOTONIC at the start of the timed region, where
-  // the runner's timeline of the run starts.
+  // the runner's timeline of the run starts; and, when profiled, the stretches of the load's own
+  // time perf sampled ([[begin, end], ...], CLOCK_MONOTONIC seconds), the profile's window.
   std::optional<double> load_start_mono_s;
+  Json profile_window_mono_s;
 };
 
 // The strategy name of a ceiling run: in a round of a cold condition, a raw sequential read
@@ -140,7 +142,7 @@ void SetProcessUsage(const rusage& usage, RunRecord* r);
 // The record as runs.jsonl holds it: every field in order, the optional ones only when set.
 nlohmann::ordered_json RecordJson(const RunRecord& r);
 
-// The worker's line on its result pipe: every field, set or not, and load_start_mono_s.
+// The worker's line on its result pipe: every field, set or not, and the wire-only ones.
 nlohmann::ordered_json WireJson(const RunRecord& r);
 // Reads a worker's line; kFailed when it is not a record.
 Status FromWireJson(const nlohmann::ordered_json& j, RunRecord* out);

@@ -7,6 +7,27 @@
 namespace loadbench {
 namespace {
 
+// A profiled run's figures, saying what they are shares of: one thread's on-CPU and waiting
+// time, which add up to its wall time; several threads' CPU time, which can exceed it, and
+// their waiting, each thread's added up.
+std::string ProfileDetail(const RunRecord& r) {
+  if (!r.profile || !r.profile->is_object()) return "";
+  const RunRecord::Json& p = *r.profile;
+  const double on = p.value("on_cpu_s", 0.0);
+  if (!p.contains("waiting_s") || !p["waiting_s"].is_number()) {
+    return fmt::format(", profile: {:.3f} s on CPU", on);
+  }
+  const double waiting = p["waiting_s"].get<double>();
+  if (p.value("shares_of", "") == "wall" && on + waiting > 0) {
+    return fmt::format(", profile: {:.0f}% on CPU, {:.0f}% waiting (of the wall time)",
+                       100 * on / (on + waiting), 100 * waiting / (on + waiting));
+  }
+  return fmt::format(
+      ", profile: {} threads, {:.3f} s on CPU (shares of CPU time), {:.3f} s waiting (per "
+      "thread, added up)",
+      p.value("threads", 0), on, waiting);
+}
+
 // The line logged for a record.
 std::string LogDetail(const RunRecord& r) {
   if (r.status != "ok") return r.error.value_or("");
@@ -17,10 +38,10 @@ std::string LogDetail(const RunRecord& r) {
   // A reader of a part delivers the part's bytes, not the file's.
   const uint64_t bytes =
       r.pattern.value_or("replicated") != "replicated" ? r.tensor_bytes.value_or(0) : r.file_bytes;
-  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}", r.wall_s.value_or(0),
+  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}{}", r.wall_s.value_or(0),
                      static_cast<double>(bytes) / r.wall_s.value_or(0) / 1e9,
                      FormatBytes(r.peak_rss_bytes.value_or(0)),
-                     r.verify == "none" ? ", unverified (no checksum)" : "");
+                     r.verify == "none" ? ", unverified (no checksum)" : "", ProfileDetail(r));
 }
 
 // "[3/40] cold fread rep 1: ok 0.412 s, ...": which run, and how it went.

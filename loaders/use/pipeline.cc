@@ -1,5 +1,7 @@
 #include "loaders/use/pipeline.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "loaders/base/checksum.h"
@@ -223,6 +225,7 @@ Status UsePipeline::RunStreaming() {
       MakeConsumer(use_.consume, table_.tensors.size(), use_.unaligned == "copy");
   bool first = true;
   double transform_s = 0, bind_s = 0, verify_s = 0;
+  std::vector<TimeSpan> verified;  // the per-layer checks
   auto use = [&](const TensorGroup& g, const std::vector<TensorBytes>& views) -> Status {
     if (first) ready_ = Clock::now(), first = false;
     std::vector<TensorBytes> tensors = Spread(table_.tensors.size(), g.tensors, views);
@@ -249,7 +252,8 @@ Status UsePipeline::RunStreaming() {
       for (size_t i : g.tensors) {
         XXH3_64bits_update(layer_hash_.get(), delivered[i].data(), delivered[i].size());
       }
-      verify_s += Since(v);
+      verified.push_back({v, Clock::now()});
+      verify_s += SpanSeconds({verified.back()});
     }
     return Status::Ok();
   };
@@ -259,8 +263,10 @@ Status UsePipeline::RunStreaming() {
   if (first) ready_ = Clock::now();
   done_ = Clock::now();
   // The layers' checks and releases happened on the way; other strategies do both afterwards.
-  kept_out_s_ = loader_->released_s() +
-                (use_.transform == "none" && use_.consume != "checksum" ? verify_s : 0);
+  kept_out_ = loader_->released();
+  kept_out_.insert(kept_out_.end(), verified.begin(), verified.end());
+  std::sort(kept_out_.begin(), kept_out_.end(),
+            [](const TimeSpan& a, const TimeSpan& b) { return a.begin < b.begin; });
   results_.push_back(c->Result());
   stats_ = c->stats();
   if (use_.transform != "none") transform_s_ = transform_s;
@@ -294,9 +300,20 @@ void UsePipeline::Verify(std::vector<uint64_t>* checksums, std::string* how) {
   }
 }
 
+std::vector<TimeSpan> UsePipeline::Timed(Clock::time_point start) const {
+  std::vector<TimeSpan> spans;
+  Clock::time_point from = start;
+  for (const TimeSpan& out : kept_out_) {
+    if (out.begin > from) spans.push_back({from, out.begin});
+    from = std::max(from, out.end);
+  }
+  if (done_ > from) spans.push_back({from, done_});
+  return spans;
+}
+
 double UsePipeline::Release() {
   const auto t = Clock::now();
-  const double in_load = loader_ ? loader_->released_s() : 0;
+  const double in_load = loader_ ? SpanSeconds(loader_->released()) : 0;
   instances_.clear();
   loader_.reset();
   return Since(t) + in_load;

@@ -61,7 +61,10 @@ class UsePipeline {
   // Time between the start and done() that is not the load's: a streaming strategy's per-layer
   // verification and release, which every other strategy does after the timed region. The
   // load's time is done() - start - kept_out_s().
-  double kept_out_s() const { return kept_out_s_; }
+  double kept_out_s() const { return SpanSeconds(kept_out_); }
+  // The load's time itself, from `start` to done() less the kept-out spans, in order: the
+  // stretches that wall_s adds up and a profile of the load covers.
+  std::vector<TimeSpan> Timed(Clock::time_point start) const;
 
   uint64_t consume_result() const { return results_.empty() ? 0 : results_.front(); }
   const ConsumeStats& stats() const { return stats_; }
@@ -112,7 +115,7 @@ class UsePipeline {
   std::optional<Clock::time_point> first_use_;
   std::optional<double> transform_s_, bind_s_, verify_s_;
   double consume_s_ = 0;
-  double kept_out_s_ = 0;
+  std::vector<TimeSpan> kept_out_;  // in order
   ConsumeStats stats_;
   uint64_t transformed_bytes_ = 0;
 };

@@ -39,10 +39,13 @@ class ShardByShard final : public Loader {
     return {{"shards", shards}};
   }
 
-  double released_s() const override {
-    double s = 0;
-    for (const auto& l : loaders_) s += l->released_s();
-    return s;
+  std::vector<TimeSpan> released() const override {
+    std::vector<TimeSpan> spans;
+    for (const auto& l : loaders_) {
+      const std::vector<TimeSpan> more = l->released();
+      spans.insert(spans.end(), more.begin(), more.end());
+    }
+    return spans;
   }
 
  private:

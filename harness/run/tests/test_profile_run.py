@@ -73,6 +73,85 @@ def test_every_load_gets_its_folded_profile(setup):
         f"{r['run_id']}.folded" for r in records(out))
 
 
+def profiled_records(setup, name, strategies):
+    """The records of one profiled warm `run` of `strategies` and what it printed, or a skip
+    where perf cannot record here (not installed, not permitted, not working in this
+    machine)."""
+    d, env, model = setup
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed (linux-perf)")
+    out = d / name
+    p = lb(env, "run", "--file", model, "--strategies", strategies, "--cache", "warm",
+           "--reps", "1", "--out", str(out), "--profile", "--profile-hz", "2000", "--verbose")
+    env_json = json.load(open(out / "env.json"))
+    if "unavailable" in env_json["profile"]:
+        pytest.skip(env_json["profile"]["unavailable"])
+    failed = [r["profile_error"] for r in records(out) if r.get("profile_error")]
+    if failed and all(e.startswith(("perf record failed", "perf did not")) for e in failed):
+        pytest.skip(failed[0])
+    # A warm run whose file another process dropped from the page cache meanwhile (a cold run
+    # elsewhere on the machine) is invalid, its load and profile whole all the same.
+    lost = "the page cache lost the file during the run"
+    for r in records(out):
+        assert r["status"] == "ok" or lost in (r.get("error") or ""), p.stderr
+        assert r["profile"], p.stderr
+    assert p.returncode in (0, 1), p.stderr
+    return records(out), p.stderr
+
+
+# One thread, several (pread_mt's and pool's readers), and layered, whose per-layer checks
+# (consume=random checks each layer's bytes as it goes) and releases are kept out of wall_s.
+WINDOW_STRATEGIES = "fread,pread_mt:threads=3,pool:threads=3:chunk=1MiB,layered:consume=random"
+
+
+@pytest.fixture(scope="module")
+def window_run(setup):
+    return profiled_records(setup, "window", WINDOW_STRATEGIES)
+
+
+def test_the_profile_covers_what_wall_s_covers(window_run):
+    recs, _ = window_run
+    by = {r["strategy"]: r for r in recs}
+    assert sorted(by) == ["fread", "layered", "pool", "pread_mt"]
+    for r in recs:
+        prof = r["profile"]
+        # The window (the load's stretches within the time perf was on, as the worker sent
+        # them) and wall_s agree to within 0.1 ms for every strategy.
+        assert abs(prof["window_s"] - r["wall_s"]) < 1e-4, (r["strategy"], prof["window_s"],
+                                                             r["wall_s"])
+    # layered kept enough out of wall_s for the test to tell: its per-layer checks alone.
+    assert by["layered"]["verify_s"] > 1e-4, by["layered"]
+
+
+def test_each_threads_waiting_adds_up_and_shares_say_of_what(window_run):
+    recs, err = window_run
+    for r in recs:
+        prof = r["profile"]
+        threads = prof["per_thread"]
+        assert prof["threads"] == len(threads) >= 1
+        assert prof["shares_of"] == ("wall" if len(threads) == 1 else "cpu"), prof
+        assert sum(t["on_cpu_s"] for t in threads) == pytest.approx(prof["on_cpu_s"], abs=1e-9)
+        assert sum(t["waiting_s"] for t in threads) == pytest.approx(prof["waiting_s"], abs=1e-9)
+        for t in threads:
+            assert t["in_window_s"] <= prof["window_s"] + 1e-9
+            assert t["waiting_s"] == pytest.approx(max(0.0, t["in_window_s"] - t["on_cpu_s"]),
+                                                   abs=1e-9)
+        if prof["shares_of"] == "wall":  # on CPU and waiting add up to the wall time
+            assert prof["on_cpu_s"] + prof["waiting_s"] == pytest.approx(
+                max(prof["window_s"], prof["on_cpu_s"]), abs=1e-9)
+    for r in (r for r in recs if r["strategy"] in ("pread_mt", "pool")):
+        prof = r["profile"]
+        # Its readers besides the main thread, which waits for them the whole window: their
+        # waiting is each one's own, not the wall time less every thread's samples.
+        assert prof["threads"] >= 4 and prof["shares_of"] == "cpu", prof
+        main = max(prof["per_thread"], key=lambda t: t["in_window_s"])
+        assert main["in_window_s"] == pytest.approx(prof["window_s"], abs=1e-6)
+        assert prof["waiting_s"] >= main["waiting_s"]
+        assert prof["waiting_s"] > max(0.0, r["wall_s"] - prof["on_cpu_s"]) + 1e-4, prof
+    # The console says what the shares are of.
+    assert "(shares of CPU time)" in err and "(of the wall time)" in err
+
+
 def test_without_perf_the_runs_go_on_and_say_why(setup):
     d, env, model = setup
     out = d / "no-perf"
