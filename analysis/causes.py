@@ -15,15 +15,28 @@ time, not the copy's, and the zeroing of the page inside that fault is the zeroi
 frames further up only say who asked for the work. A frame that names no cause (a lock, a
 counter, a list check) passes the sample on to its caller.
 
-`waiting (off-CPU)` is the rest of the wall time: wall_s - samples / hz, floored at 0. For a
-single-threaded load that is time blocked on I/O or waiting for a CPU; a load with several
-threads can be on CPU for longer than its wall time, and its waiting is then 0 however long
-its threads waited.
+What the shares are of depends on the threads (the record's `profile.shares_of`). perf samples
+each thread, and the harness works out, per thread, its time in the profile's window (the load's
+own time, what wall_s adds up) and its on-CPU time there; `waiting (off-CPU)` is each thread's
+time in the window less its on-CPU time, added up over the threads (`profile.waiting_s`).
 
-Per group of comparable ok runs (results.GROUP) with a profile (`summarize`): the median of
-each cause's seconds over those runs, each cause on its own, and the representative run, the
-profiled one whose wall_s is nearest the median wall_s of the group's ok runs. `flame` lays a
-run's call chains out as the rectangles of a flame graph (the report draws them).
+- One thread (`shares_of` "wall"): its causes and its waiting add up to its wall time (on-CPU
+  plus waiting, which is the wall time unless the samples overshoot it by a sampling period),
+  and the shares are of that.
+- Several threads (`shares_of` "cpu": pool, pread_mt, mmap_prefetch's thread, any other):
+  their on-CPU time can exceed the wall time, so the causes are shares of the CPU time, and
+  add up to it; their waiting, each thread's own added up, stands beside it, a share of
+  nothing.
+
+A record written before per-thread figures has no `shares_of`: it is read as one thread, with
+waiting = wall_s - samples / hz, floored at 0.
+
+Per group of comparable ok runs (results.GROUP) with a profile (`summarize`): the mean of each
+cause's seconds, of the waiting and of the wall time over those runs (means, not medians, so that
+a group's causes add up as each run's do), whether its shares are of wall or CPU time (CPU when
+any of its runs had several threads), and the representative run, the profiled one whose wall_s
+is nearest the median wall_s of the group's ok runs. `flame` lays a run's call chains out as the
+rectangles of a flame graph (the report draws them).
 """
 
 from __future__ import annotations
@@ -128,7 +141,8 @@ DESCRIPTIONS = {**{name: text for name, text, _ in CAUSES},
                 OTHER_KERNEL: "a kernel function no cause above names, nor any of its callers",
                 OTHER_USER: "the worker's own code that no cause above names (parsing, "
                             "setting up, a frame without a symbol)",
-                WAITING: "wall time minus on-CPU time: blocked on I/O or waiting for a CPU"}
+                WAITING: "each thread's time in the load less its on-CPU time, added up over "
+                         "the threads: blocked on I/O, on a lock, or waiting for a CPU"}
 _MATCHERS = [(name, re.compile("|".join(f"(?:{p})" for p in patterns)))
              for name, _, patterns in CAUSES]
 
@@ -174,24 +188,36 @@ def read_folded(path: str) -> list[tuple[tuple[str, ...], int]]:
     return stacks
 
 
-def seconds(stacks, hz: float, wall_s: float) -> pd.Series:
-    """Seconds per cause (NAMES, zeros included) of one run's call chains, and WAITING."""
+def seconds(stacks, hz: float) -> pd.Series:
+    """On-CPU seconds per cause (NAMES, zeros included) of one run's call chains."""
     counts = collections.Counter()
     for frames, n in stacks:
         counts[classify(frames)] += n
-    on_cpu = pd.Series([counts[name] / hz for name in NAMES], index=NAMES)
-    return pd.concat([on_cpu, pd.Series({WAITING: max(0.0, wall_s - on_cpu.sum())})])
+    return pd.Series([counts[name] / hz for name in NAMES], index=NAMES)
+
+
+def waiting(profile: dict, wall_s: float, on_cpu_s: float) -> float:
+    """A run's waiting: its threads' own, added up (`profile.waiting_s`); for a record without
+    it, one thread's wall time less its on-CPU time, floored at 0."""
+    recorded = profile.get("waiting_s")
+    if isinstance(recorded, (int, float)) and not isinstance(recorded, bool):
+        return float(recorded)
+    return max(0.0, wall_s - on_cpu_s)
 
 
 def profiled(results: Results) -> pd.DataFrame:
-    """The ok runs with a profile, with `folded` (its file's path) and `hz`."""
+    """The ok runs with a profile, with `folded` (its file's path), `hz`, `shares_of` ("wall" or
+    "cpu", "wall" for a record without it) and `threads` (None for a record without it)."""
     ok = results.ok
     profiles = ok["profile"] if "profile" in ok else pd.Series(None, index=ok.index, dtype=object)
     has = profiles.map(lambda p: isinstance(p, dict) and isinstance(p.get("folded"), str))
     taken = profiles[has.astype(bool)]
     return ok.loc[taken.index].assign(
         folded=[os.path.join(results.folder, p["folded"]) for p in taken],
-        hz=[float(p["hz"]) for p in taken])
+        hz=[float(p["hz"]) for p in taken],
+        shares_of=[p.get("shares_of") if p.get("shares_of") in ("wall", "cpu") else "wall"
+                   for p in taken],
+        threads=[p.get("threads") for p in taken])
 
 
 def missing(results: Results) -> pd.DataFrame:
@@ -209,30 +235,54 @@ def shown(results: Results) -> bool:
     return not profiled(results).empty or not missing(results).empty
 
 
+def run_seconds(run: pd.Series) -> pd.Series:
+    """One profiled run's seconds per cause (NAMES) and its WAITING."""
+    on_cpu = seconds(read_folded(run["folded"]), run["hz"])
+    return pd.concat([on_cpu, pd.Series({WAITING: waiting(run["profile"], run["wall_s"],
+                                                          on_cpu.sum())})])
+
+
 def summarize(results: Results) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP) that has a profile: strategy, n (its
-    profiled runs), wall_s and on_cpu_s (their medians), the median seconds of every cause
-    (NAMES) and of WAITING, and run_id, the representative run (see the module's docstring)."""
+    profiled runs), threads (the most any of them had), shares_of, wall_s and on_cpu_s (their
+    means), the mean seconds of every cause (NAMES) and of WAITING, and run_id, the
+    representative run (see the module's docstring)."""
     runs = profiled(results)
-    columns = GROUP + ["strategy", "n", "wall_s", "on_cpu_s"] + NAMES + [WAITING, "run_id"]
+    columns = (GROUP + ["strategy", "n", "threads", "shares_of", "wall_s", "on_cpu_s"] + NAMES
+               + [WAITING, "run_id"])
     rows = []
     for key, group in runs.groupby(GROUP, sort=False):
-        per_run = pd.DataFrame([seconds(read_folded(r["folded"]), r["hz"], r["wall_s"])
-                                for _, r in group.iterrows()])
+        per_run = pd.DataFrame([run_seconds(r) for _, r in group.iterrows()])
         everyone = results.ok[(results.ok[GROUP] == pd.Series(key, index=GROUP)).all(axis=1)]
         nearest = (group["wall_s"] - everyone["wall_s"].median()).abs().to_numpy().argmin()
+        threads = group["threads"].dropna()
         rows.append({**dict(zip(GROUP, key)), "strategy": group["strategy"].iloc[0],
-                     "n": len(group), "wall_s": float(group["wall_s"].median()),
-                     "on_cpu_s": float(per_run[NAMES].sum(axis=1).median()),
-                     **per_run.median().to_dict(), "run_id": group["run_id"].iloc[nearest]})
+                     "n": len(group), "threads": int(threads.max()) if len(threads) else None,
+                     "shares_of": "cpu" if (group["shares_of"] == "cpu").any() else "wall",
+                     "wall_s": float(group["wall_s"].mean()),
+                     "on_cpu_s": float(per_run[NAMES].sum(axis=1).mean()),
+                     **per_run.mean().to_dict(), "run_id": group["run_id"].iloc[nearest]})
     return pd.DataFrame(rows, columns=columns)
 
 
-def shares(table: pd.DataFrame) -> dict[tuple, dict[str, float]]:
-    """Per row of `summarize`'s table, its GROUP values -> each cause's (and WAITING's) median
-    seconds over the group's median wall time, the causes with none left out."""
-    return {tuple(r[GROUP]): {c: float(r[c] / r["wall_s"]) for c in NAMES + [WAITING] if r[c] > 0}
-            for _, r in table.iterrows()}
+def whole(row: pd.Series) -> float:
+    """What a row of `summarize`'s table has shares of, in seconds: its CPU time (shares_of
+    "cpu"), or its on-CPU time and its waiting, the wall time ("wall")."""
+    return row["on_cpu_s"] + (row[WAITING] if row["shares_of"] == "wall" else 0.0)
+
+
+def shares(table: pd.DataFrame) -> dict[tuple, dict]:
+    """Per row of `summarize`'s table, its GROUP values -> `of` (its shares_of) and `shares`:
+    each cause's seconds (and WAITING's, for shares of wall time) over `whole`, the causes with
+    none left out. They add up to 1."""
+    out = {}
+    for _, r in table.iterrows():
+        parts = NAMES + ([WAITING] if r["shares_of"] == "wall" else [])
+        total = whole(r)
+        out[tuple(r[GROUP])] = {
+            "of": r["shares_of"],
+            "shares": {c: float(r[c] / total) for c in parts if r[c] > 0 and total > 0}}
+    return out
 
 
 def flame(stacks) -> pd.DataFrame:
@@ -256,11 +306,15 @@ def flame(stacks) -> pd.DataFrame:
 
 
 def summary(table: pd.DataFrame, results: Results) -> dict:
-    """summary.json's `causes` (per group: its GROUP, strategy, n, wall_s, on_cpu_s, waiting_s,
-    the seconds of every cause, the representative run_id) and `profiles_missing`."""
-    causes = [{**{c: r[c] for c in GROUP + ["strategy", "n", "wall_s", "on_cpu_s"]},
+    """summary.json's `causes` (per group: its GROUP, strategy, n, threads, shares_of, wall_s,
+    on_cpu_s, waiting_s, the seconds of every cause, their `shares`, the representative run_id)
+    and `profiles_missing`."""
+    parts = shares(table)
+    causes = [{**{c: r[c] for c in GROUP + ["strategy", "n", "threads", "shares_of", "wall_s",
+                                            "on_cpu_s"]},
                "waiting_s": r[WAITING], "seconds": {c: r[c] for c in NAMES},
-               "run_id": r["run_id"]} for _, r in table.iterrows()]
+               "shares": parts[tuple(r[GROUP])]["shares"], "run_id": r["run_id"]}
+              for _, r in table.iterrows()]
     gone = missing(results)
     return {"causes": causes,
             "profiles_missing": [{c: r[c] for c in ["run_id", "strategy_spec", "cache", "status",

@@ -58,10 +58,11 @@ def why(row: pd.Series) -> str:
         return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
     if row.get("strategy") == EXEC:
         return "a command of its own: see *Peers*"  # its counts are its whole process tree's
-    shares = row.get("cause_shares")
-    if isinstance(shares, dict) and shares:
-        top = sorted(shares.items(), key=lambda kv: kv[1], reverse=True)[:2]
-        return "profile: " + ", ".join(f"{share:.0%} {cause}" for cause, share in top)
+    parts = row.get("cause_shares")
+    if isinstance(parts, dict) and parts["shares"]:
+        top = sorted(parts["shares"].items(), key=lambda kv: kv[1], reverse=True)[:2]
+        of = "" if parts["of"] == "wall" else " (of the threads' CPU time)"
+        return f"profile{of}: " + ", ".join(f"{share:.0%} {cause}" for cause, share in top)
     pages = row["file_bytes"] / 4096
     if row["minor_faults"] > 0.5 * pages:
         return f"a fresh page per 4 KiB: {row['minor_faults']:,.0f} minor faults"
@@ -578,7 +579,7 @@ def readers_md(rounds: pd.DataFrame, summary: pd.DataFrame, reader_table: pd.Dat
 # --- Where the time went: the profiles, by analysis/causes.py -----------------------------------
 
 WHERE_TITLE = "Where the time went"
-MINOR = 0.01  # a cause under this share of the wall time in every group gets no column
+MINOR = 0.01  # a cause under this share of what its group's shares are of, everywhere: no column
 SMALLER = "smaller causes"
 # One color per cause, the same in every figure: causes.NAMES in order, then SMALLER, WAITING.
 CAUSE_COLORS = dict(zip(causes.NAMES + [SMALLER, causes.WAITING],
@@ -599,9 +600,10 @@ def cause_rows(profiled: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def cause_seconds(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per row the seconds of each cause that reaches MINOR of its group's wall time in some
-    group, of SMALLER (the others summed, where they add up to anything) and of WAITING."""
-    share = rows[causes.NAMES].div(rows["wall_s"], axis=0)
+    """Per row the seconds of each cause that reaches MINOR of what its group's shares are of
+    (causes.whole) in some group, of SMALLER (the others summed, where they add up to anything)
+    and of WAITING."""
+    share = rows[causes.NAMES].div(rows.apply(causes.whole, axis=1), axis=0)
     shown = [c for c in causes.NAMES if (share[c] >= MINOR).any()]
     out = rows[shown].copy()
     rest = rows[[c for c in causes.NAMES if c not in shown]].sum(axis=1)
@@ -622,12 +624,14 @@ def where_intro(r: Results) -> str:
         f"region{chains}). A sample's cause is read from its call chain, from the leaf (where "
         "the CPU was) toward the root: the first frame that names a cause decides, so a page "
         "fault taken inside a copy is the fault's time, not the copy's; a chain where none "
-        "does is *other kernel* or *other user* by its leaf. Waiting (off-CPU) is the wall "
-        "time minus the on-CPU time: for a single-threaded load, time blocked on I/O or "
-        "waiting for a CPU. A load with several threads (pread_mt, pool) can be on CPU for "
-        "longer than its wall time: its shares then add up to more than 100% and its waiting "
-        "is 0. Seconds are medians over the group's profiled ok runs (n), each cause's on its "
-        "own, so a row need not add up; % of the median wall time of those runs. On a virtual "
+        "does is *other kernel* or *other user* by its leaf. Waiting (off-CPU) is each "
+        "thread's time in the load less its on-CPU time, added up over the threads. A load "
+        "with one thread has shares of its wall time: its causes and its waiting add up to "
+        "it. A load with several (pool, pread_mt, mmap_prefetch's thread) "
+        "can be on CPU for longer than its wall time, so its causes are shares of the CPU "
+        "time (*shares of*: CPU time) and add up to that; its waiting stands beside them, a "
+        "share of nothing. Seconds are means over the group's profiled ok runs (n), so that "
+        "a row adds up as each run does; wall s is their mean wall time. On a virtual "
         "machine the guest does not see the hypervisor's time except where it re-enables "
         "interrupts (PVM: `pvm_irq_enable`, in *hypervisor and exception entry*): the first "
         "user access to a page the hypervisor has not backed yet shows up as the user "
@@ -635,17 +639,28 @@ def where_intro(r: Results) -> str:
 
 
 def glossary_md(columns) -> str:
-    text = {**causes.DESCRIPTIONS, SMALLER: f"the causes under {MINOR:.0%} of the wall time in "
-                                            "every group, summed"}
+    text = {**causes.DESCRIPTIONS, SMALLER: f"the causes under {MINOR:.0%} of what the shares "
+                                            "are of in every group, summed"}
     return "\n".join(f"- *{c}*: {text[c]}" for c in columns)
 
 
+def share_cell(r: pd.Series, column: str, s: float) -> str:
+    """A cause's seconds and its share of what the row's shares are of; a row with shares of
+    CPU time shows its waiting without one."""
+    if column == causes.WAITING and r["shares_of"] == "cpu":
+        return f"{s:.3f} (not a share)"
+    total = causes.whole(r)
+    return f"{s:.3f} ({s / total:.0%})" if total > 0 else f"{s:.3f}"
+
+
 def where_table_md(rows: pd.DataFrame, seconds: pd.DataFrame, files: int) -> str:
-    head = ["strategy", "n", "wall s", "on CPU s"] + list(seconds.columns)
+    head = ["strategy", "n", "threads", "wall s", "on CPU s", "shares of"] + list(seconds.columns)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, r in rows.iterrows():
-        cells = [label(r, files), str(r["n"]), f"{r['wall_s']:.3f}", f"{r['on_cpu_s']:.3f}"]
-        cells += [f"{s:.3f} ({s / r['wall_s']:.0%})" for s in seconds.loc[i]]
+        threads = "" if pd.isna(r["threads"]) else str(int(r["threads"]))
+        cells = [label(r, files), str(r["n"]), threads, f"{r['wall_s']:.3f}",
+                 f"{r['on_cpu_s']:.3f}", "CPU time" if r["shares_of"] == "cpu" else "wall time"]
+        cells += [share_cell(r, c, s) for c, s in seconds.loc[i].items()]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -671,18 +686,21 @@ def plot_causes(rows: pd.DataFrame, seconds: pd.DataFrame, files: int, figs: Fig
         fig, ax = plt.subplots(figsize=(11, 0.45 * len(t) + 1.8))
         left = np.zeros(len(t))
         for cause, values in seconds.loc[t.index].items():
+            if cause == causes.WAITING:  # a share of wall time only: not stacked on CPU time
+                values = values.where(t["shares_of"] == "wall", 0.0)
             ax.barh(y, values, left=left, color=CAUSE_COLORS[cause], edgecolor="grey",
                     linewidth=0.3, hatch="//" if cause == causes.WAITING else None, label=cause)
             left += values.to_numpy()
         ax.scatter(t["wall_s"], y, marker="|", s=400, color="black", zorder=3, label="wall time")
         ax.set_yticks(list(y), [label(row, files) for _, row in t.iterrows()])
-        ax.set_xlabel("seconds, median over the profiled runs")
+        ax.set_xlabel("seconds, mean over the profiled runs")
         ax.set_title(f"{cache} cache")
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         figs.save(fig, f"causes-{cache}",
                   f"Where the {cache} loads' time went, by cause (see *{WHERE_TITLE}*): the "
-                  "median seconds of each cause over each group's profiled runs, and the median "
-                  "wall time (|).")
+                  "mean seconds of each cause over each group's profiled runs, and their mean "
+                  "wall time (|). A group with several threads has its CPU time drawn, which "
+                  "can pass its wall time, and no waiting.")
 
 
 def frame_kind(frame: str) -> str:

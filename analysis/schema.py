@@ -60,7 +60,8 @@ RECORD = {
     "device": {"*": NUMBER},
     "exec": {"ready_s": NUMBER, "done_s": NUMBER, "startup_s": NUMBER,
              "stderr_tail": (TEXT, LIST), "measured": TEXT},
-    "profile": {"folded": TEXT, "hz": NUMBER},
+    "profile": {"folded": TEXT, "hz": NUMBER, "threads": INTEGER,
+                "shares_of": frozenset({"wall", "cpu"}), "waiting_s": NUMBER},
 }
 # The fields of a record that are no object: a column each, null where a record has none.
 COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]

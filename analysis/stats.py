@@ -4,8 +4,8 @@ interval of the median (order statistics; none with fewer than 6 runs), GB/s, pe
 speed-up over the condition's baseline: paired, from the rounds both ran in
 (analysis/paired.py: the baseline's time over the strategy's, the Hodges–Lehmann estimate with
 its signed-rank 95% interval), with ceiling reads the strategy's fraction of the device's
-speed, and where the group's runs were profiled each cause's share of its wall time
-(analysis/causes.py).
+speed, and where the group's runs were profiled each cause's share of its wall time, or of
+its CPU time when it has several threads (analysis/causes.py).
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
     The interval columns are NaN for groups of fewer than 6 runs. The speed-up columns are NaN
     where the group shares no round with its condition's baseline; the baseline's own row is 1
     with `is_baseline` set where its condition ran in rounds. `cause_shares` is causes.shares'
-    (a dict of cause to share of wall time) where the group has profiled runs, else None;
+    (`of`: "wall" or "cpu", and `shares`: cause to share) where the group has profiled runs,
+    else None;
     `profiled` is causes.summarize's table, when the caller has it."""
     rows = []
     for key, group in results.ok.groupby(GROUP, sort=False):

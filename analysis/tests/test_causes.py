@@ -18,6 +18,9 @@ from analysis.results import ResultsError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 FIXTURE = os.path.join(FIXTURES, "profiles")
+THREADS = os.path.join(FIXTURES, "threads")
+SEVERAL = ("pool:threads=4", "pread_mt:threads=4", "mmap_prefetch")
+ONE = ("fread", "layered:consume=random")
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FREAD_WARM, IO_URING_WARM = "20261202T010024-0008", "20261202T010024-0010"
 ODIRECT_WARM, MMAP_SEQ_WARM, THP_WARM = ("20261202T010024-0012", "20261202T010024-0011",
@@ -48,14 +51,20 @@ def recorded(run_id, *tail):
     return found[0]
 
 
+def shares_of(table, spec, cache):
+    """causes.shares' entry for the group of `spec` in `cache` of summarize's table."""
+    row = table[(table["strategy_spec"] == spec) & (table["cache"] == cache)].iloc[0]
+    return causes.shares(table)[tuple(row[results.GROUP])]
+
+
 def section(md):
     return md.split(TITLE, 1)[1].split("\n## ", 1)[0]
 
 
-def copy(tmp_path, edit):
+def copy(tmp_path, edit, fixture=FIXTURE):
     """A copy of the fixture whose records `edit(records)` changes in place."""
-    folder = tmp_path / "profiles"
-    shutil.copytree(FIXTURE, folder)
+    folder = tmp_path / os.path.basename(fixture)
+    shutil.copytree(fixture, folder)
     records = [json.loads(line) for line in (folder / "runs.jsonl").read_text().splitlines()]
     edit(records)
     (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -116,40 +125,51 @@ def test_the_leaf_decides_where_the_chain_stops():
 def test_no_profile_leaves_a_tenth_to_the_fallbacks(name):
     run_id = name[:-len(".folded")]
     r = record(run_id)
-    s = causes.seconds(causes.read_folded(folded(run_id)), r["profile"]["hz"], r["wall_s"])
-    on_cpu = s[causes.NAMES].sum()
+    s = causes.seconds(causes.read_folded(folded(run_id)), r["profile"]["hz"])
+    on_cpu = s.sum()
     assert on_cpu == pytest.approx(r["profile"]["on_cpu_s"])
     assert (s[causes.OTHER_KERNEL] + s[causes.OTHER_USER]) / on_cpu < 0.10
 
 
 def test_a_single_threaded_runs_causes_and_waiting_add_up_to_its_wall_time():
+    """The fixture's records predate per-thread figures: each is read as one thread, its
+    waiting the wall time less its samples."""
+    runs = causes.profiled(results.load(FIXTURE)).set_index("run_id")
     for run_id in (FREAD_WARM, ODIRECT_WARM, MMAP_SEQ_WARM):
         r = record(run_id)
-        s = causes.seconds(causes.read_folded(folded(run_id)), r["profile"]["hz"], r["wall_s"])
+        assert runs.loc[run_id, "shares_of"] == "wall"
+        s = causes.run_seconds(runs.loc[run_id])
         assert list(s.index) == causes.NAMES + [causes.WAITING]
         assert s.sum() == pytest.approx(r["wall_s"])
         assert s[causes.WAITING] == pytest.approx(r["wall_s"] - r["profile"]["on_cpu_s"])
-    odirect = causes.seconds(causes.read_folded(folded(ODIRECT_WARM)), 1000, 1.420722876)
-    assert odirect[causes.WAITING] == pytest.approx(0.184722876)  # 1236 samples at 1000 Hz
-    # Several threads can be on CPU for longer than the wall time: waiting is then 0.
-    busy = causes.seconds(causes.read_folded(folded(FREAD_WARM)), 1000, 1.0)
-    assert busy[causes.WAITING] == 0 and busy.sum() == pytest.approx(2.316)
+    assert causes.waiting({}, 1.420722876, 1.236) == pytest.approx(0.184722876)
+    # Samples that overshoot the wall time by a period: no waiting, never below 0.
+    assert causes.waiting({}, 1.0, 1.004) == 0
+    # A record with per-thread figures says its waiting itself.
+    assert causes.waiting({"waiting_s": 0.5}, 1.0, 1.7) == 0.5
 
 
 def test_the_fixtures_shares_are_what_its_readme_says():
     table = causes.summarize(results.load(FIXTURE))
-    row = table.set_index(["strategy_spec", "cache"]).loc[("fread", "warm")]
-    share = {c: row[c] / row["wall_s"] for c in causes.NAMES + [causes.WAITING]}
-    assert round(share["the strategy's copy"], 2) == 0.55
-    assert round(share["hypervisor and exception entry"], 2) == 0.32
-    thp = table.set_index(["strategy_spec", "cache"]).loc[("io_uring:buffer=thp", "warm")]
-    assert round(thp["page zeroing"] / thp["wall_s"], 2) == 0.90
+    fread = shares_of(table, "fread", "warm")
+    assert fread["of"] == "wall"
+    assert round(fread["shares"]["the strategy's copy"], 2) == 0.55
+    assert round(fread["shares"]["hypervisor and exception entry"], 2) == 0.32
+    assert round(shares_of(table, "io_uring:buffer=thp", "warm")["shares"]["page zeroing"],
+                 2) == 0.90
 
 
-def test_a_group_is_its_profiled_runs_medians_and_its_run_nearest_the_median(tmp_path):
+def test_every_groups_shares_add_up_to_what_they_are_shares_of():
+    table = causes.summarize(results.load(FIXTURE))
+    for key, parts in causes.shares(table).items():
+        assert sum(parts["shares"].values()) == pytest.approx(1.0), key
+
+
+def test_a_group_is_its_profiled_runs_means_and_its_run_nearest_the_median(tmp_path):
     """Two more warm fread runs (the same profile, other wall times) and one unprofiled: the
     median wall time of the group's 4 ok runs is 2.5 s, and the profiled run nearest it the
-    one of 2.6 s; waiting is the median of each run's own."""
+    one of 2.6 s; wall time, causes and waiting are means over the 3 profiled runs, so that
+    they add up."""
     def more(records):
         fread = next(r for r in records if r["run_id"] == FREAD_WARM)
         for run_id, wall in (("extra-1", 2.6), ("extra-2", 3.5)):
@@ -160,9 +180,65 @@ def test_a_group_is_its_profiled_runs_medians_and_its_run_nearest_the_median(tmp
     r = results.load(str(copy(tmp_path, more)))
     row = causes.summarize(r).set_index(["strategy_spec", "cache"]).loc[("fread", "warm")]
     assert row["n"] == 3 and row["run_id"] == "extra-1"
-    assert row["wall_s"] == pytest.approx(2.6) and row["on_cpu_s"] == pytest.approx(2.316)
-    assert row[causes.WAITING] == pytest.approx(2.6 - 2.316)
+    wall = (2.321994053 + 2.6 + 3.5) / 3
+    assert row["wall_s"] == pytest.approx(wall) and row["on_cpu_s"] == pytest.approx(2.316)
+    assert row[causes.WAITING] == pytest.approx(wall - 2.316)
     assert row["the strategy's copy"] == pytest.approx(1.272)
+    assert row[causes.NAMES].sum() + row[causes.WAITING] == pytest.approx(row["wall_s"])
+
+
+def test_several_threads_have_shares_of_cpu_time_that_add_up():
+    """The threads fixture (see its README.md): pool's, pread_mt's and mmap_prefetch's threads
+    share out their CPU time, fread's and layered's one thread its wall time; each adds up."""
+    table = causes.summarize(results.load(THREADS))
+    for spec in SEVERAL + ONE:
+        parts = shares_of(table, spec, "warm")
+        assert parts["of"] == ("cpu" if spec in SEVERAL else "wall"), spec
+        assert (causes.WAITING in parts["shares"]) == (spec in ONE), spec
+        assert sum(parts["shares"].values()) == pytest.approx(1.0), spec
+        assert max(parts["shares"].values()) <= 1.0
+
+
+def test_several_threads_wait_each_on_their_own():
+    """A run of several threads waits as its record says, each thread's waiting added up: not
+    its wall time less every thread's samples, which is 0 once they pass the wall time."""
+    table = causes.summarize(results.load(THREADS)).set_index("strategy_spec")
+    for spec in SEVERAL:
+        row = table.loc[spec]
+        (r,) = [x for x in map(json.loads, open(os.path.join(THREADS, "runs.jsonl")))
+                if x["strategy_spec"] == spec]
+        per_thread = sum(t["waiting_s"] for t in r["profile"]["per_thread"])
+        assert row[causes.WAITING] == pytest.approx(per_thread)
+        assert row["threads"] == len(r["profile"]["per_thread"]) > 1
+        assert row[causes.WAITING] > max(0.0, row["wall_s"] - row["on_cpu_s"]) + 1e-3, spec
+    for spec in ONE:  # one thread: its wall time less its samples, as ever
+        row = table.loc[spec]
+        assert row[causes.WAITING] == pytest.approx(row["wall_s"] - row["on_cpu_s"], abs=1e-6)
+
+
+def test_cpu_time_past_the_wall_time_is_still_100_percent(tmp_path):
+    """The fixture's machine had 2 cores; on more, pool's 4 readers run side by side and its
+    CPU time passes its wall time: here the same run at 0.6 of its CPU time. Its shares are
+    still of the CPU time (they would add up to 167% of the wall time), the report says so, and
+    its waiting is no share."""
+    def faster(records):
+        pool = next(r for r in records if r["strategy_spec"] == "pool:threads=4")
+        pool["wall_s"] = 0.6 * pool["profile"]["on_cpu_s"]
+
+    folder = copy(tmp_path, faster, THREADS)
+    table = causes.summarize(results.load(str(folder)))
+    parts = shares_of(table, "pool:threads=4", "warm")
+    assert sum(parts["shares"].values()) == pytest.approx(1.0)
+    report.build(str(folder))
+    md = (folder / "report.md").read_text()
+    row = next(line for line in section(md).splitlines() if line.startswith("| pool"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "5" and cells[5] == "CPU time" and cells[-1].endswith("(not a share)")
+    percents = [int(c.rsplit("(", 1)[1].rstrip("%)")) for c in cells[6:-1]]
+    assert max(percents) <= 100 and 97 <= sum(percents) <= 103  # each rounded to 1%
+    warm = md.split("## Warm start", 1)[1].split("\n## ", 1)[0]
+    pool = next(line for line in warm.splitlines() if line.startswith("| pool"))
+    assert "| profile (of the threads' CPU time): " in pool
 
 
 @pytest.mark.parametrize("text, where", [
@@ -193,7 +269,7 @@ def test_the_report_says_where_the_time_went(built):
     md = (built / "report.md").read_text()
     assert md.index("## Warm start") < md.index(TITLE) < md.index("## After the load")
     where = section(md)
-    assert "wall time minus the on-CPU time" in where and "PVM" in where
+    assert "each thread's time in the load less its on-CPU time" in where and "PVM" in where
     for cache in ("Cold", "Warm"):
         assert f"**{cache} start**" in where
     rows = [line for line in where.splitlines() if line.startswith("| fread |")]
@@ -202,7 +278,8 @@ def test_the_report_says_where_the_time_went(built):
     assert "| the strategy's copy |" in head and head.endswith("| waiting (off-CPU) |")
     assert "scheduling" not in head  # under 1% everywhere: summed into the smaller causes
     cells = [c.strip() for c in rows[1].strip("|").split("|")]
-    assert cells[:4] == ["fread", "1", "2.322", "2.316"]
+    # A record without per-thread figures: no thread count, read as one thread.
+    assert cells[:6] == ["fread", "1", "", "2.322", "2.316", "wall time"]
     assert "1.272 (55%)" in cells and cells[-1] == "0.006 (0%)"
 
 
@@ -248,6 +325,8 @@ def test_summary_json_has_the_causes(built):
     assert fread["on_cpu_s"] == pytest.approx(2.316)
     assert fread["waiting_s"] == pytest.approx(2.321994053 - 2.316)
     assert fread["seconds"]["the strategy's copy"] == pytest.approx(1.272)
+    assert fread["shares_of"] == "wall" and fread["threads"] is None
+    assert sum(fread["shares"].values()) == pytest.approx(1.0)
     assert set(fread["seconds"]) == set(causes.NAMES)
     assert all("cause_shares" not in g for g in summary["groups"])
 
