@@ -88,7 +88,24 @@ def rounds_md(r: Results) -> str:
                     f"±{_number(auto.get('target'), '.0%')}, {auto.get('min_rounds', '?')} to "
                     f"{auto.get('max_rounds', '?')} rounds, budget "
                     f"{f'{budget:.0f} s' if budget else 'none'}.")
-    return counted + " " + how
+    return counted + " " + how + broken_md(r)
+
+
+def broken_md(r: Results, most: int = 5) -> str:
+    """The runs in rounds that have no paired value because a reader of theirs did not count,
+    each with why (at most `most` listed); "" when every run was whole."""
+    broken = paired.broken_rounds(r)
+    if broken.empty:
+        return ""
+    files = max(r.runs["file"].nunique(), 1)
+    lines = [f"- {condition(row, files)}, {row['strategy_spec']}, round {row['rep']}: "
+             f"{row['reason']}" for _, row in broken.head(most).iterrows()]
+    if len(broken) > most:
+        lines.append(f"- ... and {len(broken) - most} more (summary.json `broken_rounds`)")
+    return ("\n\nA run counts only whole: " + plural(len(broken), "run") + " in rounds "
+            "had a reader that failed, timed out, was not verified or left no record, and so "
+            "has no value in its round (no paired ratio, no verdict, no comparison):\n\n" +
+            "\n".join(lines))
 
 
 def ceiling_md(r: Results, files: int) -> str:
@@ -223,6 +240,7 @@ def section_md(r: Results) -> str:
 def summary(r: Results) -> dict:
     sessions = r.env.get("sessions") or []
     return {"paired": records(paired.paired_table(r)),
+            "broken_rounds": records(paired.broken_rounds(r)),
             "ceiling": records(paired.ceiling_table(r)),
             "drift": records(paired.drift(r)),
             "outliers": records(paired.outliers(r)),
