@@ -486,7 +486,27 @@ def machine_facts(env: dict) -> dict[str, str]:
         "thp": f"enabled {thp.get('enabled', '?')}, defrag {thp.get('defrag', '?')}",
         "loadbench": f"{lb.get('version', '?')} ({lb.get('commit', '?')}), root: "
                      f"{env.get('root')}",
+        "state": machine_state(env),
     }
+
+
+def machine_state(env: dict) -> str:
+    """Whether the runs ran on the tuned machine (env.json `system`: `loadbench system tune`, or
+    the experiment key `[system] tune = true`), with a warning and the reasons when not."""
+    system = env.get("system", {})
+    if not system:
+        return "not recorded (an env.json from before loadbench recorded the machine's state)"
+    tune = system.get("tune") or {}
+    untuned = [s for s in env.get("sessions", []) if s.get("system_tuned") is False]
+    if system.get("tuned") and not untuned:
+        reporting = {"off": "held off", "absent": "absent from this kernel"}.get(
+            system.get("page_reporting"), "kept on, by choice")
+        return f"tuned{' by ' + tune['by'] if tune.get('by') else ''}: free page reporting " \
+               f"{reporting}"
+    why = "; ".join(system.get("not_tuned_because", [])) or \
+        f"{len(untuned)} of the sessions ran on the machine untuned"
+    return f"**WARNING: not the tuned state**: {why} (`loadbench system tune`, or the " \
+           f"experiment key `[system] tune = true`, tunes it)"
 
 
 def machine_md(env: dict) -> str:
