@@ -217,7 +217,8 @@ class Reader {
     return Status::Ok();
   }
 
-  // [system]: tune = true|false, page_reporting = "off"|"keep" (only with tune = true).
+  // [system]: tune = true|false, page_reporting = "off"|"keep" (only with tune = true),
+  // settle = true|false.
   Status SystemTable(const toml::node& n, ExperimentSystem* out) {
     const toml::table* t = n.as_table();
     if (t == nullptr) return BadAt(path_, n.source(), "system must be a table: [system]");
@@ -228,6 +229,10 @@ class Reader {
         const std::optional<bool> v = node.value<bool>();
         if (!v) return BadAt(path_, node.source(), "system.tune must be true or false");
         out->tune = *v;
+      } else if (k == "settle") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "system.settle must be true or false");
+        out->settle = *v;
       } else if (k == "page_reporting") {
         std::string text;
         LB_RETURN_IF_ERROR(String(node, "system.page_reporting", &text));
@@ -235,9 +240,10 @@ class Reader {
         if (!s.ok()) return BadAt(path_, node.source(), s.message());
         page_reporting = &node;
       } else {
-        return BadAt(path_, node.source(),
-                     fmt::format("[system]: unknown key '{}' (it takes tune and page_reporting)",
-                                 k));
+        return BadAt(
+            path_, node.source(),
+            fmt::format("[system]: unknown key '{}' (it takes tune, page_reporting and settle)",
+                        k));
       }
     }
     if (page_reporting != nullptr && !out->tune) {

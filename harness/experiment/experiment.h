@@ -115,6 +115,9 @@ struct ExperimentRun {
 // [system]: whether the runs ask for the tuned machine, and what it holds free page reporting to.
 struct ExperimentSystem {
   bool tune = false;
+  // Touch as much new memory as a run uses, and give it back, just before the first run
+  // (harness/system/settle.h), so that it starts as the runs after it do.
+  bool settle = true;
   PageReportingChoice page_reporting = PageReportingChoice::kOff;
 };
 

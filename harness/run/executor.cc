@@ -30,6 +30,7 @@
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
 #include "harness/system/locks.h"
+#include "harness/system/settle.h"
 #include "harness/system/stability.h"
 #include "harness/system/tuning.h"
 #include "loaders/base/units.h"
@@ -124,6 +125,7 @@ class Executor {
   int GenerateFiles();
   Status PrepareFiles();
   Status TuneMachine();
+  Json SettleBeforeRuns();
   void RestoreMachine();
   Json NewEnv(const Json& stability) const;
   Status OpenResults();
@@ -300,6 +302,23 @@ Status Executor::TuneMachine() {
   return Status::Ok();
 }
 
+// [system] settle (the default): as much new memory as a run uses, touched and given back just
+// before the runs (harness/system/settle.h); what was touched, or null when nothing was (a
+// model under 32 MiB: its first run faults too little to matter).
+Json Executor::SettleBeforeRuns() {
+  if (!e_.system.settle) return nullptr;
+  uint64_t largest = 0;
+  for (const PreparedFile& f : files_) largest = std::max(largest, f.table.file_size);
+  if (largest < (uint64_t{32} << 20)) return nullptr;
+  const Settled s = SettleMemory(SettleBytes(largest));
+  if (s.bytes == 0) return nullptr;
+  if (!o_.quiet) {
+    fmt::print(stderr, "{}: touched {} of new memory before the first run ({:.1f} s)\n", o_.who,
+               FormatBytes(s.bytes), s.seconds);
+  }
+  return {{"bytes", s.bytes}, {"seconds", s.seconds}};
+}
+
 // What TuneMachine changed, written back; one that cannot be stays in the journal, for the next
 // command that measures.
 void Executor::RestoreMachine() {
@@ -356,6 +375,7 @@ Status Executor::OpenResults() {
     env_ = Json::parse(in, nullptr, false);
   }
   if (!env_.is_object() || !env_.contains("sessions")) env_ = NewEnv(stability_);
+  const Json settled = SettleBeforeRuns();
   // A resumed experiment may have changed its reps (--reps): the latest settings count, and so
   // does the machine's state; each session says whether it ran tuned.
   env_["rounds"] = RoundsEnv(e_);
@@ -366,7 +386,8 @@ Status Executor::OpenResults() {
                               {"command_line", o_.command_line},
                               {"runs_recorded_before", recorded_records_},
                               {"stability", stability_},
-                              {"system_tuned", env_["system"]["tuned"]}});
+                              {"system_tuned", env_["system"]["tuned"]},
+                              {"settled", settled}});
   LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env_));
   created_out_dir_ = false;  // it holds results now
   // The experiment as it was run, beside its results.
