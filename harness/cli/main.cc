@@ -350,6 +350,7 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   cmd->add_option("--part", f->part)->capture_default_str();
   cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
   cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
+  cmd->add_option("--start-fd", f->req.start_fd)->capture_default_str();
   return cmd;
 }
 

@@ -204,6 +204,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }
+  if (batch->size() > 1) SetStartSpread(batch);
   return Status::Ok();
 }
 

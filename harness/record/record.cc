@@ -92,6 +92,8 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("sys_s", r.sys_s, Key::kAlways);
   v("load_user_s", r.load_user_s, Key::kAlways);
   v("load_sys_s", r.load_sys_s, Key::kAlways);
+  v("load_start_unix_s", r.load_start_unix_s, Key::kAlways);
+  v("start_spread_s", r.start_spread_s, Key::kWhenSet);
   v("peak_rss_bytes", r.peak_rss_bytes, Key::kAlways);
   v("start_rss_bytes", r.start_rss_bytes, Key::kAlways);
   v("anon_huge_bytes", r.anon_huge_bytes, Key::kAlways);

@@ -78,6 +78,9 @@ struct RunRecord {
   std::optional<double> transform_s, bind_s, consume_s, verify_s, teardown_s;
   std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
   std::optional<double> load_user_s, load_sys_s;   // the timed region only (worker)
+  // When the timed region started: CLOCK_REALTIME, to the microsecond (worker); and for a run
+  // of several readers, the latest start minus the earliest (runner).
+  std::optional<double> load_start_unix_s, start_spread_s;
 
   // Memory, faults and I/O.
   std::optional<uint64_t> peak_rss_bytes, start_rss_bytes, anon_huge_bytes;
