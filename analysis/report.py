@@ -374,8 +374,9 @@ def paired_note(t: pd.DataFrame, device: bool) -> str:
             "no interval reaches 95%; empty: no round shared with the baseline.")
     if device:
         text += (" Of device: the median over its rounds of the strategy's GB/s over the same "
-                 "round's ceiling read (a raw O_DIRECT read of the file, the device's speed "
-                 "then).")
+                 "round's ceiling read (the file read cold by the fastest read recipe, the "
+                 "device's speed then; *Noise* says which recipe, and names a strategy that "
+                 "beat it).")
     return text
 
 

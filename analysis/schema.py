@@ -61,6 +61,7 @@ RECORD = {
     "exec": {"ready_s": NUMBER, "done_s": NUMBER, "startup_s": NUMBER,
              "stderr_tail": (TEXT, LIST), "measured": TEXT},
     "profile": {"folded": TEXT, "hz": NUMBER},
+    "ceiling_recipes": {"*": {"gb_per_s": NUMBER, "reason": SCALAR}},
 }
 # The fields of a record that are no object: a column each, null where a record has none.
 COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]

@@ -205,8 +205,9 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--seed", f->seed, "Seed of the balanced or shuffled order")
       ->capture_default_str();
   cmd->add_flag("--ceiling", f->ceiling,
-                "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
-                "io_uring at depth 32, the device's speed at that moment");
+                "A ceiling run in every cold round: every byte of the files read cold by the "
+                "fastest read recipe (the probe's, else the first round tries them all), the "
+                "device's speed at that moment");
   cmd->add_option("--baseline", f->baseline,
                   "The strategy (as written in --strategies) every paired ratio is against "
                   "(default: fread when listed, else the first)");

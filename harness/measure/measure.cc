@@ -213,7 +213,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
 Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
                   const RunPoint& p, bool* interrupted) {
   RunRecord base = BaseRecord(s, out, file, p);
-  if (p.spec.name == kCeiling) return MeasureCeiling(std::move(base), out, file, interrupted);
+  if (p.spec.name == kCeiling) return MeasureCeiling(s, std::move(base), out, file, interrupted);
   const std::unique_ptr<Launcher> launcher = LauncherFor(s, p);
   const Resolved res = p.exec ? Resolved{} : Resolve(p);
   LaunchRequest req = RequestOf(s, file, p);

@@ -129,6 +129,7 @@ void VisitLoad(Record& r, Visit&& v) {
   v("ceiling_bytes", r.ceiling_bytes, Key::kWhenSet);
   v("gb_per_s", r.gb_per_s, Key::kWhenSet);
   v("settle_s", r.settle_s, Key::kWhenSet);
+  v("ceiling_recipes", r.ceiling_recipes, Key::kWhenSet);
   v("load_start_mono_s", r.load_start_mono_s, Key::kWire);
 }
 

@@ -112,14 +112,15 @@ struct RunRecord {
   std::optional<uint64_t> ceiling_bytes;
   std::optional<double> gb_per_s;
   std::optional<double> settle_s;  // the buffered read after it
+  Json ceiling_recipes;            // every recipe's figure, where it measured several
 
   // Sent by the worker, never written: CLOCK_MONOTONIC at the start of the timed region, where
   // the runner's timeline of the run starts.
   std::optional<double> load_start_mono_s;
 };
 
-// The strategy name of a ceiling run: in a round of a cold condition, a raw sequential read
-// of the same file, O_DIRECT through io_uring at depth 32 (the probe's cold direct read), so
+// The strategy name of a ceiling run: in a round of a cold condition, the device's limit over
+// the same files, the fastest of a few cold read recipes (harness/probe/read_recipes.h), so
 // that every strategy's time can also be read as a fraction of the device's speed at that
 // moment. Not a strategy: analyses keep its records apart.
 inline constexpr const char* kCeiling = "ceiling";
