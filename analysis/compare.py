@@ -12,7 +12,9 @@ and compares throughput (file size / wall time) instead of time.
 
 Unpaired on purpose: a run of A and a run of B never shared a round (nor a machine, often), so
 the within-round ratios of analysis/paired.py do not apply across folders. Ceiling reads are
-not strategies and are not compared (results.load keeps them apart).
+not strategies and are not compared (results.load keeps them apart). A run of several readers
+is one value, from its first reader's start to its last one's end, and only a run every reader
+of which counted has one (as in the paired figures).
 
     /usr/bin/python3 -m analysis.compare A B [--out DIR]
 """
@@ -29,8 +31,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.stats import mannwhitneyu
 
+from analysis import readers
 from analysis.report import machine_facts
 from analysis.results import (Results, ResultsError, guard, json_default, load, problems_md,
                               spec_label)
@@ -80,13 +84,34 @@ def open_side(folder: str) -> Side:
     return Side([load(s) for s in subs], True)
 
 
+def whole_runs(r: Results) -> pd.DataFrame:
+    """The ok records of runs that count whole, with the file's name: a run of several readers
+    in which one did not count (readers.rounds' reason) is left out entirely, as in the paired
+    figures."""
+    if "rep" not in r.ok:
+        return r.ok.assign(file_name=r.ok["file"].map(os.path.basename))
+    broken = readers.rounds(r.runs, r.env)
+    broken = {tuple(k) for k in
+              broken.loc[broken["reason"].notna(), readers.ROUND].itertuples(index=False)}
+    ok = r.ok[[tuple(k) not in broken for k in r.ok[readers.ROUND].itertuples(index=False)]]
+    return ok.assign(file_name=ok["file"].map(os.path.basename))
+
+
+def run_walls(g: pd.DataFrame) -> np.ndarray:
+    """One time per run: a single reader's wall_s; several readers' from the first start to
+    the last end (readers.duration)."""
+    if (g["procs"] <= 1).all() or "rep" not in g:
+        return g["wall_s"].to_numpy(dtype=float)
+    return np.array([readers.duration(run)[0] for _, run in g.groupby("rep", sort=False)])
+
+
 def groups(r: Results) -> list[Group]:
-    ok = r.ok.assign(file_name=r.ok["file"].map(os.path.basename))
+    ok = whole_runs(r)
     # The record's format, else the file name's extension.
     extension = ok["file_name"].map(lambda name: os.path.splitext(name)[1].lstrip(".") or "?")
     ok["format"] = ok["format"].fillna(extension) if "format" in ok else extension
     return [Group(r.folder, key[:len(POINT)], key[-2], int(key[-1]), g["format"].iloc[0],
-                  g["wall_s"].to_numpy(dtype=float), bool(g["verified"].all()))
+                  run_walls(g), bool(g["verified"].all()))
             for key, g in ok.groupby(POINT + ["file_name", "file_bytes"])]
 
 
@@ -233,7 +258,8 @@ def file_cell(r: dict) -> str:
 def median_cell(r: dict, side: str) -> str:
     if r["match"] == SAME_FILE:
         return f"{r[f'median_{side}_s']:.3f} s"
-    return f"{r[f'median_{side}_gb_s']:.2f} GB/s"
+    many = r.get("procs", 1) > 1
+    return f"{r[f'median_{side}_gb_s']:.2f} GB/s" + (" (file / round)" if many else "")
 
 
 def notes(c: dict) -> list[str]:
@@ -251,7 +277,9 @@ def notes(c: dict) -> list[str]:
                   "the same file (the files differ in name, size or format), each is matched "
                   "with the same strategy, cache state, workers, pattern and memory limit on the "
                   "other side's file; its medians are GB/s (file size / wall time, 10^9 bytes "
-                  "per second) and its B/A is B's throughput over A's (above 1: B is faster).",
+                  "per second; for several readers, the file's size over the round's time, "
+                  "*file / round*, whatever each reader loaded) and its B/A is B's throughput "
+                  "over A's (above 1: B is faster).",
                   ""]
     return lines
 

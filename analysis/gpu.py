@@ -183,8 +183,8 @@ def ceilings_md(results: Results, files: int) -> str:
     for _, c in table.iterrows():
         if c["n"] > 0:
             lines.append(f"- disk, {condition(c, files)}: {c['median_gb_per_s']:.2f} GB/s, the "
-                         f"median of {c['n']} ceiling reads (a raw O_DIRECT read of the file, "
-                         "once per round).")
+                         f"median of {c['n']} ceiling reads (the file read cold by the fastest "
+                         "read recipe, once per round).")
         else:
             lines.append(f"- disk, {condition(c, files)}: none of its {c['not_ok']} ceiling "
                          "reads was ok.")

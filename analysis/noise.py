@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from analysis import paired
+from analysis import ceiling, paired
 from analysis.results import CONDITION, REPLICATED, Results, spec_label
 
 TITLE = "Noise: rounds, ceiling, drift, outliers"
@@ -88,7 +88,24 @@ def rounds_md(r: Results) -> str:
                     f"±{_number(auto.get('target'), '.0%')}, {auto.get('min_rounds', '?')} to "
                     f"{auto.get('max_rounds', '?')} rounds, budget "
                     f"{f'{budget:.0f} s' if budget else 'none'}.")
-    return counted + " " + how
+    return counted + " " + how + broken_md(r)
+
+
+def broken_md(r: Results, most: int = 5) -> str:
+    """The runs in rounds that have no paired value because a reader of theirs did not count,
+    each with why (at most `most` listed); "" when every run was whole."""
+    broken = paired.broken_rounds(r)
+    if broken.empty:
+        return ""
+    files = max(r.runs["file"].nunique(), 1)
+    lines = [f"- {condition(row, files)}, {row['strategy_spec']}, round {row['rep']}: "
+             f"{row['reason']}" for _, row in broken.head(most).iterrows()]
+    if len(broken) > most:
+        lines.append(f"- ... and {len(broken) - most} more (summary.json `broken_rounds`)")
+    return ("\n\nA run counts only whole: " + plural(len(broken), "run") + " in rounds "
+            "had a reader that failed, timed out, was not verified or left no record, and so "
+            "has no value in its round (no paired ratio, no verdict, no comparison):\n\n" +
+            "\n".join(lines))
 
 
 def ceiling_md(r: Results, files: int) -> str:
@@ -103,9 +120,10 @@ def ceiling_md(r: Results, files: int) -> str:
         lines.append(f"| {condition(c, files)} | {c['n']} | {c['not_ok']} | "
                      f"{c['median_gb_per_s']:.2f} | {c['min_gb_per_s']:.2f} | "
                      f"{c['max_gb_per_s']:.2f} | {c['cv']:.1%} |")
-    return ("The ceiling read of each round: the file read raw (O_DIRECT, io_uring at depth "
-            "32), the device's speed at that moment; CV: standard deviation over mean.\n\n"
-            + "\n".join(lines))
+    return ("The ceiling read of each round: every byte of the files read cold by the fastest "
+            "of a few read recipes, the device's speed at that moment; CV: standard deviation "
+            "over mean.\n\n" + "\n".join(lines)
+            + (f"\n\n{recipes}" if (recipes := ceiling.recipes_md(r)) else ""))
 
 
 def drift_md(r: Results, files: int) -> str:
@@ -215,7 +233,9 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
 
 def section_md(r: Results) -> str:
     files = max(r.runs["file"].nunique(), 1)
-    parts = [rounds_md(r), ceiling_md(r, files), drift_md(r, files), outliers_md(r, files),
+    parts = [rounds_md(r), ceiling_md(r, files),
+             ceiling.check_md(r, lambda row: condition(row, files)), drift_md(r, files),
+             outliers_md(r, files),
              stability_md(r.env), adaptive_md(r.adaptive, files)]
     return "\n\n".join(p for p in parts if p)
 
@@ -223,7 +243,9 @@ def section_md(r: Results) -> str:
 def summary(r: Results) -> dict:
     sessions = r.env.get("sessions") or []
     return {"paired": records(paired.paired_table(r)),
+            "broken_rounds": records(paired.broken_rounds(r)),
             "ceiling": records(paired.ceiling_table(r)),
+            "ceiling_beaten": records(ceiling.beaten(r)),
             "drift": records(paired.drift(r)),
             "outliers": records(paired.outliers(r)),
             "adaptive": r.adaptive,

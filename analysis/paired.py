@@ -9,8 +9,10 @@ condition, in which every strategy ran once, back to back. Only records that car
 (their place in the round) ran in rounds: runs in grouped order (every run of a strategy back
 to back) have none, and are never paired, since the same rep of two strategies ran far apart in
 time. A strategy's value in a round is its wall time (with several workers, the largest: the
-time until all had loaded), per role where its workers had different ones (shm's creator and
-attacher); a round pairs a strategy with the baseline when both have an ok value in it. The
+time until all had loaded: from the first reader's start to the last one's end), per role where
+its workers had different ones (shm's creator and attacher); a run counts only whole (every
+reader ok and verified: one failed, timed-out or missing reader and the run has no value in the
+round); a round pairs a strategy with the baseline when both have a value in it. The
 baseline's value is its slowest worker's whatever their roles, as in the harness.
 
 The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import readers
 from analysis.results import CONDITION, GROUP, Results
 
 ALPHA = 0.05
@@ -170,23 +173,62 @@ def no_rounds(results: Results) -> str:
             "round-by-round comparison exists and no speed-up is given.")
 
 
+def _in_rounds(results: Results) -> pd.DataFrame:
+    """Every record (any status, ceiling reads aside) that ran in a round."""
+    runs = results.runs
+    if "rep" not in runs or runs.empty:
+        return runs.iloc[0:0]
+    return runs[in_rounds(runs, results.env) & runs["rep"].notna()]
+
+
+def _round_problems(runs: pd.DataFrame) -> dict[tuple, list[str]]:
+    """ROUND key (CONDITION, strategy spec, rep) -> why the run of that round does not count
+    whole (readers.problems: a reader failed, timed out, was not verified or left no record);
+    an empty list when every reader counted."""
+    out = {}
+    table = readers.readers(runs)
+    for key, group in table.groupby(CONDITION + ["strategy_spec", "rep"], sort=False):
+        procs = int(key[CONDITION.index("procs")])
+        out[key] = readers.problems({"procs": procs}, group)
+    return out
+
+
+def broken_rounds(results: Results) -> pd.DataFrame:
+    """The runs of several readers in rounds that have no paired value because some reader did
+    not count: CONDITION, strategy_spec, rep and the reason. (A single reader's run that did
+    not count is a failed, invalid or unsupported record, listed as such.)"""
+    columns = CONDITION + ["strategy_spec", "rep", "reason"]
+    procs = CONDITION.index("procs")
+    rows = [{**dict(zip(CONDITION + ["strategy_spec", "rep"], key)), "reason": "; ".join(why)}
+            for key, why in _round_problems(_in_rounds(results)).items()
+            if why and key[procs] > 1]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def run_values(results: Results) -> pd.DataFrame:
     """One row per run of a strategy (and role) in a round: CONDITION, strategy_spec, role,
-    strategy, rep, its wall_s (the largest of its ok workers), file_bytes, `order`, its place
-    in runs.jsonl, and `verified`. Runs without `position` ran in no round and are left out."""
+    strategy, rep, its wall_s (from its readers' first start to their last end, or the largest
+    of their wall_s: readers.duration), file_bytes, `order`, its place in runs.jsonl, and
+    `verified`. A run counts only whole: one with a reader that did not count or left no record
+    has no value (broken_rounds says why). Runs without `position` ran in no round."""
     columns = CONDITION + ["strategy_spec", "role", "strategy", "rep", "wall_s", "file_bytes",
                            "order", "verified"]
-    ok = results.ok
-    if "rep" not in ok or ok.empty:
+    runs = _in_rounds(results)
+    if runs.empty:
         return pd.DataFrame(columns=columns)
-    ok = ok[in_rounds(ok, results.env) & ok["rep"].notna() &
-            (pd.to_numeric(ok["wall_s"], errors="coerce") > 0)]
-    values = (ok.groupby(CONDITION + ["strategy_spec", "role", "rep"], sort=False)
-              .agg(strategy=("strategy", "first"), wall_s=("wall_s", "max"),
-                   file_bytes=("file_bytes", "first"), order=("order", "min"),
-                   verified=("verified", "all"))
-              .reset_index())
-    return values[columns].sort_values("order", kind="stable").reset_index(drop=True)
+    broken = {k for k, why in _round_problems(runs).items() if why}
+    whole = pd.Series([tuple(k) not in broken for k in
+                       runs[CONDITION + ["strategy_spec", "rep"]].itertuples(index=False)],
+                      index=runs.index, dtype=bool)
+    ok = runs[runs["counted"] & whole]
+    rows = []
+    for key, g in ok.groupby(CONDITION + ["strategy_spec", "role", "rep"], sort=False):
+        rows.append({**dict(zip(CONDITION + ["strategy_spec", "role", "rep"], key)),
+                     "strategy": g["strategy"].iloc[0], "wall_s": readers.duration(g)[0],
+                     "file_bytes": g["file_bytes"].iloc[0], "order": g["order"].min(),
+                     "verified": bool(g["verified"].all())})
+    values = pd.DataFrame(rows, columns=columns)
+    return values.sort_values("order", kind="stable").reset_index(drop=True)
 
 
 def ceiling_values(results: Results) -> pd.DataFrame:
@@ -233,9 +275,9 @@ def device_fraction(results: Results) -> pd.DataFrame:
             .reset_index()[columns])
 
 
-PAIRED_COLUMNS = GROUP + ["strategy", "baseline", "baseline_why", "n", "ratio", "ratio_low",
-                          "ratio_high", "speedup", "speedup_low", "speedup_high", "bounded",
-                          "significant", "verdict", "level", "half_width"]
+PAIRED_COLUMNS = GROUP + ["strategy", "verified", "baseline", "baseline_why", "n", "ratio",
+                          "ratio_low", "ratio_high", "speedup", "speedup_low", "speedup_high",
+                          "bounded", "significant", "verdict", "level", "half_width"]
 
 
 def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Index) -> dict:
@@ -246,7 +288,8 @@ def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Inde
     both = both.dropna()
     iv = signed_rank_interval(np.log(both["t"] / both["b"]).to_numpy())
     return {**dict(zip(CONDITION, key)), "strategy_spec": runs["strategy_spec"].iloc[0],
-            "role": runs["role"].iloc[0], "strategy": runs["strategy"].iloc[0], "n": iv.n,
+            "role": runs["role"].iloc[0], "strategy": runs["strategy"].iloc[0],
+            "verified": bool(runs["verified"].all()), "n": iv.n,
             "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
             "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
             "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),

@@ -3,8 +3,10 @@ one machine, or N ranks of an MPI job across hosts), each its own record, each r
 of the model by the run's read pattern (`pattern`: replicated, tp, tp:DIM, pp, files).
 
 A *round* of such a run is the records of one (file, cache, strategy spec, rep, procs, pattern,
-memory limit): one per reader. Its figures are MLPerf Storage's: the round lasts as long as its
-slowest reader (`duration_s`, the largest wall_s); its throughput is every byte the readers
+memory limit): one per reader. Its figures are MLPerf Storage's: the round lasts from its first
+reader's start to its last reader's end (`duration_s`; readers are released together from a
+start barrier and record `load_start_unix_s`: records without it give the largest wall_s), and
+`start_spread_s` says how far apart the readers started; its throughput is every byte the readers
 delivered (their tensor_bytes summed) over that time (`gb_per_s`); its `spread` is the slowest
 reader's wall_s over the median reader's. A round with a reader that does not count (a status
 other than ok, or bytes not verified: results.load's rule) or without a record of some reader
@@ -34,10 +36,11 @@ SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_by
 # What a series shares with its single-reader reference (same memory limit: never pooled).
 REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes"]
 READER_COLUMNS = ROUND + ["proc", "host", "rank", "run_id", "status", "error", "counted",
-                          "checksum_ok", "wall_s", "tensor_bytes"]
-ROUND_COLUMNS = ROUND + ["readers", "ok_readers", "duration_s", "gb_per_s", "spread", "bytes",
-                         "bytes_check", "reason"]
-SUMMARY_COLUMNS = SERIES + ["rounds", "failed_rounds", "duration_s", "gb_per_s", "spread",
+                          "checksum_ok", "wall_s", "load_start_unix_s", "tensor_bytes"]
+ROUND_COLUMNS = ROUND + ["readers", "ok_readers", "duration_s", "start_spread_s", "gb_per_s",
+                         "spread", "bytes", "bytes_check", "reason"]
+SUMMARY_COLUMNS = SERIES + ["rounds", "failed_rounds", "duration_s", "start_spread_s",
+                             "gb_per_s", "spread",
                             "vs_single", "bytes_check"]
 
 
@@ -57,12 +60,12 @@ def readers(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per reader of a load (results.load's `runs`: ceiling reads are not among them),
     every status: ROUND, proc (0 for a single reader), host and rank (null where not under
     MPI), run_id, status, error, counted (it is one of results.load's ok runs), checksum_ok,
-    wall_s and tensor_bytes (null where not recorded), in file order."""
+    wall_s, load_start_unix_s and tensor_bytes (null where not recorded), in file order."""
     return runs.assign(
         proc=_field(runs, "proc").fillna(0).astype("int64"),
         **{c: _field(runs, c) for c in ("host", "rank", "checksum_ok")},
         **{c: pd.to_numeric(_field(runs, c), errors="coerce")
-           for c in ("wall_s", "tensor_bytes")},
+           for c in ("wall_s", "load_start_unix_s", "tensor_bytes")},
     )[READER_COLUMNS].reset_index(drop=True)
 
 
@@ -110,22 +113,41 @@ def why_not(reader: pd.Series) -> str:
     return f"{who(reader)}: {reader['status']}: {reader['error']}"
 
 
+def duration(group: pd.DataFrame) -> tuple[float, float | None]:
+    """(duration_s, start_spread_s) of readers that all counted: from the first start to the
+    last end when every one recorded its start (`load_start_unix_s`), else the largest wall_s
+    with no spread."""
+    wall = group["wall_s"].astype(float)
+    start = pd.to_numeric(_field(group, "load_start_unix_s"), errors="coerce")
+    if start.isna().any():
+        return float(wall.max()), None
+    return float((start + wall).max() - start.min()), float(start.max() - start.min())
+
+
+def problems(row: dict, group: pd.DataFrame) -> list[str]:
+    """Why a round of `row["procs"]` readers has no duration: each reader that does not count
+    (results.load's rule: ok, verified or an exec command's, with a time) and each reader
+    without a record; empty when it is whole."""
+    out = [why_not(r) for _, r in group[~group["counted"]].iterrows()]
+    seen = set(_field(group, "proc").fillna(0).astype("int64"))
+    return out + [f"reader {p}: no record" for p in sorted(set(range(row["procs"])) - seen)]
+
+
 def _round(key: tuple, group: pd.DataFrame, model: int | None) -> dict:
     """One round's row (see the module's docstring)."""
     row = dict(zip(ROUND, key))
     ok = group[group["counted"]]
     delivered = ok["tensor_bytes"].sum(min_count=len(ok)) if len(ok) else None
-    problems = [why_not(r) for _, r in group[~group["counted"]].iterrows()]
-    problems += [f"reader {p}: no record" for p in
-                 sorted(set(range(row["procs"])) - set(group["proc"]))]
+    missing = problems(row, group)
     row.update(readers=len(group), ok_readers=len(ok), bytes=delivered, duration_s=None,
-               gb_per_s=None, spread=None, bytes_check=None,
-               reason="; ".join(problems) or None)
-    if problems:
+               start_spread_s=None, gb_per_s=None, spread=None, bytes_check=None,
+               reason="; ".join(missing) or None)
+    if missing:
         return row
-    duration = float(ok["wall_s"].max())
-    row.update(duration_s=duration, spread=duration / float(ok["wall_s"].median()),
-               gb_per_s=None if pd.isna(delivered) else delivered / duration / 1e9,
+    took, start_spread = duration(ok)
+    row.update(duration_s=took, start_spread_s=start_spread,
+               spread=float(ok["wall_s"].max()) / float(ok["wall_s"].median()),
+               gb_per_s=None if pd.isna(delivered) else delivered / took / 1e9,
                bytes_check=bytes_check(delivered, row["pattern"], row["procs"], model))
     return row
 
@@ -165,7 +187,8 @@ def summarize(rounds_table: pd.DataFrame) -> pd.DataFrame:
         rows.append({**dict(zip(SERIES, key)), "rounds": len(group),
                      "failed_rounds": len(group) - len(done),
                      **{c: float(done[c].median()) if len(done) and done[c].notna().any()
-                        else None for c in ("duration_s", "gb_per_s", "spread")},
+                        else None
+                        for c in ("duration_s", "start_spread_s", "gb_per_s", "spread")},
                      "bytes_check": _checks(done["bytes_check"])})
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     single = out[out["procs"] == 1].set_index(REFERENCE)["duration_s"]

@@ -190,7 +190,9 @@ def plot_throughput(table: pd.DataFrame, env: dict, figs: Figures) -> None:
                 ax.axvline(gbps, linestyle="--", color="grey")
                 ax.text(gbps, len(t) - 0.5, f" {name}\n {gbps:.2f} GB/s", fontsize=8, va="top")
                 drawn.append(f"{name} {gbps:.2f} GB/s")
-        ax.set_xlabel("throughput, file bytes / median time (GB/s)")
+        ax.set_xlabel("throughput per reader, its bytes / median time (GB/s)"
+                      if (t["procs"] > 1).any() else
+                      "throughput, file bytes / median time (GB/s)")
         ax.set_title(f"{cache} cache")
         ref = ("; dashed: the probe's " + ", ".join(drawn)) if drawn else \
             "; no probe ceilings in env.json"
@@ -373,8 +375,9 @@ def paired_note(t: pd.DataFrame, device: bool) -> str:
             "no interval reaches 95%; empty: no round shared with the baseline.")
     if device:
         text += (" Of device: the median over its rounds of the strategy's GB/s over the same "
-                 "round's ceiling read (a raw O_DIRECT read of the file, the device's speed "
-                 "then).")
+                 "round's ceiling read (the file read cold by the fastest read recipe, the "
+                 "device's speed then; *Noise* says which recipe, and names a strategy that "
+                 "beat it).")
     return text
 
 
@@ -383,6 +386,16 @@ MEDIAN_NOTE = ("Median s: of the ok runs, with the exact distribution-free 95% i
                "distribution); (–): fewer than 6 runs: no 95% interval of the median exists.")
 UNVERIFIED_NOTE = (f"{UNVERIFIED_MARK}: a command's runs that count although no checksum "
                    "checked the bytes it loaded (it sent none; see *Peers*).")
+
+
+READER_NOTE = ("GB/s: the bytes one run delivers over its median time; in rows of several "
+               "readers (×N), each reader's own (its bytes over its own time, *per reader*): "
+               "*Many readers* gives each round's total.")
+
+
+def gbps_cell(r: pd.Series) -> str:
+    """A row's GB/s, marked per reader where the row's runs had several readers."""
+    return f"{r['gb_per_s']:.2f}" + (" per reader" if r["procs"] > 1 else "")
 
 
 def median_cell(r: pd.Series) -> str:
@@ -410,7 +423,7 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
         if (paired_columns and not r["is_baseline"] and not pd.isna(r["pairs"])
                 and r["pairs"] != r["n"]):
             n += f" ({r['pairs']:.0f} paired)"
-        cells = [label(r, files), n, median_cell(r), f"{r['gb_per_s']:.2f}"]
+        cells = [label(r, files), n, median_cell(r), gbps_cell(r)]
         cells += list(speedup_cells(r)) if paired_columns else []
         if device:
             cells.append("" if pd.isna(r["of_device"]) else f"{r['of_device']:.0%}")
@@ -420,6 +433,8 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
         text = f"× {baseline_of(t)}, paired: as above." if paired_columns else "Columns as above."
     else:
         text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
+    if note and (t["procs"] > 1).any():
+        text += " " + READER_NOTE
     if "verified" in t and not t["verified"].all():
         text += " " + UNVERIFIED_NOTE
     return text + "\n\n" + "\n".join(lines)
@@ -473,7 +488,27 @@ def machine_facts(env: dict) -> dict[str, str]:
         "thp": f"enabled {thp.get('enabled', '?')}, defrag {thp.get('defrag', '?')}",
         "loadbench": f"{lb.get('version', '?')} ({lb.get('commit', '?')}), root: "
                      f"{env.get('root')}",
+        "state": machine_state(env),
     }
+
+
+def machine_state(env: dict) -> str:
+    """Whether the runs ran on the tuned machine (env.json `system`: `loadbench system tune`, or
+    the experiment key `[system] tune = true`), with a warning and the reasons when not."""
+    system = env.get("system", {})
+    if not system:
+        return "not recorded (an env.json from before loadbench recorded the machine's state)"
+    tune = system.get("tune") or {}
+    untuned = [s for s in env.get("sessions", []) if s.get("system_tuned") is False]
+    if system.get("tuned") and not untuned:
+        reporting = {"off": "held off", "absent": "absent from this kernel"}.get(
+            system.get("page_reporting"), "kept on, by choice")
+        return f"tuned{' by ' + tune['by'] if tune.get('by') else ''}: free page reporting " \
+               f"{reporting}"
+    why = "; ".join(system.get("not_tuned_because", [])) or \
+        f"{len(untuned)} of the sessions ran on the machine untuned"
+    return f"**WARNING: not the tuned state**: {why} (`loadbench system tune`, or the " \
+           f"experiment key `[system] tune = true`, tunes it)"
 
 
 def machine_md(env: dict) -> str:
@@ -507,10 +542,12 @@ READERS_INTRO = (
     "(1); *pp*, a contiguous range of layers; *files*, a range of a sharded model's files. "
     "The tables above count every reader as a run of its own; here a round (one rep of one "
     "strategy, number of readers and pattern) is the unit, counted the way MLPerf Storage "
-    "counts one: a round lasts as long as its slowest reader, its throughput is every byte "
-    "the readers delivered (their tensor bytes) over that time, and its spread is the "
-    "slowest reader's time over the median reader's (1: all finished together). A round "
-    "with a reader that failed, was not verified or is missing has none of the three. "
+    "counts one: the readers start together from a barrier, a round lasts from its first "
+    "reader's start to its last reader's end (start ms: how far apart they started), its "
+    "throughput is every byte the readers delivered (their tensor bytes) over that time, in "
+    "total, and its spread is the slowest reader's time over the median reader's (1: all "
+    "finished together). A round with a reader that failed, timed out, was not verified or is "
+    "missing has none of these, and no paired value anywhere: a run counts only whole. "
     "Figures are medians over the complete rounds; × one reader: the median duration over "
     "the same strategy's with a single reader (the row with 1 reader); bytes: whether the "
     "readers' bytes add up, the model once per reader for replicated and once in all for the "
@@ -533,16 +570,19 @@ def figure_cell(value, fmt: str) -> str:
 
 
 def readers_table_md(summary: pd.DataFrame, files: int) -> str:
-    lines = ["| strategy | cache | pattern | readers | rounds | duration s | GB/s, all readers | "
-             "spread | × one reader | bytes |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| strategy | cache | pattern | readers | rounds | duration s | start ms | "
+             "GB/s, all readers | spread | × one reader | bytes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         single = r["procs"] == 1
         rounds = str(r["rounds"]) + (f" ({r['failed_rounds']} failed)" if r["failed_rounds"]
                                      else "")
         vs = "1 (reference)" if single else figure_cell(r["vs_single"], ".2f")
+        start = None if pd.isna(r["start_spread_s"]) else r["start_spread_s"] * 1e3
         lines.append(f"| {series_name(r, files)} | {r['cache']} | "
                      f"{'' if single else r['pattern']} | {r['procs']} | {rounds} | "
                      f"{figure_cell(r['duration_s'], '.3f')} | "
+                     f"{figure_cell(start, '.1f')} | "
                      f"{figure_cell(r['gb_per_s'], '.2f')} | {figure_cell(r['spread'], '.2f')} | "
                      f"{vs} | {r['bytes_check']} |")
     return "\n".join(lines)

@@ -62,6 +62,7 @@ RECORD = {
              "stderr_tail": (TEXT, LIST), "measured": TEXT},
     "profile": {"folded": TEXT, "hz": NUMBER, "threads": INTEGER,
                 "shares_of": frozenset({"wall", "cpu"}), "waiting_s": NUMBER},
+    "ceiling_recipes": {"*": {"gb_per_s": NUMBER, "reason": SCALAR}},
 }
 # The fields of a record that are no object: a column each, null where a record has none.
 COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]
@@ -99,7 +100,9 @@ ENV = {
                "auto": {"target": NUMBER, "budget_s": NUMBER, "min_rounds": SCALAR,
                         "max_rounds": SCALAR}},
     "stability": _STABILITY,
-    "sessions": [{"started_at": SCALAR, "stability": _STABILITY}],
+    "sessions": [{"started_at": SCALAR, "stability": _STABILITY, "system_tuned": BOOLEAN}],
+    "system": {"tuned": BOOLEAN, "page_reporting": TEXT, "not_tuned_because": [TEXT],
+               "tune": {"by": TEXT, "page_reporting": TEXT}},
     "file": _FILE,
     "files": [_FILE],
     "experiment_file": {"question": TEXT},

@@ -15,7 +15,7 @@ import pandas as pd
 from scipy.stats import binom
 
 from analysis import causes, paired
-from analysis.results import GROUP, Results
+from analysis.results import GROUP, REPLICATED, Results
 
 CONFIDENCE = 0.95
 
@@ -64,6 +64,14 @@ def median_interval(values) -> tuple[float, float]:
     return float(x[k - 1]), float(x[len(x) - k])
 
 
+def reader_bytes(group: pd.DataFrame, file_bytes: float) -> float:
+    """The bytes one reader of the group delivers: the file's, or for a read pattern that
+    splits the model (not replicated), the median of its readers' tensor_bytes."""
+    if (group["pattern"] == REPLICATED).all():
+        return file_bytes
+    return median_of(group.get("tensor_bytes"))
+
+
 def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP), sorted by cache state then median time.
     The interval columns are NaN for groups of fewer than 6 runs. The speed-up columns are NaN
@@ -91,7 +99,9 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
             "iqr_s": float(q3 - q1),
             "ci_low_s": ci_low,
             "ci_high_s": ci_high,
-            "gb_per_s": file_bytes / median / 1e9,
+            # Per reader: what one reader delivers (its part, for a pattern that splits the
+            # model) over its own time; a round's total is analysis/readers.py's.
+            "gb_per_s": reader_bytes(group, file_bytes) / median / 1e9,
             "peak_rss_bytes": median_of(group.get("peak_rss_bytes")),
             # The load's own faults (the timed region); folders from before they were recorded
             # have only the whole worker process's.

@@ -337,8 +337,8 @@ def table_text(rows, records):
         c = [x["gb_per_s"] for x in records if x.get("strategy") == "ceiling"
              and x.get("cache") == cache and x.get("status") == "ok" and x.get("gb_per_s")]
         if c:
-            lines.append(f"{cache}: ceiling (a raw O_DIRECT read of the file) median "
-                         f"{statistics.median(c):.2f} GB/s over {len(c)} round(s)")
+            lines.append(f"{cache}: ceiling (the file read cold by the fastest read recipe) "
+                         f"median {statistics.median(c):.2f} GB/s over {len(c)} round(s)")
     lines += ["Medians in seconds; ratio: loadbench / fio, paired by round (Hodges-Lehmann, "
               "exact 95% interval from 6 rounds); above 1, loadbench is slower.",
               "I/O alone: fio's own runtime; loadbench's ready_s (strategies that read "

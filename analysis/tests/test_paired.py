@@ -15,7 +15,7 @@ import pytest
 from conftest import DEVICE_GB_PER_S, FILE_BYTES, write_rounds
 from scipy import stats as sp
 
-from analysis import paired, report, results, stats
+from analysis import noise, paired, readers, report, results, stats
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "paired_stats.json")
 
@@ -206,37 +206,64 @@ def test_ceiling_records_are_kept_apart_from_strategies(tmp_path):
     assert "ceiling" not in set(table["strategy_spec"])
 
 
-def test_pairs_are_rounds_with_both_ok_and_the_slowest_worker_counts(tmp_path):
-    folder = tmp_path / "procs"
+def _two_reader_rounds(folder, walls, starts=None):
+    """runs.jsonl of fread and mmap in rounds of two readers; walls[rep] = (fread's, mmap's)
+    readers' wall_s (None: that reader failed); starts[rep], where given, the same shape of
+    load_start_unix_s."""
     folder.mkdir()
     rows = []
-    walls = {  # rep: (fread's two workers, mmap's two workers)
-        0: ((10.0, 12.0), (2.0, 3.0)), 1: ((11.0, 9.0), (4.0, 1.0)),
-        2: ((10.0, 10.0), (2.0, None)),  # mmap's second worker failed: its ok worker counts
-        3: ((10.0, 10.0), ()),  # mmap never ran: no pair
-    }
     for rep, sides in walls.items():
-        for spec, workers in zip(("fread", "mmap"), sides):
+        for s, (spec, workers) in enumerate(zip(("fread", "mmap"), sides)):
             for proc, wall in enumerate(workers):
-                rows.append({"run_id": f"{rep}-{spec}-{proc}", "strategy": spec,
-                             "strategy_spec": spec, "file": "/f", "file_bytes": 10**9,
-                             "cache": "cold", "rep": rep, "position": int(spec == "mmap"),
-                             "procs": 2, "proc": proc, "status": "ok" if wall else "failed",
-                             "checksum_ok": True if wall else None, "wall_s": wall,
-                             "peak_rss_bytes": 1, "major_faults": 0, "minor_faults": 0})
+                row = {"run_id": f"{rep}-{spec}-{proc}", "strategy": spec,
+                       "strategy_spec": spec, "file": "/f", "file_bytes": 10**9,
+                       "cache": "cold", "rep": rep, "position": int(spec == "mmap"),
+                       "procs": 2, "proc": proc, "status": "ok" if wall else "failed",
+                       "error": None if wall else "timed out after 60 s",
+                       "checksum_ok": True if wall else None, "wall_s": wall,
+                       "peak_rss_bytes": 1, "major_faults": 0, "minor_faults": 0}
+                if starts:
+                    row["load_start_unix_s"] = starts[rep][s][proc]
+                rows.append(row)
     (folder / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
-    r = results.load(str(folder))
+    return results.load(str(folder))
+
+
+def test_a_run_counts_only_whole_at_its_slowest_reader(tmp_path):
+    r = _two_reader_rounds(tmp_path / "procs", {  # rep: (fread's two readers, mmap's two)
+        0: ((10.0, 12.0), (2.0, 3.0)), 1: ((11.0, 9.0), (4.0, 1.0)),
+        2: ((10.0, 10.0), (2.0, None)),  # mmap's second reader failed: no value, no pair
+        3: ((10.0, 10.0), ()),  # mmap never ran: no pair
+        4: ((10.0, 14.0), (5.0, 2.0)),
+    })
     values = paired.run_values(r).set_index(["strategy_spec", "rep"])["wall_s"]
     assert values[("fread", 0)] == 12.0 and values[("mmap", 1)] == 4.0
-    assert values[("mmap", 2)] == 2.0
+    assert ("mmap", 2) not in values.index and ("fread", 2) in values.index
+    broken = paired.broken_rounds(r)
+    assert list(broken["strategy_spec"]) == ["mmap"] and list(broken["rep"]) == [2]
+    assert "reader 1: failed: timed out after 60 s" in broken["reason"].iloc[0]
+    said = noise.rounds_md(r)
+    assert "A run counts only whole: 1 run" in said and "mmap, round 2: reader 1" in said
+    assert noise.summary(r)["broken_rounds"][0]["rep"] == 2
     row = paired.paired_table(r).iloc[0]
     assert row["strategy_spec"] == "mmap" and row["n"] == 3 and row["procs"] == 2
-    # ln(3/12), ln(4/11), ln(2/10): the estimate is the median Walsh average.
-    d = np.log([3 / 12, 4 / 11, 2 / 10])
+    # ln(3/12), ln(4/11), ln(5/14): the estimate is the median Walsh average.
+    d = np.log([3 / 12, 4 / 11, 5 / 14])
     walsh = [(d[i] + d[j]) / 2 for i in range(3) for j in range(i, 3)]
     assert close(row["ratio"], math.exp(np.median(walsh)))
     assert close(row["speedup"], 1 / row["ratio"]) and not row["bounded"]
     assert row["half_width"] == math.inf and row["verdict"] == "too few rounds"
+
+
+def test_a_run_lasts_from_its_first_start_to_its_last_end(tmp_path):
+    walls = {0: ((10.0, 12.0), (2.0, 3.0))}
+    starts = {0: ((100.0, 100.5), (200.0, 199.0))}
+    r = _two_reader_rounds(tmp_path / "starts", walls, starts)
+    values = paired.run_values(r).set_index(["strategy_spec", "rep"])["wall_s"]
+    assert close(values[("fread", 0)], 12.5) and close(values[("mmap", 0)], 3.0)
+    rounds = readers.rounds(r.runs, r.env).set_index("strategy_spec")
+    assert close(rounds.loc["fread", "start_spread_s"], 0.5)
+    assert close(rounds.loc["fread", "duration_s"], 12.5)
 
 
 def test_the_baseline_is_the_recorded_one_else_fread_else_the_first(tmp_path):

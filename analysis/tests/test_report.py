@@ -241,3 +241,26 @@ def test_the_verdict_lines_stay_few(rounds12):
     lines = verdict.lines({"verdict": {f"cold [f{i}]": cold for i in range(5)}})
     assert len(lines) == 3 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
     assert lines[2] == "... and 3 more conditions: see the report"
+
+
+def test_the_machine_facts_give_the_state_and_warn_when_it_was_not_the_tuned_one():
+    tuned = {"system": {"tuned": True, "page_reporting": "off", "not_tuned_because": [],
+                        "tune": {"by": "experiment", "page_reporting": "off"}},
+             "sessions": [{"system_tuned": True}]}
+    assert report.machine_facts(tuned)["state"] == \
+        "tuned by experiment: free page reporting held off"
+    kept = {"system": {"tuned": True, "page_reporting": "on", "not_tuned_because": [],
+                       "tune": {"by": "system tune", "page_reporting": "keep"}}}
+    assert report.machine_state(kept) == "tuned by system tune: free page reporting kept on, " \
+        "by choice"
+    untuned = {"system": {"tuned": False, "page_reporting": "on", "tune": None,
+                          "not_tuned_because": ["free page reporting is on (...)"]}}
+    state = report.machine_md(untuned)
+    assert "- state: **WARNING: not the tuned state**: free page reporting is on (...)" in state
+    # A resumed folder whose earlier session ran untuned warns too.
+    tuned["sessions"].insert(0, {"system_tuned": False})
+    assert "WARNING" in report.machine_state(tuned)
+    assert report.machine_state({}).startswith("not recorded")
+    nothing_to_tune = {"system": {"tuned": True, "page_reporting": "absent", "tune": None}}
+    assert report.machine_state(nothing_to_tune) == "tuned: free page reporting absent from " \
+        "this kernel"

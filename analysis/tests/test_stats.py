@@ -156,10 +156,12 @@ def test_roles_are_groups_of_their_own_everywhere(tmp_path):
     cold = report.table_md(stats.summarize(r), "cold", 1)
     assert "| shm[creator] ×2 | 6 | 12.500 (10.000–15.000) |" in cold
     assert "| shm[attacher] ×2 | 6 | 3.500 (1.000–6.000) |" in cold
+    assert " per reader |" in cold and "each reader's own" in cold  # GB/s says whose
     write_records(tmp_path / "b", shm_rounds())
     rows = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))["rows"]
+    # compare takes a run of two readers as one value (the round's), per role.
     assert [(x["strategy_spec"], x["role"], x["n_a"]) for x in rows] == [
-        ("fread", "", 12), ("shm", "attacher", 6), ("shm", "creator", 6)]
+        ("fread", "", 6), ("shm", "attacher", 6), ("shm", "creator", 6)]
 
 
 def test_bad_folders_are_named(tmp_path):

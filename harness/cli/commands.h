@@ -80,6 +80,14 @@ struct LockFlags {
 };
 int LockCommand(const LockFlags& f, const std::string& command_line);
 
+struct SystemFlags {
+  std::string action;             // show, tune or reset
+  std::string data_dir = "data";  // show: the read-ahead and scheduler of the device holding it
+  std::string page_reporting = "off";
+  bool json = false, no_wait = false;
+};
+int SystemCommand(const SystemFlags& f, const std::string& command_line);
+
 struct WorkerFlags {
   WorkerRequest req;
   int result_fd = 1;

@@ -206,8 +206,9 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--seed", f->seed, "Seed of the balanced or shuffled order")
       ->capture_default_str();
   cmd->add_flag("--ceiling", f->ceiling,
-                "A ceiling run in every cold round: a raw O_DIRECT read of the file through "
-                "io_uring at depth 32, the device's speed at that moment");
+                "A ceiling run in every cold round: every byte of the files read cold by the "
+                "fastest read recipe (the probe's, else the first round tries them all), the "
+                "device's speed at that moment");
   cmd->add_option("--baseline", f->baseline,
                   "The strategy (as written in --strategies) every paired ratio is against "
                   "(default: fread when listed, else the first)");
@@ -301,6 +302,42 @@ CLI::App* AddLock(CLI::App& app, LockFlags* f) {
   return cmd;
 }
 
+CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "system", "The machine's state: show every kernel setting that changes a load's time, tune "
+                "the ones a measurement should not leave to chance, reset them to what was there");
+  cmd->require_subcommand(1);
+  auto* show = cmd->add_subcommand(
+      "show", "Print every setting that changes a load's time (THP, free page reporting, "
+              "swappiness, dirty limits and writeback, the data device's read-ahead and I/O "
+              "scheduler, the CPU governor, the balloon), one a line with where it is read, and "
+              "whether the machine is in the tuned state; reads only");
+  show->add_option("--data", f->data_dir,
+                   "The folder whose block device's read-ahead and scheduler are shown (the "
+                   "nearest existing parent when it does not exist)")
+      ->capture_default_str();
+  show->add_flag("--json", f->json, "Print JSON (env.json's `system`, and the state file)");
+  auto* tune = cmd->add_subcommand(
+      "tune", "Set what a measurement should not leave to chance: free page reporting held off "
+              "(page_reporting_order above the largest free block order) and the CPU governor "
+              "`performance` where there is one; save what was there for `system reset`. Root "
+              "only: a setting it cannot set is named, exit 2, and nothing is left half-set");
+  tune->add_option("--page-reporting", f->page_reporting,
+                   "off: hold free page reporting off; keep: leave it as it is (recorded as "
+                   "the choice, so the state still counts as tuned)")
+      ->check(CLI::IsMember({"off", "keep"}))
+      ->capture_default_str();
+  AddNoWait(tune, &f->no_wait);
+  auto* reset = cmd->add_subcommand(
+      "reset", "Write back what `system tune` found, from its state file (says so when there is "
+               "none)");
+  AddNoWait(reset, &f->no_wait);
+  for (CLI::App* sub : {show, tune, reset}) {
+    sub->parse_complete_callback([f, sub] { f->action = sub->get_name(); });
+  }
+  return cmd;
+}
+
 // Internal: the runner's child process (harness/launch/worker.h); hidden from --help.
 CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
@@ -315,6 +352,7 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   cmd->add_option("--part", f->part)->capture_default_str();
   cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
   cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
+  cmd->add_option("--start-fd", f->req.start_fd)->capture_default_str();
   return cmd;
 }
 
@@ -343,6 +381,7 @@ int main(int argc, char** argv) {
   CacheFlags cache;
   ProbeOptions probe;
   LockFlags lock;
+  SystemFlags system;
   WorkerFlags worker;
   const auto* gen_cmd = AddGen(app, &gen);
   const auto* inspect_cmd = AddInspect(app, &inspect);
@@ -352,6 +391,7 @@ int main(int argc, char** argv) {
   const auto* cache_cmd = AddCache(app, &cache);
   const auto* probe_cmd = AddProbe(app, &probe);
   auto* lock_cmd = AddLock(app, &lock);
+  const auto* system_cmd = AddSystem(app, &system);
   const auto* worker_cmd = AddWorker(app, &worker);
   // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
   int parsed_argc = argc;
@@ -383,6 +423,7 @@ int main(int argc, char** argv) {
     for (const std::string& a : lock_cmd->remaining()) lock.command.push_back(a);
     return LockCommand(lock, command_line);
   }
+  if (*system_cmd) return SystemCommand(system, command_line);
   if (*worker_cmd) return WorkerCommand(worker);
   return 2;
 }

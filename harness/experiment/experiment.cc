@@ -118,8 +118,7 @@ class Reader {
   }
 
   // The keys of what runs: name, timeout_s, profile, profile_hz, procs, pattern, memory_limit,
-  // cache,
-  // [[file]], [[strategy]].
+  // cache, [system], [[file]], [[strategy]].
   Status PlanKey(const std::string& k, const toml::node& node, Experiment* e, bool* known) {
     *known = true;
     if (k == "name") return String(node, "name", &e->name);
@@ -176,6 +175,7 @@ class Reader {
       });
     }
     if (k == "cache") return Caches(node, &e->caches);
+    if (k == "system") return SystemTable(node, &e->system);
     if (k == "file") {
       return Tables(node, "file", [&](const toml::table& t) { return File(t, &e->files); });
     }
@@ -214,6 +214,42 @@ class Reader {
                    "must be interleaved or shuffled, not grouped");
     }
     e->reps = e->autoreps.max_rounds;
+    return Status::Ok();
+  }
+
+  // [system]: tune = true|false, page_reporting = "off"|"keep" (only with tune = true),
+  // settle = true|false.
+  Status SystemTable(const toml::node& n, ExperimentSystem* out) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) return BadAt(path_, n.source(), "system must be a table: [system]");
+    const toml::node* page_reporting = nullptr;
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      if (k == "tune") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "system.tune must be true or false");
+        out->tune = *v;
+      } else if (k == "settle") {
+        const std::optional<bool> v = node.value<bool>();
+        if (!v) return BadAt(path_, node.source(), "system.settle must be true or false");
+        out->settle = *v;
+      } else if (k == "page_reporting") {
+        std::string text;
+        LB_RETURN_IF_ERROR(String(node, "system.page_reporting", &text));
+        Status s = ParsePageReportingChoice(text, "system.page_reporting", &out->page_reporting);
+        if (!s.ok()) return BadAt(path_, node.source(), s.message());
+        page_reporting = &node;
+      } else {
+        return BadAt(
+            path_, node.source(),
+            fmt::format("[system]: unknown key '{}' (it takes tune, page_reporting and settle)",
+                        k));
+      }
+    }
+    if (page_reporting != nullptr && !out->tune) {
+      return BadAt(path_, page_reporting->source(),
+                   "system.page_reporting says how to tune: it needs tune = true");
+    }
     return Status::Ok();
   }
 

@@ -26,6 +26,11 @@
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
 //
+//   [system]                       # the machine's state for the runs (harness/system/tuning.h)
+//   tune = true                    # tuned before the first run, restored at the end (default
+//                                  #   false: recorded as found)
+//   page_reporting = "off"         # "off" (held off, the default) or "keep" (left on, recorded)
+//
 //   [[file]]                       # a file to generate (cached by spec in the data folder)...
 //   preset = "llama"
 //   size = "4GiB"                  # or a multiple of this machine's memory: "1.25xRAM"
@@ -71,6 +76,7 @@
 #include "harness/experiment/command.h"
 #include "harness/experiment/rounds.h"
 #include "harness/gen/generator.h"
+#include "harness/system/tuning.h"
 #include "loaders/base/status.h"
 #include "loaders/loader.h"
 
@@ -106,6 +112,15 @@ struct ExperimentRun {
   std::string pattern = "replicated";  // what each of the procs readers loads
 };
 
+// [system]: whether the runs ask for the tuned machine, and what it holds free page reporting to.
+struct ExperimentSystem {
+  bool tune = false;
+  // Touch as much new memory as a run uses, and give it back, just before the first run
+  // (harness/system/settle.h), so that it starts as the runs after it do.
+  bool settle = true;
+  PageReportingChoice page_reporting = PageReportingChoice::kOff;
+};
+
 struct Experiment {
   std::string path;  // the experiment file; empty for one built from `run`'s flags
   std::string name;
@@ -125,6 +140,7 @@ struct Experiment {
   bool procs_given = false;  // the file set procs (else MPI makes it the job's size)
   std::vector<std::string> patterns = {"replicated"};  // as ReadPattern::Text writes them
   std::vector<uint64_t> memory_limits = {0};
+  ExperimentSystem system;
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made

@@ -185,6 +185,7 @@ Json AdaptiveJson(const AutoReps& a, const RoundsVerdict& v, double elapsed_s,
                                 {"memory_limit_bytes", c.memory_limit_bytes},
                                 {"pattern", c.pattern},
                                 {"strategy_spec", c.spec},
+                                {"marks", c.marks},
                                 {"baseline", c.baseline},
                                 {"n", c.n},
                                 {"ratio", finite(c.ratio)},
@@ -231,9 +232,9 @@ std::string AutoRepsLine(const AutoReps& a, const RoundsVerdict& v, const std::s
   if (widest != nullptr) {
     out += std::isfinite(widest->half_width)
                ? fmt::format("; widest interval ±{:.1f}% ({} {})", widest->half_width * 100,
-                             widest->cache, widest->spec)
+                             widest->cache, MarkedSpec(*widest))
                : fmt::format("; {} {} has too few rounds for an interval", widest->cache,
-                             widest->spec);
+                             MarkedSpec(*widest));
   }
   return out + " (adaptive.json)\n";
 }

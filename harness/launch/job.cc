@@ -68,20 +68,20 @@ std::vector<int> Displacements(const std::vector<int>& counts) {
 
 // Waits for a nonblocking collective without spinning: a rank waiting for the others must
 // leave the CPU to the loads being measured (a blocking MPI call polls at full speed). Checks
-// after 0.1 ms, then ever less often, at most every 10 ms. A long wait (the others' loads)
-// so costs little: 0.7 to 0.9% of a core per waiting rank on a quiet machine here; checking every
-// half millisecond it took 1.9% (measured beside a build), each check (MPI_Test: OpenMPI's
-// progress engine) about 0.2 ms of CPU. The start barrier
-// follows the exchange of the hosts' cache states, which every rank leaves within moments of
-// the others, so its waits stay at the short end and the readers start close together.
-void Wait(MPI_Request* request) {
+// after 0.1 ms, then ever less often, at most every `max_pause_ns` (10 ms but at the start
+// barrier). A long wait (the others' loads) so costs little: 0.7 to 0.9% of a core per waiting
+// rank on a quiet machine here; checking every half millisecond it took 1.9% (measured beside
+// a build), each check (MPI_Test: OpenMPI's progress engine) about 0.2 ms of CPU.
+constexpr long kPatientPauseNs = 10000000, kPromptPauseNs = 250000;
+
+void Wait(MPI_Request* request, long max_pause_ns = kPatientPauseNs) {
   int done = 0;
   MPI_Test(request, &done, MPI_STATUS_IGNORE);
   long pause_ns = 100000;
   while (!done) {
     const timespec pause = {0, pause_ns};
     ::nanosleep(&pause, nullptr);
-    pause_ns = std::min(pause_ns * 2, 10000000L);
+    pause_ns = std::min(pause_ns * 2, max_pause_ns);
     MPI_Test(request, &done, MPI_STATUS_IGNORE);
   }
 }
@@ -109,10 +109,10 @@ Status Job::Join() {
   return Status::Ok();
 }
 
-void Job::Barrier() const {
+void Job::Barrier(bool prompt) const {
   MPI_Request r;
   MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  Wait(&r);
+  Wait(&r, prompt ? kPromptPauseNs : kPatientPauseNs);
 }
 
 std::string Job::Broadcast(const std::string& text) const {
@@ -166,7 +166,7 @@ Job::~Job() = default;
 
 Status Job::Join() { return Status::Unsupported(MpiUnavailableReason()); }
 
-void Job::Barrier() const {}
+void Job::Barrier(bool) const {}
 
 std::string Job::Broadcast(const std::string& text) const { return text; }
 

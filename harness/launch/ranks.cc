@@ -78,11 +78,13 @@ ReaderOutcome OutcomeOf(const RankJson& j, int k) {
 }
 
 // This rank's reader, when it has one and its host was prepared: a worker loading its part,
-// sampled and profiled as the request says (rank 0's only).
-ReaderOutcome RunMine(const Job& job, const LaunchRequest& req, bool* stopped) {
+// sampled and profiled as the request says (rank 0's only), released once every rank is at
+// the start barrier (`all_ready`).
+ReaderOutcome RunMine(const Job& job, const LaunchRequest& req,
+                      const std::function<void()>& all_ready, bool* stopped) {
   LaunchRequest mine = req;
   mine.readers = 1;
-  std::vector<ReaderOutcome> out = RunWorkers(mine, "", job.rank(), stopped);
+  std::vector<ReaderOutcome> out = RunWorkers(mine, "", job.rank(), all_ready, stopped);
   return std::move(out.at(0));
 }
 
@@ -224,9 +226,17 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
       HostStateOf(ParseRankJson(starts.at(static_cast<size_t>(job.leader_of(job.rank())))));
   const bool reader = job.rank() < req.readers;
   bool stopped = false;
-  job.Barrier();  // every reader starts at the same moment
+  // The start barrier: every rank's worker set up and ready (or gone), then every rank here,
+  // then every worker released. A rank without a reader, or whose reader ended before it was
+  // ready, meets the others here all the same.
+  bool met = false;
+  const std::function<void()> meet = [&] {
+    job.Barrier(/*prompt=*/true);
+    met = true;
+  };
   ReaderOutcome mine;
-  if (reader && mine_start.ok) mine = RunMine(job, req, &stopped);
+  if (reader && mine_start.ok) mine = RunMine(job, req, meet, &stopped);
+  if (!met) job.Barrier(/*prompt=*/true);
   job.Barrier();  // every reader is done: the host's figures after
   RankJson after;
   if (job.host_leader() && start.ok) {

@@ -2,9 +2,11 @@
 // messages rank 0 and the other ranks exchange. Rank 0 runs the executor as on one machine;
 // the other ranks follow it (harness/run/follow.cc):
 //   check  every rank runs the same loadbench, every host sees the same model (size, checksum)
-//   run    each host's first rank prepares its host (the host steps); all ranks wait for each
-//          other and start at once, each reader in a fresh worker of its own; all wait for the
-//          last; each host's first rank measures its host after; rank 0 gathers the outcomes
+//   run    each host's first rank prepares its host (the host steps); each rank starts its
+//          reader in a fresh worker of its own, which sets up and says it is ready; all ranks
+//          wait for each other at the start barrier, then release their workers at once; all
+//          wait for the last; each host's first rank measures its host after; rank 0 gathers
+//          the outcomes
 //   end    the exit code rank 0 ends with
 #pragma once
 
@@ -49,10 +51,11 @@ std::unique_ptr<Launcher> RanksLauncher(const Job& job);
 RankJson RunMessage(const LaunchRequest& req);
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe);
 
-// This rank's part of one run: its host prepared (by its first rank, `host.prepare`), every
-// rank at the barrier, this rank's reader (rank < req.readers) run as a worker loading its
-// part, every rank at the barrier again, `host.after` on each host's first rank, and the
-// outcomes gathered. Rank 0 gets every reader's outcome, each with its host's state; the others
+// This rank's part of one run: its host prepared (by its first rank, `host.prepare`), this
+// rank's reader (rank < req.readers) started as a worker loading its part, every rank at the
+// start barrier once its worker is ready, the workers released, every rank at the barrier
+// again once its reader ended, `host.after` on each host's first rank, and the outcomes
+// gathered. Rank 0 gets every reader's outcome, each with its host's state; the others
 // get nothing. Sets *interrupted when any rank was.
 std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& req,
                                           const HostSteps& host, bool* interrupted);

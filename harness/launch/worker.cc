@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,13 @@ double MonotonicSeconds(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
+// CLOCK_REALTIME now, to the microsecond: comparable between hosts whose clocks agree.
+double UnixSecondsNow() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec * 1000000 + ts.tv_nsec / 1000) / 1e6;
+}
+
 // Tells the runner the load reached `stage` ("loaded", "measured") and waits for its word: a
 // byte to go on after "loaded", EOF after "measured". Workers loading at once so measure their
 // memory while all of them hold it, and none unmaps before every one has measured (a worker
@@ -70,6 +78,23 @@ void Hold(int result_fd, int hold_fd, std::string_view stage) {
   ssize_t n;
   while ((n = ::read(hold_fd, &c, 1)) < 0 && errno == EINTR) {
   }
+}
+
+// The start barrier (WorkerRequest::start_fd). A profiled worker turns perf on first and waits
+// for its ack (*profiled: perf answered), so that no reader waits for its profiler once
+// released; it is off CPU while it waits at the barrier, and its profile keeps only the samples
+// of its load's own time anyway (ProfileWindow). Then "ready", and the runner's word to start.
+Status AwaitStart(const WorkerRequest& req, int result_fd, bool* profiled) {
+  *profiled =
+      req.profile_ctl_fd >= 0 && ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
+  if (req.start_fd < 0) return Status::Ok();
+  LB_RETURN_IF_ERROR(WriteExact(result_fd, "result pipe", "ready\n", 6));
+  char c;
+  ssize_t n;
+  while ((n = ::read(req.start_fd, &c, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) return Status::Failed("the runner gave up on the run before its readers started");
+  return Status::Ok();
 }
 
 // The record of a load that did not happen or did not finish.
@@ -170,13 +195,13 @@ void PipelineFigures(const UsePipeline& p, Clock::time_point t0, RunRecord* r) {
 }
 
 // The profile's window (profile.h): the load's own time (`timed`, what wall_s adds up) while perf
-// was on, from `on` to `off`, in CLOCK_MONOTONIC seconds.
-RunRecord::Json ProfileWindow(const std::vector<TimeSpan>& timed, Clock::time_point on,
-                              Clock::time_point off) {
+// was on, which it was from before the start (AwaitStart) until `off`, in CLOCK_MONOTONIC
+// seconds.
+RunRecord::Json ProfileWindow(const std::vector<TimeSpan>& timed, Clock::time_point off) {
   RunRecord::Json spans = RunRecord::Json::array();
   for (const TimeSpan& t : timed) {
-    const Clock::time_point begin = std::max(t.begin, on), end = std::min(t.end, off);
-    if (end > begin) spans.push_back({MonotonicSeconds(begin), MonotonicSeconds(end)});
+    const Clock::time_point end = std::min(t.end, off);
+    if (end > t.begin) spans.push_back({MonotonicSeconds(t.begin), MonotonicSeconds(end)});
   }
   return spans;
 }
@@ -201,6 +226,8 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   RunRecord r;
   Setup setup;
   if (Status s = SetUp(req, &setup, &r); !s.ok()) return Unfinished(r, s);
+  bool profiled = false;
+  if (Status s = AwaitStart(req, result_fd, &profiled); !s.ok()) return Unfinished(r, s);
 
   // ---- the timed region: open and validate, load, transform, bind, consume ----
   // read_bytes is counted over the region only: after a cache drop, the worker's own start-up
@@ -212,10 +239,9 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   rusage usage_start{};
   ::getrusage(RUSAGE_SELF, &usage_start);  // every thread, so pread_mt's too
   setup.counters.Enable();
-  const bool profiled =
-      req.profile_ctl_fd >= 0 && ProfileControl(req.profile_ctl_fd, req.profile_ack_fd, "enable");
-  const auto profile_on = Clock::now();  // perf has answered: it samples from here
   const auto t0 = Clock::now();
+  r.load_start_unix_s = UnixSecondsNow();
+  r.load_start_mono_s = MonotonicSeconds(t0);
   TensorTable table;
   Status s;
   std::string path = req.file;
@@ -232,7 +258,6 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   rusage usage_end{};
   ::getrusage(RUSAGE_SELF, &usage_end);
   LoadUsage(usage_start, usage_end, &r);
-  r.load_start_mono_s = MonotonicSeconds(t0);
   r.details = pipeline.Details();
   if (!s.ok()) return Unfinished(r, s);
   // ---- end of the timed region ----
@@ -256,7 +281,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   Judge(req, table, checksums, &r);
   PipelineFigures(pipeline, t0, &r);
   if (profiled) {
-    r.profile_window_mono_s = ProfileWindow(pipeline.Timed(t0), profile_on, profile_off);
+    r.profile_window_mono_s = ProfileWindow(pipeline.Timed(t0), profile_off);
   }
   if (setup.info->flags & kDevice) {
     r.device = pipeline.DeviceJson(t0);

@@ -8,8 +8,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -26,9 +30,11 @@ namespace {
 struct Child {
   pid_t pid = -1;
   UniqueFd result;  // the read end of the worker's result pipe
+  UniqueFd start;   // the write end of its start pipe: one byte releases it
   UniqueFd hold;    // the write end of its hold pipe (several workers only)
   std::string data;
   bool open = true;                       // result pipe not at EOF yet
+  bool ready = false;                     // set up and waiting at the start barrier
   bool loaded = false, measured = false;  // the worker's hold stages (several workers only)
   std::unique_ptr<TimelineSampler> sampler;
   std::unique_ptr<Profiler> profiler;
@@ -46,7 +52,8 @@ WorkerArgs ArgsOf(const LaunchRequest& req, int part) {
           req.part_checksums.at(static_cast<size_t>(part))};
 }
 
-// The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's).
+// The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's), 7
+// (start).
 std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& args, bool hold,
                                     bool profiled) {
   const std::pair<const char*, std::string> flags[] = {
@@ -60,6 +67,7 @@ std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& 
       {"--part", args.part},
       {"--profile-ctl-fd", profiled ? "5" : "-1"},
       {"--profile-ack-fd", profiled ? "6" : "-1"},
+      {"--start-fd", "7"},
   };
   std::vector<std::string> argv = {req.exe, "worker"};
   for (const auto& [flag, value] : flags) argv.insert(argv.end(), {flag, value});
@@ -89,22 +97,35 @@ void Attach(const LaunchRequest& req, Child* c) {
   if (req.sample_s > 0) c->sampler = std::make_unique<TimelineSampler>(c->pid, req.file_paths);
 }
 
+// A test hook (docs/testing.md): LOADBENCH_TEST_SLOW_START=K:SECONDS starts reader K's worker
+// SECONDS late, as a reader slow to start up would be.
+void SlowStartHook(int reader) {
+  const char* hook = std::getenv("LOADBENCH_TEST_SLOW_START");
+  int k = -1;
+  double secs = 0;
+  if (hook == nullptr || std::sscanf(hook, "%d:%lf", &k, &secs) != 2 || k != reader) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+}
+
 // Forks and execs one `loadbench worker`, and its profiler.
 Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, const WorkerArgs& args,
                   Child* c) {
-  int result[2], hold[2] = {-1, -1};
+  int result[2], start[2], hold[2] = {-1, -1};
   if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   c->result.reset(result[0]);
   UniqueFd wr(result[1]), hold_rd;
+  if (::pipe2(start, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd start_rd(start[0]);
+  c->start.reset(start[1]);
   if (req.readers > 1) {
     if (::pipe2(hold, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
     hold_rd.reset(hold[0]);
     c->hold.reset(hold[1]);
   }
   OpenProfiler(req, c);
-  const int fds[4] = {wr.get(), hold_rd.valid() ? hold_rd.get() : -1,
+  const int fds[5] = {wr.get(), hold_rd.valid() ? hold_rd.get() : -1,
                       c->profiler ? c->profiler->worker_ctl() : -1,
-                      c->profiler ? c->profiler->worker_ack() : -1};
+                      c->profiler ? c->profiler->worker_ack() : -1, start_rd.get()};
   std::vector<std::string> argv_s = WorkerArgv(req, args, hold_rd.valid(), c->profiler != nullptr);
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
@@ -114,7 +135,7 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, con
   setup.oom_victim = true;
   setup.cgroup_procs = cgroup_procs.empty() ? nullptr : cgroup_procs.c_str();
   setup.fds = fds;
-  setup.nfds = 4;
+  setup.nfds = 5;
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecChild(setup, req.exe.c_str(), argv.data());
@@ -126,15 +147,18 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, con
 // The workers of one run while they run.
 class Group final : public Watched {
  public:
-  Group(const LaunchRequest& req, const std::string& cgroup_procs, std::vector<ReaderOutcome>* out)
+  Group(const LaunchRequest& req, const std::string& cgroup_procs,
+        const std::function<void()>& all_ready, std::vector<ReaderOutcome>* out)
       : req_(req),
         cgroup_procs_(cgroup_procs),
+        all_ready_(all_ready),
         out_(*out),
         children_(out->size()),
         released_(req.readers == 1) {}
 
   void StartAll(int first_part) {
     for (size_t i = 0; i < children_.size(); ++i) {
+      SlowStartHook(first_part + static_cast<int>(i));
       const WorkerArgs args = ArgsOf(req_, first_part + static_cast<int>(i));
       if (Status s = StartChild(req_, cgroup_procs_, args, &children_[i]); !s.ok()) {
         out_[i].error = s.message();
@@ -180,16 +204,18 @@ class Group final : public Watched {
 
  private:
   void ReadFrom(Child& c);
+  bool Start();
   void MoveBarriers();
   void Judge(const Child& c, int wstatus, ReaderOutcome* o) const;
   void FinishProfile(Child& c, bool killed, ReaderOutcome* o) const;
 
   const LaunchRequest& req_;
   const std::string& cgroup_procs_;
+  const std::function<void()>& all_ready_;
   std::vector<ReaderOutcome>& out_;
   std::vector<Child> children_;
   std::vector<size_t> who_;  // the child of each descriptor of this turn
-  bool released_;
+  bool started_ = false, released_;
 };
 
 void Group::ReadFrom(Child& c) {
@@ -201,8 +227,9 @@ void Group::ReadFrom(Child& c) {
     return;
   }
   c.data.append(buf, static_cast<size_t>(n));
-  for (auto [stage, flag] :
-       {std::pair<std::string_view, bool*>{"loaded\n", &c.loaded}, {"measured\n", &c.measured}}) {
+  for (auto [stage, flag] : {std::pair<std::string_view, bool*>{"ready\n", &c.ready},
+                             {"loaded\n", &c.loaded},
+                             {"measured\n", &c.measured}}) {
     if (!*flag && c.data.starts_with(stage)) {
       *flag = true;
       c.data.erase(0, stage.size());
@@ -210,13 +237,30 @@ void Group::ReadFrom(Child& c) {
   }
 }
 
-// Two barriers for several workers: all loaded -> one byte each (measure your memory now);
-// all measured -> EOF (tear down and report).
+// The start barrier: once every worker is ready (or gone: it failed as it started), the
+// caller's step (the ranks' barrier, under MPI), then one byte each, as close together as
+// writes to their pipes go: their clocks start when they read it.
+bool Group::Start() {
+  if (started_) return true;
+  for (const Child& c : children_) {
+    if (c.open && !c.ready) return false;
+  }
+  if (all_ready_) all_ready_();
+  for (auto& c : children_) {
+    if (c.open && ::write(c.start.get(), "g", 1) != 1) c.start.reset();
+  }
+  started_ = true;
+  return true;
+}
+
+// After the start, two barriers for several workers: all loaded -> one byte each (measure
+// your memory now); all measured -> EOF (tear down and report).
 void Group::MoveBarriers() {
   auto all = [&](bool Child::*stage) {
     return std::all_of(children_.begin(), children_.end(),
                        [&](const Child& c) { return c.*stage || !c.open; });
   };
+  if (!Start()) return;
   if (!released_) {
     if (!all(&Child::loaded)) return;
     for (auto& c : children_) {
@@ -285,7 +329,7 @@ class Workers final : public Launcher {
                                     bool* interrupted) override {
     HostState h = host.prepare();
     std::vector<ReaderOutcome> out;
-    if (h.ok) out = RunWorkers(req, h.cgroup_procs, 0, interrupted);
+    if (h.ok) out = RunWorkers(req, h.cgroup_procs, 0, {}, interrupted);
     out.resize(static_cast<size_t>(req.readers));
     if (*interrupted) return out;
     if (h.ok) host.after(&h);
@@ -297,9 +341,10 @@ class Workers final : public Launcher {
 }  // namespace
 
 std::vector<ReaderOutcome> RunWorkers(const LaunchRequest& req, const std::string& cgroup_procs,
-                                      int first_part, bool* interrupted) {
+                                      int first_part, const std::function<void()>& all_ready,
+                                      bool* interrupted) {
   std::vector<ReaderOutcome> out(static_cast<size_t>(req.readers));
-  Group group(req, cgroup_procs, &out);
+  Group group(req, cgroup_procs, all_ready, &out);
   group.StartAll(first_part);
   const WatchEnd end = Watch(group, req.sample_s, req.timeout_s, group.t0);
   if (end == WatchEnd::kTimedOut) group.TimedOut();

@@ -1,68 +1,128 @@
-// The ceiling run: the probe's cold direct read of the model's first file, in this process
-// (its buffers are 32 MiB), beside the strategies' runs of a round (record/record.h kCeiling).
-#include <fcntl.h>
-
+// The ceiling run: the device's limit over the bytes a load reads (every shard, whole), read
+// cold by the recipes of harness/probe/read_recipes.h, in this process, beside the strategies'
+// runs of a round (record/record.h kCeiling). Which recipe: the one the cached probe of this
+// boot found fastest on the file's device; without one, every recipe in the command's first
+// ceiling run of the file (the fastest gives the figure), and that fastest in the later ones.
 #include <chrono>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/measure/measure.h"
-#include "harness/probe/probe_measure.h"
+#include "harness/probe/probe.h"
+#include "harness/probe/read_recipes.h"
 #include "harness/system/cache.h"
 #include "harness/system/interrupt.h"
-#include "loaders/base/file_io.h"
 
 namespace loadbench {
 namespace {
 
+using Json = nlohmann::ordered_json;
+
 // On this kind of VM a cold run that comes right after the ceiling's O_DIRECT read is slow: 1.39x
 // its group's median against 0.93x after another run (40 A/A experiments, docs/rounds.md). A
-// buffered read of the file in between takes most of that (1.12x against 0.90x over 12), so
+// buffered read of the files in between takes most of that (1.12x against 0.90x over 12), so
 // that the strategies' runs pay less for the ceiling. Its seconds, or nullopt when it failed.
-std::optional<double> Settle(const std::string& path) {
+std::optional<double> Settle(const std::vector<std::string>& paths) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (Status s = WarmFile(path); !s.ok()) {
-    fmt::print(stderr, "loadbench: the read after the ceiling: {}\n", s.message());
-    return std::nullopt;
+  for (const std::string& path : paths) {
+    if (Status s = WarmFile(path); !s.ok()) {
+      fmt::print(stderr, "loadbench: the read after the ceiling: {}\n", s.message());
+      return std::nullopt;
+    }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The ceiling run, in this process (its buffers are 32 MiB): the probe's cold direct read of
-// the file's whole MiBs, which drops the file's pages and checks them gone first.
+// The recipe a ceiling run of `file` repeats, and *by where it was chosen ("first_ceiling":
+// the command's first ceiling run of the file; "probe": the cached probe of this boot, made on
+// the file's device); nullptr where neither chose one.
+const probe::ReadRecipe* Chosen(const MeasureSettings& s, const PreparedFile& file,
+                                std::string* by) {
+  if (const auto it = s.ceilings->recipe_of_file.find(file.path);
+      it != s.ceilings->recipe_of_file.end()) {
+    *by = "first_ceiling";
+    return probe::FindRecipe(it->second);
+  }
+  std::string why;
+  const std::optional<Json> cached = CachedProbe(file.table.shards.at(0).path, &why);
+  if (!cached || cached->value("same_device", Json()) != true) return nullptr;
+  const Json limit = (*cached)["ceilings"].value("device_limit", Json());
+  const Json name = limit.is_object() ? limit.value("recipe", Json()) : Json();
+  const probe::ReadRecipe* recipe =
+      name.is_string() ? probe::FindRecipe(name.get<std::string>()) : nullptr;
+  if (recipe != nullptr) *by = "probe";
+  return recipe;  // a probe's recipe this build does not know: measure them all
+}
+
+// Every recipe's figure, by name: {"gb_per_s": x} or {"gb_per_s": null, "reason": why}.
+Json Figures(const std::vector<Json>& measured) {
+  Json out = Json::object();
+  for (const Json& m : measured) {
+    Json f = {{"gb_per_s", m["gb_per_s"]}};
+    if (m.contains("reason")) f["reason"] = m["reason"];
+    out[m["recipe"].get<std::string>()] = std::move(f);
+  }
+  return out;
+}
+
+// The record of the measured recipes: the fastest's figure and params, or why none gave one
+// ("unsupported" when none can run here).
+void Fill(const std::vector<Json>& measured, const std::string& by, RunRecord* r) {
+  const Json* best = nullptr;
+  std::vector<std::string> reasons;
+  bool all_unsupported = true;
+  for (const Json& m : measured) {
+    if (m["gb_per_s"].is_number()) {
+      if (best == nullptr || m["gb_per_s"] > (*best)["gb_per_s"]) best = &m;
+      continue;
+    }
+    reasons.push_back(
+        fmt::format("{}: {}", m["recipe"].get<std::string>(), m.value("reason", "no figure")));
+    all_unsupported = all_unsupported && m.value("unsupported", false);
+  }
+  if (measured.size() > 1) r->ceiling_recipes = Figures(measured);
+  if (best == nullptr) {
+    r->status = all_unsupported ? "unsupported" : "failed";
+    r->error = fmt::format("{}", fmt::join(reasons, "; "));
+    return;
+  }
+  const auto bytes = (*best)["bytes"].get<uint64_t>();
+  r->status = "ok";
+  r->params = (*best)["params"];
+  r->params["chosen"] = by;
+  r->gb_per_s = (*best)["gb_per_s"].get<double>();
+  r->wall_s = static_cast<double>(bytes) / (*r->gb_per_s * 1e9);
+  r->ceiling_bytes = bytes;
+}
+
 }  // namespace
 
-Status MeasureCeiling(RunRecord r, Reporter& out, const PreparedFile& file, bool* interrupted) {
-  r.params = {
-      {"queue_depth", probe::kQueueDepth}, {"block_bytes", probe::kBlockBytes}, {"direct", "on"}};
-  // A sharded model's ceiling is its first shard's: the device's speed, read the same way.
-  const std::string& path = file.table.shards.at(0).path;
-  const uint64_t bytes = file.table.shards[0].file_size / probe::kBlockBytes * probe::kBlockBytes;
-  UniqueFd direct;
-  if (bytes == 0) {
-    r.status = "unsupported";
-    r.error = "the file is smaller than one 1 MiB request";
-  } else if (Status s = OpenReadOnly(path, O_DIRECT, &direct); !s.ok()) {
-    r.status = "unsupported";
-    r.error = fmt::format("O_DIRECT: {}", s.message());
+Status MeasureCeiling(const MeasureSettings& s, RunRecord r, Reporter& out,
+                      const PreparedFile& file, bool* interrupted) {
+  std::vector<std::string> paths;
+  for (const ShardInfo& shard : file.table.shards) paths.push_back(shard.path);
+  std::string by = "measured";
+  std::vector<Json> measured;
+  if (const probe::ReadRecipe* chosen = Chosen(s, file, &by)) {
+    measured.push_back(probe::ColdRecipeRead(*chosen, paths, 1));
   } else {
-    direct.reset();
-    const nlohmann::ordered_json m = probe::ColdDirectRead(path, bytes, 1);
-    if (Interrupted()) {
-      *interrupted = true;
-      return Status::Ok();  // no record: the run did not finish
+    for (const probe::ReadRecipe& recipe : probe::kReadRecipes) {
+      if (Interrupted()) break;
+      measured.push_back(probe::ColdRecipeRead(recipe, paths, 1));
     }
-    const auto g = m.find("gb_per_s");
-    if (g != m.end() && g->is_number() && g->get<double>() > 0) {
-      r.status = "ok";
-      r.wall_s = static_cast<double>(bytes) / (g->get<double>() * 1e9);
-      r.ceiling_bytes = bytes;
-      r.gb_per_s = g->get<double>();
-      r.settle_s = Settle(path);
-    } else {
-      r.error = m.value("reason", "the ceiling read gave no figure");
-    }
+  }
+  if (Interrupted()) {
+    *interrupted = true;
+    return Status::Ok();  // no record: the run did not finish
+  }
+  Fill(measured, by, &r);
+  if (r.status == "ok") {
+    if (by == "measured") s.ceilings->recipe_of_file[file.path] = r.params["recipe"];
+    r.settle_s = Settle(paths);
   }
   std::vector<RunRecord> batch = {std::move(r)};
   return out.Write(batch);

@@ -2,6 +2,9 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "harness/system/cache.h"
@@ -106,6 +109,20 @@ RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutc
   AddHost(p, o.host, &r);
   if (j.check_warm_reads && j.info != nullptr) CheckWarmReads(*j.info, p, &r);
   return r;
+}
+
+void SetStartSpread(std::vector<RunRecord>* run) {
+  std::optional<double> first, last;
+  int started = 0;
+  for (const RunRecord& r : *run) {
+    if (!r.load_start_unix_s) continue;
+    ++started;
+    first = std::min(first.value_or(*r.load_start_unix_s), *r.load_start_unix_s);
+    last = std::max(last.value_or(*r.load_start_unix_s), *r.load_start_unix_s);
+  }
+  if (started < 2) return;
+  const double spread = std::round((*last - *first) * 1e6) / 1e6;  // to the microsecond
+  for (RunRecord& r : *run) r.start_spread_s = spread;
 }
 
 }  // namespace loadbench

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "harness/experiment/point.h"
 #include "harness/launch/launcher.h"
@@ -23,5 +24,10 @@ struct Judging {
 
 // Reader k's record from `base` (the run's identity) and its outcome.
 RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutcome& o);
+
+// The records of one run of several readers, once all are completed: each gets the run's start
+// spread (start_spread_s), the latest load_start_unix_s minus the earliest, when at least two
+// readers started their clocks.
+void SetStartSpread(std::vector<RunRecord>* run);
 
 }  // namespace loadbench

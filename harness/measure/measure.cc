@@ -221,6 +221,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }
+  if (batch->size() > 1) SetStartSpread(batch);
   return Status::Ok();
 }
 
@@ -229,7 +230,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
 Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
                   const RunPoint& p, bool* interrupted) {
   RunRecord base = BaseRecord(s, out, file, p);
-  if (p.spec.name == kCeiling) return MeasureCeiling(std::move(base), out, file, interrupted);
+  if (p.spec.name == kCeiling) return MeasureCeiling(s, std::move(base), out, file, interrupted);
   const std::unique_ptr<Launcher> launcher = LauncherFor(s, p);
   const Resolved res = p.exec ? Resolved{} : Resolve(p);
   LaunchRequest req = RequestOf(s, file, p);

@@ -6,6 +6,8 @@
 // raw device read, in this process) is measured here too (measure/ceiling.cc).
 #pragma once
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,12 @@
 #include "loaders/base/status.h"
 
 namespace loadbench {
+
+// The read recipe each file's later ceiling runs repeat, by file: the fastest of the command's
+// first ceiling run of it, which measured them all (measure/ceiling.cc).
+struct CeilingChoices {
+  std::map<std::string, std::string> recipe_of_file;
+};
 
 // How a command's runs are measured.
 struct MeasureSettings {
@@ -30,6 +38,7 @@ struct MeasureSettings {
   int profile_hz = 0;
   std::string perf, profile_unavailable;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
+  std::shared_ptr<CeilingChoices> ceilings = std::make_shared<CeilingChoices>();
 };
 
 // One run of `p` on `file`: one record per reader, written by `out`. Interrupted
@@ -38,7 +47,8 @@ struct MeasureSettings {
 Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
                   const RunPoint& p, bool* interrupted);
 
-// The ceiling run of `base` (measure/ceiling.cc).
-Status MeasureCeiling(RunRecord base, Reporter& out, const PreparedFile& file, bool* interrupted);
+// The ceiling run of `base` (measure/ceiling.cc): the device's limit over the file's bytes.
+Status MeasureCeiling(const MeasureSettings& s, RunRecord base, Reporter& out,
+                      const PreparedFile& file, bool* interrupted);
 
 }  // namespace loadbench

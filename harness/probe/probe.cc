@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "harness/probe/probe_measure.h"
+#include "harness/probe/read_recipes.h"
 #include "harness/record/results.h"
 #include "harness/system/env.h"
 #include "harness/system/interrupt.h"
@@ -154,7 +155,9 @@ std::string Result(const CeilingSpec& c, const Json& m) {
     return fmt::format("{:>9}  {:<9} {}", "n/a", "", Text(m.value("reason", Json())));
   }
   std::string how;
-  if (m.contains("seconds")) {
+  if (m.contains("recipes")) {
+    how = fmt::format("{} ({})", Text(m["recipe"]), Text(m["chosen"]));
+  } else if (m.contains("seconds")) {
     how = fmt::format("{:.2f} s, one pass", m["seconds"].get<double>());
   } else if (m.contains("median_gb_per_s")) {
     how = fmt::format("{}, median {:.2f}", Text(m["chosen"]), m["median_gb_per_s"].get<double>());
@@ -261,8 +264,8 @@ Json QuickProbe(const std::string& file_path) {
 
   Json p = NewProbe("quick", dir, kQuickFileBytes);
   Json& c = p["ceilings"];
-  for (const char* key :
-       {"sequential_write", "cold_direct_read", "cold_buffered_read", "warm_read"}) {
+  for (const char* key : {"sequential_write", "cold_direct_read", "cold_buffered_read",
+                          "device_limit", "warm_read"}) {
     c[key] = {{"gb_per_s", nullptr},
               {"reason",
                fmt::format("not measured: a run's quick probe does no device I/O; {}", kRunProbe)}};
@@ -406,6 +409,10 @@ std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
        [=] { return probe::ColdDirectRead(scratch, size, kDeviceReps); }},
       {"cold_buffered_read", fmt::format("cold buffered read of {}, {} times", sz, kDeviceReps),
        [=] { return probe::ColdBufferedRead(scratch, size, kDeviceReps); }},
+      {"device_limit",
+       fmt::format("cold reads of {} by each of {} recipes, {} times each", sz,
+                   std::size(probe::kReadRecipes), kDeviceReps),
+       [=] { return probe::DeviceLimit({scratch}, kDeviceReps); }},
       {"warm_read", fmt::format("warm read of {}, {} times", sz, kDeviceReps),
        [=] { return probe::WarmRead(scratch, size, kDeviceReps); }},
       {"file_minor_fault", fmt::format("minor faults mapping the cached {}", sz),

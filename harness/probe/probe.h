@@ -31,6 +31,8 @@ inline constexpr CeilingSpec kCeilings[] = {
     {"sequential_write", "gb_per_s", "sequential write, 1 MiB blocks, fsync", "GB/s"},
     {"cold_direct_read", "gb_per_s", "cold read, O_DIRECT io_uring QD32 1 MiB", "GB/s"},
     {"cold_buffered_read", "gb_per_s", "cold read, buffered read() 1 MiB", "GB/s"},
+    // The fastest of the read recipes (harness/probe/read_recipes.h): the rounds' ceiling.
+    {"device_limit", "gb_per_s", "cold read, the fastest read recipe", "GB/s"},
     {"warm_read", "gb_per_s", "warm read from the page cache, read() 1 MiB", "GB/s"},
     {"memcpy", "gb_per_s", "memcpy", "GB/s"},
     {"h2d_pinned", "gb_per_s", "host to GPU, cudaMemcpy from pinned memory", "GB/s"},

@@ -50,12 +50,6 @@ double Since(Clock::time_point t0) {
 
 size_t PageBytes() { return static_cast<size_t>(::sysconf(_SC_PAGESIZE)); }
 
-// Every figure of `j` was set to null when it was made, and is set only on success.
-Json Unmeasured(Json j, const std::string& why) {
-  j["reason"] = Interrupted() ? std::string(kInterrupted) : why;
-  return j;
-}
-
 struct Faults {
   long minor = 0;
   long major = 0;
@@ -91,19 +85,6 @@ Status MapAnon(size_t len, Mapping* out) {
   return Status::Ok();
 }
 
-// Empty when `path` is <= 1% resident after a drop, else why not. Appends the check to `checks`.
-std::string DropAndCheck(const std::string& path, Json* checks) {
-  DropMethod used = DropMethod::kDropCaches;
-  Residency r;
-  Status s = DropFileCache(path, &used);
-  if (s.ok()) s = MeasureResidency(path, &r);
-  if (!s.ok()) return s.message();
-  checks->push_back({{"drop_method", DropMethodName(used)}, {"resident", r.fraction()}});
-  if (r.fraction() <= kColdMaxResident) return "";
-  return fmt::format("not cold: still {:.1f}% resident after {} (a cold read needs <= {:.0f}%)",
-                     r.fraction() * 100, DropMethodName(used), kColdMaxResident * 100);
-}
-
 // Empty when `path` is >= 99% resident after reading it through the cache, else why not.
 std::string WarmAndCheck(const std::string& path, Json* j) {
   Residency r;
@@ -114,35 +95,6 @@ std::string WarmAndCheck(const std::string& path, Json* j) {
   if (r.fraction() >= kWarmMinResident) return "";
   return fmt::format("not warm: only {:.1f}% resident after reading it (needs >= {:.0f}%)",
                      r.fraction() * 100, kWarmMinResident * 100);
-}
-
-// `reps` timed repetitions, each after `prepare` ("" when its state was reached, else why
-// not). The figure is the best rate: a ceiling is what the machine can do, and a slower
-// repetition is something else getting in the way. One failure voids the figure.
-Json Bandwidth(Json j, uint64_t bytes, int reps, const std::function<std::string()>& prepare,
-               const std::function<Status(double*)>& timed) {
-  std::vector<double> rates;
-  for (int i = 0; i < reps; ++i) {
-    if (Interrupted()) return Unmeasured(j, kInterrupted);
-    if (const std::string why = prepare(); !why.empty()) return Unmeasured(j, why);
-    double seconds = 0;
-    if (Status s = timed(&seconds); !s.ok()) return Unmeasured(j, s.message());
-    rates.push_back(static_cast<double>(bytes) / seconds / 1e9);
-  }
-  j["gb_per_s"] = *std::max_element(rates.begin(), rates.end());
-  j["median_gb_per_s"] = paired::Median(rates);
-  j["reps_gb_per_s"] = rates;
-  return j;
-}
-
-Json BandwidthRecord(uint64_t bytes, int reps, const std::string& method) {
-  return {{"gb_per_s", nullptr},
-          {"median_gb_per_s", nullptr},
-          {"reps_gb_per_s", nullptr},
-          {"bytes", bytes},
-          {"reps", reps},
-          {"chosen", fmt::format("best of {}", reps)},
-          {"method", method}};
 }
 
 // read() of kBlockBytes at a time until EOF; the bytes must come to `bytes`.
@@ -321,6 +273,49 @@ std::string ThpSetting(const std::string& name) {
 }
 
 }  // namespace
+
+Json Unmeasured(Json j, const std::string& why) {
+  j["reason"] = Interrupted() ? std::string(kInterrupted) : why;
+  return j;
+}
+
+std::string DropAndCheck(const std::string& path, Json* checks) {
+  DropMethod used = DropMethod::kDropCaches;
+  Residency r;
+  Status s = DropFileCache(path, &used);
+  if (s.ok()) s = MeasureResidency(path, &r);
+  if (!s.ok()) return s.message();
+  checks->push_back({{"drop_method", DropMethodName(used)}, {"resident", r.fraction()}});
+  if (r.fraction() <= kColdMaxResident) return "";
+  return fmt::format("not cold: still {:.1f}% resident after {} (a cold read needs <= {:.0f}%)",
+                     r.fraction() * 100, DropMethodName(used), kColdMaxResident * 100);
+}
+
+Json Bandwidth(Json j, uint64_t bytes, int reps, const std::function<std::string()>& prepare,
+               const std::function<Status(double*)>& timed) {
+  std::vector<double> rates;
+  for (int i = 0; i < reps; ++i) {
+    if (Interrupted()) return Unmeasured(j, kInterrupted);
+    if (const std::string why = prepare(); !why.empty()) return Unmeasured(j, why);
+    double seconds = 0;
+    if (Status s = timed(&seconds); !s.ok()) return Unmeasured(j, s.message());
+    rates.push_back(static_cast<double>(bytes) / seconds / 1e9);
+  }
+  j["gb_per_s"] = *std::max_element(rates.begin(), rates.end());
+  j["median_gb_per_s"] = paired::Median(rates);
+  j["reps_gb_per_s"] = rates;
+  return j;
+}
+
+Json BandwidthRecord(uint64_t bytes, int reps, const std::string& method) {
+  return {{"gb_per_s", nullptr},
+          {"median_gb_per_s", nullptr},
+          {"reps_gb_per_s", nullptr},
+          {"bytes", bytes},
+          {"reps", reps},
+          {"chosen", fmt::format("best of {}", reps)},
+          {"method", method}};
+}
 
 std::optional<bool> FreePageReporting() {
   std::error_code ec;

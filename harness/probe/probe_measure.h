@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -17,6 +18,22 @@ namespace loadbench::probe {
 
 inline constexpr uint64_t kBlockBytes = uint64_t{1} << 20;  // every read and write request
 inline constexpr unsigned kQueueDepth = 32;                 // io_uring reads in flight
+
+// Shared by the measurements (here and harness/probe/read_recipes.cc).
+// `j` with its "reason" set to `why` ("interrupted" once interrupted): every figure of `j` was
+// set to null when it was made, and is set only on success.
+nlohmann::ordered_json Unmeasured(nlohmann::ordered_json j, const std::string& why);
+// Empty when `path` is <= 1% resident after a drop, else why not. Appends the check to `checks`.
+std::string DropAndCheck(const std::string& path, nlohmann::ordered_json* checks);
+// `reps` timed repetitions, each after `prepare` ("" when its state was reached, else why
+// not), into `j` (a BandwidthRecord): the figure gb_per_s is the best rate, since a ceiling is
+// what the machine can do and a slower repetition is something else getting in the way; the
+// median and every repetition beside it. One failure voids the figure.
+nlohmann::ordered_json Bandwidth(nlohmann::ordered_json j, uint64_t bytes, int reps,
+                                 const std::function<std::string()>& prepare,
+                                 const std::function<Status(double*)>& timed);
+// A bandwidth measurement's record before it runs: its figures null, `bytes`, `reps`, `method`.
+nlohmann::ordered_json BandwidthRecord(uint64_t bytes, int reps, const std::string& method);
 
 // Device side, on the scratch file at `path` (open as `fd`), `bytes` long, a multiple of
 // kBlockBytes.

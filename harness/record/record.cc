@@ -92,6 +92,8 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("sys_s", r.sys_s, Key::kAlways);
   v("load_user_s", r.load_user_s, Key::kAlways);
   v("load_sys_s", r.load_sys_s, Key::kAlways);
+  v("load_start_unix_s", r.load_start_unix_s, Key::kAlways);
+  v("start_spread_s", r.start_spread_s, Key::kWhenSet);
   v("peak_rss_bytes", r.peak_rss_bytes, Key::kAlways);
   v("start_rss_bytes", r.start_rss_bytes, Key::kAlways);
   v("anon_huge_bytes", r.anon_huge_bytes, Key::kAlways);
@@ -127,6 +129,7 @@ void VisitLoad(Record& r, Visit&& v) {
   v("ceiling_bytes", r.ceiling_bytes, Key::kWhenSet);
   v("gb_per_s", r.gb_per_s, Key::kWhenSet);
   v("settle_s", r.settle_s, Key::kWhenSet);
+  v("ceiling_recipes", r.ceiling_recipes, Key::kWhenSet);
   v("load_start_mono_s", r.load_start_mono_s, Key::kWire);
   v("profile_window_mono_s", r.profile_window_mono_s, Key::kWire);
 }

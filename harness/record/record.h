@@ -78,6 +78,9 @@ struct RunRecord {
   std::optional<double> transform_s, bind_s, consume_s, verify_s, teardown_s;
   std::optional<double> process_s, user_s, sys_s;  // the worker process (runner)
   std::optional<double> load_user_s, load_sys_s;   // the timed region only (worker)
+  // When the timed region started: CLOCK_REALTIME, to the microsecond (worker); and for a run
+  // of several readers, the latest start minus the earliest (runner).
+  std::optional<double> load_start_unix_s, start_spread_s;
 
   // Memory, faults and I/O.
   std::optional<uint64_t> peak_rss_bytes, start_rss_bytes, anon_huge_bytes;
@@ -109,6 +112,7 @@ struct RunRecord {
   std::optional<uint64_t> ceiling_bytes;
   std::optional<double> gb_per_s;
   std::optional<double> settle_s;  // the buffered read after it
+  Json ceiling_recipes;            // every recipe's figure, where it measured several
 
   // Sent by the worker, never written: CLOCK_MONOTONIC at the start of the timed region, where
   // the runner's timeline of the run starts; and, when profiled, the stretches of the load's own
@@ -117,8 +121,8 @@ struct RunRecord {
   Json profile_window_mono_s;
 };
 
-// The strategy name of a ceiling run: in a round of a cold condition, a raw sequential read
-// of the same file, O_DIRECT through io_uring at depth 32 (the probe's cold direct read), so
+// The strategy name of a ceiling run: in a round of a cold condition, the device's limit over
+// the same files, the fastest of a few cold read recipes (harness/probe/read_recipes.h), so
 // that every strategy's time can also be read as a fraction of the device's speed at that
 // moment. Not a strategy: analyses keep its records apart.
 inline constexpr const char* kCeiling = "ceiling";

@@ -38,8 +38,9 @@ std::string LogDetail(const RunRecord& r) {
   // A reader of a part delivers the part's bytes, not the file's.
   const uint64_t bytes =
       r.pattern.value_or("replicated") != "replicated" ? r.tensor_bytes.value_or(0) : r.file_bytes;
-  return fmt::format("{:.3f} s, {:.2f} GB/s, peak RSS {}{}{}", r.wall_s.value_or(0),
+  return fmt::format("{:.3f} s, {:.2f} GB/s{}, peak RSS {}{}{}", r.wall_s.value_or(0),
                      static_cast<double>(bytes) / r.wall_s.value_or(0) / 1e9,
+                     r.procs.value_or(1) > 1 ? " per reader" : "",
                      FormatBytes(r.peak_rss_bytes.value_or(0)),
                      r.verify == "none" ? ", unverified (no checksum)" : "", ProfileDetail(r));
 }

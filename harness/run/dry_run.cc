@@ -131,6 +131,11 @@ void PrintSettings(const Experiment& e) {
     fmt::print("profile: every load sampled by perf at {} Hz (profiles/RUN_ID.folded)\n",
                e.profile_hz);
   }
+  if (e.system.tune) {
+    fmt::print("machine: tuned before the first run and restored at the end (free page "
+               "reporting {}; `loadbench system show` shows what would change)\n",
+               e.system.page_reporting == PageReportingChoice::kOff ? "held off" : "kept");
+  }
   const bool any_limit =
       std::any_of(e.memory_limits.begin(), e.memory_limits.end(), [](uint64_t l) { return l > 0; });
   if (const std::string cg = MemoryCgroupUnsupportedReason(); any_limit && !cg.empty()) {

@@ -30,7 +30,9 @@
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
 #include "harness/system/locks.h"
+#include "harness/system/settle.h"
 #include "harness/system/stability.h"
+#include "harness/system/tuning.h"
 #include "loaders/base/units.h"
 #include "loaders/format/model.h"
 
@@ -80,6 +82,13 @@ class Executor {
     if (int code = GenerateFiles(); code != 0) return code;
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
     if (int code = CheckRanks(); code != 0) return code;
+    if (Status s = TuneMachine(); !s.ok()) return Stop(s.message());
+    // The machine as it was, however the command ends (a kill: the next command, from the
+    // journal).
+    struct Untune {
+      Executor& x;
+      ~Untune() { x.RestoreMachine(); }
+    } untune{*this};
     if (Status s = OpenResults(); !s.ok()) return NotWritten(s);
     PlanWhatIsLeft();
     Announce();
@@ -115,6 +124,9 @@ class Executor {
   Status CheckGivenFiles();
   int GenerateFiles();
   Status PrepareFiles();
+  Status TuneMachine();
+  Json SettleBeforeRuns();
+  void RestoreMachine();
   Json NewEnv(const Json& stability) const;
   Status OpenResults();
   void SetUpProfiles();
@@ -152,6 +164,7 @@ class Executor {
   bool interrupted_ = false, cleaned_up_ = false, ranks_gone_ = false;
   std::string stopped_;  // why adaptive rounds stopped
   RoundsVerdict verdict_;
+  std::optional<TuneRecord> tune_;  // the machine tuned by this command, until restored
 };
 
 // A failure to write the results: every message names the folder and the reason. Anything
@@ -270,6 +283,56 @@ Status Executor::PrepareFiles() {
   return Status::Ok();
 }
 
+// [system] tune = true: the machine set for the runs (harness/system/tuning.h), each change in
+// the journal before it is made; nothing set when one cannot be (exit 2, nothing run).
+Status Executor::TuneMachine() {
+  if (!e_.system.tune) return Status::Ok();
+  std::vector<SettingChange> done;
+  if (Status s = TuneSystem(e_.system.page_reporting, {}, &done); !s.ok()) {
+    return Status::BadInput(fmt::format("{}: [system] tune = true: {}", e_.path, s.message()));
+  }
+  tune_ = TuneRecord{"experiment", NowStamp("%Y-%m-%dT%H:%M:%SZ"), e_.system.page_reporting, done};
+  for (const SettingChange& c : done) {
+    if (!o_.quiet)
+      fmt::print(stderr, "{}: tuned {}: {} -> {}\n", o_.who, c.path, c.before, c.after);
+  }
+  if (done.empty() && !o_.quiet) {
+    fmt::print(stderr, "{}: the machine is in the tuned state already\n", o_.who);
+  }
+  return Status::Ok();
+}
+
+// [system] settle (the default): as much new memory as a run uses, touched and given back just
+// before the runs (harness/system/settle.h); what was touched, or null when nothing was (a
+// model under 32 MiB: its first run faults too little to matter).
+Json Executor::SettleBeforeRuns() {
+  if (!e_.system.settle) return nullptr;
+  uint64_t largest = 0;
+  for (const PreparedFile& f : files_) largest = std::max(largest, f.table.file_size);
+  if (largest < (uint64_t{32} << 20)) return nullptr;
+  const Settled s = SettleMemory(SettleBytes(largest));
+  if (s.bytes == 0) return nullptr;
+  if (!o_.quiet) {
+    fmt::print(stderr, "{}: touched {} of new memory before the first run ({:.1f} s)\n", o_.who,
+               FormatBytes(s.bytes), s.seconds);
+  }
+  return {{"bytes", s.bytes}, {"seconds", s.seconds}};
+}
+
+// What TuneMachine changed, written back; one that cannot be stays in the journal, for the next
+// command that measures.
+void Executor::RestoreMachine() {
+  if (!tune_) return;
+  std::vector<std::string> said;
+  const Status s = RestoreSystem(tune_->changes, &said);
+  for (const std::string& line : said) fmt::print(stderr, "{}: restored {}\n", o_.who, line);
+  if (!s.ok()) {
+    fmt::print(stderr, "{}: WARNING: {}; the next command that measures tries again\n", o_.who,
+               s.message());
+  }
+  tune_.reset();
+}
+
 // env.json of a new results folder: the machine, how runs are measured, the plan's settings.
 Json Executor::NewEnv(const Json& stability) const {
   Json env = CollectEnv(files_[0].path);
@@ -312,14 +375,19 @@ Status Executor::OpenResults() {
     env_ = Json::parse(in, nullptr, false);
   }
   if (!env_.is_object() || !env_.contains("sessions")) env_ = NewEnv(stability_);
-  // A resumed experiment may have changed its reps (--reps): the latest settings count.
+  const Json settled = SettleBeforeRuns();
+  // A resumed experiment may have changed its reps (--reps): the latest settings count, and so
+  // does the machine's state; each session says whether it ran tuned.
   env_["rounds"] = RoundsEnv(e_);
+  env_["system"] = SystemEnvNow(files_[0].path, tune_ ? &*tune_ : nullptr);
   env_.erase("profile");
   if (rs_.measure.profile_hz > 0) env_["profile"] = ProfileEnv();
   env_["sessions"].push_back({{"started_at", NowStamp("%Y-%m-%dT%H:%M:%SZ")},
                               {"command_line", o_.command_line},
                               {"runs_recorded_before", recorded_records_},
-                              {"stability", stability_}});
+                              {"stability", stability_},
+                              {"system_tuned", env_["system"]["tuned"]},
+                              {"settled", settled}});
   LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env_));
   created_out_dir_ = false;  // it holds results now
   // The experiment as it was run, beside its results.

@@ -32,26 +32,113 @@ std::string ConditionText(const Condition& c, bool with_file) {
 
 bool IsOk(const Json& r) { return r.value("status", "") == "ok"; }
 
+std::string RowMarks(const Json& r) {
+  const auto v = r.find("verify");
+  return v != r.end() && *v == "none" ? "unverified" : "";
+}
+
 double WallOf(const Json& r) {
   const auto it = r.find("wall_s");
   return it != r.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-Rounds RoundsOf(const std::vector<Json>& records) {
-  Rounds out;
+namespace {
+
+std::string Who(int k, const Json& r) {
+  std::string out = fmt::format("reader {}", k);
+  if (r.contains("rank"))
+    out += fmt::format(" (rank {}, host {})", r.value("rank", -1), r.value("host", "?"));
+  return out;
+}
+
+std::optional<double> StartOf(const Json& r) {
+  const auto it = r.find("load_start_unix_s");
+  if (it == r.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+using RunKey = std::tuple<Condition, std::string, int>;  // condition, spec, rep
+
+// The runs made in rounds, by condition, spec and rep.
+std::map<RunKey, RunReaders> RunsInRounds(const std::vector<Json>& records) {
+  std::map<RunKey, RunReaders> runs;
   for (const Json& r : records) {
-    if (!IsOk(r) || r.value("strategy", "") == kCeiling || WallOf(r) <= 0) continue;
+    if (r.value("strategy", "") == kCeiling) continue;
     // Runs made outside rounds (grouped order) share no round with anything: never paired.
     if (!r.contains("position")) continue;
-    double& t = out[ConditionOf(r)][r.value("strategy_spec", "")][r.value("rep", 0)];
-    t = std::max(t, WallOf(r));
+    RunReaders& run = runs[{ConditionOf(r), r.value("strategy_spec", ""), r.value("rep", 0)}];
+    run.readers = r.value("procs", 1);
+    run.by_reader[r.value("proc", 0)] = &r;
+  }
+  return runs;
+}
+
+}  // namespace
+
+RunTime TimeOfRun(const RunReaders& run) {
+  RunTime t;
+  double first = kInf, last_start = -kInf, last_end = -kInf, most = 0;
+  bool starts = true;
+  for (int k = 0; k < run.readers; ++k) {
+    const auto it = run.by_reader.find(k);
+    if (it == run.by_reader.end()) {
+      t.why = fmt::format("reader {} left no record", k);
+      return t;
+    }
+    const Json& r = *it->second;
+    if (!IsOk(r) || WallOf(r) <= 0) {
+      const auto error = r.find("error");
+      t.why = fmt::format("{} {}: {}", Who(k, r), r.value("status", "?"),
+                          error != r.end() && error->is_string() ? error->get<std::string>()
+                                                                 : "no time");
+      return t;
+    }
+    most = std::max(most, WallOf(r));
+    const std::optional<double> start = StartOf(r);
+    starts = starts && start.has_value();
+    if (!start) continue;
+    first = std::min(first, *start);
+    last_start = std::max(last_start, *start);
+    last_end = std::max(last_end, *start + WallOf(r));
+  }
+  t.duration = starts ? last_end - first : most;
+  if (starts) t.start_spread = last_start - first;
+  return t;
+}
+
+Rounds RoundsOf(const std::vector<Json>& records) {
+  Rounds out;
+  for (const auto& [key, run] : RunsInRounds(records)) {
+    const RunTime t = TimeOfRun(run);
+    if (t.duration) out[std::get<0>(key)][std::get<1>(key)][std::get<2>(key)] = *t.duration;
   }
   return out;
+}
+
+std::vector<std::string> BrokenRuns(const std::vector<Json>& records, bool with_file) {
+  std::vector<std::string> out;
+  for (const auto& [key, run] : RunsInRounds(records)) {
+    const RunTime t = TimeOfRun(run);
+    if (t.duration || run.readers < 2) continue;
+    out.push_back(fmt::format("{} {} round {}: {}", ConditionText(std::get<0>(key), with_file),
+                              std::get<1>(key), std::get<2>(key), t.why));
+  }
+  return out;
+}
+
+std::string MarkedSpec(const Comparison& c) {
+  return c.marks.empty() ? c.spec : c.spec + " (" + c.marks + ")";
 }
 
 RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::string& baseline,
                                   double target) {
   RoundsVerdict v;
+  std::map<std::pair<Condition, std::string>, std::string> marks;
+  for (const Json& r : records) {
+    if (!IsOk(r)) continue;
+    std::string& m = marks[{ConditionOf(r), r.value("strategy_spec", "")}];
+    if (m.empty()) m = RowMarks(r);
+  }
   for (const auto& [condition, specs] : RoundsOf(records)) {
     for (const auto& [spec, rounds] : specs) {
       v.rounds = std::max(v.rounds, static_cast<int>(rounds.size()));
@@ -70,6 +157,7 @@ RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::s
       Comparison c;
       std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern) = condition;
       c.spec = spec;
+      c.marks = marks[{condition, spec}];
       c.baseline = baseline;
       c.n = i.n;
       c.ratio = i.n > 0 ? std::exp(i.estimate) : 0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -21,12 +22,38 @@ Condition ConditionOf(const nlohmann::ordered_json& record);
 std::string ConditionText(const Condition& c, bool with_file);
 
 bool IsOk(const nlohmann::ordered_json& record);
+// What marks a run's figures wherever they are ranked or paired, "" for none: "unverified"
+// (an exec command that sent no checksum).
+std::string RowMarks(const nlohmann::ordered_json& record);
 double WallOf(const nlohmann::ordered_json& record);  // 0 when there is none
 
-// Per condition, per strategy spec, per round: the run's time (its slowest worker's), from the
-// ok records made in rounds (those with a position; ceiling reads aside).
+// One run of a strategy: its readers' records, by reader (`proc`; 0 for a single reader), and
+// how many readers it had (`procs`).
+struct RunReaders {
+  int readers = 1;
+  std::map<int, const nlohmann::ordered_json*> by_reader;
+};
+
+// A run's time, or why it has none. It counts only whole: every reader has a record, ok, with
+// a time. Its duration runs from the first reader's start to the last one's end where every
+// reader recorded its start (load_start_unix_s; start_spread: the latest start less the
+// first), else it is the largest wall_s.
+struct RunTime {
+  std::optional<double> duration, start_spread;
+  std::string why;  // "reader 2 (rank 2, host b) failed: ...", when it has no duration
+};
+RunTime TimeOfRun(const RunReaders& run);
+
+// Per condition, per strategy spec, per round: the run's time (TimeOfRun), from the records
+// made in rounds (those with a position; ceiling reads aside); a run that is not whole has none.
 using Rounds = std::map<Condition, std::map<std::string, std::map<int, double>>>;
 Rounds RoundsOf(const std::vector<nlohmann::ordered_json>& records);
+
+// The runs of several readers made in rounds that have no time because some reader failed,
+// timed out or left no record: "cold x4 procs tp fread round 3: reader 2 failed: timed out", one a
+// line.
+std::vector<std::string> BrokenRuns(const std::vector<nlohmann::ordered_json>& records,
+                                    bool with_file);
 
 // One strategy against the baseline in one condition (file, cache, procs, memory limit), over
 // the rounds where both have an ok run. ratio: the strategy's time over the baseline's.
@@ -36,12 +63,16 @@ struct Comparison {
   uint64_t memory_limit_bytes = 0;
   std::string pattern = "replicated";
   std::string spec, baseline;
+  std::string marks;  // what a reader must know to read the ratio: RowMarks of the spec's runs
   int n = 0;
   double ratio = 0, low = 0, high = 0;  // low/high: 0 and +inf when unbounded
   double half_width = 0;                // relative; +inf when unbounded
   bool met = false;                     // half_width <= target
   bool significant = false;
 };
+
+// The spec with its marks: "torch_load (unverified)".
+std::string MarkedSpec(const Comparison& c);
 
 struct RoundsVerdict {
   int rounds = 0;    // the most rounds any condition has

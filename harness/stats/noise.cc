@@ -29,14 +29,15 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
   for (const Comparison& c : v.comparisons) {
     const std::string cond =
         ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern}, many_files);
+    const std::string spec = MarkedSpec(c);
     if (c.n == 0) {
-      lines += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, c.spec, baseline);
+      lines += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, spec, baseline);
     } else if (c.half_width == kInf) {
       ++too_few;
       most = std::max(most, c.n);
     } else {
       lines +=
-          fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, c.spec, c.ratio,
+          fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, spec, c.ratio,
                       Figure(c.low), Figure(c.high), c.n,
                       c.significant ? (c.ratio < 1 ? "faster" : "slower") : "no difference shown");
     }
@@ -132,6 +133,18 @@ std::string OutlierLines(const std::vector<Json>& records, bool many_files, bool
   return out;
 }
 
+// The runs of several readers that have no time in their round, and so no paired ratio.
+std::string BrokenLines(const std::vector<Json>& records, bool many_files) {
+  const std::vector<std::string> broken = BrokenRuns(records, many_files);
+  if (broken.empty()) return "";
+  std::string out = fmt::format("not paired: {} {} of several readers had a reader without a "
+                                "time (a run counts only whole):\n",
+                                broken.size(), broken.size() == 1 ? "run" : "runs");
+  for (size_t i = 0; i < broken.size() && i < 5; ++i) out += "  " + broken[i] + "\n";
+  if (broken.size() > 5) out += fmt::format("  ... and {} more\n", broken.size() - 5);
+  return out;
+}
+
 }  // namespace
 
 std::string NoiseSummary(const std::vector<Json>& records, const std::string& baseline,
@@ -140,8 +153,8 @@ std::string NoiseSummary(const std::vector<Json>& records, const std::string& ba
   std::map<std::string, bool> files;
   for (const auto& [c, specs] : rounds) files[std::get<0>(c)] = true;
   const bool many_files = files.size() > 1;
-  return PairedLines(records, baseline, many_files) + DriftLines(records, rounds, many_files) +
-         OutlierLines(records, many_files, list_outliers);
+  return PairedLines(records, baseline, many_files) + BrokenLines(records, many_files) +
+         DriftLines(records, rounds, many_files) + OutlierLines(records, many_files, list_outliers);
 }
 
 }  // namespace loadbench

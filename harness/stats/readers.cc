@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "harness/record/record.h"
+#include "harness/stats/comparison.h"
 #include "harness/stats/paired_stats.h"
 #include "harness/stats/summary.h"
 
@@ -16,66 +17,46 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// One run of several readers: its records, by reader.
-struct Round {
-  int readers = 0;
-  std::map<int, const Json*> by_reader;
-};
-
 // A round's figures, or why it has none.
 struct RoundFigures {
-  std::optional<double> duration, gb_per_s, spread;
+  std::optional<double> duration, gb_per_s, spread, start_spread;
   std::string why;
 };
 
-std::string Who(int k, const Json& r) {
-  std::string out = fmt::format("reader {}", k);
-  if (r.contains("rank"))
-    out += fmt::format(" (rank {}, host {})", r.value("rank", -1), r.value("host", "?"));
-  return out;
-}
-
-RoundFigures Figures(const Round& round) {
+RoundFigures Figures(const RunReaders& round) {
   RoundFigures f;
+  const RunTime t = TimeOfRun(round);
+  if (!t.duration) {
+    f.why = t.why;
+    return f;
+  }
   std::vector<double> walls;
   double bytes = 0;
-  for (int k = 0; k < round.readers; ++k) {
-    const auto it = round.by_reader.find(k);
-    if (it == round.by_reader.end()) {
-      f.why = fmt::format("reader {} left no record", k);
-      return f;
-    }
-    const Json& r = *it->second;
-    const auto wall = r.find("wall_s");
-    if (r.value("status", "") != "ok" || wall == r.end() || !wall->is_number()) {
-      f.why =
-          fmt::format("{} {}: {}", Who(k, r), r.value("status", "?"),
-                      r.contains("error") && r["error"].is_string() ? r.value("error", "") : "");
-      return f;
-    }
-    walls.push_back(wall->get<double>());
-    bytes += r.value("tensor_bytes", 0.0);
+  for (const auto& [k, r] : round.by_reader) {
+    walls.push_back(WallOf(*r));
+    bytes += r->value("tensor_bytes", 0.0);
   }
-  f.duration = *std::max_element(walls.begin(), walls.end());
+  f.duration = t.duration;
+  f.start_spread = t.start_spread;
   if (*f.duration > 0) f.gb_per_s = bytes / *f.duration / 1e9;
   const double median = paired::Median(walls);
-  if (median > 0) f.spread = *f.duration / median;
+  if (median > 0) f.spread = *std::max_element(walls.begin(), walls.end()) / median;
   return f;
 }
 
 // The rounds of every run with more than one reader, by (cache, row label), then by (file, rep).
 using Key = std::pair<std::string, std::string>;
-std::map<Key, std::map<std::pair<std::string, int>, Round>> RoundsByRow(
+std::map<Key, std::map<std::pair<std::string, int>, RunReaders>> RoundsByRow(
     const std::vector<Json>& runs, std::vector<Key>* order) {
   std::set<std::string> files;
   for (const Json& r : runs) files.insert(r.value("file", ""));
-  std::map<Key, std::map<std::pair<std::string, int>, Round>> rows;
+  std::map<Key, std::map<std::pair<std::string, int>, RunReaders>> rows;
   for (const Json& r : runs) {
     const int procs = r.value("procs", 1);
     if (procs < 2 || r.value("strategy", "") == kCeiling) continue;
     const Key key = {r.value("cache", "?"), RowLabel(r, files.size() > 1)};
     if (!rows.count(key)) order->push_back(key);
-    Round& round = rows[key][{r.value("file", ""), r.value("rep", 0)}];
+    RunReaders& round = rows[key][{r.value("file", ""), r.value("rep", 0)}];
     round.readers = procs;
     round.by_reader[r.value("proc", 0)] = &r;
   }
@@ -95,12 +76,14 @@ std::string ReadersTable(const std::vector<Json>& runs) {
   size_t width = 22;
   for (const Key& k : order) width = std::max(width, k.second.size());
   std::string out = fmt::format(
-      "many readers: a round lasts as long as its slowest reader; GB/s is every byte delivered "
-      "over that time\n{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n",
-      "cache", "strategy", width, "rounds", "duration_s", "total_GB/s", "spread");
+      "many readers: a round lasts from its first reader's start to its last reader's end; "
+      "total_GB/s is every reader's bytes over that time; spread: the slowest reader's time over "
+      "the median's; start_ms: how far apart the readers started\n"
+      "{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7} {:>8}\n",
+      "cache", "strategy", width, "rounds", "duration_s", "total_GB/s", "spread", "start_ms");
   std::string missing;
   for (const Key& key : order) {
-    std::vector<double> duration, gbps, spread;
+    std::vector<double> duration, gbps, spread, start;
     for (const auto& [where, round] : rows.at(key)) {
       const RoundFigures f = Figures(round);
       if (!f.duration) {
@@ -111,11 +94,12 @@ std::string ReadersTable(const std::vector<Json>& runs) {
       duration.push_back(*f.duration);
       if (f.gb_per_s) gbps.push_back(*f.gb_per_s);
       if (f.spread) spread.push_back(*f.spread);
+      if (f.start_spread) start.push_back(*f.start_spread * 1e3);
     }
-    out +=
-        fmt::format("{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7}\n", key.first, key.second, width,
-                    fmt::format("{}/{}", duration.size(), rows.at(key).size()),
-                    Median(duration, "{:.3f}"), Median(gbps, "{:.2f}"), Median(spread, "{:.2f}"));
+    out += fmt::format("{:<5} {:<{}} {:>7} {:>11} {:>10} {:>7} {:>8}\n", key.first, key.second,
+                       width, fmt::format("{}/{}", duration.size(), rows.at(key).size()),
+                       Median(duration, "{:.3f}"), Median(gbps, "{:.2f}"), Median(spread, "{:.2f}"),
+                       Median(start, "{:.1f}"));
   }
   return out + missing;
 }

@@ -32,7 +32,8 @@ void Add(std::vector<double>* to, std::optional<double> v) {
 // one file, cache state, strategy spec, role, procs and memory limit.
 struct Group {
   std::vector<double> wall, ready, rss, major, minor, read;
-  std::optional<double> bytes;  // the row's file's size
+  std::optional<double> bytes;  // what one reader delivers: the file, or its part of it
+  bool many = false;            // several readers: the figures are each reader's
   int not_ok = 0;
   std::map<std::string, int> statuses;
 };
@@ -77,7 +78,10 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
     Add(&g.major, Num(r, load ? "load_major_faults" : "major_faults"));
     Add(&g.minor, Num(r, load ? "load_minor_faults" : "minor_faults"));
     Add(&g.read, Num(r, "read_bytes"));
-    if (!g.bytes) g.bytes = Num(r, "file_bytes");
+    // A reader of a part delivers the part's bytes, not the file's.
+    const bool part = r.value("pattern", "replicated") != "replicated";
+    if (!g.bytes) g.bytes = Num(r, part ? "tensor_bytes" : "file_bytes");
+    g.many = g.many || r.value("procs", 1) > 1;
   }
   std::stable_sort(t.order.begin(), t.order.end(), [](const auto& a, const auto& b) {
     return (a.first == "cold") > (b.first == "cold");
@@ -159,7 +163,15 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
       fmt::format("{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n",
                   "cache", "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s",
                   "peak_RSS", "read", "major_flt", "minor_flt");
-  for (const auto& key : t.order) out += Row(key, t.groups.at(key), width);
+  bool many = false;
+  for (const auto& key : t.order) {
+    out += Row(key, t.groups.at(key), width);
+    many = many || t.groups.at(key).many;
+  }
+  if (many) {
+    out += "rows of several readers (xN): each reader's own figures, GB/s per reader (its bytes "
+           "over its own time); the many-readers table gives each round's total\n";
+  }
   return out + CeilingLine(t);
 }
 

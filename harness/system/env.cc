@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "harness/system/cache.h"
+#include "harness/system/tune_state.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"
 
@@ -420,6 +421,13 @@ std::optional<std::string> ReadFile(const std::string& path) {
   return ss.str();
 }
 
+nlohmann::ordered_json SystemEnvNow(const std::string& file_path, const TuneRecord* own) {
+  TuneRecord saved;
+  bool found = false;
+  const bool read = own == nullptr && LoadTuneState(&saved, &found).ok();
+  return SystemEnv(file_path, own != nullptr ? own : read && found ? &saved : nullptr);
+}
+
 nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   const auto cpuinfo = ReadFile("/proc/cpuinfo");
   const auto meminfo = ReadFile("/proc/meminfo");
@@ -444,6 +452,7 @@ nlohmann::ordered_json CollectEnv(const std::string& file_path) {
   env["root"] = ::geteuid() == 0;
   env["cgroup"] = Cgroup();
   env["limits"] = Limits();
+  env["system"] = SystemEnvNow(file_path, nullptr);
   // The GPU the CUDA strategies would use, or why there is none (not built, no driver, none).
   const std::string no_gpu = gpu::UnsupportedReason();
   env["gpu"] = no_gpu.empty() ? Json{{"available", true}, {"device", gpu::Info()}}

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/system/tuning.h"
+
 namespace loadbench {
 
 // Describes this machine for results about `file_path`: host, CPU model and cores, memory,
@@ -14,7 +16,13 @@ namespace loadbench {
 // whether we are root. Anything that cannot be read is null, never guessed.
 // "limits": whether /proc/sys/vm/drop_caches is writable, RLIMIT_MEMLOCK soft and hard (bytes,
 // or "unlimited"), kernel.io_uring_disabled and kernel.perf_event_paranoid.
+// "system": every setting that changes a load's time and whether the machine is in the tuned
+// state (SystemEnv in harness/system/tuning.h), under the tune `system tune` saved, if any.
 nlohmann::ordered_json CollectEnv(const std::string& file_path);
+
+// env.json's "system" now: under `own`, the tune this command made itself, else under the one
+// `system tune` saved (harness/system/tune_state.h), if any.
+nlohmann::ordered_json SystemEnvNow(const std::string& file_path, const TuneRecord* own);
 
 // A whole small file (/proc, /sys), nullopt when it cannot be read.
 std::optional<std::string> ReadFile(const std::string& path);

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/system/tuning.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/loader.h"
@@ -25,7 +26,11 @@
 namespace loadbench {
 namespace {
 
-constexpr const char* kKindNames[] = {"cgroup", "file", "strategy"};
+constexpr const char* kKindNames[] = {"cgroup", "file", "strategy", "setting"};
+constexpr int kKinds = sizeof kKindNames / sizeof kKindNames[0];
+
+// Whether a journal line of this kind is one path (made absolute), not fields.
+bool IsPath(Leftover kind) { return kind == Leftover::kCgroup || kind == Leftover::kFile; }
 
 std::string Absolute(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
@@ -115,8 +120,25 @@ bool CleanCgroup(const std::string& dir, std::vector<std::string>* said) {
   return false;
 }
 
-bool CleanOne(Leftover kind, const std::string& what, std::vector<std::string>* said) {
+// A setting a killed command tuned, written back. Only root can tune, so a journal of another
+// owner naming one is not followed (the lock folder is writable by every user).
+bool RestoreSetting(const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  const size_t tab = what.find('\t');
+  const std::string path = what.substr(0, tab),
+                    value = tab == what.npos ? "" : what.substr(tab + 1);
+  Status s = owner == 0 ? WriteTunableSetting(path, value)
+                        : Status::BadInput(fmt::format("{}: in a journal not of root's", path));
+  if (s.ok()) {
+    said->push_back(fmt::format("setting {} restored to {}", path, value));
+    return true;
+  }
+  said->push_back(fmt::format("could not restore a setting: {}", s.message()));
+  return owner != 0;  // a journal that is not root's is removed, its line ignored
+}
+
+bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<std::string>* said) {
   if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
+  if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
   if (kind == Leftover::kFile) {
     if (::unlink(what.c_str()) == 0) {
       said->push_back("partly written file " + what);
@@ -144,7 +166,7 @@ std::vector<std::pair<Leftover, std::string>> Outstanding(const std::string& jou
     if (line.size() < 3 || line[1] != '\t') continue;
     const size_t tab = line.find('\t', 2);
     const std::string kind = line.substr(2, tab - 2), what = line.substr(tab + 1);
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < kKinds; ++k) {
       if (tab == std::string::npos || kind != kKindNames[k]) continue;
       const std::pair<Leftover, std::string> item{static_cast<Leftover>(k), what};
       if (line[0] == '+') out.push_back(item);
@@ -162,11 +184,11 @@ std::vector<std::pair<Leftover, std::string>> Outstanding(const std::string& jou
 }  // namespace
 
 void TrackLeftover(Leftover kind, const std::string& what) {
-  Mine().Write('+', kind, kind == Leftover::kStrategy ? what : Absolute(what));
+  Mine().Write('+', kind, IsPath(kind) ? Absolute(what) : what);
 }
 
 void UntrackLeftover(Leftover kind, const std::string& what) {
-  Mine().Write('-', kind, kind == Leftover::kStrategy ? what : Absolute(what));
+  Mine().Write('-', kind, IsPath(kind) ? Absolute(what) : what);
 }
 
 std::vector<std::string> CleanLeftovers() {
@@ -183,7 +205,11 @@ std::vector<std::string> CleanLeftovers() {
     const std::string journal = dir + "/" + name;
     std::vector<std::string> said;
     bool all = true;
-    for (const auto& [kind, what] : Outstanding(journal)) all = CleanOne(kind, what, &said) && all;
+    struct stat st {};
+    const uid_t owner = ::stat(journal.c_str(), &st) == 0 ? st.st_uid : static_cast<uid_t>(-1);
+    for (const auto& [kind, what] : Outstanding(journal)) {
+      all = CleanOne(kind, what, owner, &said) && all;
+    }
     if (all) ::unlink(journal.c_str());
     if (!said.empty()) {
       out.push_back(

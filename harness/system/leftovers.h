@@ -20,6 +20,8 @@ enum class Leftover {
   kCgroup,    // a cgroup directory: its tasks killed, then removed
   kFile,      // a file: removed
   kStrategy,  // "NAME\tFILE": the strategy's cleanup for FILE (shm: its segment)
+  kSetting,   // "PATH\tVALUE": a kernel setting tuned (harness/system/tuning.h): VALUE, what it
+              // held before, written back; only a setting tune writes, from a journal of root's
 };
 
 // Into this process's journal, before `what` is made. Paths are made absolute. Does nothing

@@ -88,8 +88,8 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
     ++specs[run["strategy_spec"].get<std::string>()];
     if (run["strategy"] == "ceiling") {
       const auto bytes = run["ceiling_bytes"].get<uint64_t>();
-      EXPECT_EQ(bytes % (1u << 20), 0u);
-      EXPECT_LE(bytes, run["file_bytes"].get<uint64_t>());
+      EXPECT_EQ(bytes, run["file_bytes"].get<uint64_t>());  // the bytes the loads read
+      EXPECT_TRUE(run["params"]["recipe"].is_string()) << run.dump();
       EXPECT_GT(run["gb_per_s"].get<double>(), 0);
       EXPECT_NEAR(run["wall_s"].get<double>() * run["gb_per_s"].get<double>() * 1e9,
                   static_cast<double>(bytes), 1.0);
@@ -128,7 +128,8 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
     EXPECT_EQ(c["n"], 3);
     EXPECT_TRUE(c["half_width"].is_null());  // three pairs give no 95% interval
   }
-  EXPECT_TRUE(Contains(r.out, "ceiling (device read, O_DIRECT io_uring QD32): 3/3 ok")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "ceiling (device read, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "): 3/3 ok")) << r.out;
   EXPECT_TRUE(Contains(r.out, "reps auto: 3 rounds, stopped: max rounds")) << r.out;
   EXPECT_TRUE(Contains(r.out, "paired with fread: 3 rounds are too few for a 95% interval (2 of "
                               "the ratios)"))

@@ -309,6 +309,29 @@ TEST_F(ExperimentTest, MalformedFilesNameTheLine) {
   EXPECT_NE(s.message().find("missing.toml"), std::string::npos) << s.message();
 }
 
+// [system]: the tuned machine asked for, and how it holds free page reporting.
+TEST_F(ExperimentTest, TheSystemTableAsksForTheTunedMachine) {
+  const std::string head = "[[file]]\npath = \"x\"\n[[strategy]]\nname = \"mmap\"\n";
+  Experiment e;
+  ASSERT_TRUE(Load(head, &e).ok());
+  EXPECT_FALSE(e.system.tune);
+  ASSERT_TRUE(Load(head + "[system]\ntune = true\n", &e).ok());
+  EXPECT_TRUE(e.system.tune);
+  EXPECT_EQ(e.system.page_reporting, PageReportingChoice::kOff);
+  ASSERT_TRUE(Load(head + "[system]\ntune = true\npage_reporting = \"keep\"\n", &e).ok());
+  EXPECT_EQ(e.system.page_reporting, PageReportingChoice::kKeep);
+  EXPECT_NE(Refusal(head + "[system]\ntune = \"yes\"\n").find("e.toml:6: system.tune must be"),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[system]\ntune = true\npage_reporting = \"maybe\"\n")
+                .find("e.toml:7: system.page_reporting must be \"off\" or \"keep\""),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[system]\npage_reporting = \"off\"\n").find("needs tune = true"),
+            std::string::npos);
+  EXPECT_NE(Refusal(head + "[system]\ngovernor = \"x\"\n").find("unknown key 'governor'"),
+            std::string::npos);
+  EXPECT_NE(Refusal("system = true\n" + head).find("system must be a table"), std::string::npos);
+}
+
 constexpr const char* kExecHead = R"(name = "peers"
 reps = 2
 [[file]]

@@ -128,12 +128,15 @@ TEST(RoundsCompare, PairsOnlyWithinTheSameCondition) {
     other_file["strategy"] = other_file["strategy_spec"] = "mmap_seq";
     other_file["wall_s"] = 1.0;
     records.push_back(other_file);
-    Json two = Record("fread", rep, 5.0, "cold");
-    two["procs"] = 2;
-    records.push_back(two);
-    two["strategy"] = two["strategy_spec"] = "mmap_seq";
-    two["wall_s"] = 10.0;
-    records.push_back(two);
+    for (int proc = 0; proc < 2; ++proc) {  // two readers each: the run's time is the slower's
+      Json two = Record("fread", rep, 5.0 - proc, "cold");
+      two["procs"] = 2;
+      two["proc"] = proc;
+      records.push_back(two);
+      two["strategy"] = two["strategy_spec"] = "mmap_seq";
+      two["wall_s"] = 10.0 - proc;
+      records.push_back(two);
+    }
     Json limited = Record("fread", rep, 2.0, "cold");
     limited["memory_limit_bytes"] = 1 << 30;
     records.push_back(limited);
@@ -202,6 +205,60 @@ TEST(RoundsCompare, PairsWithinRoundsAndLeavesCeilingsAndFailuresOut) {
   const RoundsVerdict none = CompareWithBaseline(records, "io_uring", 0.10);
   for (const Comparison& x : none.comparisons) EXPECT_EQ(x.n, 0);
   EXPECT_FALSE(none.met);
+}
+
+// A run of several readers counts only whole: one failed or missing reader and the run has no
+// time in its round, so it pairs with nothing; the others' ok records do not stand in for it.
+// The time runs from the first reader's start to the last one's end.
+TEST(RoundsCompare, ARunCountsOnlyWhole) {
+  std::vector<Json> records;
+  for (int rep = 0; rep < 8; ++rep) {
+    for (int proc = 0; proc < 2; ++proc) {
+      for (const char* spec : {"fread", "mmap_seq"}) {
+        const bool fast = spec == std::string("mmap_seq");
+        Json r = Record(spec, rep, (fast ? 1.0 : 4.0) + proc);
+        r["procs"] = 2;
+        r["proc"] = proc;
+        r["load_start_unix_s"] = 1000.0 * rep + 0.25 * proc;
+        if (fast && rep == 3 && proc == 1) {
+          r["status"] = "failed";
+          r["error"] = "timed out after 60 s";
+        }
+        if (!(fast && rep == 5 && proc == 0)) records.push_back(r);  // rep 5: reader 0 missing
+      }
+    }
+  }
+  const RoundsVerdict v = CompareWithBaseline(records, "fread", 0.5);
+  ASSERT_EQ(v.comparisons.size(), 1u);
+  EXPECT_EQ(v.comparisons[0].n, 6);
+  // fread: 5 s + 0.25 s of start spread; mmap_seq: 2 s + 0.25 s.
+  EXPECT_NEAR(v.comparisons[0].ratio, 2.25 / 5.25, 1e-9);
+  const std::string summary = NoiseSummary(records, "fread");
+  EXPECT_NE(summary.find("not paired: 2 runs of several readers"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("cold x2 procs mmap_seq round 3: reader 1 failed: timed out after "
+                         "60 s"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("round 5: reader 0 left no record"), std::string::npos) << summary;
+}
+
+// A command that sent no checksum is ranked and paired like any strategy, and marked
+// unverified wherever its ratio shows: the paired lines, adaptive.json, the reps auto line.
+TEST(RoundsCompare, UnverifiedRunsAreMarkedWhereverTheyPair) {
+  std::vector<Json> records;
+  for (int rep = 0; rep < 8; ++rep) {
+    records.push_back(Record("fread", rep, 4.0 + 0.1 * rep));
+    Json r = Record("my_loader", rep, 2.0 + 0.3 * (rep % 3));
+    r["verify"] = "none";
+    records.push_back(r);
+  }
+  const RoundsVerdict v = CompareWithBaseline(records, "fread", 0.5);
+  ASSERT_EQ(v.comparisons.size(), 1u);
+  EXPECT_EQ(v.comparisons[0].marks, "unverified");
+  const std::string summary = NoiseSummary(records, "fread");
+  EXPECT_NE(summary.find("cold  my_loader (unverified): 0."), std::string::npos) << summary;
+  EXPECT_EQ(AdaptiveJson(AutoReps{}, v, 1.0, "met")["comparisons"][0]["marks"], "unverified");
+  EXPECT_NE(AutoRepsLine(AutoReps{}, v, "met").find("my_loader (unverified)"), std::string::npos);
 }
 
 TEST(RoundsCompare, FewerThanSixRoundsGiveNoIntervalAndMeetNothing) {

@@ -1,6 +1,7 @@
 """Many readers of one model through MPI, on this machine: `mpirun -np 3 loadbench experiment`
 with its ranks as the readers. Every rank's records reach rank 0's runs.jsonl, one rank per host
-makes the cache state, each read pattern's bytes add up, the round figures follow the slowest
+makes the cache state, each read pattern's bytes add up, a slow rank holds the others at the
+start barrier, the round figures follow the slowest
 reader, a reader killed mid-load leaves the others' records and a round without duration, an
 interrupted job resumes, and a plan a pattern cannot split stops every rank with exit 2.
 
@@ -94,7 +95,29 @@ def test_every_rank_loads_its_part_and_the_bytes_add_up(place):
     env_json = json.load(open(os.path.join(out, "env.json")))
     assert env_json["mpi"]["ranks"] == 3 and env_json["mpi"]["hosts"] == 1
     # The round figures the run ends with: the slowest reader's time.
-    assert "many readers: a round lasts as long as its slowest reader" in p.stdout
+    assert ("many readers: a round lasts from its first reader's start to its last reader's "
+            "end") in p.stdout
+
+
+def test_a_slow_rank_holds_the_others_at_the_start_barrier(place):
+    """Rank 2's worker starts a second late (the test hook LOADBENCH_TEST_SLOW_START,
+    docs/testing.md): every rank's worker waits for it at the start barrier, so the readers'
+    clocks start together and each record's start_spread_s says so."""
+    d, env, model, _ = place
+    x = experiment(d, "slow", model, "", reps=2)
+    out = str(d / "slow")
+    p = mpirun(dict(env, LOADBENCH_TEST_SLOW_START="2:1"), 3, "experiment", x, "--out", out)
+    assert p.returncode == 0, p.stderr
+    runs = by_run(records(out))
+    assert len(runs) == 2
+    for key, readers in runs.items():
+        assert sorted(r["rank"] for r in readers) == [0, 1, 2], key
+        assert all(r["status"] == "ok" for r in readers), readers
+        starts = [r["load_start_unix_s"] for r in readers]
+        spread = max(starts) - min(starts)
+        assert {r["start_spread_s"] for r in readers} == {readers[0]["start_spread_s"]}, key
+        assert readers[0]["start_spread_s"] == pytest.approx(spread, abs=2e-6), key
+        assert spread < 0.1, f"{key}: ranks started {spread:.3f} s apart (rank 2 1 s late)"
 
 
 def test_a_sharded_models_files_are_divided(place):

@@ -159,6 +159,28 @@ TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksI
   EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
 }
 
+TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
+  point_.procs = 3;
+  std::vector<RunRecord> run;
+  for (double start : {1767225600.250010, 1767225600.249000, 1767225600.251500}) {
+    ReaderOutcome o = Loaded();
+    o.record.load_start_unix_s = start;
+    run.push_back(Judge(o, run.size()));
+  }
+  ReaderOutcome gone = Loaded();
+  gone.error = "worker killed by signal 9 (Killed)";  // never started its clock
+  run.push_back(Judge(gone, run.size()));
+  SetStartSpread(&run);
+  for (const RunRecord& r : run) EXPECT_EQ(r.start_spread_s, 0.0025) << r.proc.value_or(-1);
+  EXPECT_FALSE(run.back().load_start_unix_s.has_value());
+  // One reader that started is no spread.
+  run.erase(run.begin() + 1, run.end() - 1);
+  run[0].start_spread_s.reset();
+  run[1].start_spread_s.reset();
+  SetStartSpread(&run);
+  EXPECT_FALSE(run[0].start_spread_s.has_value());
+}
+
 TEST(HostStateJsonTest, TheRanksSendEveryFigureBackAndForth) {
   HostState h;
   h.ok = true;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/probe/read_recipes.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 
@@ -141,6 +142,15 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   EXPECT_EQ(probe["scratch"]["bytes"], 4u << 20);
   EXPECT_EQ(probe["boot_id"], BootId());
   ExpectEveryCeiling(probe);
+  // The device limit: every read recipe's record, and the fastest named with its params.
+  const Json& limit = probe["ceilings"]["device_limit"];
+  ASSERT_EQ(limit["recipes"].size(), std::size(probe::kReadRecipes)) << limit.dump(2);
+  if (limit["gb_per_s"].is_number()) {
+    const probe::ReadRecipe* fastest = probe::FindRecipe(limit["recipe"].get<std::string>());
+    ASSERT_NE(fastest, nullptr) << limit.dump(2);
+    EXPECT_EQ(limit["params"], probe::RecipeParams(*fastest));
+    EXPECT_EQ(limit["gb_per_s"], limit["recipes"][fastest->name]["gb_per_s"]);
+  }
   EXPECT_TRUE(env.contains("limits"));
   EXPECT_TRUE(probe["facts"].contains("drop_caches_writable"));
   EXPECT_NE(env["command_line"].get<std::string>().find("--size 4MiB"), std::string::npos);
@@ -253,7 +263,8 @@ class ProbeForRunTest : public ::testing::Test {
     EXPECT_NE(note.find(why), std::string::npos) << note;
     EXPECT_NE(note.find("loadbench probe"), std::string::npos) << note;
     ExpectEveryCeiling(p);
-    for (const char* device : {"sequential_write", "cold_direct_read", "cold_buffered_read"}) {
+    for (const char* device :
+         {"sequential_write", "cold_direct_read", "cold_buffered_read", "device_limit"}) {
       EXPECT_TRUE(p["ceilings"][device]["gb_per_s"].is_null()) << device;
     }
     EXPECT_TRUE(p["facts"].is_object());

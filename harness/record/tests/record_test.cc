@@ -77,11 +77,14 @@ TEST(RunRecord, TheWorkersLineCarriesEveryFieldBack) {
   r.details = {{"role", "creator"}};
   r.load_start_mono_s = 123.25;
   r.profile_window_mono_s = Json::array({Json::array({123.25, 124.5})});
+  r.load_start_unix_s = 1767225600.123456;
   RunRecord back;
   ASSERT_TRUE(FromWireJson(Json::parse(WireJson(r).dump()), &back).ok());
   EXPECT_EQ(RecordJson(back), RecordJson(r));
   EXPECT_EQ(back.load_start_mono_s, 123.25);
   EXPECT_EQ(back.profile_window_mono_s, r.profile_window_mono_s);
+  EXPECT_EQ(back.load_start_unix_s, 1767225600.123456) << "the microseconds of the start lost";
+  EXPECT_EQ(RecordJson(r)["load_start_unix_s"].dump(), "1767225600.123456");
   EXPECT_FALSE(RecordJson(r).contains("load_start_mono_s")) << "a wire-only field was written";
   EXPECT_FALSE(RecordJson(r).contains("profile_window_mono_s"));
   EXPECT_FALSE(FromWireJson(Json::parse(R"({"wall_s": "fast"})"), &back).ok());

@@ -142,6 +142,15 @@ TEST(ReadersTable, AMissingReaderLeavesItsRoundWithoutDuration) {
   EXPECT_NE(table.find("rep 0: no duration: reader 1 left no record"), std::string::npos) << table;
 }
 
+TEST(ReadersTable, ARoundRunsFromTheFirstStartToTheLastEnd) {
+  std::vector<Json> runs = {Reader(0, 0, 3.0, 2e9), Reader(0, 1, 2.0, 2e9)};
+  runs[0]["load_start_unix_s"] = 100.0;
+  runs[1]["load_start_unix_s"] = 101.5;  // started 1.5 s late, ends at 103.5
+  const std::string line = Line(ReadersTable(runs), "cold  fread x2 tp");
+  EXPECT_NE(line.find("3.500"), std::string::npos) << line;   // duration
+  EXPECT_NE(line.find("1500.0"), std::string::npos) << line;  // start spread, ms
+}
+
 TEST(ReadersTable, PatternsAreRowsOfTheirOwn) {
   const std::vector<Json> runs = {Reader(0, 0, 1.0, 2e9, "tp"), Reader(0, 1, 1.0, 2e9, "tp"),
                                   Reader(0, 0, 5.0, 4e9, "replicated"),

@@ -1,0 +1,148 @@
+// `loadbench system show|tune|reset`: the machine's state (harness/system/tuning.h), shown, set
+// for measurements and restored, as pyperf's `system` command does.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/cli/commands.h"
+#include "harness/record/record.h"
+#include "harness/system/interrupt.h"
+#include "harness/system/leftovers.h"
+#include "harness/system/tune_state.h"
+#include "harness/system/tuning.h"
+
+namespace loadbench::cli {
+namespace {
+
+// The tune `system tune` saved, if any; a state file that cannot be trusted is said and ignored.
+const TuneRecord* Saved(TuneRecord* r) {
+  bool found = false;
+  const Status s = LoadTuneState(r, &found);
+  if (!s.ok()) fmt::print(stderr, "loadbench system show: {}\n", s.message());
+  return s.ok() && found ? r : nullptr;
+}
+
+void PrintSaved(const TuneRecord* saved) {
+  if (saved == nullptr) {
+    fmt::print("saved: none ({}: no `loadbench system tune` since boot, or reset since)\n",
+               TuneStatePath());
+    return;
+  }
+  std::vector<std::string> changes;
+  for (const SettingChange& c : saved->changes) {
+    changes.push_back(fmt::format("{} {} -> {}", c.path, c.before, c.after));
+  }
+  fmt::print("saved: by `loadbench system tune` since {}, page reporting {}; changed: {}; "
+             "`loadbench system reset` restores ({})\n",
+             saved->since, PageReportingChoiceName(saved->page_reporting),
+             changes.empty() ? "nothing" : fmt::format("{}", fmt::join(changes, "; ")),
+             TuneStatePath());
+}
+
+int Show(const SystemFlags& f) {
+  TuneRecord r;
+  const TuneRecord* saved = Saved(&r);
+  const nlohmann::ordered_json env = SystemEnv(f.data_dir, saved);
+  if (f.json) {
+    nlohmann::ordered_json j = env;
+    j["state_file"] = TuneStatePath();
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  for (const SystemSetting& s : ReadSystemSettings(f.data_dir)) {
+    fmt::print("{:<36} {:<12} {}{}\n", s.name, s.value.value_or("none"), s.path,
+               s.note.empty() ? "" : "  (" + s.note + ")");
+  }
+  if (env["tuned"].get<bool>()) {
+    fmt::print("state: tuned{}\n", saved != nullptr ? " (by `loadbench system tune`)" : "");
+  } else {
+    std::vector<std::string> why = env["not_tuned_because"];
+    fmt::print("state: not tuned: {}; `loadbench system tune` sets it\n", fmt::join(why, "; "));
+  }
+  PrintSaved(saved);
+  return 0;
+}
+
+// The machine, for this change alone: no measurement runs under it.
+int Lock(const std::string& cmd, const SystemFlags& f, const std::string& command_line,
+         HeldLock* machine) {
+  Status s =
+      BeginMeasurement("loadbench " + cmd, ThisProcess(command_line, ""), !f.no_wait, machine);
+  if (s.ok()) return 0;
+  const int code = ReportError(cmd, s);
+  return Interrupted() ? 130 : code;
+}
+
+int Tune(const SystemFlags& f, const std::string& command_line) {
+  const std::string cmd = "system tune";
+  PageReportingChoice choice = PageReportingChoice::kOff;
+  Status s = ParsePageReportingChoice(f.page_reporting, "--page-reporting", &choice);
+  if (!s.ok()) return ReportError(cmd, s);
+  HeldLock machine;
+  if (int code = Lock(cmd, f, command_line, &machine); code != 0) return code;
+  TuneRecord r{"system tune", NowStamp("%Y-%m-%dT%H:%M:%SZ"), choice, {}};
+  bool found = false;
+  if (s = LoadTuneState(&r, &found); !s.ok()) return ReportError(cmd, s);
+  r.page_reporting = choice;
+  std::vector<SettingChange> done;
+  if (s = TuneSystem(choice, {}, &done); !s.ok()) return ReportError(cmd, s);
+  // A setting an earlier tune changed keeps the value it held before that one.
+  for (const SettingChange& c : done) {
+    bool known = false;
+    for (const SettingChange& old : r.changes) known = known || old.path == c.path;
+    if (!known) r.changes.push_back(c);
+  }
+  if (s = SaveTuneState(r); !s.ok()) {
+    std::vector<std::string> said;
+    const Status undo = RestoreSystem(done, &said);
+    return ReportError(cmd, Status::BadInput(
+                                fmt::format("{}; {}", s.message(),
+                                            undo.ok() ? "nothing was changed" : undo.message())));
+  }
+  ForgetChanges(done);  // the state file holds them now, until `system reset`
+  for (const SettingChange& c : done) {
+    fmt::print("set {}: {} -> {}, since {}\n", c.path, c.before, c.after, c.why);
+  }
+  if (done.empty()) fmt::print("nothing to set: the machine is in the tuned state already\n");
+  if (choice == PageReportingChoice::kKeep) {
+    fmt::print("free page reporting: kept as it is, by --page-reporting keep\n");
+  }
+  fmt::print("saved to {}{}; `loadbench system reset` restores what was there\n", TuneStatePath(),
+             found ? fmt::format(" (tuned since {})", r.since) : "");
+  return 0;
+}
+
+int Reset(const SystemFlags& f, const std::string& command_line) {
+  const std::string cmd = "system reset";
+  HeldLock machine;
+  if (int code = Lock(cmd, f, command_line, &machine); code != 0) return code;
+  TuneRecord r;
+  bool found = false;
+  if (Status s = LoadTuneState(&r, &found); !s.ok()) return ReportError(cmd, s);
+  if (!found) {
+    fmt::print("nothing to restore: no saved state at {} (no `loadbench system tune` since boot, "
+               "or it was reset already)\n",
+               TuneStatePath());
+    return 0;
+  }
+  std::vector<std::string> said;
+  const Status s = RestoreSystem(r.changes, &said);
+  for (const std::string& line : said) fmt::print("restored {}\n", line);
+  if (!s.ok()) {
+    return ReportError(cmd, Status::BadInput(fmt::format("{}; {} keeps what is left to restore",
+                                                         s.message(), TuneStatePath())));
+  }
+  if (Status rm = RemoveTuneState(); !rm.ok()) return ReportError(cmd, rm);
+  fmt::print("the machine's settings are as they were before `loadbench system tune` ({})\n",
+             r.since);
+  return 0;
+}
+
+}  // namespace
+
+int SystemCommand(const SystemFlags& f, const std::string& command_line) {
+  if (f.action == "tune") return Tune(f, command_line);
+  if (f.action == "reset") return Reset(f, command_line);
+  return Show(f);
+}
+
+}  // namespace loadbench::cli

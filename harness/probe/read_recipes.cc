@@ -1,0 +1,355 @@
+// The read recipes: every byte of a set of files read by each, in threads that each take a
+// contiguous share, cold, timed from the first request to the last byte.
+#include "harness/probe/read_recipes.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "harness/probe/probe_measure.h"
+#include "harness/system/interrupt.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/io_ring.h"
+#include "loaders/base/units.h"
+
+namespace loadbench::probe {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kInterrupted = "interrupted";
+
+// Bytes [begin, end) of file `file`: a run of one job's blocks.
+struct Piece {
+  size_t file;
+  uint64_t begin, end;
+};
+
+// The blocks of every file (`block` bytes from each file's start, the last one short), file
+// after file, split into `jobs` runs of consecutive blocks as even as whole blocks allow; each
+// job's run as pieces, one per file it reaches into.
+std::vector<std::vector<Piece>> Shares(const std::vector<uint64_t>& sizes, uint64_t block,
+                                       unsigned jobs) {
+  uint64_t blocks = 0;
+  for (uint64_t s : sizes) blocks += (s + block - 1) / block;
+  std::vector<std::vector<Piece>> shares(jobs);
+  uint64_t index = 0;
+  for (size_t f = 0; f < sizes.size(); ++f) {
+    for (uint64_t off = 0; off < sizes[f]; off += block, ++index) {
+      std::vector<Piece>& mine = shares[index * jobs / blocks];
+      const uint64_t end = std::min(sizes[f], off + block);
+      if (!mine.empty() && mine.back().file == f && mine.back().end == off) {
+        mine.back().end = end;
+      } else {
+        mine.push_back({f, off, end});
+      }
+    }
+  }
+  return shares;
+}
+
+// What one job reads with: its pieces, its files (by index into the paths; -1 where it reads
+// none of that file), its buffer faulted in, and for O_DIRECT its ring.
+struct Job {
+  std::vector<Piece> pieces;
+  std::vector<int> fds;
+  std::vector<UniqueFd> own;  // the fds this job opened (buffered: one open file per job)
+  Mapping buf;
+  IoRing ring;
+  Status result;
+};
+
+Status MapBuffer(uint64_t len, Mapping* out) {
+  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return Status::FromErrno(fmt::format("mmap of {} bytes", len), errno);
+  *out = Mapping(p, len);
+  std::memset(out->mutable_data(), 0, len);  // faulted in now, not in the timed region
+  return Status::Ok();
+}
+
+uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+// One job's O_DIRECT reads: its pieces in blocks, queue_depth of them in flight in its ring,
+// slot i reading into buf + i * block. A file's last block is asked for rounded up to the
+// alignment and reads short, to the file's end. Short reads are requeued for the rest,
+// -EAGAIN and -EINTR retried. After an error or an interrupt nothing more is queued, but every
+// request in flight is still reaped.
+Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, uint64_t align,
+                 const BlockSink& sink, Job* job) {
+  struct Request {
+    size_t file;
+    uint64_t offset, len, done;
+  };
+  std::vector<Request> slots(rc.queue_depth);
+  size_t piece = 0;
+  uint64_t next = job->pieces.empty() ? 0 : job->pieces[0].begin;
+  unsigned in_flight = 0;
+  io_uring* ring = job->ring.get();
+  auto queue = [&](size_t slot) {
+    const Request& r = slots[slot];
+    io_uring_sqe* sqe = ::io_uring_get_sqe(ring);  // the ring has an entry per slot
+    ::io_uring_prep_read(sqe, job->fds[r.file],
+                         job->buf.mutable_data() + slot * rc.block_bytes + r.done,
+                         static_cast<unsigned>(RoundUp(r.len - r.done, align)), r.offset + r.done);
+    ::io_uring_sqe_set_data64(sqe, slot);
+    ++in_flight;
+  };
+  auto queue_next = [&](size_t slot) {
+    while (piece < job->pieces.size() && next >= job->pieces[piece].end) {
+      if (++piece < job->pieces.size()) next = job->pieces[piece].begin;
+    }
+    if (piece == job->pieces.size()) return;
+    const Piece& p = job->pieces[piece];
+    slots[slot] = {p.file, next, std::min(rc.block_bytes, p.end - next), 0};
+    next += slots[slot].len;
+    queue(slot);
+  };
+  for (size_t slot = 0; slot < slots.size(); ++slot) queue_next(slot);
+  Status error;
+  while (in_flight > 0) {
+    if (const int ret = ::io_uring_submit_and_wait(ring, 1); ret < 0 && ret != -EINTR) {
+      return Status::IOError(fmt::format("io_uring_enter: {}", std::strerror(-ret)));
+    }
+    io_uring_cqe* cqe = nullptr;
+    while (::io_uring_peek_cqe(ring, &cqe) == 0) {
+      const auto slot = static_cast<size_t>(::io_uring_cqe_get_data64(cqe));
+      const int res = cqe->res;
+      ::io_uring_cqe_seen(ring, cqe);
+      --in_flight;
+      Request& r = slots[slot];
+      if (res == -EAGAIN || res == -EINTR) {
+        queue(slot);
+      } else if (res <= 0) {
+        if (error.ok()) {
+          error = Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}",
+                                              paths[r.file], r.len - r.done, r.offset + r.done,
+                                              res < 0 ? std::strerror(-res) : "end of file"));
+        }
+      } else if (r.done = std::min(r.len, r.done + static_cast<uint64_t>(res)); r.done < r.len) {
+        queue(slot);
+      } else {
+        if (sink) sink(r.file, r.offset, job->buf.data() + slot * rc.block_bytes, r.len);
+        if (error.ok() && !Interrupted()) queue_next(slot);
+      }
+    }
+  }
+  if (error.ok() && Interrupted()) return Status::Failed(kInterrupted);
+  return error;
+}
+
+// posix_fadvise of [offset, offset + len) of `fd`, its error naming the file.
+Status Advise(int fd, const std::string& path, uint64_t offset, uint64_t len, int advice) {
+  const int err = ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(len), advice);
+  return err == 0 ? Status::Ok() : Status::FromErrno(fmt::format("{}: posix_fadvise", path), err);
+}
+
+// One job's buffered reads: each piece read front to back in blocks with pread() on the job's
+// own open file, after POSIX_FADV_SEQUENTIAL over the piece (the kernel's read-ahead doubled),
+// or asking POSIX_FADV_WILLNEED for the bytes up to ahead_bytes past each read.
+Status BufferedJob(const ReadRecipe& rc, const std::vector<std::string>& paths,
+                   const BlockSink& sink, Job* job) {
+  const bool willneed = std::strcmp(rc.advice, "willneed") == 0;
+  for (const Piece& p : job->pieces) {
+    const int fd = job->fds[p.file];
+    const std::string& path = paths[p.file];
+    if (!willneed) {
+      LB_RETURN_IF_ERROR(Advise(fd, path, p.begin, p.end - p.begin, POSIX_FADV_SEQUENTIAL));
+    }
+    uint64_t asked = p.begin;  // WILLNEED given up to here
+    for (uint64_t off = p.begin; off < p.end;) {
+      if (Interrupted()) return Status::Failed(kInterrupted);
+      if (const uint64_t want = std::min(p.end, off + rc.ahead_bytes); willneed && want > asked) {
+        LB_RETURN_IF_ERROR(Advise(fd, path, asked, want - asked, POSIX_FADV_WILLNEED));
+        asked = want;
+      }
+      const size_t len = std::min(rc.block_bytes, p.end - off);
+      LB_RETURN_IF_ERROR(PreadExact(fd, path, job->buf.mutable_data(), len, off));
+      if (sink) sink(p.file, off, job->buf.data(), len);
+      off += len;
+    }
+  }
+  return Status::Ok();
+}
+
+// Opens the files and sizes them: O_DIRECT ones shared by every job (*shared), else none
+// here. *align: the largest O_DIRECT alignment of the files.
+Status OpenFiles(const ReadRecipe& rc, const std::vector<std::string>& paths,
+                 std::vector<UniqueFd>* shared, std::vector<uint64_t>* sizes, uint64_t* align) {
+  *align = 1;
+  for (const std::string& path : paths) {
+    UniqueFd fd;
+    LB_RETURN_IF_ERROR(OpenReadOnly(path, rc.direct ? O_DIRECT : 0, &fd));
+    uint64_t size = 0;
+    LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
+    sizes->push_back(size);
+    if (rc.direct) {
+      *align = std::max(*align, DirectIoAlignment(fd.get()));
+      shared->push_back(std::move(fd));
+    }
+  }
+  if (rc.direct && rc.block_bytes % *align != 0) {
+    return Status::Unsupported(fmt::format("O_DIRECT here needs {}-byte alignment, which {} "
+                                           "blocks do not meet",
+                                           *align, FormatBytes(rc.block_bytes)));
+  }
+  return Status::Ok();
+}
+
+// Everything a job needs before the clock starts: its files open, its buffer, its ring.
+Status PrepareJob(const ReadRecipe& rc, const std::vector<std::string>& paths,
+                  const std::vector<UniqueFd>& shared, Job* job) {
+  job->fds.assign(paths.size(), -1);
+  for (const Piece& p : job->pieces) {
+    if (job->fds[p.file] >= 0) continue;
+    if (rc.direct) {
+      job->fds[p.file] = shared[p.file].get();
+    } else {
+      LB_RETURN_IF_ERROR(OpenReadOnly(paths[p.file], 0, &job->own.emplace_back()));
+      job->fds[p.file] = job->own.back().get();
+    }
+  }
+  LB_RETURN_IF_ERROR(MapBuffer(rc.queue_depth * rc.block_bytes, &job->buf));
+  if (rc.direct) {
+    if (const int ret = job->ring.Init(rc.queue_depth); ret < 0) {
+      return Status::Unsupported(RingSetupFailure(-ret));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+const ReadRecipe* FindRecipe(std::string_view name) {
+  for (const ReadRecipe& r : kReadRecipes) {
+    if (name == r.name) return &r;
+  }
+  return nullptr;
+}
+
+Json RecipeParams(const ReadRecipe& r) {
+  return {{"recipe", r.name},
+          {"direct", r.direct ? "on" : "off"},
+          {"block_bytes", r.block_bytes},
+          {"queue_depth", r.queue_depth},
+          {"jobs", r.jobs},
+          {"advice", r.advice},
+          {"ahead_bytes", r.ahead_bytes}};
+}
+
+Status ReadWithRecipe(const ReadRecipe& rc, const std::vector<std::string>& paths, uint64_t* bytes,
+                      double* seconds, const BlockSink& sink) {
+  std::vector<UniqueFd> shared;
+  std::vector<uint64_t> sizes;
+  uint64_t align = 1;
+  LB_RETURN_IF_ERROR(OpenFiles(rc, paths, &shared, &sizes, &align));
+  *bytes = 0;
+  for (uint64_t s : sizes) *bytes += s;
+  std::vector<std::unique_ptr<Job>> jobs;
+  for (std::vector<Piece>& share : Shares(sizes, rc.block_bytes, rc.jobs)) {
+    if (share.empty()) continue;  // fewer blocks than jobs
+    jobs.push_back(std::make_unique<Job>());
+    jobs.back()->pieces = std::move(share);
+    LB_RETURN_IF_ERROR(PrepareJob(rc, paths, shared, jobs.back().get()));
+  }
+  auto run = [&](Job* job) {
+    job->result =
+        rc.direct ? DirectJob(rc, paths, align, sink, job) : BufferedJob(rc, paths, sink, job);
+  };
+  Status started;
+  const auto t0 = Clock::now();
+  {
+    std::vector<std::jthread> threads;
+    for (size_t j = 1; j < jobs.size() && started.ok(); ++j) {
+      try {
+        threads.emplace_back(run, jobs[j].get());
+      } catch (const std::system_error& e) {
+        started = Status::IOError(fmt::format("cannot start a reading thread: {}", e.what()));
+      }
+    }
+    if (!jobs.empty() && started.ok()) run(jobs[0].get());
+  }  // every thread joined here
+  *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  LB_RETURN_IF_ERROR(started);
+  for (const auto& job : jobs) LB_RETURN_IF_ERROR(job->result);
+  return Status::Ok();
+}
+
+Json ColdRecipeRead(const ReadRecipe& rc, const std::vector<std::string>& paths, int reps) {
+  uint64_t total = 0;
+  for (const std::string& path : paths) {
+    UniqueFd fd;
+    uint64_t size = 0;
+    Status s = OpenReadOnly(path, 0, &fd);
+    if (s.ok()) s = FileSize(fd.get(), path, &size);
+    if (!s.ok()) return Unmeasured({{"gb_per_s", nullptr}, {"recipe", rc.name}}, s.message());
+    total += size;
+  }
+  if (total == 0)
+    return Unmeasured({{"gb_per_s", nullptr}, {"recipe", rc.name}}, "no bytes to read");
+  Json j = BandwidthRecord(
+      total, reps,
+      fmt::format("{}; every file's cache dropped and checked <= 1% resident before each",
+                  rc.direct ? fmt::format("io_uring reads with O_DIRECT, {} requests of {} in "
+                                          "flight per job, {} jobs",
+                                          rc.queue_depth, FormatBytes(rc.block_bytes), rc.jobs)
+                            : fmt::format("pread() of {} through the page cache, advice {}, {} "
+                                          "jobs",
+                                          FormatBytes(rc.block_bytes), rc.advice, rc.jobs)));
+  j["recipe"] = rc.name;
+  j["params"] = RecipeParams(rc);
+  Json checks = Json::array();
+  bool unsupported = false;
+  j = Bandwidth(
+      std::move(j), total, reps,
+      [&] {
+        for (const std::string& path : paths) {
+          if (std::string why = DropAndCheck(path, &checks); !why.empty()) return why;
+        }
+        return std::string();
+      },
+      [&](double* seconds) {
+        uint64_t read = 0;
+        Status s = ReadWithRecipe(rc, paths, &read, seconds);
+        unsupported = s.code() == Status::Code::kUnsupported;
+        if (s.ok() && read != total) {
+          s = Status::IOError(fmt::format("read {} bytes, expected {}", read, total));
+        }
+        return s;
+      });
+  j["cold_checks"] = checks;
+  if (unsupported) j["unsupported"] = true;
+  return j;
+}
+
+Json DeviceLimit(const std::vector<std::string>& paths, int reps) {
+  Json out = {{"gb_per_s", nullptr},
+              {"recipe", nullptr},
+              {"params", nullptr},
+              {"chosen", fmt::format("the fastest recipe, each the best of {}", reps)},
+              {"recipes", Json::object()}};
+  for (const ReadRecipe& rc : kReadRecipes) {
+    if (Interrupted()) break;
+    Json m = ColdRecipeRead(rc, paths, reps);
+    const Json& g = m["gb_per_s"];
+    if (g.is_number() && (out["gb_per_s"].is_null() || g > out["gb_per_s"])) {
+      out["gb_per_s"] = g;
+      out["recipe"] = rc.name;
+      out["params"] = RecipeParams(rc);
+    }
+    out["recipes"][rc.name] = std::move(m);
+  }
+  if (out["gb_per_s"].is_null()) return Unmeasured(std::move(out), "no recipe gave a figure");
+  return out;
+}
+
+}  // namespace loadbench::probe

@@ -1,0 +1,264 @@
+"""The machine's state, shown, set and restored (`loadbench system show|tune|reset`, the
+experiment key `[system] tune = true`): show lists every setting as the kernel has it; tune then
+reset leaves every setting as it was; an experiment that asks for the tuned state runs tuned
+and gives the machine back at its end, after Ctrl-C too, and after a SIGKILL the next command
+that measures does, saying so; not root, tune names the setting, exits 2 and changes nothing.
+
+Run with /usr/bin/python3 -m pytest harness/run/tests. LOADBENCH_BIN names the binary (default
+build/loadbench of this checkout). Every test has a lock folder and a state folder of its own
+(LOADBENCH_LOCK_DIR, LOADBENCH_STATE_DIR). The tests that change settings need root and a
+writable free page reporting (this VM has one; elsewhere they skip, saying why), and write
+every setting they may change back when they end, failed or not."""
+import glob
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
+ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
+GOVERNORS = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
+
+pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
+                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
+
+
+def cannot_tune_here():
+    if os.geteuid() != 0:
+        return "not root: tuning needs root"
+    if not os.access(ORDER, os.W_OK):
+        return f"{ORDER} is not writable here (no free page reporting to hold off)"
+    return ""
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def tunables():
+    """Every setting tune may write, as it reads now."""
+    return {p: read(p) for p in [ORDER, *glob.glob(GOVERNORS)] if os.path.exists(p)}
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = dict(os.environ)
+    e["LOADBENCH_LOCK_DIR"] = str(tmp_path / "locks")
+    e["LOADBENCH_STATE_DIR"] = str(tmp_path / "state")
+    e.pop("LOADBENCH_LOCK_FD", None)
+    return e
+
+
+@pytest.fixture
+def machine():
+    """The real tunable settings, written back however the test ends."""
+    why = cannot_tune_here()
+    if why:
+        pytest.skip(why)
+    saved = tunables()
+    yield saved
+    for path, value in saved.items():
+        if read(path) != value:
+            with open(path, "w") as f:
+                f.write(value + "\n")
+
+
+def lb(env, *args, timeout=120, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, **kw)
+
+
+def largest_order():
+    with open("/proc/buddyinfo") as f:
+        first = f.readline().split()
+    return len(first) - 4 - 1  # "Node 0, zone NAME" then one count per order from 0
+
+
+def settings(env, data="."):
+    """show --json's settings, but the counters that change by themselves (read-only files)."""
+    r = lb(env, "system", "show", "--json", "--data", data)
+    assert r.returncode == 0, r.stderr
+    out = {}
+    for name, s in json.loads(r.stdout)["settings"].items():
+        path = s["path"]
+        counter = (name.startswith("page_reporting.") and os.path.exists(path)
+                   and not os.stat(path).st_mode & stat.S_IWUSR)
+        if not counter:
+            out[name] = s["value"]
+    return out
+
+
+def test_show_lists_every_setting_with_the_value_the_kernel_has(env, tmp_path):
+    r = lb(env, "system", "show", "--data", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    shown = {line.split()[0]: line.split()[1] for line in lines
+             if not line.startswith(("state:", "saved:"))}
+    want = ["thp.enabled", "thp.defrag", "thp.khugepaged_defrag", "vm.swappiness",
+            "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes",
+            "vm.dirty_background_bytes", "vm.dirty_expire_centisecs",
+            "vm.dirty_writeback_centisecs", "block.device", "block.read_ahead_kb",
+            "block.scheduler", "cpu.governor", "balloon.driver"]
+    params = "/sys/module/page_reporting/parameters"
+    want += ([f"page_reporting.{p}" for p in os.listdir(params)] if os.path.isdir(params)
+             else ["page_reporting"])
+    if any(read(d + "/device") == "0x0005" for d in glob.glob("/sys/bus/virtio/devices/*")):
+        want.append("balloon.features")
+    assert sorted(shown) == sorted(want)
+    for k in ["swappiness", "dirty_ratio", "dirty_bytes", "dirty_writeback_centisecs"]:
+        assert shown[f"vm.{k}"] == read(f"/proc/sys/vm/{k}")
+    enabled = read("/sys/kernel/mm/transparent_hugepage/enabled")
+    assert shown["thp.enabled"] == enabled[enabled.index("[") + 1:enabled.index("]")]
+    if os.path.exists(ORDER):
+        assert shown["page_reporting.page_reporting_order"] == read(ORDER)
+    dev = os.stat(tmp_path).st_dev
+    block = os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if os.path.exists(block):
+        block = os.path.dirname(block) if os.path.exists(block + "/partition") else block
+        assert shown["block.device"] == os.path.basename(block)
+        assert shown["block.read_ahead_kb"] == read(block + "/queue/read_ahead_kb")
+    assert lines[-2].startswith("state: ") and lines[-1].startswith("saved: none")
+
+
+def test_tune_then_reset_leaves_every_setting_as_it_was(env, machine):
+    before = settings(env)
+    t = lb(env, "system", "tune")
+    assert t.returncode == 0, t.stderr
+    state = json.loads(lb(env, "system", "show", "--json").stdout)
+    assert state["tuned"] and state["tune"]["by"] == "system tune", state
+    assert state["page_reporting"] == "off"
+    assert read(ORDER) == str(largest_order() + 1)
+    assert os.path.exists(os.path.join(env["LOADBENCH_STATE_DIR"], "system-state.json"))
+    # A second tune keeps what was there first.
+    assert lb(env, "system", "tune").returncode == 0
+    r = lb(env, "system", "reset")
+    assert r.returncode == 0, r.stderr
+    assert f"restored {ORDER}: {largest_order() + 1} -> {machine[ORDER]}" in r.stdout
+    assert settings(env) == before
+    assert not os.listdir(env["LOADBENCH_STATE_DIR"])
+
+
+def test_a_reset_without_a_saved_state_says_so(env):
+    r = lb(env, "system", "reset")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("nothing to restore: no saved state at "
+                               f"{env['LOADBENCH_STATE_DIR']}/system-state.json")
+
+
+def test_not_root_tune_names_the_setting_exits_2_and_changes_nothing(env, machine):
+    if read(ORDER) == str(largest_order() + 1):
+        pytest.skip("free page reporting is held off already: tune would set nothing")
+    before = tunables()
+    shared = tempfile.mkdtemp(prefix="loadbench-nobody-")  # pytest's folders are root's alone
+    try:
+        os.chmod(shared, 0o777)
+        env = dict(env, LOADBENCH_LOCK_DIR=shared + "/locks", LOADBENCH_STATE_DIR=shared + "/state")
+        r = lb(env, "system", "tune", user=65534, group=65534)
+        assert not os.path.exists(env["LOADBENCH_STATE_DIR"])
+    finally:
+        shutil.rmtree(shared)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1
+    assert f"cannot set {ORDER} to {largest_order() + 1}: Permission denied (it needs root)" \
+        in r.stderr
+    assert "nothing was changed" in r.stderr
+    assert tunables() == before
+
+
+EXPERIMENT = """name = "tuned"
+reps = {reps}
+cache = "warm"
+[[file]]
+path = "{model}"
+[[strategy]]
+name = "fread"
+[system]
+tune = true
+"""
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("model") / "m.wlf")
+    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "16MiB", "--out", path, "--quiet"],
+                   check=True)
+    return path
+
+
+def experiment(tmp_path, model, reps):
+    path = tmp_path / "tuned.toml"
+    path.write_text(EXPERIMENT.format(model=model, reps=reps))
+    return str(path)
+
+
+def test_an_experiment_asking_for_the_tuned_state_runs_tuned_and_restores_it(
+        env, machine, tmp_path, model):
+    out = str(tmp_path / "out")
+    r = lb(env, "experiment", experiment(tmp_path, model, 1), "--out", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    system = json.loads(open(os.path.join(out, "env.json")).read())["system"]
+    assert system["tuned"] and system["not_tuned_because"] == []
+    assert system["tune"]["by"] == "experiment" and system["tune"]["page_reporting"] == "off"
+    assert system["settings"]["page_reporting.page_reporting_order"]["value"] == \
+        str(largest_order() + 1)  # as the runs ran
+    sessions = json.loads(open(os.path.join(out, "env.json")).read())["sessions"]
+    assert [s["system_tuned"] for s in sessions] == [True]
+    assert f"restored {ORDER}: {largest_order() + 1} -> {machine[ORDER]}" in r.stderr
+    assert tunables() == machine
+
+
+def test_an_untuned_run_records_why_it_was_not_tuned(env, tmp_path, model):
+    out = str(tmp_path / "plain")
+    r = lb(env, "run", "--file", model, "--strategies", "fread", "--cache", "warm", "--reps", "1",
+           "--out", out)
+    assert r.returncode == 0, r.stderr
+    system = json.loads(open(os.path.join(out, "env.json")).read())["system"]
+    assert system["tune"] is None
+    assert system["tuned"] == (system["not_tuned_because"] == [])
+    if system["page_reporting"] == "on":
+        assert not system["tuned"]
+        assert any("free page reporting is on" in w for w in system["not_tuned_because"])
+
+
+def start_tuned(env, tmp_path, model):
+    """A long tuned experiment, once its env.json is written (the machine tuned)."""
+    out = str(tmp_path / "long")
+    p = subprocess.Popen([BIN, "experiment", experiment(tmp_path, model, 1000), "--out", out,
+                          "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(out, "runs.jsonl")) and time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.05)
+    assert read(ORDER) == str(largest_order() + 1), "not tuned while running"
+    return p
+
+
+def test_an_interrupted_experiment_restores_the_machine(env, machine, tmp_path, model):
+    p = start_tuned(env, tmp_path, model)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert f"restored {ORDER}" in err
+    assert tunables() == machine
+
+
+def test_after_a_kill_the_next_command_that_measures_restores_and_says_so(
+        env, machine, tmp_path, model):
+    p = start_tuned(env, tmp_path, model)
+    p.kill()
+    p.communicate(timeout=60)
+    assert read(ORDER) != machine[ORDER]  # left tuned: nothing ran to restore it
+    r = lb(env, "system", "reset")
+    assert r.returncode == 0, r.stderr
+    assert (f"pid {p.pid} ended without cleaning up: setting {ORDER} restored to "
+            f"{machine[ORDER]}") in r.stderr
+    assert tunables() == machine
