@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "loaders/base/destination.h"
+#include "loaders/base/file_io.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -26,8 +27,13 @@ class FreadLoader final : public Loader {
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
-    std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rbe"));
+    // Opened as every strategy opens a file (a FIFO or device refused, never waited on), then
+    // handed to stdio.
+    UniqueFd fd;
+    LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
+    std::unique_ptr<FILE, FileCloser> file(::fdopen(fd.get(), "rb"));
     if (!file) return Status::FromErrno(path, errno);
+    fd.release();  // the stream owns it now
     LB_RETURN_IF_ERROR(buffers_.Allocate(kind_, table, path));
     std::unique_ptr<std::byte[]> temp(new std::byte[chunk_bytes_]);
     uint64_t pos = 0;  // where the stream is, so that we seek only when tensors are not adjacent

@@ -45,7 +45,7 @@ struct Table {
   std::map<std::pair<std::string, std::string>, Group> groups;
   std::vector<double> ceiling;
   int ceiling_runs = 0;
-  int64_t queue_depth = 0;  // as the ceiling records give it
+  std::set<std::string> recipes;  // the read recipes the ceiling records name
 };
 
 Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
@@ -56,7 +56,7 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
     if (r.value("strategy", "") == kCeiling) {
       ++t.ceiling_runs;
       if (const auto p = r.find("params"); p != r.end() && p->is_object()) {
-        t.queue_depth = p->value("queue_depth", t.queue_depth);
+        t.recipes.insert(p->value("recipe", "direct_1m_qd32"));
       }
       if (r.value("status", "") == "ok") Add(&t.ceiling, Num(r, "gb_per_s"));
       continue;
@@ -121,9 +121,11 @@ std::string CeilingLine(const Table& t) {
   if (t.ceiling.empty()) {
     return fmt::format("ceiling: none of {} device reads was ok\n", t.ceiling_runs);
   }
-  return fmt::format("ceiling (device read, O_DIRECT io_uring QD{}): {}/{} ok, median {:.2f} "
-                     "GB/s, min {:.2f}, max {:.2f}\n",
-                     t.queue_depth, t.ceiling.size(), t.ceiling_runs, Median(t.ceiling),
+  std::string recipes;
+  for (const std::string& r : t.recipes) recipes += (recipes.empty() ? "" : ", ") + r;
+  return fmt::format("ceiling (the device's limit, the fastest read recipe: {}): {}/{} ok, median "
+                     "{:.2f} GB/s, min {:.2f}, max {:.2f}\n",
+                     recipes, t.ceiling.size(), t.ceiling_runs, Median(t.ceiling),
                      *std::min_element(t.ceiling.begin(), t.ceiling.end()),
                      *std::max_element(t.ceiling.begin(), t.ceiling.end()));
 }

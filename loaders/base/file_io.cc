@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -40,10 +41,44 @@ void Mapping::reset() {
   len_ = 0;
 }
 
+namespace {
+
+// What a file of `mode` (st_mode) is, for messages.
+std::string_view KindOfFile(mode_t mode) {
+  switch (mode & S_IFMT) {
+    case S_IFDIR:
+      return "a directory";
+    case S_IFIFO:
+      return "a FIFO (named pipe)";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "of an unknown kind";
+  }
+}
+
+// Ok for a regular file; else kBadInput naming `path` and what it is instead.
+Status RefuseUnlessRegular(const std::string& path, mode_t mode) {
+  if (S_ISREG(mode)) return Status::Ok();
+  if (S_ISDIR(mode)) return Status::BadInput(fmt::format("{}: is a directory", path));
+  return Status::BadInput(fmt::format("{}: {}, not a regular file", path, KindOfFile(mode)));
+}
+
+}  // namespace
+
 Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out) {
+  // A FIFO would block open(2) until a writer came, and a device may answer with anything:
+  // refused by stat before any open, and again by fstat of what was opened, with O_NONBLOCK so
+  // that a FIFO put in its place in between cannot block the open either.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) LB_RETURN_IF_ERROR(RefuseUnlessRegular(path, st.st_mode));
   int fd;
   do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | extra_flags);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0 && errno == EINVAL && (extra_flags & O_DIRECT)) {
     return Status::Unsupported(
@@ -51,10 +86,12 @@ Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out) {
   }
   if (fd < 0) return Status::FromErrno(path, errno);
   UniqueFd owned(fd);
-  struct stat st {};
   if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
-  if (S_ISDIR(st.st_mode)) return Status::BadInput(fmt::format("{}: is a directory", path));
-  if (!S_ISREG(st.st_mode)) return Status::BadInput(fmt::format("{}: not a regular file", path));
+  LB_RETURN_IF_ERROR(RefuseUnlessRegular(path, st.st_mode));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    return Status::FromErrno(fmt::format("{}: fcntl", path), errno);
+  }
   *out = std::move(owned);
   return Status::Ok();
 }

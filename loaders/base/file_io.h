@@ -58,9 +58,11 @@ class Mapping final {
 };
 
 // Opens `path` read-only (plus `extra_flags`, e.g. O_DIRECT) and checks that it is a regular
-// file. Errors name the path: missing, a directory, not a regular file, not readable; with
-// O_DIRECT on a filesystem that refuses it (EINVAL: ramfs, some FUSE and network filesystems),
-// kUnsupported.
+// file. Never blocks on a FIFO: what is not a regular file (a directory, FIFO, socket or
+// device) is refused by stat before the open, and by fstat of what was opened (O_NONBLOCK,
+// cleared once it is known to be a regular file). Errors name the path: missing, not a regular
+// file (and what it is), not readable; with O_DIRECT on a filesystem that refuses it (EINVAL:
+// ramfs, some FUSE and network filesystems), kUnsupported.
 Status OpenReadOnly(const std::string& path, int extra_flags, UniqueFd* out);
 
 // Opens `path` read-only and maps all of it MAP_PRIVATE (plus `extra_flags`), PROT_READ, or

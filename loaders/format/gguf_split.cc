@@ -1,7 +1,8 @@
 // The GGUF split form of a sharded model, as llama.cpp's gguf-split writes it:
 // NAME-00001-of-0000N.gguf and its siblings beside it, each carrying split.no (0-based),
 // split.count and split.tensors.count (the model's tensor count); the first holds the model's
-// other metadata.
+// other metadata. Each sibling is checked to stay inside the first's folder before it is opened,
+// as an index's shards are.
 #include <filesystem>
 #include <optional>
 #include <string_view>
@@ -94,13 +95,27 @@ Status CheckFirst(const std::string& path, const TensorTable& first, uint64_t n,
   return Status::Ok();
 }
 
-// Split `k` (0-based) of `n` at `sp`, read and checked against the first split at `path`.
-Status ReadSibling(const std::string& sp, uint64_t k, uint64_t n, const std::string& path,
-                   uint64_t total, TensorTable* out) {
+// Split `k` (0-based) of `n` at `sp` is there, and inside the folder of the first split at
+// `path` (whose real path is `real_folder`), as an index's shards must be inside the index's.
+Status FindSibling(const std::string& sp, uint64_t k, uint64_t n, const std::string& path,
+                   const std::string& real_folder) {
   std::error_code ec;
   if (!std::filesystem::exists(sp, ec)) {
     return Bad(sp, fmt::format("missing: split {} of {} of {}", k + 1, n, path));
   }
+  std::string real;
+  int err = 0;
+  if (!RealPath(sp, &real, &err)) return Status::FromErrno(sp, err);
+  if (const std::string why = OutsideFolder(real, real_folder); !why.empty()) {
+    return Bad(sp,
+               fmt::format("split {} of {} of {} is outside its folder ({})", k + 1, n, path, why));
+  }
+  return Status::Ok();
+}
+
+// Split `k` (0-based) of `n` at `sp`, read and checked against the first split at `path`.
+Status ReadSibling(const std::string& sp, uint64_t k, uint64_t n, const std::string& path,
+                   uint64_t total, TensorTable* out) {
   TensorTable t;
   LB_RETURN_IF_ERROR(ReadTensorTableFromPath(sp, &t));
   if (t.format != "gguf") {
@@ -160,13 +175,18 @@ Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* ou
   uint64_t total = 0;
   LB_RETURN_IF_ERROR(CheckFirst(path, first, n, &name, &total));
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::string real_folder;
+  int err = 0;
+  const std::string folder = dir.empty() ? "." : dir.string();
+  if (!RealPath(folder, &real_folder, &err)) return Status::FromErrno(folder, err);
   std::vector<TensorTable> splits;
   splits.push_back(std::move(first));
   uint64_t tensors = splits[0].tensors.size();
   for (uint64_t k = 1; k < n; ++k) {
+    const std::string sp = (dir / ShardFileName(name, k, n, "gguf")).string();
     TensorTable t;
-    LB_RETURN_IF_ERROR(
-        ReadSibling((dir / ShardFileName(name, k, n, "gguf")).string(), k, n, path, total, &t));
+    LB_RETURN_IF_ERROR(FindSibling(sp, k, n, path, real_folder));
+    LB_RETURN_IF_ERROR(ReadSibling(sp, k, n, path, total, &t));
     tensors += t.tensors.size();
     splits.push_back(std::move(t));
   }

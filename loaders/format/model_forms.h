@@ -9,6 +9,15 @@
 
 namespace loadbench {
 
+// realpath(3) of `path` (every link in it followed) into *out; false, with its errno in *err,
+// when it fails (ENOENT: missing, or a link to nothing).
+bool RealPath(const std::string& path, std::string* out, int* err);
+
+// Why a file whose real path is `real` lies outside the folder whose real path is
+// `real_folder` ("the folder itself", "a link to /x", escaped for one line), or "" when it lies
+// inside.
+std::string OutsideFolder(const std::string& real, const std::string& real_folder);
+
 // The index at `path` (JSON with `weight_map`), its content `text`: every shard it names read,
 // checked against it and joined. layout "index".
 Status ReadShardIndex(const std::string& path, const std::string& text, TensorTable* out);

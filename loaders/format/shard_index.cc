@@ -1,16 +1,12 @@
 // The index form of a sharded model: a JSON file whose `weight_map` names each tensor's shard
 // (Hugging Face's model.safetensors.index.json; loadbench's NAME.wlf.index.json). Every name
 // it gives is checked to stay inside the index's folder before anything is opened by it.
-#include <limits.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -40,17 +36,6 @@ std::string Shown(const Json& v) {
   std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (s.size() > 64) s = JsonSafe(s.substr(0, 64)) + "...";
   return s;
-}
-
-// realpath(3), or the errno that stopped it.
-bool RealPath(const std::string& path, std::string* out, int* err) {
-  std::unique_ptr<char, decltype(&free)> p(::realpath(path.c_str(), nullptr), &free);
-  if (!p) {
-    *err = errno;
-    return false;
-  }
-  *out = p.get();
-  return true;
 }
 
 class IndexReader {
@@ -166,10 +151,7 @@ Status IndexReader::ShardPath(const std::string& name, const std::string& real_f
     }
     return Status::FromErrno(*out, err);
   }
-  if (real == real_folder) return outside("the folder itself");
-  if (!real.starts_with(real_folder == "/" ? real_folder : real_folder + "/")) {
-    return outside(fmt::format("a link to {}", Printable(real)));
-  }
+  if (const std::string why = OutsideFolder(real, real_folder); !why.empty()) return outside(why);
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -22,10 +23,12 @@ struct ProcessResult {
 
 // Runs LOADBENCH_BINARY with `args` (this process's environment, stdin from /dev/null), stdout
 // and stderr captured apart. `on_stderr`, when given, sees stderr so far after every read, with
-// the child's pid. A child still running after 60 s is killed with SIGKILL (reported as
-// signal 9) and the test fails: the sanitizer half of `make test` has no ctest timeout.
+// the child's pid. A child still running after `limit` (60 s unless a test that must not wait
+// gives less) is killed with SIGKILL (reported as signal 9) and the test fails: the sanitizer
+// half of `make test` has no ctest timeout.
 ProcessResult RunLoadbench(const std::vector<std::string>& args,
-                           const std::function<void(const std::string&, pid_t)>& on_stderr = {});
+                           const std::function<void(const std::string&, pid_t)>& on_stderr = {},
+                           std::chrono::milliseconds limit = std::chrono::seconds(60));
 
 // "exit N, signal S" and both streams, for failure messages.
 std::string Describe(const ProcessResult& r);

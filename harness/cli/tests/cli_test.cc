@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,8 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/loader.h"
+#include "tests/support/format_builders.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
+#include "tests/support/special_files.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -162,6 +165,52 @@ TEST_F(CliTest, RunBadCacheIsUsageError) {
   EXPECT_EQ(r.signal, 0) << Describe(r);
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "lukewarm")) << Describe(r);
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// ---- a model's file or shard that is no regular file: refused at once, never waited on ----
+
+// `args` exits 2 with one line naming `path` as a FIFO, within a second: killed after 5 s, so
+// that an open that blocks fails the test instead of hanging the suite.
+void ExpectFifoRefusedAtOnce(const std::vector<std::string>& args, const std::string& path) {
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r = RunLoadbench(args, {}, std::chrono::seconds(5));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ExpectBadInput(r, {path + ": a FIFO (named pipe), not a regular file"});
+  EXPECT_LT(took, std::chrono::seconds(1))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n"
+      << Describe(r);
+}
+
+TEST_F(CliTest, AFifoAsTheFileIsRefusedAtOnce) {
+  const std::string fifo = dir_.File("fifo.wlf");
+  test::MakeFifo(fifo);
+  const std::string out = dir_.File("results");
+  ExpectFifoRefusedAtOnce({"inspect", fifo}, fifo);
+  ExpectFifoRefusedAtOnce({"run", "--file", fifo, "--strategies", "fread", "--cache", "warm",
+                           "--reps", "1", "--out", out},
+                          fifo);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  ExpectBadInput(RunLoadbench({"inspect", "/dev/null"}),
+                 {"/dev/null: a character device, not a regular file"});
+}
+
+TEST_F(CliTest, AFifoShardInAnIndexFolderIsRefusedAtOnce) {
+  // The valid file as shard 1 of 2 of an index in a folder of its own; shard 2 is a FIFO.
+  const std::string model = dir_.File("model");
+  std::filesystem::create_directory(model);
+  std::filesystem::copy_file(valid_, model + "/m-00001-of-00002.wlf");
+  const std::string fifo = model + "/m-00002-of-00002.wlf";
+  test::MakeFifo(fifo);
+  nlohmann::json map = {{"extra", "m-00002-of-00002.wlf"}};
+  for (const WlfTensorSpec& t : test::OddTensors()) map[t.name] = "m-00001-of-00002.wlf";
+  const std::string index = nlohmann::json{{"weight_map", map}}.dump();
+  test::WriteFileBytes(model + "/m.wlf.index.json", test::TextBytes(index));
+  const std::string out = dir_.File("results");
+  ExpectFifoRefusedAtOnce({"inspect", model}, fifo);
+  ExpectFifoRefusedAtOnce({"run", "--file", model, "--strategies", "fread", "--cache", "warm",
+                           "--reps", "1", "--out", out},
+                          fifo);
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

@@ -128,7 +128,7 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
     EXPECT_EQ(c["n"], 3);
     EXPECT_TRUE(c["half_width"].is_null());  // three pairs give no 95% interval
   }
-  EXPECT_TRUE(Contains(r.out, "ceiling (device read, ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "ceiling (the device's limit, the fastest read recipe: ")) << r.out;
   EXPECT_TRUE(Contains(r.out, "): 3/3 ok")) << r.out;
   EXPECT_TRUE(Contains(r.out, "reps auto: 3 rounds, stopped: max rounds")) << r.out;
   EXPECT_TRUE(Contains(r.out, "paired with fread: 3 rounds are too few for a 95% interval (2 of "

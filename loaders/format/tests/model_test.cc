@@ -1,12 +1,14 @@
 // Sharded models (ReadModel): a single file stays one shard; an index, a folder holding one,
 // and a GGUF split are read shard by shard into one table; and every way an index or a split
-// can disagree with its shards, or lead outside its folder, is refused with one line naming the
-// file at fault. Indexes here are written by hand, as other tools and people write them.
+// can disagree with its shards, lead outside its folder, or be no regular file (a FIFO must not
+// block the read), is refused with one line naming the file at fault. Indexes here are written
+// by hand, as other tools and people write them.
 #include "loaders/format/model.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -25,6 +27,7 @@
 #include "loaders/format/gguf.h"
 #include "loaders/format/safetensors.h"
 #include "tests/support/format_builders.h"
+#include "tests/support/special_files.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -411,6 +414,27 @@ TEST_F(ModelIndexTest, NamesOutsideTheFolderAreRefused) {
   EXPECT_TRUE(ReadModel(idx, &m).ok());
 }
 
+TEST_F(ModelIndexTest, AShardThatIsNoRegularFileIsRefusedWithoutBlocking) {
+  WriteShards();
+  const std::string idx = Index(GoodIndex());
+  const std::string fifo = dir_.File(Shard(1));
+  std::filesystem::remove(fifo);
+  test::MakeFifo(fifo);
+  ::testing::AssertionResult r = ::testing::AssertionFailure();
+  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), fifo, [&] {
+    r = Refused(idx, fifo, "a FIFO (named pipe), not a regular file");
+  })) << "reading the index blocked on a FIFO shard";
+  EXPECT_TRUE(r);
+  // The folder that holds the index reads it, and refuses the same.
+  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), fifo, [&] {
+    r = Refused(dir_.path(), fifo, "a FIFO (named pipe), not a regular file");
+  })) << "reading the folder blocked on a FIFO shard";
+  EXPECT_TRUE(r);
+  std::filesystem::remove(fifo);
+  test::MakeSocketFile(fifo);
+  EXPECT_TRUE(Refused(idx, fifo, "a socket, not a regular file"));
+}
+
 TEST_F(ModelIndexTest, AMissingShardIsRefused) {
   WriteShards();
   std::filesystem::remove(dir_.File(Shard(2)));
@@ -660,6 +684,51 @@ TEST_F(ModelGgufSplitTest, DisagreeingSplitsAreRefused) {
   WriteGguf(Split(2), 2, 6, SplitKvs(2, 3, 7));
   for (size_t k = 0; k < 2; ++k) WriteSplit(k, SplitKvs(k, 3, 7));
   EXPECT_TRUE(Refused(Split(0), Split(2), "tensor 't.2' is also in " + Split(1)));
+}
+
+// The siblings are confined to the first split's folder as an index's shards are to its.
+TEST_F(ModelGgufSplitTest, ASiblingLinkedOutsideTheFolderIsRefused) {
+  WriteSplits();  // in the temp dir, outside sub/
+  const std::string sub = dir_.File("sub");
+  std::filesystem::create_directory(sub);
+  const std::string first = sub + "/" + ShardFileName("m", 0, 3, "gguf");
+  const std::string second = sub + "/" + ShardFileName("m", 1, 3, "gguf");
+  const std::string third = sub + "/" + ShardFileName("m", 2, 3, "gguf");
+  std::filesystem::copy_file(Split(0), first);
+  std::filesystem::copy_file(Split(2), third);
+  // A relative link that leads out, and an absolute one.
+  std::filesystem::create_symlink("../" + ShardFileName("m", 1, 3, "gguf"), second);
+  EXPECT_TRUE(Refused(first, second,
+                      "split 2 of 3 of " + first + " is outside its folder (a link to " +
+                          std::filesystem::canonical(Split(1)).string() + ")"));
+  std::filesystem::remove(second);
+  std::filesystem::create_symlink(Split(1), second);
+  EXPECT_TRUE(Refused(first, second, "is outside its folder (a link to"));
+  // A link through a folder that leads out.
+  std::filesystem::remove(second);
+  std::filesystem::create_directory_symlink(dir_.path(), sub + "/up");
+  std::filesystem::create_symlink("up/" + ShardFileName("m", 1, 3, "gguf"), second);
+  EXPECT_TRUE(Refused(first, second, "is outside its folder (a link to"));
+  // A link that stays inside the folder is followed.
+  std::filesystem::remove(second);
+  std::filesystem::copy_file(Split(1), sub + "/alias.gguf");
+  std::filesystem::create_symlink("alias.gguf", second);
+  TensorTable m;
+  const Status s = ReadModel(first, &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(m.shards.size(), 3u);
+  EXPECT_EQ(m.shards[1].path, second);
+}
+
+TEST_F(ModelGgufSplitTest, ASiblingThatIsAFifoIsRefusedWithoutBlocking) {
+  WriteSplits();
+  std::filesystem::remove(Split(2));
+  test::MakeFifo(Split(2));
+  ::testing::AssertionResult r = ::testing::AssertionFailure();
+  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), Split(2), [&] {
+    r = Refused(Split(0), Split(2), "a FIFO (named pipe), not a regular file");
+  })) << "reading the split blocked on a FIFO sibling";
+  EXPECT_TRUE(r);
 }
 
 TEST_F(ModelGgufSplitTest, TheFirstSplitMustBeNamedSo) {
