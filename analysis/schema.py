@@ -52,13 +52,15 @@ RECORD = {
     **{k: NUMBER for k in _SECONDS + _COUNTS},
     "cache": frozenset({"cold", "warm"}),  # a run of another is in no table
     "checksum_ok": BOOLEAN,
+    "warnings": [TEXT],
     "command": (LIST, TEXT),
     "params": {"*": SCALAR},
     "use": {"*": SCALAR},
     "details": {"role": TEXT},
     "memory": {"*": NUMBER},
     "device": {"*": NUMBER},
-    "exec": {"ready_s": NUMBER, "done_s": NUMBER, "startup_s": NUMBER,
+    "exec": {"timed": frozenset({"command", "region"}), "command_s": NUMBER,
+             "ready_s": NUMBER, "done_s": NUMBER, "startup_s": NUMBER,
              "stderr_tail": (TEXT, LIST), "measured": TEXT},
     "profile": {"folded": TEXT, "hz": NUMBER},
 }
