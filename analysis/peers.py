@@ -5,11 +5,12 @@ and checked the same way before each run.
 Per condition, every peer is set beside the fastest loadbench strategy there (the lowest median
 wall time of a strategy that is not exec; ceiling reads are no strategy): its time over the
 fastest's within the rounds both ran in, by analysis/paired.py as every paired figure of the
-report; its start-up share (the median over its ok runs of exec.startup_s / wall_s: the
-interpreter, imports and exit around its own load; NaN when it sent no `done`); its own load
-time (exec.done_s); its peak memory, of its largest process (peak_rss_bytes) and of its whole
-process tree with the page cache it caused (memory.cgroup_peak_bytes); and whether a checksum
-verified it. Peers whose runs failed or could not run are listed with why, and the end of
+report; its start-up share (the median over its ok runs of exec.startup_s over the whole
+command's time, exec.command_s, or wall_s in records without it: the interpreter, imports and
+exit around its own load; NaN when it sent no `done`); its own load time (exec.done_s) and
+ready (exec.ready_s); its peak memory, of its largest process (peak_rss_bytes) and of its
+whole process tree with the page cache it caused (memory.cgroup_peak_bytes); and whether a
+checksum verified it. Peers whose runs failed or could not run are listed with why, and the end of
 their stderr.
 """
 
@@ -81,6 +82,14 @@ def _paired(results: Results, chosen: dict[tuple, pd.Series]) -> dict[tuple, pd.
     return out
 
 
+def _ready(group: pd.DataFrame) -> pd.Series:
+    """Each run's own ready time: a command's `exec.ready_s` (its record's ready_s is null unless
+    its own region is timed), a strategy's ready_s."""
+    own = pd.to_numeric(group["ready_s"], errors="coerce") if "ready_s" in group else None
+    command = _field(group, "exec", "ready_s")
+    return command if own is None else command.fillna(own)
+
+
 def _group_row(key: tuple, group: pd.DataFrame) -> dict:
     """The medians of one group of ok runs (an exec command's or a strategy's)."""
     wall = pd.to_numeric(group["wall_s"], errors="coerce")
@@ -90,8 +99,9 @@ def _group_row(key: tuple, group: pd.DataFrame) -> dict:
             "command": command_text(group["command"].iloc[0]) if "command" in group else "",
             "n": len(group), "median_s": stats.median_of(wall),
             "done_s": stats.median_of(_field(group, "exec", "done_s")),
-            "ready_s": stats.median_of(group.get("ready_s")),
-            "startup_share": stats.median_of(_field(group, "exec", "startup_s") / wall),
+            "ready_s": stats.median_of(_ready(group)),
+            "startup_share": stats.median_of(_field(group, "exec", "startup_s")
+                                             / _field(group, "exec", "command_s").fillna(wall)),
             "peak_rss_bytes": stats.median_of(group.get("peak_rss_bytes")),
             "cgroup_peak_bytes": stats.median_of(_field(group, "memory", "cgroup_peak_bytes")),
             "verified": bool(group["verified"].all())}
@@ -181,12 +191,13 @@ INTRO = ("Commands that load the model their own way (`exec`), run in the same r
          "the signed-rank test, as every paired figure of this report; *faster* / *slower*: "
          "the interval leaves out 1; *n.s.*: it holds 1; *too few rounds*: under 6 pairs. Own "
          "load: the median of the time the command reported itself (`done`); start-up share: "
-         "the median over its runs of the rest of its wall time (interpreter, imports, exit) "
-         "over its wall time, empty when it reported no `done`; peak RSS: its largest single "
-         "process; tree peak: the memory its whole process tree was charged, the page cache "
-         "it caused included (empty where not measured); verified: whether the command sent "
-         "the model's checksum. An unverified peer's runs count in every statistic and its "
-         "rows say *(unverified)* wherever they appear: nothing checked the bytes it loaded.")
+         "the median over its runs of the rest of the whole command's time (interpreter, "
+         "imports, exit) over that time, empty when it reported no `done`; peak RSS: its "
+         "largest single process; tree peak: the memory its whole process tree was charged, "
+         "the page cache it caused included (empty where not measured); verified: whether the "
+         "command sent the model's checksum. An unverified peer's runs count in every "
+         "statistic and its rows say *(unverified)* wherever they appear: nothing checked the "
+         "bytes it loaded.")
 
 
 def size_text(n: float) -> str:

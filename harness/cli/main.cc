@@ -118,7 +118,7 @@ void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
 void AddVerbose(CLI::App* cmd, bool* verbose) {
   cmd->add_flag("-v,--verbose", *verbose,
                 "A line on stderr for every run recorded (without it: only for runs that failed, "
-                "were invalid or unsupported)");
+                "were invalid or unsupported, or carry a warning)");
 }
 
 void AddNoWait(CLI::App* cmd, bool* no_wait) {

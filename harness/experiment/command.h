@@ -15,12 +15,20 @@ namespace loadbench {
 
 inline constexpr const char* kExec = "exec";
 
+// Which region of an exec run its wall_s (the ranked figure) is: the whole command, from its
+// exec to its first process's exit (interpreter, imports, its own program read in, exit), or
+// the command's own region, from its start of loading to its `done` line on LOADBENCH_FD, as a
+// worker's wall_s is. The record keeps the other beside it (docs/exec.md).
+inline constexpr const char* kTimedCommand = "command";
+inline constexpr const char* kTimedRegion = "region";
+
 // An exec strategy as an experiment or `run --exec` gives it.
 struct ExecCommand {
   std::string label;              // the row's name; spec text "exec:label=LABEL"
   std::vector<std::string> argv;  // with placeholders; shell: one string for /bin/sh -c
   bool shell = false;
   std::string package;  // the Debian package named when argv[0] is not found; may be empty
+  std::string timed = kTimedCommand;  // kTimedCommand or kTimedRegion
 };
 
 // The spec of an exec strategy: "exec:label=LABEL", its identity in records and rounds.

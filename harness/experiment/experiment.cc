@@ -454,10 +454,16 @@ class Reader {
         c.shell = *v;
       } else if (k == "command") {
         command = &node;
+      } else if (k == "timed") {
+        const std::optional<std::string> v = node.value<std::string>();
+        if (!v || (*v != kTimedCommand && *v != kTimedRegion)) {
+          return BadAt(path_, node.source(), "exec: timed must be \"command\" or \"region\"");
+        }
+        c.timed = *v;
       } else if (k != "name") {
         return BadAt(path_, node.source(),
-                     fmt::format("exec: unknown key '{}' (exec takes label, command, shell and "
-                                 "package)",
+                     fmt::format("exec: unknown key '{}' (exec takes label, command, shell, "
+                                 "package and timed)",
                                  k));
       }
     }

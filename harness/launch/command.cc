@@ -103,6 +103,18 @@ bool Drain(UniqueFd& fd, std::string* to, size_t keep) {
   return true;
 }
 
+// When the child called execve, by its own clock (ChildSetup::exec_clock_fd): the parent may
+// be scheduled long after, and a short command may be over by then. Now, when it said nothing.
+Clock::time_point ExecTime(int clock_fd) {
+  timespec ts{};
+  ssize_t n;
+  while ((n = ::read(clock_fd, &ts, sizeof ts)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof ts)) return Clock::now();
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+      std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec)));
+}
+
 // One started command while it runs.
 class Running final : public Watched {
  public:
@@ -123,9 +135,6 @@ class Running final : public Watched {
     if (i == 0) pid_ready_ = true;
   }
   bool Done(Clock::time_point polled) override;
-  void Sample() override {
-    if (sampler_) sampler_->Sample();
-  }
   void KillAll() override { KillTree(req_, pid_); }
   // Without a pidfd the exit is looked for every millisecond.
   int MaxWaitMs() const override { return pidfd_.valid() ? 100 : 1; }
@@ -141,7 +150,8 @@ class Running final : public Watched {
   pid_t pid_ = -1;
   UniqueFd pidfd_, report_, err_;
   Clock::time_point forked_, exec_;
-  std::unique_ptr<TimelineSampler> sampler_;
+  // The timeline, sampled beside the watch so that the exit is seen at once (Done).
+  std::unique_ptr<SamplingThread> sampler_;
   bool pid_ready_ = false;
 };
 
@@ -155,6 +165,9 @@ Status Running::Start() {
   err_.reset(err[0]);
   if (::pipe2(status, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd status_rd(status[0]), status_wr(status[1]);
+  int clock[2];
+  if (::pipe2(clock, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd clock_rd(clock[0]), clock_wr(clock[1]);
   std::vector<std::string> argv_s = req_.argv, env_s = CommandEnv();
   std::vector<char*> argv = CStrings(argv_s), envp = CStrings(env_s);
   const int fds[1] = {report_wr.get()};
@@ -168,6 +181,7 @@ Status Running::Start() {
   setup.out = -1;
   setup.err = err_wr.get();
   setup.errno_fd = status_wr.get();
+  setup.exec_clock_fd = clock_wr.get();
   forked_ = Clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
@@ -175,14 +189,17 @@ Status Running::Start() {
   pid_ = pid;
   ::setpgid(pid, pid);  // also here, so that a kill of the group cannot come before it exists
   status_wr.reset();
+  clock_wr.reset();
   int child_errno = 0;
   ssize_t n;
   while ((n = ::read(status_rd.get(), &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
   }
-  exec_ = Clock::now();
+  exec_ = ExecTime(clock_rd.get());
   pidfd_.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (n > 0) return Status::FromErrno(fmt::format("starting {}", req_.program), child_errno);
-  if (req_.sample_s > 0) sampler_ = std::make_unique<TimelineSampler>(pid, req_.file_paths);
+  if (req_.sample_s > 0) {
+    sampler_ = std::make_unique<SamplingThread>(pid, req_.file_paths, req_.sample_s);
+  }
   return Status::Ok();
 }
 
@@ -219,6 +236,7 @@ std::string TailLines(const std::string& text) {
 }
 
 void Running::Finish(bool exited) {
+  if (sampler_) o_.timeline = sampler_->Stop();
   if (exited) {
     siginfo_t info{};
     while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 &&
@@ -229,7 +247,6 @@ void Running::Finish(bool exited) {
     o_.left_behind = KillTree(req_, pid_);
   }
   DrainUntilClosed();
-  if (sampler_) o_.timeline = sampler_->samples();
   const int wstatus = Reap(pid_, &o_.usage);
   o_.process_s = Since(forked_, Clock::now());
   o_.stderr_tail = TailLines(o_.stderr_tail);
@@ -262,6 +279,7 @@ class Command final : public Launcher {
   }
   bool measuring_cgroup() const override { return true; }
   bool checks_warm_reads() const override { return false; }
+  bool checks_cold_reads() const override { return true; }
   std::string unprofiled(size_t) const override {
     return "exec commands are not profiled: no timed region the profiler could be turned on "
            "and off at";
@@ -276,7 +294,7 @@ class Command final : public Launcher {
       const ExecOutcome o = RunCommand(er, interrupted);
       if (*interrupted) return out;
       host.after(&h);
-      FillExecRecord(o, ParseChecksum(req.expect_checksum), {h.cgroup, h.no_cgroup},
+      FillExecRecord(o, ParseChecksum(req.expect_checksum), req.timed, {h.cgroup, h.no_cgroup},
                      &out[0].record);
       out[0].signal = o.signal;
       out[0].usage = o.usage;
@@ -301,7 +319,7 @@ ExecOutcome RunCommand(const ExecRequest& req, bool* interrupted) {
     return o;
   }
   o.started = true;
-  const WatchEnd end = Watch(c, req.sample_s, req.timeout_s, c.exec());
+  const WatchEnd end = Watch(c, /*sample_s=*/0, req.timeout_s, c.exec());
   *interrupted = end == WatchEnd::kInterrupted;
   o.timed_out = end == WatchEnd::kTimedOut;
   c.Finish(end == WatchEnd::kDone);

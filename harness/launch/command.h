@@ -77,9 +77,12 @@ struct ExecMeasured {
 };
 
 // The exec run's part of its record from the outcome: status and error (the LOADBENCH_FD lines
-// read, a checksum judged against `expected`), wall_s, ready_s, bytes read, peak RSS, and the
-// `exec` object. The process's CPU time and faults are the completion's, as for every reader.
-void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected, const ExecMeasured& how,
-                    RunRecord* r);
+// read, a checksum judged against `expected`), wall_s as `timed` says (experiment/command.h:
+// the whole command, or its own region up to `done`, which it must then send), ready_s where it
+// has wall_s's origin, bytes read, peak RSS, warnings (processes it left running), and the
+// `exec` object with both times. The process's CPU time and faults are the completion's, as for
+// every reader.
+void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
+                    const std::string& timed, const ExecMeasured& how, RunRecord* r);
 
 }  // namespace loadbench

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/experiment/command.h"
 #include "harness/launch/command.h"
 
 namespace loadbench {
@@ -69,8 +70,11 @@ std::string Implausible(const ExecReport& rep, double wall_s) {
 }
 
 nlohmann::ordered_json ExecJson(const ExecOutcome& o, const ExecReport& rep,
-                                const ExecMeasured& how, const RunRecord& r) {
+                                const std::string& timed, const ExecMeasured& how,
+                                const RunRecord& r) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["timed"] = timed;
+  if (o.wall_s > 0) j["command_s"] = o.wall_s;
   if (rep.ready_s) j["ready_s"] = *rep.ready_s;
   if (rep.done_s) j["done_s"] = *rep.done_s;
   if (rep.done_s && o.wall_s > 0) j["startup_s"] = o.wall_s - *rep.done_s;
@@ -82,12 +86,10 @@ nlohmann::ordered_json ExecJson(const ExecOutcome& o, const ExecReport& rep,
   return j;
 }
 
-}  // namespace
-
-void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected, const ExecMeasured& how,
-                    RunRecord* r) {
-  ExecReport rep;
-  const Status protocol = ParseExecReport(o.report_text, &rep);
+// The run's status and error from how the command ended and what it said; `timed` region needs
+// its `done`.
+void JudgeEnd(const ExecOutcome& o, const ExecReport& rep, const Status& protocol,
+              const std::string& timed, RunRecord* r) {
   r->status = "ok";
   if (!o.started) {
     r->status = "failed";
@@ -110,14 +112,38 @@ void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected, cons
   } else if (std::string why = Implausible(rep, o.wall_s); !why.empty()) {
     r->status = "failed";
     r->error = why;
+  } else if (timed == kTimedRegion && !rep.done_s) {
+    r->status = "failed";
+    r->error = "timed = \"region\" ranks the command's own region, but it sent no 'done "
+               "SECONDS' line on LOADBENCH_FD";
   }
+}
+
+}  // namespace
+
+void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
+                    const std::string& timed, const ExecMeasured& how, RunRecord* r) {
+  ExecReport rep;
+  const Status protocol = ParseExecReport(o.report_text, &rep);
+  JudgeEnd(o, rep, protocol, timed, r);
   JudgeChecksum(rep, expected, r);
-  if (o.wall_s > 0) r->wall_s = o.wall_s;
-  r->ready_s = rep.ready_s;
+  // wall_s is the ranked region; ready_s only where it has wall_s's origin (the command's own).
+  if (timed == kTimedRegion) {
+    r->wall_s = rep.done_s;
+    r->ready_s = rep.ready_s;
+  } else if (o.wall_s > 0) {
+    r->wall_s = o.wall_s;
+  }
   r->peak_rss_bytes = static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
   r->read_bytes = o.read_bytes;
   r->load_start_mono_s = o.exec_mono_s;
-  r->exec = ExecJson(o, rep, how, *r);
+  if (o.left_behind > 0) {
+    r->warnings.push_back(fmt::format(
+        "left {} process{} running at its exit, killed by the runner: what {} did after it is "
+        "in no figure",
+        o.left_behind, o.left_behind == 1 ? "" : "es", o.left_behind == 1 ? "it" : "they"));
+  }
+  r->exec = ExecJson(o, rep, timed, how, *r);
 }
 
 Status ParseExecReport(const std::string& text, ExecReport* out) {

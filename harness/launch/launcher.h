@@ -5,7 +5,8 @@
 //            loads until all have loaded, so that their memory is measured side by side;
 //   command  an exec strategy's command (launch/command.h): its own process group, a cgroup to
 //            measure it by even without a memory limit, what it left alive killed and counted
-//            (left_behind), its own verification; no warm-read check, no profile;
+//            (left_behind), its own verification, checked on a cold run against what it read
+//            from storage; no warm-read check, no profile;
 //   ranks    a reader on each rank of an MPI job (launch/ranks.h): one host preparation per
 //            host (by its first rank), all ranks released at once, rank 0's reader sampled and
 //            profiled.
@@ -46,9 +47,11 @@ struct LaunchRequest {
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
   std::string perf, profile_dir;
   int profile_hz = 0;
-  // Commands: the resolved program and the argv to run.
+  // Commands: the resolved program, the argv to run, and the region its wall_s is
+  // (experiment/command.h: "command" or "region").
   std::string program;
   std::vector<std::string> argv;
+  std::string timed = "command";
 };
 
 // One host's state around a run, as its preparation made it and its measurement after found
@@ -101,6 +104,10 @@ class Launcher {
   virtual bool measuring_cgroup() const { return false; }
   // Whether a warm run that went to storage is judged invalid (the runner's own readers).
   virtual bool checks_warm_reads() const { return true; }
+  // Whether a cold run that read less than most of the model from storage is judged invalid
+  // (commands, whose verification is their own word: one that never read the file can still
+  // send the checksum stored in it).
+  virtual bool checks_cold_reads() const { return false; }
   // Why reader k cannot be profiled, or "".
   virtual std::string unprofiled(size_t k) const = 0;
 

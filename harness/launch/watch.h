@@ -22,7 +22,7 @@ class Watched {
   virtual void Ready(size_t i) = 0;
   // After a turn's descriptors were read (`polled`: when the wait ended): whether it is over.
   virtual bool Done(WatchClock::time_point polled) = 0;
-  virtual void Sample() = 0;   // a timeline sample is due
+  virtual void Sample() {}     // a timeline sample is due (one sampled elsewhere: nothing)
   virtual void KillAll() = 0;  // interrupted or out of time
   virtual int MaxWaitMs() const { return 100; }
 };

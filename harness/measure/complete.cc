@@ -41,6 +41,21 @@ void CheckWarmReads(const StrategyInfo& info, const RunPoint& p, RunRecord* r) {
   }
 }
 
+// A cold run that read less than most of the model from storage did not load it, whatever it
+// says; without I/O counters that cannot be told, and the record says so.
+void CheckColdReads(const RunPoint& p, RunRecord* r) {
+  if (r->status != "ok" || p.cache != "cold") return;
+  if (!r->read_bytes) {
+    r->warnings.push_back("no I/O counters: whether the cold run read the model from storage "
+                          "is not checked");
+    return;
+  }
+  if (std::string why = ColdReadProblem(*r->read_bytes, r->file_bytes); !why.empty()) {
+    r->status = "invalid";
+    r->error = std::move(why);
+  }
+}
+
 // What the runner measured around the readers: the cache state before and after, the page
 // cache (the file's own pages, and the whole cache, which other activity moves too), what a
 // container would have been charged, and the check of the start state.
@@ -108,6 +123,7 @@ RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutc
   SetProcessUsage(o.usage, &r);
   AddHost(p, o.host, &r);
   if (j.check_warm_reads && j.info != nullptr) CheckWarmReads(*j.info, p, &r);
+  if (j.check_cold_reads) CheckColdReads(p, &r);
   return r;
 }
 

@@ -1,8 +1,9 @@
 // A reader's record completed, the same for every launcher: the identity the runner gave the
 // run, what the reader reported (or why it left nothing), its process's usage, its host's state
 // before and after, then judged: failed when the reader was, by the OOM killer when it was its
-// work; invalid when the run did not start from the cache state it promised, or when a warm run
-// read from storage (the runner's own readers only).
+// work; invalid when the run did not start from the cache state it promised, when a warm run
+// read from storage (the runner's own readers only), or when a cold run read too little of the
+// model from storage to have loaded it (commands only).
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,7 @@ struct Judging {
   const RunPoint* point = nullptr;
   const StrategyInfo* info = nullptr;  // null for an exec command
   bool check_warm_reads = true;
+  bool check_cold_reads = false;
 };
 
 // Reader k's record from `base` (the run's identity) and its outcome.

@@ -101,6 +101,7 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
     const ExecPlaces places = {file.path, std::filesystem::path(file.path).parent_path().string(),
                                file.table.file_size, PeersDir()};
     req.argv = FillCommand(*p.exec, places);
+    req.timed = p.exec->timed;
   }
   return req;
 }
@@ -214,7 +215,8 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
     for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
     return Status::Ok();
   }
-  const Judging judging = {&p, res.info, launcher.checks_warm_reads()};
+  const Judging judging = {&p, res.info, launcher.checks_warm_reads(),
+                           launcher.checks_cold_reads()};
   for (size_t k = 0; k < batch->size(); ++k) {
     RunRecord& r = (*batch)[k];
     r = Complete(r, judging, k, outcomes[k]);

@@ -74,6 +74,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("verify", r.verify, Key::kAlways);
   v("drop_method", r.drop_method, Key::kWhenSet);
   v("oom_killed", r.oom_killed, Key::kWhenSet);
+  v("warnings", r.warnings, Key::kWhenSet);
 }
 
 template <typename Record, typename Visit>
@@ -247,8 +248,8 @@ std::vector<std::string> RecordKeys() {
 
 void CopyIdentity(const RunRecord& from, RunRecord* to) {
   static const std::set<std::string_view> kReaders = {
-      "proc",  "host",        "rank",     "ranks",  "cache_by_rank", "ended_at",  "status",
-      "error", "checksum_ok", "checksum", "verify", "drop_method",   "oom_killed"};
+      "proc",  "host",        "rank",     "ranks",  "cache_by_rank", "ended_at",   "status",
+      "error", "checksum_ok", "checksum", "verify", "drop_method",   "oom_killed", "warnings"};
   Json runner = Json::object();
   VisitIdentity(from, [&](const char* key, const auto& field, Key) {
     runner[key] = ToJson(field, /*all=*/true);

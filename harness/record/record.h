@@ -72,6 +72,9 @@ struct RunRecord {
   std::optional<std::string> verify;       // how the bytes were checked
   std::optional<std::string> drop_method;  // cold runs only
   std::optional<bool> oom_killed;          // only when the OOM killer killed the worker
+  // What the run's figures leave unsaid though it counts (an exec command's processes left
+  // running); only when there is something.
+  std::vector<std::string> warnings;
 
   // Times, in seconds from the start of the timed region (docs/design.md).
   std::optional<double> wall_s, ready_s, first_use_s, open_s;

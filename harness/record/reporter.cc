@@ -28,9 +28,16 @@ std::string ProfileDetail(const RunRecord& r) {
       p.value("threads", 0), on, waiting);
 }
 
+// The record's warnings, each after "; warning: ".
+std::string WarningsText(const RunRecord& r) {
+  std::string out;
+  for (const std::string& w : r.warnings) out += "; warning: " + w;
+  return out;
+}
+
 // The line logged for a record.
 std::string LogDetail(const RunRecord& r) {
-  if (r.status != "ok") return r.error.value_or("");
+  if (r.status != "ok") return r.error.value_or("") + WarningsText(r);
   if (r.strategy == kCeiling) {
     return fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r.wall_s.value_or(0),
                        r.gb_per_s.value_or(0));
@@ -38,11 +45,12 @@ std::string LogDetail(const RunRecord& r) {
   // A reader of a part delivers the part's bytes, not the file's.
   const uint64_t bytes =
       r.pattern.value_or("replicated") != "replicated" ? r.tensor_bytes.value_or(0) : r.file_bytes;
-  return fmt::format("{:.3f} s, {:.2f} GB/s{}, peak RSS {}{}{}", r.wall_s.value_or(0),
+  return fmt::format("{:.3f} s, {:.2f} GB/s{}, peak RSS {}{}{}{}", r.wall_s.value_or(0),
                      static_cast<double>(bytes) / r.wall_s.value_or(0) / 1e9,
                      r.procs.value_or(1) > 1 ? " per reader" : "",
                      FormatBytes(r.peak_rss_bytes.value_or(0)),
-                     r.verify == "none" ? ", unverified (no checksum)" : "", ProfileDetail(r));
+                     r.verify == "none" ? ", unverified (no checksum)" : "", ProfileDetail(r),
+                     WarningsText(r));
 }
 
 // "[3/40] cold fread rep 1: ok 0.412 s, ...": which run, and how it went.
@@ -71,9 +79,11 @@ Status Reporter::Write(std::vector<RunRecord>& batch) {
     ++seq;
     ++done;
     LB_RETURN_IF_ERROR(out->Append(RecordJson(r)));
-    // Without --verbose: a run that is not ok; an unsupported strategy once, not every round.
+    // Without --verbose: a run that is not ok or warns; an unsupported strategy once, not every
+    // round.
     const bool said = r.status == "unsupported" && !said_unsupported.insert(r.strategy_spec).second;
-    if (log || (r.status != "ok" && !said)) fmt::print(stderr, "{}", LogLine(*this, r));
+    const bool tell = (r.status != "ok" || !r.warnings.empty()) && !said;
+    if (log || tell) fmt::print(stderr, "{}", LogLine(*this, r));
     records.push_back(std::move(r));
   }
   // An unsupported run did nothing to the machine: the next run's predecessor is the one before.

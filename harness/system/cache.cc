@@ -307,6 +307,16 @@ std::string WarmReadProblem(uint64_t read_bytes, uint64_t file_bytes) {
                      FormatBytes(read_bytes), frac * 100, kWarmMaxStorageRead * 100);
 }
 
+std::string ColdReadProblem(uint64_t read_bytes, uint64_t file_bytes) {
+  const double frac = file_bytes > 0 ? static_cast<double>(read_bytes) / file_bytes : 1;
+  if (frac >= kColdMinStorageRead) return "";
+  return fmt::format("read {} of {} from storage ({:.1f}%) on a cold run: it cannot have loaded "
+                     "the model (need {:.0f}%, by the I/O counters of the command and the "
+                     "processes it waited for)",
+                     FormatBytes(read_bytes), FormatBytes(file_bytes), frac * 100,
+                     kColdMinStorageRead * 100);
+}
+
 std::string StartStateProblem(const std::string& cache, double resident_fraction) {
   if (cache == "cold" && resident_fraction > kColdMaxResident) {
     return fmt::format("cold run started {:.1f}% resident (limit {:.0f}%)", resident_fraction * 100,

@@ -18,6 +18,10 @@ inline constexpr double kWarmMinResident = 0.99;
 // the file from storage: more, and the cache lost the file during the run (memory pressure, a
 // run beside it), so the run measured a partly cold load.
 inline constexpr double kWarmMaxStorageRead = 0.01;
+// A cold run of a command must read at least this fraction of the model from storage, by its
+// own I/O counters: less, and it cannot have loaded the model it says it loaded (a command may
+// send the checksum stored in the file without reading the file).
+inline constexpr double kColdMinStorageRead = 0.9;
 
 // Why a run that starts `resident_fraction` of its file in the page cache cannot count as a
 // `cache` ("cold" or "warm") run: "cold run started 2.0% resident (limit 1%)"; empty when it can.
@@ -25,6 +29,10 @@ std::string StartStateProblem(const std::string& cache, double resident_fraction
 // Why a warm run of a strategy that reads through the page cache, which read `read_bytes` of its
 // `file_bytes` from storage, cannot count as warm; empty when it can.
 std::string WarmReadProblem(uint64_t read_bytes, uint64_t file_bytes);
+// Why a cold run that read `read_bytes` of its `file_bytes` from storage cannot count as a load
+// of the file: "read 12.00 MiB of 2.00 GiB from storage (0.6%) on a cold run: ..."; empty when
+// it can.
+std::string ColdReadProblem(uint64_t read_bytes, uint64_t file_bytes);
 
 struct Residency {
   uint64_t resident_pages = 0;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,6 +46,7 @@ void ExecChild(const ChildSetup& s, const char* path, char* const* argv, char* c
   ::signal(SIGPIPE, SIG_DFL);
   // Out of the way of the numbers the placed descriptors take, and closed by a good exec.
   const int errno_fd = s.errno_fd >= 0 ? ::fcntl(s.errno_fd, F_DUPFD_CLOEXEC, 16) : -1;
+  const int clock_fd = s.exec_clock_fd >= 0 ? ::fcntl(s.exec_clock_fd, F_DUPFD_CLOEXEC, 16) : -1;
   // Nothing outlives the harness: killed by any signal, SIGKILL included, it takes the child
   // with it (the setting survives exec). A harness that died before this line is seen here.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != s.parent) {
@@ -61,6 +63,13 @@ void ExecChild(const ChildSetup& s, const char* path, char* const* argv, char* c
   int placed[8];
   for (int i = 0; i < s.nfds && i < 8; ++i) placed[i] = s.fds[i];
   if (s.nfds > 8 || !PlaceFdsFromChild(placed, s.nfds)) FailFromChild(errno_fd, kChildNoExec);
+  if (clock_fd >= 0) {
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    if (::write(clock_fd, &now, sizeof now) != static_cast<ssize_t>(sizeof now)) {
+      FailFromChild(errno_fd, kChildNoExec);
+    }
+  }
   ::execve(path, argv, envp != nullptr ? envp : environ);
   FailFromChild(errno_fd, kChildNoExec);
 }

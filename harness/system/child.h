@@ -24,6 +24,9 @@ struct ChildSetup {
   int nfds = 0;
   int out = -2, err = -2;  // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
   int errno_fd = -1;       // where the errno of a failed set-up or exec goes; -1: nowhere
+  // Where the child writes CLOCK_MONOTONIC (a timespec) right before its execve, so that the
+  // parent knows when the program started however late it is scheduled itself; -1: nowhere.
+  int exec_clock_fd = -1;
 };
 
 // Exit codes of a child whose set-up failed (the reaper tells them apart).

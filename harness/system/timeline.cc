@@ -111,6 +111,35 @@ bool TimelineSampler::Sample() {
   return true;
 }
 
+SamplingThread::SamplingThread(pid_t pid, std::vector<std::string> files, double interval_s)
+    : sampler_(pid, std::move(files)),
+      interval_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(interval_s))),
+      thread_([this] { Loop(); }) {}
+
+void SamplingThread::Loop() {
+  auto next = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    const bool alive = sampler_.Sample();
+    lock.lock();
+    if (!alive) return;
+    next += interval_;
+    wake_.wait_until(lock, next, [this] { return stop_; });
+  }
+}
+
+const std::vector<TimelineSample>& SamplingThread::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  return sampler_.samples();
+}
+
 Status WriteTimelineCsv(const std::string& path, const std::vector<TimelineSample>& samples,
                         double zero_mono_s) {
   std::FILE* f = std::fopen(path.c_str(), "w");

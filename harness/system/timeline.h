@@ -7,8 +7,11 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loaders/base/status.h"
@@ -55,6 +58,30 @@ class SamplePacer {
  private:
   std::chrono::steady_clock::duration interval_;
   std::chrono::steady_clock::time_point next_;
+};
+
+// Samples one process on a thread of its own, at once and then every `interval_s` (above 0),
+// until the
+// process has exited or Stop is called: whoever watches the process for its exit never waits
+// for a sample in progress.
+class SamplingThread {
+ public:
+  SamplingThread(pid_t pid, std::vector<std::string> files, double interval_s);
+  ~SamplingThread() { Stop(); }
+  SamplingThread(const SamplingThread&) = delete;
+  SamplingThread& operator=(const SamplingThread&) = delete;
+  // Ends the sampling after the sample in progress; the samples taken.
+  const std::vector<TimelineSample>& Stop();
+
+ private:
+  void Loop();
+
+  TimelineSampler sampler_;
+  std::chrono::steady_clock::duration interval_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 // Writes `samples` as CSV with time relative to `zero_mono_s` (the worker's load start: rows

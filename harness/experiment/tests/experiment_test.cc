@@ -348,6 +348,7 @@ name = "exec"
 label = "np"
 command = ["/usr/bin/python3", "{peers}/numpy_fromfile.py", "{file}"]
 package = "python3-numpy"
+timed = "region"
 [[strategy]]
 name = "exec"
 label = "dd"
@@ -364,7 +365,9 @@ command = "dd if={file} of=/dev/null bs=1M"
             (std::vector<std::string>{"/usr/bin/python3", "{peers}/numpy_fromfile.py", "{file}"}));
   EXPECT_EQ(np.exec->package, "python3-numpy");
   EXPECT_FALSE(np.exec->shell);
+  EXPECT_EQ(np.exec->timed, "region");
   EXPECT_TRUE(e.strategies[2].exec->shell);
+  EXPECT_EQ(e.strategies[2].exec->timed, "command");  // the default: the whole command
   EXPECT_EQ(e.strategies[2].exec->argv,
             (std::vector<std::string>{"dd if={file} of=/dev/null bs=1M"}));
   // Every round holds both commands beside fread, cold and warm.
@@ -386,8 +389,12 @@ TEST_F(ExperimentTest, MalformedExecStrategiesNameTheLineAndTheReason) {
             std::string::npos);
   EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n"
                            "qd = 4\n")
-                .find("exec: unknown key 'qd' (exec takes label, command, shell and package)"),
+                .find("exec: unknown key 'qd' (exec takes label, command, shell, package and "
+                      "timed)"),
             std::string::npos);
+  EXPECT_EQ(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n"
+                           "timed = \"load\"\n"),
+            Write("") + ":11: exec: timed must be \"command\" or \"region\"");
   EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a b\"\ncommand = [\"cat\"]\n")
                 .find("label 'a b'"),
             std::string::npos);

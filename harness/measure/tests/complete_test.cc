@@ -159,6 +159,7 @@ TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksI
   EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
 }
 
+<<<<<<< HEAD
 TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
   point_.procs = 3;
   std::vector<RunRecord> run;
@@ -179,6 +180,36 @@ TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
   run[1].start_spread_s.reset();
   SetStartSpread(&run);
   EXPECT_FALSE(run[0].start_spread_s.has_value());
+=======
+TEST_F(CompleteTest, AColdCommandThatReadTooLittleFromStorageIsInvalid) {
+  base_.file_bytes = 100 << 20;
+  ReaderOutcome o = Loaded();
+  o.record.read_bytes = 12 << 20;
+  Judging j = {&point_, nullptr, false, true};
+  ReaderOutcome copy = o;
+  RunRecord r = Complete(base_, j, 0, copy);
+  EXPECT_EQ(r.status, "invalid");
+  EXPECT_EQ(r.error, "read 12.00 MiB of 100.00 MiB from storage (12.0%) on a cold run: it cannot "
+                     "have loaded the model (need 90%, by the I/O counters of the command and "
+                     "the processes it waited for)");
+  copy = o;
+  copy.record.read_bytes = 90 << 20;
+  EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
+  copy = o;
+  copy.record.read_bytes.reset();  // no counters: not judged, and said
+  r = Complete(base_, j, 0, copy);
+  EXPECT_EQ(r.status, "ok");
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("no I/O counters"), std::string::npos);
+  point_.cache = "warm";  // a warm run reads nothing from storage, rightly
+  copy = o;
+  copy.host.worst = 1.0;
+  EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
+  point_.cache = "cold";
+  j.check_cold_reads = false;  // the runner's own readers verify the bytes themselves
+  copy = o;
+  EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
+>>>>>>> i39-exec
 }
 
 TEST(HostStateJsonTest, TheRanksSendEveryFigureBackAndForth) {

@@ -46,18 +46,19 @@ def alive(pid):
         return f.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def run_execs(setup, name, execs, *extra, cache="warm"):
-    """One `run` of the given --exec LABEL=COMMAND texts; its records by label."""
-    d, env, model, _ = setup
+def run_execs(setup, name, execs, *extra, cache="warm", model=None):
+    """One `run` of the given --exec LABEL=COMMAND texts (on the setup's model, or `model`); its
+    records by label, its folder and what it printed on stderr."""
+    d, env, setup_model, _ = setup
     out = d / name
-    args = ["run", "--file", model, "--strategies", "none", "--cache", cache, "--reps", "1",
-            "--out", str(out), *extra]
+    args = ["run", "--file", model or setup_model, "--strategies", "none", "--cache", cache,
+            "--reps", "1", "--out", str(out), *extra]
     for text in execs:
         args += ["--exec-shell" if text.startswith("sh:") else "--exec", text.removeprefix("sh:")]
     p = lb(env, *args, check=False)
     assert p.returncode in (0, 1), p.stderr
     runs = [json.loads(line) for line in open(out / "runs.jsonl")]
-    return {r["label"]: r for r in runs}, out
+    return {r["label"]: r for r in runs}, out, p.stderr
 
 
 def test_a_command_that_reports_is_verified_and_its_own_times_recorded(setup):
@@ -65,12 +66,16 @@ def test_a_command_that_reports_is_verified_and_its_own_times_recorded(setup):
     say = d / "say.sh"
     say.write_text(f"cat \"$1\" >/dev/null\nprintf 'ready 0.001\\ndone 0.002\\nchecksum {checksum}\\n'"
                    " >&$LOADBENCH_FD\n")
-    runs, out = run_execs(setup, "reports", [f"good=sh {say} {{file}}", "plain=cat {file}"])
+    runs, out, _ = run_execs(setup, "reports", [f"good=sh {say} {{file}}", "plain=cat {file}"])
     good, plain = runs["good"], runs["plain"]
     assert good["status"] == "ok" and good["verify"] == "checksum" and good["checksum_ok"] is True
     assert good["checksum"] == checksum
-    assert good["ready_s"] == 0.001 and good["exec"]["done_s"] == 0.002
+    # Timed whole (the default): its own ready has another origin than wall_s, so only in exec.
+    assert good["exec"]["timed"] == "command" and good["exec"]["command_s"] == good["wall_s"]
+    assert good["ready_s"] is None and good["exec"]["ready_s"] == 0.001
+    assert good["exec"]["done_s"] == 0.002
     assert good["exec"]["startup_s"] == pytest.approx(good["wall_s"] - 0.002)
+    assert "warnings" not in good
     assert good["command"] == ["sh", str(say), model]
     assert good["strategy"] == "exec" and good["strategy_spec"] == "exec:label=good"
     assert good["process_s"] >= good["wall_s"] > 0
@@ -82,7 +87,7 @@ def test_a_command_that_reports_is_verified_and_its_own_times_recorded(setup):
 
 
 def test_bad_protocol_lines_and_a_wrong_checksum_fail_the_run(setup):
-    runs, _ = run_execs(setup, "protocol", [
+    runs, _, _ = run_execs(setup, "protocol", [
         "sh:wrong=echo checksum 0123456789abcdef >&$LOADBENCH_FD",
         "sh:garbled=echo hello there >&$LOADBENCH_FD",
         "sh:late=echo done 3600 >&$LOADBENCH_FD",
@@ -98,7 +103,7 @@ def test_bad_protocol_lines_and_a_wrong_checksum_fail_the_run(setup):
 
 
 def test_not_found_non_zero_and_signals_are_told_apart(setup):
-    runs, _ = run_execs(setup, "bad", [
+    runs, _, _ = run_execs(setup, "bad", [
         "missing=no-such-program-here {file}",
         "missing_path=/nonexistent/loader {file}",
         "sh:exits=echo first >&2; echo 'cannot open the model' >&2; exit 3",
@@ -132,7 +137,7 @@ def test_an_experiment_names_the_package_of_a_missing_program(setup):
 def test_nothing_a_command_starts_outlives_its_run(setup):
     d = setup[0]
     pids = d / "pids"
-    runs, _ = run_execs(setup, "background", [
+    runs, _, stderr = run_execs(setup, "background", [
         f"sh:bg=sleep 300 & echo $! >> {pids}; setsid sleep 300 & echo $! >> {pids}; exit 0"])
     r = runs["bg"]
     assert r["status"] == "ok", r
@@ -141,14 +146,21 @@ def test_nothing_a_command_starts_outlives_its_run(setup):
     assert not any(alive(p) for p in started)
     # The setsid one left the process group: only a cgroup finds it.
     cgroup = "cgroup" in r["exec"]["measured"] and "no whole-tree" not in r["exec"]["measured"]
-    assert r["exec"]["left_behind"] == (2 if cgroup else 1)
+    left = 2 if cgroup else 1
+    assert r["exec"]["left_behind"] == left
+    # A warning on the row, and on its console line, printed without --verbose.
+    warning = (f"left {left} process{'es' if left > 1 else ''} running at its exit, killed by "
+               "the runner")
+    assert len(r["warnings"]) == 1 and r["warnings"][0].startswith(warning), r["warnings"]
+    line = [x for x in stderr.splitlines() if "exec:label=bg" in x]
+    assert len(line) == 1 and ": ok " in line[0] and "; warning: " + warning in line[0], stderr
 
 
 def test_a_timeout_kills_the_whole_group(setup):
     d = setup[0]
     pids = d / "timeout-pids"
     t0 = time.monotonic()
-    runs, _ = run_execs(setup, "timeout", [f"sh:hang=sleep 300 & echo $! > {pids}; sleep 300"],
+    runs, _, _ = run_execs(setup, "timeout", [f"sh:hang=sleep 300 & echo $! > {pids}; sleep 300"],
                         "--timeout", "1")
     assert time.monotonic() - t0 < 60
     r = runs["hang"]
@@ -159,7 +171,8 @@ def test_a_timeout_kills_the_whole_group(setup):
 def test_a_grandchilds_memory_is_in_the_cgroup_peak(setup):
     hold = "b = bytearray(160 << 20); b[::4096] = bytes([1]) * len(b[::4096])"
     # Two shells, each waiting: the Python process is the command's grandchild.
-    runs, _ = run_execs(setup, "grandchild", [f"sh:grand=sh -c '{PY} -c \"{hold}\"; true'; true"])
+    runs, _, _ = run_execs(setup, "grandchild",
+                           [f"sh:grand=sh -c '{PY} -c \"{hold}\"; true'; true"])
     r = runs["grand"]
     assert r["status"] == "ok", r
     if "no whole-tree" in r["exec"]["measured"]:
@@ -172,7 +185,7 @@ def test_a_grandchilds_memory_is_in_the_cgroup_peak(setup):
 def test_the_oom_killer_is_named_under_a_memory_limit(setup):
     if os.geteuid() != 0:
         pytest.skip("memory limits need root here")
-    runs, _ = run_execs(setup, "oom", [f"oom={PY} -c \"b = b'x' * (512 << 20)\""],
+    runs, _, _ = run_execs(setup, "oom", [f"oom={PY} -c \"b = b'x' * (512 << 20)\""],
                         "--memory-limit", "64MiB")
     r = runs["oom"]
     assert r["status"] == "failed"
@@ -183,11 +196,71 @@ def test_the_oom_killer_is_named_under_a_memory_limit(setup):
 def test_cold_exec_runs_start_cold_and_read_the_file(setup):
     if os.geteuid() != 0:
         pytest.skip("cold needs root here (drop_caches)")
-    runs, _ = run_execs(setup, "cold", ["dd=dd if={file} of=/dev/null bs=1M status=none"],
-                        cache="cold")
+    runs, _, _ = run_execs(setup, "cold", ["dd=dd if={file} of=/dev/null bs=1M status=none"],
+                           cache="cold")
     r = runs["dd"]
     assert r["status"] == "ok" and r["resident_before"] <= 0.01
     assert r["read_bytes"] >= r["file_bytes"] * 0.9  # dd's own reads, seen after it exited
+
+
+def test_a_cold_command_that_sends_the_stored_checksum_unread_is_invalid(setup):
+    if os.geteuid() != 0:
+        pytest.skip("cold needs root here (drop_caches)")
+    d, env = setup[0], setup[1]
+    # A model large enough that the shell's own reads from storage cannot pass for it.
+    model = str(d / "big.safetensors")
+    lb(env, "gen", "--preset", "llama", "--size", "32MiB", "--format", "safetensors", "--out",
+       model, "--quiet")
+    stored = json.loads(lb(env, "inspect", "--json", model).stdout)["header"]["metadata"][
+        "loadbench.xxh3_64"]
+    liar = d / "liar.sh"
+    liar.write_text(f"echo checksum {stored} > /dev/fd/$LOADBENCH_FD\n")
+    honest = d / "honest.sh"
+    honest.write_text(f"cat \"$1\" > /dev/null\necho checksum {stored} > /dev/fd/$LOADBENCH_FD\n")
+    runs, _, stderr = run_execs(setup, "liar",
+                                [f"liar=sh {liar}", f"honest=sh {honest} {{file}}"],
+                                cache="cold", model=model)
+    r = runs["liar"]
+    assert r["checksum_ok"] is True  # its word alone would have passed
+    assert r["status"] == "invalid", r
+    assert r["error"].startswith("read ") and " of 32.29 MiB from storage (" in r["error"]
+    assert "%) on a cold run: it cannot have loaded the model" in r["error"]
+    assert r["read_bytes"] < 0.9 * r["file_bytes"]
+    assert "exec:label=liar rep 0: invalid read " in stderr
+    assert runs["honest"]["status"] == "ok", runs["honest"]
+    assert runs["honest"]["read_bytes"] >= 0.9 * runs["honest"]["file_bytes"]
+
+
+def test_a_command_that_exits_at_once_is_timed_under_the_sample_interval(setup):
+    runs, _, _ = run_execs(setup, "quick", ["true=true"], "--sample-ms", "1000")
+    r = runs["true"]
+    assert r["status"] == "ok", r
+    assert r["wall_s"] < 0.5, r["wall_s"]
+
+
+def test_a_region_timed_command_ranks_its_own_done(setup):
+    d, env, model, checksum = setup
+    exp = d / "region.toml"
+    say = ("cat \"$1\" >/dev/null; printf 'ready 0.001\\ndone 0.002\\nchecksum " + checksum
+           + "\\n' >&$LOADBENCH_FD; sleep 0.05")
+    (d / "region.sh").write_text(say + "\n")
+    exp.write_text(f'name = "region"\nreps = 1\ncache = "warm"\n[[file]]\npath = "{model}"\n'
+                   '[[strategy]]\nname = "exec"\nlabel = "own"\ntimed = "region"\n'
+                   f'command = ["sh", "{d / "region.sh"}", "{{file}}"]\n'
+                   '[[strategy]]\nname = "exec"\nlabel = "nodone"\ntimed = "region"\n'
+                   'command = ["cat", "{file}"]\n')
+    out = d / "region-out"
+    p = lb(env, "experiment", str(exp), "--out", str(out), "--quiet", check=False)
+    assert p.returncode in (0, 1), p.stderr
+    runs = {r["label"]: r for r in map(json.loads, open(out / "runs.jsonl"))}
+    own = runs["own"]
+    assert own["status"] == "ok", own
+    assert own["exec"]["timed"] == "region"
+    assert own["wall_s"] == 0.002 and own["ready_s"] == 0.001
+    assert own["exec"]["command_s"] >= 0.05  # the whole command, beside it
+    assert own["exec"]["startup_s"] == pytest.approx(own["exec"]["command_s"] - 0.002)
+    assert runs["nodone"]["status"] == "failed"
+    assert "sent no 'done SECONDS' line" in runs["nodone"]["error"]
 
 
 def test_an_interrupted_run_leaves_no_command_behind(setup):

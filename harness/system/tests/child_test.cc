@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,6 +81,29 @@ TEST(ChildTest, AFailedExecSaysWhyOnTheErrnoDescriptor) {
   EXPECT_EQ(child_errno, ENOENT);
   const int wstatus = Reap(pid);
   EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == kChildNoExec) << wstatus;
+}
+
+// The time of the exec is the child's, not when a parent that was busy got to read it.
+TEST(ChildTest, TellsWhenItCalledExecByItsOwnClock) {
+  Pipe clock;
+  ChildSetup s;
+  s.parent = ::getpid();
+  s.exec_clock_fd = clock.wr.get();
+  timespec before{}, after{};
+  ::clock_gettime(CLOCK_MONOTONIC, &before);
+  const pid_t pid = Spawn(s, "/bin/sh", "true");
+  ASSERT_GT(pid, 0);
+  clock.wr.reset();
+  ::usleep(200 * 1000);  // a parent scheduled late
+  ::clock_gettime(CLOCK_MONOTONIC, &after);
+  timespec at{};
+  ASSERT_EQ(::read(clock.rd.get(), &at, sizeof at), static_cast<ssize_t>(sizeof at));
+  auto secs = [](const timespec& t) { return static_cast<double>(t.tv_sec) + t.tv_nsec / 1e9; };
+  EXPECT_GE(secs(at), secs(before));
+  EXPECT_LT(secs(at), secs(after) - 0.1);  // long before the parent looked
+  EXPECT_EQ(ReadAll(clock.rd.get()), "");  // once, and closed by the exec
+  const int wstatus = Reap(pid);
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << wstatus;
 }
 
 TEST(ChildTest, ACgroupThatCannotBeJoinedIsItsOwnExitCode) {
