@@ -211,8 +211,8 @@ def run_values(results: Results) -> pd.DataFrame:
     of their wall_s: readers.duration), file_bytes, `order`, its place in runs.jsonl, and
     `verified`. A run counts only whole: one with a reader that did not count or left no record
     has no value (broken_rounds says why). Runs without `position` ran in no round."""
-    columns = CONDITION + ["strategy_spec", "role", "strategy", "rep", "wall_s", "file_bytes",
-                           "order", "verified"]
+    columns = CONDITION + ["strategy_spec", "role", "strategy", "timed", "rep", "wall_s",
+                           "file_bytes", "order", "verified"]
     runs = _in_rounds(results)
     if runs.empty:
         return pd.DataFrame(columns=columns)
@@ -224,7 +224,8 @@ def run_values(results: Results) -> pd.DataFrame:
     rows = []
     for key, g in ok.groupby(CONDITION + ["strategy_spec", "role", "rep"], sort=False):
         rows.append({**dict(zip(CONDITION + ["strategy_spec", "role", "rep"], key)),
-                     "strategy": g["strategy"].iloc[0], "wall_s": readers.duration(g)[0],
+                     "strategy": g["strategy"].iloc[0], "timed": g["timed"].iloc[0],
+                     "wall_s": readers.duration(g)[0],
                      "file_bytes": g["file_bytes"].iloc[0], "order": g["order"].min(),
                      "verified": bool(g["verified"].all())})
     values = pd.DataFrame(rows, columns=columns)
@@ -275,8 +276,8 @@ def device_fraction(results: Results) -> pd.DataFrame:
             .reset_index()[columns])
 
 
-PAIRED_COLUMNS = GROUP + ["strategy", "verified", "baseline", "baseline_why", "n", "ratio",
-                          "ratio_low", "ratio_high", "speedup", "speedup_low", "speedup_high",
+PAIRED_COLUMNS = GROUP + ["strategy", "timed", "verified", "baseline", "baseline_why", "n",
+                          "ratio", "ratio_low", "ratio_high", "speedup", "speedup_low", "speedup_high",
                           "bounded", "significant", "verdict", "level", "half_width"]
 
 
@@ -289,7 +290,7 @@ def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Inde
     iv = signed_rank_interval(np.log(both["t"] / both["b"]).to_numpy())
     return {**dict(zip(CONDITION, key)), "strategy_spec": runs["strategy_spec"].iloc[0],
             "role": runs["role"].iloc[0], "strategy": runs["strategy"].iloc[0],
-            "verified": bool(runs["verified"].all()), "n": iv.n,
+            "timed": runs["timed"].iloc[0], "verified": bool(runs["verified"].all()), "n": iv.n,
             "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
             "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
             "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),

@@ -188,13 +188,29 @@ def exec_label(spec: str) -> str | None:
     return labels[0] if labels else str(spec)
 
 
+# An exec command's time, by the region it covers (its record's exec.timed): never the load
+# alone, as a loadbench strategy's is.
+TIMED_MARK = {"command": "(whole command)", "region": "(own region)"}
+
+
+def timed(exec_object) -> str:
+    """An exec record's timed region ("command" or "region"); "" for any other record."""
+    if isinstance(exec_object, dict) and exec_object.get("timed") in TIMED_MARK:
+        return exec_object["timed"]
+    return ""
+
+
 def spec_label(row) -> str:
     """The row's name, as the console shows it: the strategy spec (an exec command's label)
-    with its role (`shm[creator]`), and UNVERIFIED_MARK where the row says `verified` false."""
+    with its role (`shm[creator]`), the region an exec command's time covers (TIMED_MARK) and
+    UNVERIFIED_MARK where the row says `verified` false."""
     spec = row["strategy_spec"]
     text = exec_label(spec) or spec
     role = row.get("role")
     text += f"[{role}]" if isinstance(role, str) and role else ""
+    region = row.get("timed")
+    if isinstance(region, str) and region in TIMED_MARK:
+        text += " " + TIMED_MARK[region]
     verified = row.get("verified")
     if isinstance(verified, (bool, np.bool_)) and not verified:
         text += " " + UNVERIFIED_MARK
@@ -268,6 +284,7 @@ def _defaults(records: pd.DataFrame) -> pd.DataFrame:
         REPLICATED)
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
     records["role"] = _column(records, "details").map(role)
+    records["timed"] = _column(records, "exec").map(timed)
     # The time order of the records: appended as each run ends (older folders' started_at has
     # whole seconds only).
     records["order"] = range(len(records))

@@ -91,6 +91,7 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
         rows.append({
             **dict(zip(GROUP, key)),
             "strategy": group["strategy"].iloc[0],
+            "timed": group["timed"].iloc[0],
             "file_bytes": int(file_bytes) if len(known) else file_bytes,
             "n": len(wall),
             "median_s": median,

@@ -255,6 +255,30 @@ def test_a_run_counts_only_whole_at_its_slowest_reader(tmp_path):
     assert row["half_width"] == math.inf and row["verdict"] == "too few rounds"
 
 
+def test_an_exec_row_says_which_region_it_timed_and_that_it_is_unverified(tmp_path):
+    folder = tmp_path / "exec"
+    folder.mkdir()
+    rows = []
+    for rep in range(6):
+        for position, (spec, wall) in enumerate((("fread", 2.0 + rep / 10),
+                                                 ("exec:label=mine", 1.0 + rep / 7))):
+            row = {"run_id": f"{rep}-{spec}", "strategy": spec.split(":")[0],
+                   "strategy_spec": spec, "file": "/f", "file_bytes": 10**9, "cache": "cold",
+                   "rep": rep, "position": position, "status": "ok", "checksum_ok": True,
+                   "verify": "consumer", "wall_s": wall, "peak_rss_bytes": 1,
+                   "major_faults": 0, "minor_faults": 0}
+            if spec != "fread":
+                row.update(checksum_ok=None, verify="none", exec={"timed": "command"})
+            rows.append(row)
+    (folder / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    r = results.load(str(folder))
+    pair = paired.paired_table(r).iloc[0]
+    assert pair["timed"] == "command" and not pair["verified"]
+    assert results.spec_label(pair) == "mine (whole command) (unverified)"
+    cold = report.table_md(stats.summarize(r), "cold", 1)
+    assert "| mine (whole command) (unverified) | 6 |" in cold
+
+
 def test_a_run_lasts_from_its_first_start_to_its_last_end(tmp_path):
     walls = {0: ((10.0, 12.0), (2.0, 3.0))}
     starts = {0: ((100.0, 100.5), (200.0, 199.0))}

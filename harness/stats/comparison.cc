@@ -33,8 +33,16 @@ std::string ConditionText(const Condition& c, bool with_file) {
 bool IsOk(const Json& r) { return r.value("status", "") == "ok"; }
 
 std::string RowMarks(const Json& r) {
+  std::string marks;
   const auto v = r.find("verify");
-  return v != r.end() && *v == "none" ? "unverified" : "";
+  if (v != r.end() && *v == "none") marks = "unverified";
+  const auto e = r.find("exec");
+  if (e != r.end() && e->is_object() && e->contains("timed")) {
+    const std::string timed = e->value("timed", "");
+    if (!marks.empty()) marks += ", ";
+    marks += timed == "region" ? "own region" : "whole command";
+  }
+  return marks;
 }
 
 double WallOf(const Json& r) {

@@ -23,7 +23,9 @@ std::string ConditionText(const Condition& c, bool with_file);
 
 bool IsOk(const nlohmann::ordered_json& record);
 // What marks a run's figures wherever they are ranked or paired, "" for none: "unverified"
-// (an exec command that sent no checksum).
+// (an exec command that sent no checksum), and for an exec command which region its time is:
+// "whole command" (exec to exit: interpreter, imports and the program's own start-up) or "own
+// region" (the command's ready-to-done), never the load alone as a worker's is.
 std::string RowMarks(const nlohmann::ordered_json& record);
 double WallOf(const nlohmann::ordered_json& record);  // 0 when there is none
 

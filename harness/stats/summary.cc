@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "harness/record/record.h"
+#include "harness/stats/comparison.h"
 #include "harness/stats/paired_stats.h"
 
 namespace loadbench {
@@ -132,12 +133,12 @@ std::string CeilingLine(const Table& t) {
 
 }  // namespace
 
-// The row label: the strategy spec, its role ([creator], [attacher]) when it has one, whether
-// an exec command went unverified (it sent no checksum), how many workers and under which
+// The row label: the strategy spec, its marks (RowMarks: an exec command unverified, the region
+// it timed), its role ([creator], [attacher]) when it has one, how many workers and under which
 // memory limit when those are set, and the file's name when the records hold more than one file.
 std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
   std::string label = r.value("strategy_spec", r.value("strategy", "?"));
-  if (const auto v = r.find("verify"); v != r.end() && *v == "none") label += " (unverified)";
+  if (const std::string marks = RowMarks(r); !marks.empty()) label += " (" + marks + ")";
   if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
     label += "[" + d->value("role", "?") + "]";
   }

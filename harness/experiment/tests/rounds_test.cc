@@ -4,6 +4,7 @@
 // and the summary's warnings on drift and outliers.
 #include "harness/experiment/rounds.h"
 #include "harness/stats/noise.h"
+#include "harness/stats/summary.h"
 
 #include <gtest/gtest.h>
 
@@ -243,22 +244,27 @@ TEST(RoundsCompare, ARunCountsOnlyWhole) {
 }
 
 // A command that sent no checksum is ranked and paired like any strategy, and marked
-// unverified wherever its ratio shows: the paired lines, adaptive.json, the reps auto line.
+// unverified, with the region its time covers, wherever its ratio shows: the paired lines,
+// adaptive.json, the reps auto line.
 TEST(RoundsCompare, UnverifiedRunsAreMarkedWhereverTheyPair) {
   std::vector<Json> records;
   for (int rep = 0; rep < 8; ++rep) {
     records.push_back(Record("fread", rep, 4.0 + 0.1 * rep));
     Json r = Record("my_loader", rep, 2.0 + 0.3 * (rep % 3));
     r["verify"] = "none";
+    r["exec"] = {{"timed", "command"}};
     records.push_back(r);
   }
   const RoundsVerdict v = CompareWithBaseline(records, "fread", 0.5);
   ASSERT_EQ(v.comparisons.size(), 1u);
-  EXPECT_EQ(v.comparisons[0].marks, "unverified");
+  const std::string marks = "unverified, whole command";
+  EXPECT_EQ(v.comparisons[0].marks, marks);
   const std::string summary = NoiseSummary(records, "fread");
-  EXPECT_NE(summary.find("cold  my_loader (unverified): 0."), std::string::npos) << summary;
-  EXPECT_EQ(AdaptiveJson(AutoReps{}, v, 1.0, "met")["comparisons"][0]["marks"], "unverified");
-  EXPECT_NE(AutoRepsLine(AutoReps{}, v, "met").find("my_loader (unverified)"), std::string::npos);
+  EXPECT_NE(summary.find("cold  my_loader (" + marks + "): 0."), std::string::npos) << summary;
+  EXPECT_EQ(AdaptiveJson(AutoReps{}, v, 1.0, "met")["comparisons"][0]["marks"], marks);
+  EXPECT_NE(AutoRepsLine(AutoReps{}, v, "met").find("my_loader (" + marks + ")"),
+            std::string::npos);
+  EXPECT_NE(SummaryTable(records).find("my_loader (" + marks + ")"), std::string::npos);
 }
 
 TEST(RoundsCompare, FewerThanSixRoundsGiveNoIntervalAndMeetNothing) {

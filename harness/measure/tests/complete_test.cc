@@ -159,7 +159,6 @@ TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksI
   EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
 }
 
-<<<<<<< HEAD
 TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
   point_.procs = 3;
   std::vector<RunRecord> run;
@@ -180,7 +179,8 @@ TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
   run[1].start_spread_s.reset();
   SetStartSpread(&run);
   EXPECT_FALSE(run[0].start_spread_s.has_value());
-=======
+}
+
 TEST_F(CompleteTest, AColdCommandThatReadTooLittleFromStorageIsInvalid) {
   base_.file_bytes = 100 << 20;
   ReaderOutcome o = Loaded();
@@ -209,7 +209,6 @@ TEST_F(CompleteTest, AColdCommandThatReadTooLittleFromStorageIsInvalid) {
   j.check_cold_reads = false;  // the runner's own readers verify the bytes themselves
   copy = o;
   EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
->>>>>>> i39-exec
 }
 
 TEST(HostStateJsonTest, TheRanksSendEveryFigureBackAndForth) {
