@@ -66,7 +66,12 @@ def test_a_command_that_reports_is_verified_and_its_own_times_recorded(setup):
     say = d / "say.sh"
     say.write_text(f"cat \"$1\" >/dev/null\nprintf 'ready 0.001\\ndone 0.002\\nchecksum {checksum}\\n'"
                    " >&$LOADBENCH_FD\n")
-    runs, out, _ = run_execs(setup, "reports", [f"good=sh {say} {{file}}", "plain=cat {file}"])
+    # The plain command outlasts a moment, so that its timeline has a sample: it is sampled
+    # beside the watch, and a command gone within microseconds may have none.
+    plain_sh = d / "plain.sh"
+    plain_sh.write_text("cat \"$1\" >/dev/null\nsleep 0.05\n")
+    runs, out, _ = run_execs(setup, "reports",
+                             [f"good=sh {say} {{file}}", f"plain=sh {plain_sh} {{file}}"])
     good, plain = runs["good"], runs["plain"]
     assert good["status"] == "ok" and good["verify"] == "checksum" and good["checksum_ok"] is True
     assert good["checksum"] == checksum
