@@ -99,6 +99,12 @@ TEST(FillExecRecord, ProcessesLeftRunningAreAWarningNotAFailure) {
 // sample's end: the samples are taken beside the watch. The model's file is named often enough
 // that one sample takes over half a second.
 TEST(RunCommand, SeesTheExitAtOnceWhileASampleIsInProgress) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Under AddressSanitizer the sample's length cannot be set from a calibration (a quarter of a
+  // million paths of 2 microseconds each gave no sample at all): the release build's tests
+  // (cmake --build build; ctest in build) hold it.
+  GTEST_SKIP() << "timing of a sample is not calibrated under AddressSanitizer";
+#endif
   test::TempDir dir;
   const std::string file = dir.File("m");
   std::ofstream(file) << std::string(4096, 'x');
