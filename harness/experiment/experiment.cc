@@ -217,7 +217,7 @@ class Reader {
     return Status::Ok();
   }
 
-  // [system]: tune = true|false, page_reporting = "off"|"keep" (only with tune = true),
+  // [system]: tune = true|false|"auto", page_reporting = "off"|"keep" (only with tune),
   // settle = true|false.
   Status SystemTable(const toml::node& n, ExperimentSystem* out) {
     const toml::table* t = n.as_table();
@@ -227,8 +227,12 @@ class Reader {
       const std::string k(key.str());
       if (k == "tune") {
         const std::optional<bool> v = node.value<bool>();
-        if (!v) return BadAt(path_, node.source(), "system.tune must be true or false");
-        out->tune = *v;
+        const std::optional<std::string> text = node.value<std::string>();
+        out->tune_auto = text == "auto";
+        if (!v && !out->tune_auto) {
+          return BadAt(path_, node.source(), "system.tune must be true, false or \"auto\"");
+        }
+        out->tune = v.value_or(true);
       } else if (k == "settle") {
         const std::optional<bool> v = node.value<bool>();
         if (!v) return BadAt(path_, node.source(), "system.settle must be true or false");

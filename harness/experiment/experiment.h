@@ -115,6 +115,9 @@ struct ExperimentRun {
 // [system]: whether the runs ask for the tuned machine, and what it holds free page reporting to.
 struct ExperimentSystem {
   bool tune = false;
+  // tune = "auto": tuned where this machine lets the command (root, a kernel that takes the
+  // values), else said on stderr and run in the state found, which env.json records.
+  bool tune_auto = false;
   // Touch as much new memory as a run uses, and give it back, just before the first run
   // (harness/system/settle.h), so that it starts as the runs after it do.
   bool settle = true;

@@ -132,8 +132,9 @@ void PrintSettings(const Experiment& e) {
                e.profile_hz);
   }
   if (e.system.tune) {
-    fmt::print("machine: tuned before the first run and restored at the end (free page "
+    fmt::print("machine: tuned before the first run{} and restored at the end (free page "
                "reporting {}; `loadbench system show` shows what would change)\n",
+               e.system.tune_auto ? " where this machine lets it" : "",
                e.system.page_reporting == PageReportingChoice::kOff ? "held off" : "kept");
   }
   const bool any_limit =

@@ -284,11 +284,17 @@ Status Executor::PrepareFiles() {
 }
 
 // [system] tune = true: the machine set for the runs (harness/system/tuning.h), each change in
-// the journal before it is made; nothing set when one cannot be (exit 2, nothing run).
+// the journal before it is made; nothing set when one cannot be (exit 2, nothing run; with
+// tune = "auto", said, and the runs go on in the state found).
 Status Executor::TuneMachine() {
   if (!e_.system.tune) return Status::Ok();
   std::vector<SettingChange> done;
   if (Status s = TuneSystem(e_.system.page_reporting, {}, &done); !s.ok()) {
+    if (e_.system.tune_auto) {
+      fmt::print(stderr, "{}: not tuned ({}): the runs are made in the state found\n", o_.who,
+                 s.message());
+      return Status::Ok();
+    }
     return Status::BadInput(fmt::format("{}: [system] tune = true: {}", e_.path, s.message()));
   }
   tune_ = TuneRecord{"experiment", NowStamp("%Y-%m-%dT%H:%M:%SZ"), e_.system.page_reporting, done};

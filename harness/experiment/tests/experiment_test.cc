@@ -318,8 +318,13 @@ TEST_F(ExperimentTest, TheSystemTableAsksForTheTunedMachine) {
   ASSERT_TRUE(Load(head + "[system]\ntune = true\n", &e).ok());
   EXPECT_TRUE(e.system.tune);
   EXPECT_EQ(e.system.page_reporting, PageReportingChoice::kOff);
+  EXPECT_FALSE(e.system.tune_auto);
   ASSERT_TRUE(Load(head + "[system]\ntune = true\npage_reporting = \"keep\"\n", &e).ok());
   EXPECT_EQ(e.system.page_reporting, PageReportingChoice::kKeep);
+  ASSERT_TRUE(Load(head + "[system]\ntune = \"auto\"\nsettle = false\n", &e).ok());
+  EXPECT_TRUE(e.system.tune);
+  EXPECT_TRUE(e.system.tune_auto);
+  EXPECT_FALSE(e.system.settle);
   EXPECT_NE(Refusal(head + "[system]\ntune = \"yes\"\n").find("e.toml:6: system.tune must be"),
             std::string::npos);
   EXPECT_NE(Refusal(head + "[system]\ntune = true\npage_reporting = \"maybe\"\n")
