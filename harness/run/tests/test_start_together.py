@@ -52,7 +52,7 @@ def test_a_slow_reader_holds_the_others_at_the_barrier(setup):
     out = d / "slow"
     began = time.time()
     p = lb(dict(env, LOADBENCH_TEST_SLOW_START=f"2:{DELAY_S}"), "run", "--file", model,
-           "--strategies", "fread,mmap", "--cache", "warm", "--reps", "2", "--procs", "3",
+           "--strategies", "fread,mmap", "--cache", "cold", "--reps", "2", "--procs", "3",
            "--sample-ms", "0", "--out", str(out))
     assert p.returncode == 0, p.stderr
     runs = runs_of(out)
@@ -72,7 +72,7 @@ def test_a_slow_reader_holds_the_others_at_the_barrier(setup):
 def test_one_reader_has_a_start_but_no_spread(setup):
     d, env, model = setup
     out = d / "one"
-    p = lb(env, "run", "--file", model, "--strategies", "fread", "--cache", "warm", "--reps", "1",
+    p = lb(env, "run", "--file", model, "--strategies", "fread", "--cache", "cold", "--reps", "1",
            "--sample-ms", "0", "--out", str(out))
     assert p.returncode == 0, p.stderr
     [r] = [json.loads(line) for line in open(out / "runs.jsonl")]
