@@ -62,6 +62,7 @@ struct HostState {
   double resident_before = 0, worst = 0;  // the model's residency; its farthest shard's
   uint64_t pages_before = 0;
   std::optional<std::string> drop_method;  // cold runs
+  std::optional<int> warm_reads;           // warm runs: the reads that made the start state
   std::optional<uint64_t> cached_before, oom_before;
   std::optional<double> resident_after;
   std::optional<uint64_t> pages_after, cached_after, oom_kills;

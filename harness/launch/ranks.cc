@@ -190,6 +190,7 @@ RankJson HostStateJson(const HostState& h) {
                 {"error", h.error}, {"resident_before", h.resident_before},
                 {"worst", h.worst}, {"pages", h.pages_before}};
   Put(j, "drop_method", h.drop_method);
+  Put(j, "warm_reads", h.warm_reads);
   Put(j, "cached", h.cached_before);
   Put(j, "oom_before", h.oom_before);
   Put(j, "resident_after", h.resident_after);
@@ -208,6 +209,7 @@ HostState HostStateOf(const RankJson& j) {
   h.worst = j.value("worst", 0.0);
   h.pages_before = j.value("pages", uint64_t{0});
   Get(j, "drop_method", &h.drop_method);
+  Get(j, "warm_reads", &h.warm_reads);
   Get(j, "cached", &h.cached_before);
   Get(j, "oom_before", &h.oom_before);
   Get(j, "resident_after", &h.resident_after);

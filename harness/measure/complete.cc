@@ -63,6 +63,7 @@ void AddHost(const RunPoint& p, const HostState& h, RunRecord* r) {
   r->resident_before = h.resident_before;
   if (r->shards) r->worst_shard_resident = h.worst;
   if (h.drop_method) r->drop_method = *h.drop_method;
+  r->warm_reads = h.warm_reads;
   if (h.resident_after) r->resident_after = *h.resident_after;
   if (h.pages_after) {
     r->memory.file_cache_growth_bytes =

@@ -73,6 +73,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("checksum", r.checksum, Key::kAlways);
   v("verify", r.verify, Key::kAlways);
   v("drop_method", r.drop_method, Key::kWhenSet);
+  v("warm_reads", r.warm_reads, Key::kWhenSet);
   v("oom_killed", r.oom_killed, Key::kWhenSet);
   v("warnings", r.warnings, Key::kWhenSet);
 }
@@ -247,9 +248,11 @@ std::vector<std::string> RecordKeys() {
 }
 
 void CopyIdentity(const RunRecord& from, RunRecord* to) {
-  static const std::set<std::string_view> kReaders = {
-      "proc",  "host",        "rank",     "ranks",  "cache_by_rank", "ended_at",   "status",
-      "error", "checksum_ok", "checksum", "verify", "drop_method",   "oom_killed", "warnings"};
+  static const std::set<std::string_view> kReaders = {"proc",       "host",          "rank",
+                                                      "ranks",      "cache_by_rank", "ended_at",
+                                                      "status",     "error",         "checksum_ok",
+                                                      "checksum",   "verify",        "drop_method",
+                                                      "warm_reads", "oom_killed",    "warnings"};
   Json runner = Json::object();
   VisitIdentity(from, [&](const char* key, const auto& field, Key) {
     runner[key] = ToJson(field, /*all=*/true);

@@ -71,7 +71,10 @@ struct RunRecord {
   std::optional<std::string> checksum;     // hex xxh3-64 of the loaded bytes
   std::optional<std::string> verify;       // how the bytes were checked
   std::optional<std::string> drop_method;  // cold runs only
-  std::optional<bool> oom_killed;          // only when the OOM killer killed the worker
+  // Warm runs only: how many times the file was read into the cache before the start state
+  // held (1 but where the cache lost part of it between the read and the check).
+  std::optional<int> warm_reads;
+  std::optional<bool> oom_killed;  // only when the OOM killer killed the worker
   // What the run's figures leave unsaid though it counts (an exec command's processes left
   // running); only when there is something.
   std::vector<std::string> warnings;

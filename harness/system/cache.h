@@ -14,6 +14,9 @@ namespace loadbench {
 // resident, a warm one at least 99%.
 inline constexpr double kColdMaxResident = 0.01;
 inline constexpr double kWarmMinResident = 0.99;
+// A warm start is read into the cache at most this many times before its check: a machine that
+// pages out page cache by itself may take part of the file between the read and the check.
+inline constexpr int kWarmReads = 3;
 // A warm run of a strategy that reads through the page cache may read at most this fraction of
 // the file from storage: more, and the cache lost the file during the run (memory pressure, a
 // run beside it), so the run measured a partly cold load.

@@ -175,7 +175,7 @@ def test_no_wait_refuses_naming_the_measurement(tmp_path, model, plan, env):
 
 def test_sigkill_of_the_harness_leaves_nothing_running_and_nothing_locked(tmp_path, model, env):
     out = str(tmp_path / "killed")
-    args = ["run", "--file", model, "--strategies", "shm,fread", "--cache", "warm", "--reps", "5",
+    args = ["run", "--file", model, "--strategies", "shm,fread", "--cache", "cold", "--reps", "5",
             "--out", out]
     if ROOT:
         args += ["--memory-limit", "1GiB"]  # a cgroup, which a killed harness leaves behind
