@@ -503,8 +503,10 @@ def machine_state(env: dict) -> str:
     if system.get("tuned") and not untuned:
         reporting = {"off": "held off", "absent": "absent from this kernel"}.get(
             system.get("page_reporting"), "kept on, by choice")
+        damon = {"off": "; DAMON's pageout stopped", "absent": ""}.get(
+            system.get("damon_pageout"), "")
         return f"tuned{' by ' + tune['by'] if tune.get('by') else ''}: free page reporting " \
-               f"{reporting}"
+               f"{reporting}{damon}"
     why = "; ".join(system.get("not_tuned_because", [])) or \
         f"{len(untuned)} of the sessions ran on the machine untuned"
     return f"**WARNING: not the tuned state**: {why} (`loadbench system tune`, or the " \

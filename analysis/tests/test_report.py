@@ -264,3 +264,7 @@ def test_the_machine_facts_give_the_state_and_warn_when_it_was_not_the_tuned_one
     nothing_to_tune = {"system": {"tuned": True, "page_reporting": "absent", "tune": None}}
     assert report.machine_state(nothing_to_tune) == "tuned: free page reporting absent from " \
         "this kernel"
+    damon_stopped = {"system": {"tuned": True, "page_reporting": "off", "damon_pageout": "off",
+                                "tune": {"by": "experiment", "page_reporting": "off"}}}
+    assert report.machine_state(damon_stopped) == "tuned by experiment: free page reporting " \
+        "held off; DAMON's pageout stopped"

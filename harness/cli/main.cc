@@ -308,10 +308,11 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
                 "the ones a measurement should not leave to chance, reset them to what was there");
   cmd->require_subcommand(1);
   auto* show = cmd->add_subcommand(
-      "show", "Print every setting that changes a load's time (THP, free page reporting, "
-              "swappiness, dirty limits and writeback, the data device's read-ahead and I/O "
-              "scheduler, the CPU governor, the balloon), one a line with where it is read, and "
-              "whether the machine is in the tuned state; reads only");
+      "show",
+      "Print every setting that changes a load's time (THP, free page reporting, "
+      "swappiness, dirty limits and writeback, the data device's read-ahead and I/O "
+      "scheduler, the CPU governor, the balloon, DAMON), one a line with where it is read, and "
+      "whether the machine is in the tuned state; reads only");
   show->add_option("--data", f->data_dir,
                    "The folder whose block device's read-ahead and scheduler are shown (the "
                    "nearest existing parent when it does not exist)")
@@ -319,8 +320,9 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
   show->add_flag("--json", f->json, "Print JSON (env.json's `system`, and the state file)");
   auto* tune = cmd->add_subcommand(
       "tune", "Set what a measurement should not leave to chance: free page reporting held off "
-              "(page_reporting_order above the largest free block order) and the CPU governor "
-              "`performance` where there is one; save what was there for `system reset`. Root "
+              "(page_reporting_order above the largest free block order), the CPU governor "
+              "`performance` where there is one and DAMON's pageout stopped; save what was there "
+              "for `system reset`. Root "
               "only: a setting it cannot set is named, exit 2, and nothing is left half-set");
   tune->add_option("--page-reporting", f->page_reporting,
                    "off: hold free page reporting off; keep: leave it as it is (recorded as "

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/system/damon.h"
 #include "harness/system/env.h"
 #include "harness/system/leftovers.h"
 
@@ -289,6 +290,7 @@ std::vector<SystemSetting> ReadSystemSettings(const std::string& data_path,
   BlockSettings(data_path, root, &out);
   CpuSettings(root, &out);
   BalloonSettings(root, &out);
+  DamonSettings(root, &out);
   return out;
 }
 
@@ -309,6 +311,7 @@ Status PlanTune(PageReportingChoice c, const SystemRoot& root, std::vector<Setti
   plan->clear();
   LB_RETURN_IF_ERROR(PlanPageReporting(c, root, plan));
   PlanGovernors(root, plan);
+  PlanDamon(root, plan);
   return Status::Ok();
 }
 
@@ -362,6 +365,7 @@ void ForgetChanges(const std::vector<SettingChange>& changes) {
 bool IsTunableSetting(const std::string& path, const std::string& value) {
   static const std::regex governor("/sys/devices/system/cpu/cpu[0-9]+/cpufreq/scaling_governor");
   static const std::regex word("[a-z0-9_]{1,32}");
+  if (IsDamonSetting(path, value)) return true;
   return (path == std::string("/sys") + kOrderFile || std::regex_match(path, governor)) &&
          std::regex_match(value, word);
 }
@@ -380,7 +384,9 @@ Json SystemEnv(const std::string& data_path, const TuneRecord* tune, const Syste
     if (!s.note.empty()) one["note"] = s.note;
     settings[s.name] = std::move(one);
   }
-  Json j = {{"settings", settings}, {"page_reporting", PageReportingState(root)}};
+  Json j = {{"settings", settings},
+            {"page_reporting", PageReportingState(root)},
+            {"damon_pageout", DamonPageoutState(root)}};
   if (tune != nullptr) {
     Json changed = Json::array();
     for (const SettingChange& c : tune->changes) {

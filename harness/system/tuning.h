@@ -10,10 +10,13 @@
 //   the largest free block order (/proc/buddyinfo), so that no free block is ever large enough
 //   to be reported; a kernel that caps the order lower refuses, and tune says so;
 // - the CPU frequency governor, `performance` where there is one and it is offered, so that
-//   the clock does not ramp up during a load.
+//   the clock does not ramp up during a load;
+// - DAMON's pageout, stopped (harness/system/damon.h): a kdamond with a pageout scheme, or
+//   DAMON_RECLAIM, takes page cache away with no memory pressure, and a warm run's file with it.
 // Everything else (THP, swappiness, dirty limits and writeback, read-ahead, the I/O scheduler,
-// the balloon) is recorded, never changed: THP and read-ahead are what strategies are
-// compared under, and a change would have to be part of the experiment, not of the machine.
+// the balloon, DAMON that only monitors) is recorded, never changed: THP and read-ahead are what
+// strategies are compared under, and a change would have to be part of the experiment, not of the
+// machine.
 //
 // Every write goes into the leftovers journal (harness/system/leftovers.h) first, with the
 // value it replaces, so that a command killed while the machine is tuned has its settings
@@ -49,7 +52,7 @@ struct SystemSetting {
 // Every setting that changes a load's time, in a fixed order: transparent huge pages, free page
 // reporting's parameters, swappiness, dirty limits and writeback, the read-ahead and I/O
 // scheduler of the block device holding `data_path` (or of its nearest existing parent), the
-// CPU frequency governor, the virtio balloon.
+// CPU frequency governor, the virtio balloon, DAMON's kdamonds and DAMON_RECLAIM.
 std::vector<SystemSetting> ReadSystemSettings(const std::string& data_path,
                                               const SystemRoot& root = {});
 
@@ -100,8 +103,9 @@ struct TuneRecord {
 };
 
 // env.json's `system`: `settings` (NAME: {path, value, note}), `page_reporting` ("on", "off"
-// or "absent"), `tune` (the TuneRecord in force, or null), `tuned` (whether PlanTune under that
-// tune's choice, or "off" without one, would change nothing) and `not_tuned_because`.
+// or "absent"), `damon_pageout` (the same, for DAMON's pageout), `tune` (the TuneRecord in force,
+// or null), `tuned` (whether PlanTune under that tune's choice, or "off" without one, would change
+// nothing) and `not_tuned_because`.
 nlohmann::ordered_json SystemEnv(const std::string& data_path, const TuneRecord* tune,
                                  const SystemRoot& root = {});
 

@@ -26,6 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
 ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
 GOVERNORS = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
+KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds"
+DAMON_RECLAIM = "/sys/module/damon_reclaim/parameters/enabled"
 
 pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
                                 reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
@@ -46,7 +48,16 @@ def read(path):
 
 def tunables():
     """Every setting tune may write, as it reads now."""
-    return {p: read(p) for p in [ORDER, *glob.glob(GOVERNORS)] if os.path.exists(p)}
+    paths = [ORDER, *glob.glob(GOVERNORS), *glob.glob(KDAMONDS + "/[0-9]*/state"), DAMON_RECLAIM]
+    return {p: read(p) for p in paths if os.path.exists(p)}
+
+
+def damon_names():
+    """The lines show gives DAMON: one per kdamond, or one saying there is none."""
+    numbers = sorted(int(n) for n in os.listdir(KDAMONDS) if n.isdigit()) \
+        if os.path.isdir(KDAMONDS) else []
+    names = [f"damon.kdamond{n}" for n in numbers] or ["damon"]
+    return names + (["damon_reclaim.enabled"] if os.path.exists(DAMON_RECLAIM) else [])
 
 
 @pytest.fixture
@@ -113,6 +124,7 @@ def test_show_lists_every_setting_with_the_value_the_kernel_has(env, tmp_path):
              else ["page_reporting"])
     if any(read(d + "/device") == "0x0005" for d in glob.glob("/sys/bus/virtio/devices/*")):
         want.append("balloon.features")
+    want += damon_names()
     assert sorted(shown) == sorted(want)
     for k in ["swappiness", "dirty_ratio", "dirty_bytes", "dirty_writeback_centisecs"]:
         assert shown[f"vm.{k}"] == read(f"/proc/sys/vm/{k}")
@@ -120,6 +132,8 @@ def test_show_lists_every_setting_with_the_value_the_kernel_has(env, tmp_path):
     assert shown["thp.enabled"] == enabled[enabled.index("[") + 1:enabled.index("]")]
     if os.path.exists(ORDER):
         assert shown["page_reporting.page_reporting_order"] == read(ORDER)
+    for state in glob.glob(KDAMONDS + "/[0-9]*/state"):
+        assert shown[f"damon.kdamond{os.path.basename(os.path.dirname(state))}"] == read(state)
     dev = os.stat(tmp_path).st_dev
     block = os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
     if os.path.exists(block):
@@ -136,6 +150,7 @@ def test_tune_then_reset_leaves_every_setting_as_it_was(env, machine):
     state = json.loads(lb(env, "system", "show", "--json").stdout)
     assert state["tuned"] and state["tune"]["by"] == "system tune", state
     assert state["page_reporting"] == "off"
+    assert state["damon_pageout"] in ("off", "absent"), state
     assert read(ORDER) == str(largest_order() + 1)
     assert os.path.exists(os.path.join(env["LOADBENCH_STATE_DIR"], "system-state.json"))
     # A second tune keeps what was there first.

@@ -131,7 +131,8 @@ TEST_F(FakeMachine, ShowReadsEverySettingInItsOrder) {
                                          "block.read_ahead_kb",
                                          "block.scheduler",
                                          "cpu.governor",
-                                         "balloon.driver"};
+                                         "balloon.driver",
+                                         "damon"};
   EXPECT_EQ(names, want);
   EXPECT_EQ(value["thp.enabled"], "madvise");
   EXPECT_EQ(value["thp.defrag"], "madvise");
@@ -231,8 +232,8 @@ TEST(SystemEnvTest, EnvJsonRecordsTheStateAndWhetherItIsTuned) {
   const Json& j = env["system"];
   std::vector<std::string> keys;
   for (const auto& [k, v] : j.items()) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"settings", "page_reporting", "tune", "tuned",
-                                            "not_tuned_because"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"settings", "page_reporting", "damon_pageout", "tune",
+                                            "tuned", "not_tuned_because"}));
   EXPECT_EQ(j["settings"]["vm.swappiness"]["path"], "/proc/sys/vm/swappiness");
   EXPECT_EQ(j["settings"]["vm.swappiness"]["value"], Slurp("/proc/sys/vm/swappiness"));
   EXPECT_EQ(j["tuned"].get<bool>(), j["not_tuned_because"].empty());
