@@ -406,7 +406,7 @@ std::vector<Step> FileSteps(int fd, const std::string& scratch, uint64_t size) {
        [=] { return probe::SequentialWrite(fd, scratch, size); }},
       {"cold_direct_read",
        fmt::format("cold O_DIRECT io_uring read of {}, {} times", sz, kDeviceReps),
-       [=] { return probe::ColdDirectRead(scratch, size, kDeviceReps); }},
+       [=] { return probe::ColdRecipeRead(probe::kReadRecipes[0], {scratch}, kDeviceReps); }},
       {"cold_buffered_read", fmt::format("cold buffered read of {}, {} times", sz, kDeviceReps),
        [=] { return probe::ColdBufferedRead(scratch, size, kDeviceReps); }},
       {"device_limit",

@@ -3,7 +3,6 @@
 #include "harness/probe/probe_measure.h"
 
 #include <fcntl.h>
-#include <liburing.h>
 #include <linux/virtio_balloon.h>
 #include <linux/virtio_ids.h>
 #include <sys/mman.h>
@@ -28,7 +27,6 @@
 #include "harness/stats/paired_stats.h"
 #include "harness/system/cache.h"
 #include "harness/system/interrupt.h"
-#include "loaders/base/io_ring.h"
 #include "loaders/cuda/gpu.h"
 
 namespace loadbench::probe {
@@ -121,67 +119,6 @@ std::string FirstWord(const std::string& file) {
   std::string word;
   in >> word;
   return word;
-}
-
-// Reads [0, bytes) of `fd` with kQueueDepth requests of kBlockBytes in flight, slot i reading
-// into buf + i * kBlockBytes. Short reads are requeued for the rest, -EAGAIN and -EINTR
-// retried. After an error or an interrupt nothing more is queued, but every request in flight
-// is still reaped.
-Status UringReadAll(io_uring* ring, int fd, const std::string& path, std::byte* buf,
-                    uint64_t bytes) {
-  struct Request {
-    uint64_t offset;
-    unsigned len;
-    unsigned done;
-  };
-  std::vector<Request> requests(kQueueDepth);
-  uint64_t next = 0;
-  unsigned in_flight = 0;
-  // The ring has an entry per slot, so an SQE is always free.
-  auto queue = [&](size_t slot) {
-    const Request& r = requests[slot];
-    io_uring_sqe* sqe = ::io_uring_get_sqe(ring);
-    ::io_uring_prep_read(sqe, fd, buf + slot * kBlockBytes + r.done, r.len - r.done,
-                         r.offset + r.done);
-    ::io_uring_sqe_set_data64(sqe, slot);
-    ++in_flight;
-  };
-  auto queue_next = [&](size_t slot) {
-    const auto len = static_cast<unsigned>(std::min(kBlockBytes, bytes - next));
-    requests[slot] = {next, len, 0};
-    next += len;
-    queue(slot);
-  };
-  for (size_t slot = 0; slot < kQueueDepth && next < bytes; ++slot) queue_next(slot);
-  Status error;
-  while (in_flight > 0) {
-    if (const int ret = ::io_uring_submit_and_wait(ring, 1); ret < 0 && ret != -EINTR) {
-      return Status::IOError(fmt::format("{}: io_uring_enter: {}", path, std::strerror(-ret)));
-    }
-    io_uring_cqe* cqe = nullptr;
-    while (::io_uring_peek_cqe(ring, &cqe) == 0) {
-      const auto slot = static_cast<size_t>(::io_uring_cqe_get_data64(cqe));
-      const int res = cqe->res;
-      ::io_uring_cqe_seen(ring, cqe);
-      --in_flight;
-      Request& r = requests[slot];
-      if (res == -EAGAIN || res == -EINTR) {
-        queue(slot);
-      } else if (res < 0 || (res == 0 && r.done < r.len)) {
-        if (error.ok()) {
-          error = Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}", path,
-                                              r.len - r.done, r.offset + r.done,
-                                              res < 0 ? std::strerror(-res) : "end of file"));
-        }
-      } else if (r.done += static_cast<unsigned>(res); r.done < r.len) {
-        queue(slot);
-      } else if (error.ok() && !Interrupted() && next < bytes) {
-        queue_next(slot);
-      }
-    }
-  }
-  if (error.ok() && Interrupted()) return Status::Failed(kInterrupted);
-  return error;
 }
 
 // One timed touch of a region, with the faults the kernel counted for it.
@@ -367,43 +304,6 @@ Json SequentialWrite(int fd, const std::string& path, uint64_t bytes) {
   const double seconds = Since(t0);
   j["gb_per_s"] = static_cast<double>(bytes) / seconds / 1e9;
   j["seconds"] = seconds;
-  return j;
-}
-
-Json ColdDirectRead(const std::string& path, uint64_t bytes, int reps) {
-  Json j = BandwidthRecord(bytes, reps,
-                           "io_uring reads with O_DIRECT, 32 requests of 1 MiB in flight; the "
-                           "file's cache dropped and checked <= 1% resident before each");
-  j["block_bytes"] = kBlockBytes;
-  j["queue_depth"] = kQueueDepth;
-  j["cold_checks"] = nullptr;
-  UniqueFd fd;
-  if (Status s = OpenReadOnly(path, O_DIRECT, &fd); !s.ok()) return Unmeasured(j, s.message());
-  const uint64_t align = DirectIoAlignment(fd.get());
-  j["direct_align_bytes"] = align;
-  if (align > PageBytes() || kBlockBytes % align != 0) {
-    return Unmeasured(j,
-                      fmt::format("O_DIRECT here needs {}-byte alignment; the probe's buffers and "
-                                  "1 MiB requests are page-aligned",
-                                  align));
-  }
-  // Faulted in before any timing: the figure is the device's, not first-touch faults'.
-  Mapping buf;
-  if (Status s = MapAnon(kQueueDepth * kBlockBytes, &buf); !s.ok())
-    return Unmeasured(j, s.message());
-  std::memset(buf.mutable_data(), 0, buf.size());
-  IoRing ring;
-  if (const int ret = ring.Init(kQueueDepth); ret < 0) return Unmeasured(j, RingSetupFailure(-ret));
-  Json checks = Json::array();
-  j = Bandwidth(
-      std::move(j), bytes, reps, [&] { return DropAndCheck(path, &checks); },
-      [&](double* seconds) {
-        const auto t0 = Clock::now();
-        Status s = UringReadAll(ring.get(), fd.get(), path, buf.mutable_data(), bytes);
-        *seconds = Since(t0);
-        return s;
-      });
-  j["cold_checks"] = checks;
   return j;
 }
 

@@ -17,7 +17,6 @@
 namespace loadbench::probe {
 
 inline constexpr uint64_t kBlockBytes = uint64_t{1} << 20;  // every read and write request
-inline constexpr unsigned kQueueDepth = 32;                 // io_uring reads in flight
 
 // Shared by the measurements (here and harness/probe/read_recipes.cc).
 // `j` with its "reason" set to `why` ("interrupted" once interrupted): every figure of `j` was
@@ -39,9 +38,6 @@ nlohmann::ordered_json BandwidthRecord(uint64_t bytes, int reps, const std::stri
 // kBlockBytes.
 // Writes the file in kBlockBytes blocks of varied non-zero bytes, fsync in the timed region.
 nlohmann::ordered_json SequentialWrite(int fd, const std::string& path, uint64_t bytes);
-// Cold: io_uring, O_DIRECT, kQueueDepth reads of kBlockBytes in flight. Before each repetition
-// the file's cache is dropped and checked <= 1% resident.
-nlohmann::ordered_json ColdDirectRead(const std::string& path, uint64_t bytes, int reps);
 // Cold: read() of kBlockBytes at a time through the page cache; same cold check.
 nlohmann::ordered_json ColdBufferedRead(const std::string& path, uint64_t bytes, int reps);
 // Warm: WarmFile, checked >= 99% resident, then read() of kBlockBytes at a time.
