@@ -8,17 +8,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
+from conftest import BIN
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
 PY = "/usr/bin/python3"
-
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
 
 
 def lb(env, *args, check=True):

@@ -14,13 +14,10 @@ import subprocess
 import time
 
 import pytest
+from conftest import BIN
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
 ROOT = os.geteuid() == 0
 
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
 
 # Cold runs only: on a VM that pages out page cache by itself, a warm run now and then finds
 # part of its file gone and is invalid, which is not what these tests are about.

@@ -11,12 +11,7 @@ import subprocess
 import sys
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
-
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
+from conftest import BIN, REPO
 
 
 def rows_of(section: str) -> dict[str, list[str]]:

@@ -10,12 +10,8 @@ import os
 import subprocess
 
 import pytest
+from conftest import BIN
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
-
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
 
 STRATEGIES = ["fread", "mmap_seq", "odirect", "pool:threads=4:chunk=1MiB", "direct_ring", "layered",
               "shm", "mmap:share=shared:fadvise=sequential:populate=on"]

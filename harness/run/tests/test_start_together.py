@@ -12,12 +12,8 @@ import subprocess
 import time
 
 import pytest
+from conftest import BIN
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
-
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
 
 DELAY_S = 1.0  # reader 2's late start
 BOUND_S = 0.1  # what the spread may be with the barrier (2 busy cores): a tenth of the delay

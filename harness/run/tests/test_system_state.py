@@ -21,16 +21,12 @@ import tempfile
 import time
 
 import pytest
+from conftest import BIN
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
 ORDER = "/sys/module/page_reporting/parameters/page_reporting_order"
 GOVERNORS = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
 KDAMONDS = "/sys/kernel/mm/damon/admin/kdamonds"
 DAMON_RECLAIM = "/sys/module/damon_reclaim/parameters/enabled"
-
-pytestmark = pytest.mark.skipif(not os.access(BIN, os.X_OK),
-                                reason=f"no loadbench at {BIN} (build it or set LOADBENCH_BIN)")
 
 
 def cannot_tune_here():
