@@ -48,7 +48,7 @@ struct RunFlags {
   uint64_t seed = 0;
   bool ceiling = false, resume = false, no_wait = false, verbose = false;
   double timeout_s = 0, sample_ms = 10;
-  std::string counters = "default", memory_limit;
+  std::string counters = "default", memory_limit, tune = "off";
   int procs = 1;
   std::string pattern = "replicated";
   std::map<std::string, std::string> use;     // --consume and the like, by option name

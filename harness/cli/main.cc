@@ -225,6 +225,13 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--timeout", f->timeout_s, "Seconds before a run is killed (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--tune", f->tune,
+                  "The machine's state for the runs, as an experiment's [system] tune: off (run "
+                  "in the state found), on (set what `loadbench system tune` sets before the "
+                  "first run and restore it at the end; exit 2 where it cannot be set) or auto "
+                  "(tuned where this machine lets the command, else said and run as found)")
+      ->check(CLI::IsMember({"off", "on", "auto"}))
+      ->capture_default_str();
   AddRunMeasurement(cmd, f);
   AddProfile(cmd, &f->profile, "A CPU profile of every load");
   return cmd;

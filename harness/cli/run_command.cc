@@ -103,6 +103,8 @@ Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
   e->profile = f.profile.on;
   if (f.profile.hz) e->profile_hz = *f.profile.hz;
   e->timeout_s = f.timeout_s;
+  e->system.tune = f.tune != "off";
+  e->system.tune_auto = f.tune == "auto";
   e->procs = {f.procs};
   e->procs_given = f.procs > 1;  // under MPI, 1 means the job's size
   ReadPattern pattern;

@@ -295,9 +295,11 @@ Status Executor::TuneMachine() {
                  s.message());
       return Status::Ok();
     }
-    return Status::BadInput(fmt::format("{}: [system] tune = true: {}", e_.path, s.message()));
+    return Status::BadInput(fmt::format(
+        "{}: {}", e_.path.empty() ? "--tune on" : e_.path + ": [system] tune = true", s.message()));
   }
-  tune_ = TuneRecord{"experiment", NowStamp("%Y-%m-%dT%H:%M:%SZ"), e_.system.page_reporting, done};
+  tune_ = TuneRecord{e_.path.empty() ? "run --tune" : "experiment", NowStamp("%Y-%m-%dT%H:%M:%SZ"),
+                     e_.system.page_reporting, done};
   for (const SettingChange& c : done) {
     if (!o_.quiet)
       fmt::print(stderr, "{}: tuned {}: {} -> {}\n", o_.who, c.path, c.before, c.after);

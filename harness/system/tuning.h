@@ -96,7 +96,7 @@ Status WriteTunableSetting(const std::string& path, const std::string& value);
 
 // A tune made and in force: by `system tune` (its state file) or by the command itself.
 struct TuneRecord {
-  std::string by;     // "system tune" or "experiment"
+  std::string by;     // "system tune", "experiment" or "run --tune"
   std::string since;  // UTC, "YYYY-MM-DDTHH:MM:SSZ"
   PageReportingChoice page_reporting = PageReportingChoice::kOff;
   std::vector<SettingChange> changes;  // as TuneSystem made them (before: what was there first)

@@ -227,6 +227,21 @@ def test_an_experiment_asking_for_the_tuned_state_runs_tuned_and_restores_it(
     assert tunables() == machine
 
 
+def test_run_tune_on_runs_tuned_and_restores_it(env, machine, tmp_path, model):
+    out = str(tmp_path / "run")
+    r = lb(env, "run", "--file", model, "--strategies", "fread", "--cache", "warm", "--reps", "1",
+           "--tune", "on", "--out", out)
+    assert r.returncode == 0, r.stderr
+    system = json.loads(open(os.path.join(out, "env.json")).read())["system"]
+    assert system["tuned"] and system["tune"]["by"] == "run --tune", system
+    assert system["settings"]["page_reporting.page_reporting_order"]["value"] == \
+        str(largest_order() + 1)  # as the runs ran
+    assert f"restored {ORDER}: {largest_order() + 1} -> {machine[ORDER]}" in r.stderr
+    assert tunables() == machine
+    bad = lb(env, "run", "--file", model, "--tune", "yes", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "--tune" in bad.stderr, bad.stderr
+
+
 def test_tune_auto_tunes_as_root_and_goes_on_untuned_where_it_cannot(env, machine, tmp_path,
                                                                      model):
     if read(ORDER) == str(largest_order() + 1):
