@@ -19,7 +19,7 @@ mkdir -p "$out/crashes"
 for t in "${targets[@]}"; do
   echo "fuzz: building $out/${t}_fuzz"
   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -Wall -Wextra -Werror -I. "loaders/format/fuzz/${t}_fuzz.cc" "${srcs[@]}" -lfmt \
+    -Wall -Wextra -Werror -I. "loaders/format/fuzz/${t}_fuzz.cc" "${srcs[@]}" -lfmt -lxxhash \
     -o "$out/${t}_fuzz"
 done
 

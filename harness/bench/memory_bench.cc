@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "harness/bench/bench_util.h"
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
+#include "loaders/loader.h"
 
 namespace loadbench::bench {
 namespace {

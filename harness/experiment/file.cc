@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "harness/system/cache.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/units.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
 #include "loaders/use/part.h"
 

@@ -1,6 +1,6 @@
 // XXH3-64 (seed 0, default secret) taken apart so that a GPU can check the bytes it holds against
-// the checksum the file stores (loaders/base/checksum.cc: XXH3_64bits over every tensor's bytes in
-// table order) without copying them back. Above 240 bytes XXH3 adds to each of its 8 accumulator
+// the checksum the file stores (loaders/format/checksum.cc: XXH3_64bits over every tensor's bytes
+// in table order) without copying them back. Above 240 bytes XXH3 adds to each of its 8 accumulator
 // lanes, per 1024-byte block, an amount that does not depend on the accumulators, then scrambles
 // every lane on its own: many threads can sum blocks (BlockLane) while 8 chain the scrambles
 // (ScrambleLane), and one thread finishes (FinishLong). Compiles as C++20 and as CUDA device code;

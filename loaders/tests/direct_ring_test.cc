@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "harness/gen/generator.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 #include "loaders/loader.h"

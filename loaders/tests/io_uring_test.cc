@@ -10,8 +10,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "loaders/base/checksum.h"
 #include "loaders/base/destination.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/scoped_mount.h"

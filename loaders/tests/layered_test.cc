@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 #include "loaders/loader.h"

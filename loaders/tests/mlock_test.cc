@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/wlf_fixture.h"

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/load_with.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/use/shard_by_shard.h"

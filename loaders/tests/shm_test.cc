@@ -21,9 +21,9 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
-#include "loaders/base/checksum.h"
 #include "loaders/base/destination.h"
 #include "loaders/base/units.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "loaders/shm_loader.h"

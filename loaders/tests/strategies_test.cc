@@ -13,8 +13,8 @@
 #include <stdexcept>
 
 #include "harness/gen/generator.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/load_with.h"

@@ -9,7 +9,8 @@
 #include <random>
 #include <vector>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
+#include "loaders/loader.h"
 
 namespace loadbench::xxh3 {
 namespace {

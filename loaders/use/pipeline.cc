@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/use/shard_by_shard.h"
 #include "loaders/use/transform.h"
 

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "harness/gen/generator.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 

@@ -21,8 +21,8 @@
 #include "harness/experiment/experiment.h"
 #include "harness/gen/presets.h"
 #include "harness/system/interrupt.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "tests/support/run_cli.h"
 

@@ -21,8 +21,8 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/gguf.h"
 #include "loaders/format/safetensors.h"

@@ -9,7 +9,7 @@
 
 #include <xxhash.h>
 
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/use/consume.h"
 #include "loaders/use/transform.h"
 

@@ -15,7 +15,7 @@
 
 #include "harness/experiment/file.h"
 #include "harness/gen/generator.h"
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
 #include "tests/support/wlf_fixture.h"
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "loaders/base/checksum.h"
 #include "loaders/base/file_io.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "tests/support/run_cli.h"
 

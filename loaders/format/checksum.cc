@@ -1,4 +1,4 @@
-#include "loaders/base/checksum.h"
+#include "loaders/format/checksum.h"
 
 #include <fcntl.h>
 
@@ -12,11 +12,12 @@
 
 namespace loadbench {
 
-uint64_t ChecksumTensors(const std::vector<TensorBytes>& views) {
+uint64_t ChecksumTensors(const std::vector<std::span<const std::byte>>& views) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                  &XXH3_freeState);
   XXH3_64bits_reset(state.get());
-  for (const TensorBytes& v : views) XXH3_64bits_update(state.get(), v.data(), v.size());
+  for (const std::span<const std::byte>& v : views)
+    XXH3_64bits_update(state.get(), v.data(), v.size());
   return XXH3_64bits_digest(state.get());
 }
 

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "loaders/base/checksum.h"
 #include "loaders/base/destination.h"
+#include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/loader.h"
 #include "tests/support/load_with.h"

@@ -2,16 +2,19 @@
 // loaded views (how a run verifies what it delivered) or read from the file (the reference).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/loader.h"
 
 namespace loadbench {
 
-uint64_t ChecksumTensors(const std::vector<TensorBytes>& views);
+// Over the bytes of each tensor, in order (a view is loaders/loader.h's TensorBytes).
+uint64_t ChecksumTensors(const std::vector<std::span<const std::byte>>& views);
 
 // The same checksum read straight from the file with plain preads, in table order: the
 // reference a file without a stored checksum is checked against.
