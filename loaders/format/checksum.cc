@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "loaders/base/file_io.h"
+#include "loaders/remote/source.h"
 
 namespace loadbench {
 
@@ -25,14 +26,13 @@ namespace {
 
 constexpr uint64_t kChunk = 8ull << 20;
 
-Status HashTensors(int fd, const std::string& path, const TensorTable& table, size_t first,
-                   size_t count, std::vector<std::byte>* buf, XXH3_state_t* state) {
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // advice only
+Status HashTensors(const ByteSource& src, const TensorTable& table, size_t first, size_t count,
+                   std::vector<std::byte>* buf, XXH3_state_t* state) {
   for (size_t i = first; i < first + count; ++i) {
     const TensorInfo& t = table.tensors[i];
     for (uint64_t done = 0; done < t.size;) {
       const uint64_t n = std::min<uint64_t>(buf->size(), t.size - done);
-      LB_RETURN_IF_ERROR(PreadExact(fd, path, buf->data(), n, t.offset + done));
+      LB_RETURN_IF_ERROR(src.ReadAt(buf->data(), n, t.offset + done));
       XXH3_64bits_update(state, buf->data(), n);
       done += n;
     }
@@ -42,12 +42,12 @@ Status HashTensors(int fd, const std::string& path, const TensorTable& table, si
 
 }  // namespace
 
-Status ChecksumFile(int fd, const std::string& path, const TensorTable& table, uint64_t* out) {
+Status ChecksumFile(const ByteSource& src, const TensorTable& table, uint64_t* out) {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                  &XXH3_freeState);
   XXH3_64bits_reset(state.get());
   std::vector<std::byte> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(table.tensor_bytes, 1)));
-  LB_RETURN_IF_ERROR(HashTensors(fd, path, table, 0, table.tensors.size(), &buf, state.get()));
+  LB_RETURN_IF_ERROR(HashTensors(src, table, 0, table.tensors.size(), &buf, state.get()));
   *out = XXH3_64bits_digest(state.get());
   return Status::Ok();
 }
@@ -58,10 +58,12 @@ Status ChecksumModel(const TensorTable& model, uint64_t* out) {
   XXH3_64bits_reset(state.get());
   std::vector<std::byte> buf(std::min<uint64_t>(kChunk, std::max<uint64_t>(model.tensor_bytes, 1)));
   for (const ShardInfo& s : model.shards) {
-    UniqueFd fd;
-    LB_RETURN_IF_ERROR(OpenReadOnly(s.path, 0, &fd));
-    LB_RETURN_IF_ERROR(
-        HashTensors(fd.get(), s.path, model, s.first_tensor, s.tensor_count, &buf, state.get()));
+    std::unique_ptr<ByteSource> src;
+    LB_RETURN_IF_ERROR(OpenSource(s.path, &src));
+    if (const FileSource* f = dynamic_cast<const FileSource*>(src.get())) {
+      ::posix_fadvise(f->fd(), 0, 0, POSIX_FADV_SEQUENTIAL);  // advice only
+    }
+    LB_RETURN_IF_ERROR(HashTensors(*src, model, s.first_tensor, s.tensor_count, &buf, state.get()));
   }
   *out = XXH3_64bits_digest(state.get());
   return Status::Ok();

@@ -3,20 +3,22 @@
 
 #include <string>
 
+#include "loaders/base/byte_source.h"
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 
 namespace loadbench {
 
-// Reads and validates the header of the weight file open read-only on `fd`, detecting its
-// format from the content (never from the name): WLF and GGUF by their magic at byte 0,
-// safetensors by the '{' that opens its JSON header at byte 8. Uses pread only: no byte of the
-// file is mapped or touched outside the header before every field has been validated. On
-// failure returns kBadInput with a one-line message that starts with `path` and says what is
-// wrong and where.
-Status ReadTensorTable(int fd, const std::string& path, TensorTable* out);
+// Reads and validates the header of the weight file `src` reads (a local file or a remote
+// object), detecting its format from the content (never from the name): WLF and GGUF by their
+// magic at byte 0, safetensors by the '{' that opens its JSON header at byte 8. Reads only what
+// the header needs: no byte of the file is mapped or touched outside the header before every
+// field has been validated. On failure returns kBadInput with a one-line message that starts
+// with the source's name and says what is wrong and where.
+Status ReadTensorTable(const ByteSource& src, TensorTable* out);
 
-// Opens `path` read-only and calls ReadTensorTable.
+// Opens `path` (a local path, or an s3:// or http(s):// URL: loaders/remote/source.h) and calls
+// ReadTensorTable.
 Status ReadTensorTableFromPath(const std::string& path, TensorTable* out);
 
 }  // namespace loadbench

@@ -73,7 +73,7 @@ bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 class Parser {
  public:
-  Parser(int fd, const std::string& path, uint64_t size) : fd_(fd), path_(path), size_(size) {}
+  explicit Parser(const ByteSource& src) : src_(src), path_(src.name()), size_(src.size()) {}
 
   Status Parse(TensorTable* out);
 
@@ -115,7 +115,7 @@ class Parser {
       if (pos_ < win_begin_ || pos_ >= win_begin_ + win_.size()) {
         const uint64_t len = std::min(kWindow, size_ - pos_);
         win_.resize(len);
-        LB_RETURN_IF_ERROR(PreadExact(fd_, path_, win_.data(), len, pos_));
+        LB_RETURN_IF_ERROR(src_.ReadAt(win_.data(), len, pos_));
         win_begin_ = pos_;
       }
       const uint64_t at = pos_ - win_begin_;
@@ -181,7 +181,7 @@ class Parser {
   // The header as `inspect` shows it.
   void Describe(uint64_t n_tensors, uint64_t n_kv, uint64_t data_offset, TensorTable* t) const;
 
-  const int fd_;
+  const ByteSource& src_;
   const std::string& path_;
   const uint64_t size_;
   uint64_t pos_ = 0;
@@ -548,9 +548,7 @@ void PutString(std::vector<std::byte>* b, const std::string& s) {
 
 }  // namespace
 
-Status ReadGguf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
-  return Parser(fd, path, real_size).Parse(out);
-}
+Status ReadGguf(const ByteSource& src, TensorTable* out) { return Parser(src).Parse(out); }
 
 bool GgufTypeFor(WlfDType dtype, uint32_t* code) {
   switch (dtype) {

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "loaders/base/byte_source.h"
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
@@ -35,8 +36,8 @@ inline constexpr uint32_t kGgufMaxDims = 4;  // GGML_MAX_DIMS
 inline constexpr const char* kGgufChecksumKey = "loadbench.xxh3_64";
 inline constexpr const char* kGgufGenSpecKey = "loadbench.gen_spec";
 
-// Parses and validates the GGUF file open on `fd`; the table keeps the file's tensor order.
-Status ReadGguf(int fd, const std::string& path, uint64_t real_size, TensorTable* out);
+// Parses and validates the GGUF file `src` reads; the table keeps the file's tensor order.
+Status ReadGguf(const ByteSource& src, TensorTable* out);
 
 // The ggml type code of a WLF dtype; false when GGUF has none (u8 and the other unsigned
 // types, bool, f8).

@@ -16,6 +16,7 @@
 #include "loaders/format/model.h"
 #include "loaders/format/model_forms.h"
 #include "loaders/format/text.h"
+#include "loaders/remote/url.h"
 
 namespace loadbench {
 namespace {
@@ -174,18 +175,24 @@ Status ReadGgufSplit(const std::string& path, TensorTable first, TensorTable* ou
   std::string name;
   uint64_t total = 0;
   LB_RETURN_IF_ERROR(CheckFirst(path, first, n, &name, &total));
+  const bool remote = IsRemote(path);
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::string real_folder;
   int err = 0;
   const std::string folder = dir.empty() ? "." : dir.string();
-  if (!RealPath(folder, &real_folder, &err)) return Status::FromErrno(folder, err);
+  if (!remote && !RealPath(folder, &real_folder, &err)) return Status::FromErrno(folder, err);
   std::vector<TensorTable> splits;
   splits.push_back(std::move(first));
   uint64_t tensors = splits[0].tensors.size();
   for (uint64_t k = 1; k < n; ++k) {
-    const std::string sp = (dir / ShardFileName(name, k, n, "gguf")).string();
+    std::string sp;
     TensorTable t;
-    LB_RETURN_IF_ERROR(FindSibling(sp, k, n, path, real_folder));
+    if (remote) {  // a missing split is a 404 when it is read
+      LB_RETURN_IF_ERROR(RemoteSibling(path, ShardFileName(name, k, n, "gguf"), &sp));
+    } else {
+      sp = (dir / ShardFileName(name, k, n, "gguf")).string();
+      LB_RETURN_IF_ERROR(FindSibling(sp, k, n, path, real_folder));
+    }
     LB_RETURN_IF_ERROR(ReadSibling(sp, k, n, path, total, &t));
     tensors += t.tensors.size();
     splits.push_back(std::move(t));

@@ -13,6 +13,7 @@
 #include "loaders/format/format.h"
 #include "loaders/format/model_forms.h"
 #include "loaders/format/text.h"
+#include "loaders/remote/source.h"
 
 namespace loadbench {
 namespace {
@@ -35,27 +36,27 @@ bool LooksLikeIndex(const unsigned char* head, size_t len) {
   return std::find(head, head + n, 0) == head + n;
 }
 
-Status ReadIndexText(int fd, const std::string& path, uint64_t size, TensorTable* out) {
+Status ReadIndexText(const ByteSource& src, TensorTable* out) {
+  const std::string& path = src.name();
+  const uint64_t size = src.size();
   if (size > kMaxIndexBytes) {
     return Status::BadInput(fmt::format("{}: an index of {} bytes; indexes are limited to {}", path,
                                         size, kMaxIndexBytes));
   }
   std::string text(static_cast<size_t>(size), '\0');
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, text.data(), text.size(), 0));
+  LB_RETURN_IF_ERROR(src.ReadAt(text.data(), text.size(), 0));
   return ReadShardIndex(path, text, out);
 }
 
 Status ReadFile(const std::string& path, TensorTable* out) {
-  UniqueFd fd;
-  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-  uint64_t size = 0;
-  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
+  std::unique_ptr<ByteSource> src;
+  LB_RETURN_IF_ERROR(OpenSource(path, &src));
   unsigned char head[kSniffBytes];
-  const size_t len = static_cast<size_t>(std::min(size, kSniffBytes));
-  if (len > 0) LB_RETURN_IF_ERROR(PreadExact(fd.get(), path, head, len, 0));
-  if (LooksLikeIndex(head, len)) return ReadIndexText(fd.get(), path, size, out);
+  const size_t len = static_cast<size_t>(std::min(src->size(), kSniffBytes));
+  if (len > 0) LB_RETURN_IF_ERROR(src->ReadAt(head, len, 0));
+  if (LooksLikeIndex(head, len)) return ReadIndexText(*src, out);
   TensorTable t;
-  LB_RETURN_IF_ERROR(ReadTensorTable(fd.get(), path, &t));
+  LB_RETURN_IF_ERROR(ReadTensorTable(*src, &t));
   if (IsGgufSplit(t)) return ReadGgufSplit(path, std::move(t), out);
   *out = std::move(t);
   return Status::Ok();
@@ -88,18 +89,17 @@ Status ReadFolder(const std::string& dir, TensorTable* out) {
                     found.size(), fmt::join(shown, ", ")));
   }
   const std::string path = (std::filesystem::path(dir) / found[0]).string();
-  UniqueFd fd;
-  LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-  uint64_t size = 0;
-  LB_RETURN_IF_ERROR(FileSize(fd.get(), path, &size));
-  return ReadIndexText(fd.get(), path, size, out);
+  std::unique_ptr<ByteSource> src;
+  LB_RETURN_IF_ERROR(OpenSource(path, &src));
+  return ReadIndexText(*src, out);
 }
 
 }  // namespace
 
 Status ReadModel(const std::string& path, TensorTable* out) {
   struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return ReadFolder(path, out);
+  if (!IsRemote(path) && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return ReadFolder(path, out);
   return ReadFile(path, out);  // OpenReadOnly names a missing or odd path
 }
 

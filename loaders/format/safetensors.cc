@@ -351,11 +351,13 @@ Status Bad(const std::string& path, const std::string& what) {
 
 // Reads the 8-byte header length, checked against the limit and the file, and the JSON header
 // it measures into *json.
-Status ReadHeaderText(int fd, const std::string& path, uint64_t real_size, std::string* json) {
+Status ReadHeaderText(const ByteSource& src, std::string* json) {
+  const std::string& path = src.name();
+  const uint64_t real_size = src.size();
   if (real_size < 8)
     return Bad(path, fmt::format("{} bytes is shorter than the 8-byte header length", real_size));
   uint64_t n = 0;
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, &n, sizeof n, 0));
+  LB_RETURN_IF_ERROR(src.ReadAt(&n, sizeof n, 0));
   if (n > kSafetensorsMaxHeader) {
     return Bad(path, fmt::format("header length {} exceeds the limit of {} bytes", n,
                                  kSafetensorsMaxHeader));
@@ -366,7 +368,7 @@ Status ReadHeaderText(int fd, const std::string& path, uint64_t real_size, std::
   }
   if (n == 0) return Bad(path, "header length is 0: there is no JSON header");
   json->assign(n, '\0');
-  return PreadExact(fd, path, json->data(), json->size(), 8);
+  return src.ReadAt(json->data(), json->size(), 8);
 }
 
 // Parses the JSON header into *sax, checking the schema as it goes.
@@ -528,9 +530,11 @@ bool LooksLikeSafetensors(const unsigned char* head, size_t len) {
   return len >= 9 && head[8] == '{';
 }
 
-Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
+Status ReadSafetensors(const ByteSource& src, TensorTable* out) {
+  const std::string& path = src.name();
+  const uint64_t real_size = src.size();
   std::string json;
-  LB_RETURN_IF_ERROR(ReadHeaderText(fd, path, real_size, &json));
+  LB_RETURN_IF_ERROR(ReadHeaderText(src, &json));
   HeaderSax sax;
   LB_RETURN_IF_ERROR(ParseHeader(path, json, &sax));
 

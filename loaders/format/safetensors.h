@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "loaders/base/byte_source.h"
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/format/wlf.h"
@@ -29,9 +30,9 @@ inline constexpr const char* kSafetensorsGenSpecKey = "loadbench.gen_spec";
 // with '{' right after the 8-byte length.
 bool LooksLikeSafetensors(const unsigned char* head, size_t len);
 
-// Parses and validates the safetensors file open on `fd`. The table lists tensors in the order
+// Parses and validates the safetensors file `src` reads. The table lists tensors in the order
 // of their data (header key order carries no meaning: writers sort by dtype size).
-Status ReadSafetensors(int fd, const std::string& path, uint64_t real_size, TensorTable* out);
+Status ReadSafetensors(const ByteSource& src, TensorTable* out);
 
 // The safetensors dtype name ("BF16") of a WLF dtype; every WLF dtype has one.
 std::string SafetensorsDTypeName(WlfDType dtype);

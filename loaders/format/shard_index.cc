@@ -21,6 +21,7 @@
 #include "loaders/format/model.h"
 #include "loaders/format/model_forms.h"
 #include "loaders/format/text.h"
+#include "loaders/remote/url.h"
 
 namespace loadbench {
 namespace {
@@ -54,6 +55,8 @@ class IndexReader {
   Status Schema(const Json& doc);
   // The path of shard `name` (as the index names it), refused unless it is inside the folder.
   Status ShardPath(const std::string& name, const std::string& real_folder, std::string* out) const;
+  // Every shard's path: beside a local index, or under a remote index's prefix.
+  Status ShardPaths(const std::vector<std::string>& files, std::vector<std::string>* out) const;
   Status CheckTensors(const TensorTable& m, const std::vector<std::string>& files) const;
   Status CheckMetadata(const TensorTable& m, std::optional<uint64_t>* checksum) const;
 
@@ -155,6 +158,24 @@ Status IndexReader::ShardPath(const std::string& name, const std::string& real_f
   return Status::Ok();
 }
 
+Status IndexReader::ShardPaths(const std::vector<std::string>& files,
+                               std::vector<std::string>* out) const {
+  if (IsRemote(path_)) {
+    for (size_t k = 0; k < files.size(); ++k) {
+      LB_RETURN_IF_ERROR(RemoteSibling(path_, files[k], &(*out)[k]));
+    }
+    return Status::Ok();
+  }
+  std::string real_folder;
+  int err = 0;
+  const std::string folder = folder_.empty() ? "." : folder_;
+  if (!RealPath(folder, &real_folder, &err)) return Status::FromErrno(folder, err);
+  for (size_t k = 0; k < files.size(); ++k) {
+    LB_RETURN_IF_ERROR(ShardPath(files[k], real_folder, &(*out)[k]));
+  }
+  return Status::Ok();
+}
+
 Status IndexReader::CheckTensors(const TensorTable& m,
                                  const std::vector<std::string>& files) const {
   // Each tensor in one shard only.
@@ -234,14 +255,8 @@ Status IndexReader::Read(const std::string& text, TensorTable* out) {
   std::set<std::string> names;
   for (const auto& [tensor, file] : map_) names.insert(file);
   const std::vector<std::string> files(names.begin(), names.end());
-  std::string real_folder;
-  int err = 0;
-  const std::string folder = folder_.empty() ? "." : folder_;
-  if (!RealPath(folder, &real_folder, &err)) return Status::FromErrno(folder, err);
   std::vector<std::string> paths(files.size());
-  for (size_t k = 0; k < files.size(); ++k) {
-    LB_RETURN_IF_ERROR(ShardPath(files[k], real_folder, &paths[k]));
-  }
+  LB_RETURN_IF_ERROR(ShardPaths(files, &paths));
   std::vector<TensorTable> shards(files.size());
   for (size_t k = 0; k < files.size(); ++k) {
     LB_RETURN_IF_ERROR(ReadTensorTableFromPath(paths[k], &shards[k]));

@@ -115,10 +115,9 @@ namespace {
 // other field looks wrong. The header, the tail's offset and the metadata area are filled in
 // phase by phase, each only after its checks have passed.
 struct WlfFile {
-  WlfFile(int fd, const std::string& path, uint64_t real_size)
-      : fd(fd), path(path), real_size(real_size) {}
+  explicit WlfFile(const ByteSource& src) : src(src), path(src.name()), real_size(src.size()) {}
 
-  const int fd;
+  const ByteSource& src;
   const std::string& path;
   const uint64_t real_size;
   bool big_endian = false;
@@ -156,7 +155,7 @@ Status ReadWlfHeader(WlfFile* f) {
     return f->Bad(fmt::format("{} bytes is shorter than the 64-byte header", f->real_size));
   }
   WlfHeader& h = f->h;
-  LB_RETURN_IF_ERROR(PreadExact(f->fd, f->path, &h, sizeof h, 0));
+  LB_RETURN_IF_ERROR(f->src.ReadAt(&h, sizeof h, 0));
   if (h.magic == kWlfMagicSwapped) {
     f->big_endian = true;
     Reverse(&h);
@@ -181,7 +180,7 @@ Status ReadWlfHeader(WlfFile* f) {
 // before any strategy maps the end of the file.
 Status ReadWlfTail(WlfFile* f) {
   WlfTail tail;
-  LB_RETURN_IF_ERROR(PreadExact(f->fd, f->path, &tail, sizeof tail, f->real_size - sizeof tail));
+  LB_RETURN_IF_ERROR(f->src.ReadAt(&tail, sizeof tail, f->real_size - sizeof tail));
   if (f->big_endian) Reverse(&tail);
   if (tail.magic != kWlfTailMagic || tail.file_size != f->h.file_size) {
     return f->Bad(fmt::format("tail sentinel missing or wrong at offset {} (incomplete write?)",
@@ -331,13 +330,14 @@ void DescribeWlfHeader(const WlfFile& f, TensorTable* t) {
 
 }  // namespace
 
-Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out) {
-  WlfFile f{fd, path, real_size};
+Status ReadWlf(const ByteSource& src, TensorTable* out) {
+  WlfFile f{src};
+  const uint64_t real_size = src.size();
   LB_RETURN_IF_ERROR(ReadWlfHeader(&f));
   LB_RETURN_IF_ERROR(ReadWlfTail(&f));
   LB_RETURN_IF_ERROR(CheckWlfAreas(&f));
   f.meta.resize(f.meta_len);
-  LB_RETURN_IF_ERROR(PreadExact(fd, path, f.meta.data(), f.meta.size(), f.h.meta_offset));
+  LB_RETURN_IF_ERROR(src.ReadAt(f.meta.data(), f.meta.size(), f.h.meta_offset));
 
   TensorTable t;
   t.format = "wlf";

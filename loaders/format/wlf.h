@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "loaders/base/byte_source.h"
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
 
@@ -95,10 +96,10 @@ bool WlfDTypeInfo(uint32_t code, std::string* name, uint64_t* elem_size);
 // Code for a name; false when the name is unknown.
 bool WlfDTypeFromName(const std::string& name, WlfDType* out);
 
-// Parses and validates a WLF file open on `fd`, of either byte order (table.big_endian and
+// Parses and validates the WLF file `src` reads, of either byte order (table.big_endian and
 // header["byte_order"] say which). Every field is checked with overflow-safe bounds before it
 // is used; see the file comment for the layout.
-Status ReadWlf(int fd, const std::string& path, uint64_t real_size, TensorTable* out);
+Status ReadWlf(const ByteSource& src, TensorTable* out);
 
 // ---- Writing ----
 

@@ -61,7 +61,8 @@ uint64_t OwnChecksum(const std::string& path, const TensorTable& t) {
   UniqueFd fd;
   EXPECT_TRUE(OpenReadOnly(path, 0, &fd).ok());
   uint64_t sum = 0;
-  const Status s = ChecksumFile(fd.get(), path, t, &sum);
+  const Status s =
+      ChecksumFile(FileSource(fd.get(), path, std::filesystem::file_size(path)), t, &sum);
   EXPECT_TRUE(s.ok()) << s.message();
   return sum;
 }

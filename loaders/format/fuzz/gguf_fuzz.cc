@@ -11,7 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace loadbench;
   const int fd = fuzz::InputFd(data, size);
   TensorTable table;
-  const Status s = ReadGguf(fd, "input", size, &table);
+  const Status s = ReadGguf(FileSource(fd, "input", size), &table);
   if (!fuzz::TableProblem(s, table, size).empty()) __builtin_trap();
   return 0;
 }

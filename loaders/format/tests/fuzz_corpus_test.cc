@@ -40,11 +40,12 @@ TEST(FuzzCorpus, SeedsAndCrashersAreReadOrRefusedCleanly) {
     const int fd = fuzz::InputFd(bytes.data(), bytes.size());
     // Each reader directly, as its fuzz target calls it, and through format detection.
     TensorTable a, b, c;
-    Status s = ReadSafetensors(fd, f.string(), bytes.size(), &a);
+    const FileSource src(fd, f.string(), bytes.size());
+    Status s = ReadSafetensors(src, &a);
     EXPECT_EQ(fuzz::TableProblem(s, a, bytes.size()), "") << f << " (safetensors): " << s.message();
-    s = ReadGguf(fd, f.string(), bytes.size(), &b);
+    s = ReadGguf(src, &b);
     EXPECT_EQ(fuzz::TableProblem(s, b, bytes.size()), "") << f << " (gguf): " << s.message();
-    s = ReadTensorTable(fd, f.string(), &c);
+    s = ReadTensorTable(src, &c);
     EXPECT_EQ(fuzz::TableProblem(s, c, bytes.size()), "") << f << " (detected): " << s.message();
   }
 }

@@ -396,7 +396,7 @@ TEST_F(GgufTest, WrongMagic) {
   UniqueFd fd;
   ASSERT_TRUE(OpenReadOnly(path_, 0, &fd).ok());
   TensorTable t;
-  const Status s = ReadGguf(fd.get(), path_, 24, &t);
+  const Status s = ReadGguf(FileSource(fd.get(), path_, 24), &t);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find("invalid GGUF file: wrong magic 0x47475546"), std::string::npos)
       << s.message();

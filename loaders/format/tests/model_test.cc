@@ -762,7 +762,9 @@ TEST_F(ModelChecksumTest, ShardedEqualsUnsharded) {
   {
     UniqueFd fd;
     ASSERT_TRUE(OpenReadOnly(single, 0, &fd).ok());
-    ASSERT_TRUE(ChecksumFile(fd.get(), single, one, &file_sum).ok());
+    ASSERT_TRUE(ChecksumFile(FileSource(fd.get(), single, std::filesystem::file_size(single)), one,
+                             &file_sum)
+                    .ok());
   }
   EXPECT_EQ(file_sum, expected);
   EXPECT_EQ(ModelChecksum(one), expected);

@@ -431,7 +431,7 @@ TEST_F(SafetensorsTest, HeaderThatIsNotAnObject) {
   UniqueFd fd;
   ASSERT_TRUE(OpenReadOnly(path_, 0, &fd).ok());
   TensorTable t;
-  const Status s = ReadSafetensors(fd.get(), path_, 17, &t);
+  const Status s = ReadSafetensors(FileSource(fd.get(), path_, 17), &t);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find("the header is an array, not a JSON object"), std::string::npos)
       << s.message();

@@ -260,7 +260,7 @@ TEST_F(WlfTest, WrongMagic) {
   UniqueFd fd;
   ASSERT_TRUE(OpenReadOnly(path_, 0, &fd).ok());
   TensorTable t;
-  const Status s = ReadWlf(fd.get(), path_, FileSize(), &t);
+  const Status s = ReadWlf(FileSource(fd.get(), path_, FileSize()), &t);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find("wrong magic 0x12345678"), std::string::npos) << s.message();
 }
@@ -580,7 +580,9 @@ TEST(WlfBigEndianTest, ReadsBackWithTheSameTableAndItsOwnChecksum) {
     UniqueFd fd;
     ASSERT_TRUE(OpenReadOnly(be_path, 0, &fd).ok());
     uint64_t sum = 0;
-    ASSERT_TRUE(ChecksumFile(fd.get(), be_path, tb, &sum).ok());
+    ASSERT_TRUE(
+        ChecksumFile(FileSource(fd.get(), be_path, std::filesystem::file_size(be_path)), tb, &sum)
+            .ok());
     EXPECT_EQ(sum, *tb.expected_checksum);
     for (const char* strategy : {"pread", "mmap"}) {
       std::unique_ptr<Loader> loader;
@@ -751,10 +753,8 @@ void FuzzHeadAndTail(std::endian order) {
     }
     test::WriteFileBytes(path, bytes);
 
-    UniqueFd fd;
-    ASSERT_TRUE(OpenReadOnly(path, 0, &fd).ok());
     TensorTable t;
-    const Status s = ReadTensorTable(fd.get(), path, &t);
+    const Status s = ReadTensorTableFromPath(path, &t);
     ASSERT_TRUE(s.ok() || s.code() == Status::Code::kBadInput)
         << "iteration " << iter << ": " << s.code_name() << ": " << s.message();
     if (!s.ok()) {

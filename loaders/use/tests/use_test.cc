@@ -210,7 +210,8 @@ TEST_F(UseTest, InPlaceTransformCopiesOnWriteAndLeavesTheFileAlone) {
     UniqueFd fd;
     EXPECT_TRUE(OpenReadOnly(path, 0, &fd).ok());
     uint64_t h = 0;
-    EXPECT_TRUE(ChecksumFile(fd.get(), path, t, &h).ok());
+    EXPECT_TRUE(
+        ChecksumFile(FileSource(fd.get(), path, std::filesystem::file_size(path)), t, &h).ok());
     return h;
   };
   const uint64_t before = file_hash(be);
