@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "loaders/base/units.h"
+#include "loaders/remote/url.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {
@@ -130,11 +131,27 @@ Status Loader::LoadToDevice(const std::string& path, const TensorTable&, DeviceL
       fmt::format("{}: this strategy loads into host memory (Load), not into a GPU", path));
 }
 
+std::string FileKindMismatch(const StrategyInfo& info, const std::string& path) {
+  const bool remote = IsRemote(path);
+  if ((info.flags & kRemote) && !remote) {
+    return fmt::format("{} reads s3:// and http(s):// objects; {} is a local file", info.name,
+                       path);
+  }
+  if (!(info.flags & kRemote) && remote) {
+    return fmt::format(
+        "{} reads local files; {} is remote: use http_get, http_ranges or http_stream, or mount "
+        "the bucket (s3fs) and give the path inside the mount",
+        info.name, path);
+  }
+  return "";
+}
+
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
       {kEager, "eager"},        {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
       {kDirectIO, "direct-io"}, {kThreads, "threads"},    {kSharedSegment, "shared-segment"},
       {kStreams, "streams"},    {kDevice, "device"},      {kModel, "model"},
+      {kRemote, "remote"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {

@@ -142,6 +142,8 @@ enum StrategyFlag : uint32_t {
   kDevice = 1u << 7,         // into GPU memory through LoadToDevice, verified there
   kModel = 1u << 8,          // loads a sharded model itself, across table.shards; any other
                              // strategy is run once per shard (MakeModelLoader)
+  kRemote = 1u << 9,         // reads s3:// and http(s):// objects (loaders/remote/), and only
+                             // those; every other strategy reads local files only
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);
@@ -163,6 +165,11 @@ struct StrategyInfo {
   std::function<Status(const std::string& path, std::vector<std::string>* removed)> cleanup =
       nullptr;
 };
+
+// Why `info` cannot load the model at `path`: a remote strategy given a local file, or a local
+// strategy given an s3:// or http(s):// name (which a FUSE mount of the bucket turns into a
+// local path); empty when it can.
+std::string FileKindMismatch(const StrategyInfo& info, const std::string& path);
 
 // Adds a strategy; called from static initializers, one per strategy file.
 bool RegisterStrategy(StrategyInfo info);

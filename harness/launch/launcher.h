@@ -60,6 +60,10 @@ struct HostState {
   bool ok = false, unsupported = false;  // prepared, or why not (error)
   std::string error;
   double resident_before = 0, worst = 0;  // the model's residency; its farthest shard's
+  // A remote model: the residency of the files a server on this machine reads it from; unset
+  // when it is served from elsewhere (harness/system/served.h).
+  bool remote = false;
+  std::optional<double> server_resident_before;
   uint64_t pages_before = 0;
   std::optional<std::string> drop_method;  // cold runs
   std::optional<int> warm_reads;           // warm runs: the reads that made the start state

@@ -125,6 +125,9 @@ Status SetUp(const WorkerRequest& req, Setup* s, RunRecord* r) {
   if (std::string why = s->info->unsupported_reason(); !why.empty()) {
     return Status::Unsupported(why);
   }
+  if (std::string why = FileKindMismatch(*s->info, req.file); !why.empty()) {
+    return Status::Unsupported(why);
+  }
   LB_RETURN_IF_ERROR(s->counters.Open(req.counters));
   if (s->info->flags & kDevice) {
     double secs = 0;

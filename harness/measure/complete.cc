@@ -61,6 +61,7 @@ void CheckColdReads(const RunPoint& p, RunRecord* r) {
 // container would have been charged, and the check of the start state.
 void AddHost(const RunPoint& p, const HostState& h, RunRecord* r) {
   r->resident_before = h.resident_before;
+  r->server_resident_before = h.server_resident_before;
   if (r->shards) r->worst_shard_resident = h.worst;
   if (h.drop_method) r->drop_method = *h.drop_method;
   r->warm_reads = h.warm_reads;

@@ -6,6 +6,7 @@
 
 #include "harness/system/cache.h"
 #include "loaders/base/proc_fields.h"
+#include "loaders/remote/url.h"
 
 namespace loadbench {
 
@@ -56,6 +57,8 @@ Status Host::Make(HostState* h) {
     if (plan_.cache != "warm" || StartStateProblem("warm", before.Worst("warm")).empty()) break;
   }
   h->resident_before = before.total.fraction();
+  h->remote = IsRemote(plan_.table->shards.at(0).path);
+  if (h->remote && before.unseen_shards == 0) h->server_resident_before = h->resident_before;
   h->worst = before.Worst(plan_.cache);
   h->pages_before = before.total.resident_pages;
   return Status::Ok();

@@ -106,6 +106,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("read_bytes", r.read_bytes, Key::kAlways);
   v("resident_before", r.resident_before, Key::kAlways);
   v("resident_after", r.resident_after, Key::kAlways);
+  v("server_resident_before", r.server_resident_before, Key::kWhenSet);
   v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);

@@ -20,7 +20,10 @@
 #include "loaders/base/units.h"
 
 #include "harness/system/cache_internal.h"
+#include "harness/system/served.h"
 #include "loaders/base/file_io.h"
+#include "loaders/remote/source.h"
+#include "loaders/remote/url.h"
 
 // cachestat(2), Linux 6.5+. glibc 2.36 has no wrapper and may lack the number; 451 is the same
 // on every architecture that uses the generic syscall table, x86_64 included.
@@ -232,30 +235,60 @@ Status DropFileCache(const std::string& path, DropMethod* used) {
 
 Status MeasureModelResidency(const TensorTable& model, ModelResidency* out) {
   ModelResidency m;
+  bool first = true;
   for (size_t k = 0; k < model.shards.size(); ++k) {
+    const std::string local = LocalFileOf(model.shards[k].path);
+    if (local.empty()) {
+      ++m.unseen_shards;
+      continue;
+    }
     Residency r;
-    LB_RETURN_IF_ERROR(MeasureResidency(model.shards[k].path, &r));
+    LB_RETURN_IF_ERROR(MeasureResidency(local, &r));
     m.total.resident_pages += r.resident_pages;
     m.total.total_pages += r.total_pages;
-    m.shard_min = k == 0 ? r.fraction() : std::min(m.shard_min, r.fraction());
-    m.shard_max = k == 0 ? r.fraction() : std::max(m.shard_max, r.fraction());
+    m.shard_min = first ? r.fraction() : std::min(m.shard_min, r.fraction());
+    m.shard_max = first ? r.fraction() : std::max(m.shard_max, r.fraction());
+    first = false;
   }
   *out = m;
   return Status::Ok();
 }
 
 Status DropModelCache(const TensorTable& model, DropMethod* used) {
+  bool first = true;
   for (size_t k = 0; k < model.shards.size(); ++k) {
+    const std::string local = LocalFileOf(model.shards[k].path);
+    if (local.empty()) continue;  // a server elsewhere: its cache is its own
     DropMethod m = DropMethod::kFadvise;
     // drop_caches empties the whole cache: once, for the first shard; fadvise for the others.
-    LB_RETURN_IF_ERROR(cache_internal::DropFileCacheImpl(model.shards[k].path, k == 0, &m));
-    if (k == 0 && used != nullptr) *used = m;
+    LB_RETURN_IF_ERROR(cache_internal::DropFileCacheImpl(local, first, &m));
+    if (first && used != nullptr) *used = m;
+    first = false;
   }
   return Status::Ok();
 }
 
+namespace {
+
+// A remote object read whole through the server, as a remote strategy reads it, into a buffer
+// that is reused: the server's cache (here or elsewhere) then holds it.
+Status WarmRemote(const std::string& name) {
+  std::unique_ptr<ByteSource> src;
+  LB_RETURN_IF_ERROR(OpenSource(name, &src));
+  std::unique_ptr<char[]> buf(new char[kWarmBuffer]);
+  for (uint64_t at = 0; at < src->size(); at += kWarmBuffer) {
+    LB_RETURN_IF_ERROR(
+        src->ReadAt(buf.get(), std::min<uint64_t>(kWarmBuffer, src->size() - at), at));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status WarmModel(const TensorTable& model) {
-  for (const ShardInfo& s : model.shards) LB_RETURN_IF_ERROR(WarmFile(s.path));
+  for (const ShardInfo& s : model.shards) {
+    LB_RETURN_IF_ERROR(IsRemote(s.path) ? WarmRemote(s.path) : WarmFile(s.path));
+  }
   return Status::Ok();
 }
 

@@ -70,8 +70,15 @@ Status WarmFile(const std::string& path);
 struct ModelResidency {
   Residency total;
   double shard_min = 0, shard_max = 0;
-  // The shard fraction farthest from what `cache` asks: cold the highest, warm the lowest.
-  double Worst(const std::string& cache) const { return cache == "cold" ? shard_max : shard_min; }
+  // Shards of a remote model served from elsewhere: their cache cannot be seen from here, and
+  // the figures above leave them out (harness/system/served.h).
+  size_t unseen_shards = 0;
+  // The shard fraction farthest from what `cache` asks: cold the highest, warm the lowest; of
+  // the shards that can be seen (a model none of whose shards can be seen passes either).
+  double Worst(const std::string& cache) const {
+    if (total.total_pages == 0 && unseen_shards > 0) return cache == "cold" ? 0.0 : 1.0;
+    return cache == "cold" ? shard_max : shard_min;
+  }
 };
 Status MeasureModelResidency(const TensorTable& model, ModelResidency* out);
 // DropFileCache over every shard (`used`: the first shard's method, which covers the rest).

@@ -1,0 +1,50 @@
+#include "harness/system/served.h"
+
+#include <map>
+#include <mutex>
+
+#include "loaders/remote/url.h"
+
+namespace loadbench {
+namespace {
+
+struct Served {
+  std::string folder, suffix;
+};
+
+std::mutex& Lock() {
+  static std::mutex m;
+  return m;
+}
+
+std::map<std::string, Served>& Table() {
+  static std::map<std::string, Served> t;
+  return t;
+}
+
+}  // namespace
+
+void RegisterServed(const std::string& prefix, const std::string& folder,
+                    const std::string& suffix) {
+  std::lock_guard<std::mutex> g(Lock());
+  Table()[prefix] = Served{folder, suffix};
+}
+
+void UnregisterServed(const std::string& prefix) {
+  std::lock_guard<std::mutex> g(Lock());
+  Table().erase(prefix);
+}
+
+std::string LocalFileOf(const std::string& shard_path) {
+  if (!IsRemote(shard_path)) return shard_path;
+  std::lock_guard<std::mutex> g(Lock());
+  for (const auto& [prefix, s] : Table()) {
+    if (!shard_path.starts_with(prefix)) continue;
+    const std::string rest = shard_path.substr(prefix.size());
+    if (rest.find("..") != std::string::npos) return "";
+    return s.folder + "/" + rest + s.suffix;
+  }
+  return "";
+}
+
+}  // namespace loadbench

@@ -1,0 +1,108 @@
+// Requests of remote objects through libcurl: a HEAD for the object's size and ETag, and GETs
+// (whole, or of a byte range) written straight into their place in the destination. Every
+// request is checked: the status it must have (200 for a whole object, 206 for a range; a
+// server that answers a range with 200 and the whole object is refused, never mis-assembled),
+// the bytes it must carry (a body shorter than asked is an error), and the object's ETag (one
+// that changes between requests is "object changed during the load"). Redirects are not
+// followed: the error names where the server pointed. Errors name the object and the reason,
+// never a credential.
+#pragma once
+
+#include <curl/curl.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loaders/base/status.h"
+#include "loaders/remote/url.h"
+
+namespace loadbench {
+
+// What one load's requests did, for the run's `details` (docs/results-format.md).
+struct TransferStats {
+  uint64_t requests = 0;
+  uint64_t connections = 0;       // new connections opened (none kept from another run)
+  uint64_t bytes_requested = 0;   // what the ranges asked for (the object's size for a whole GET)
+  uint64_t bytes_received = 0;    // body bytes that arrived, over-read included
+  double first_byte_s = -1;       // the first request's time to its first byte
+  std::vector<double> latency_s;  // each request's whole time, in completion order
+
+  // Adds the request that ended on `h`, which asked for `requested` bytes.
+  void Add(CURL* h, uint64_t requested, uint64_t received);
+  // {"requests", "connections", "bytes_requested", "bytes_received", "first_byte_s",
+  //  "request_latency_s": {"p50", "p90", "p99", "max"}}.
+  nlohmann::json ToJson() const;
+};
+
+// The object's size and ETag, from a HEAD.
+struct ObjectHead {
+  uint64_t size = 0;
+  std::string etag;
+};
+
+// How long a request may wait: to connect, and with no byte moving (a stalled server).
+struct Timeouts {
+  long connect_s = 10;
+  long stall_s = 30;
+};
+
+// One GET (or HEAD) of `obj` on its own easy handle, to run alone (Perform) or in a multi handle.
+class HttpGet {
+ public:
+  // A GET of [offset, offset + len) into dst (which holds len bytes), or with len == 0 of the
+  // whole object into dst (which holds `cap` bytes). `etag`, when not empty, is what the object
+  // must still be.
+  HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst, uint64_t cap,
+          const std::string& etag, const Timeouts& t);
+  // A HEAD.
+  HttpGet(const RemoteObject& obj, const Timeouts& t);
+  ~HttpGet();
+  HttpGet(const HttpGet&) = delete;
+  HttpGet& operator=(const HttpGet&) = delete;
+
+  CURL* handle() const { return h_; }
+  // Runs the request here, and Finish.
+  Status Perform();
+  // After the transfer ended with `code`: Ok when it delivered all it had to, else the reason.
+  Status Finish(CURLcode code);
+
+  uint64_t offset() const { return offset_; }
+  uint64_t requested() const { return len_; }
+  uint64_t received() const { return received_; }
+  const ObjectHead& head() const { return head_; }
+
+ private:
+  void Setup(const Timeouts& t);
+  static size_t OnHeader(char* p, size_t size, size_t n, void* self);
+  static size_t OnBody(char* p, size_t size, size_t n, void* self);
+  Status Error(const std::string& why) const;
+
+  const RemoteObject& obj_;
+  CURL* h_ = nullptr;
+  curl_slist* headers_ = nullptr;
+  uint64_t offset_ = 0, len_ = 0;
+  std::byte* dst_ = nullptr;
+  uint64_t cap_ = 0;
+  std::string expect_etag_;
+  long status_ = 0;
+  std::string location_;
+  std::string refused_;  // why the body was refused mid-transfer
+  uint64_t received_ = 0;
+  ObjectHead head_;
+  char error_[CURL_ERROR_SIZE] = {};
+};
+
+// The object's size and ETag.
+Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,
+                  TransferStats* stats = nullptr);
+
+// [offset, offset + len) of the object into dst, in one ranged GET.
+Status GetRange(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst,
+                const std::string& etag, const Timeouts& t, TransferStats* stats = nullptr);
+
+}  // namespace loadbench

@@ -1,0 +1,50 @@
+// The engine of the ranged strategies (http_ranges, http_stream): byte ranges of one object
+// fetched with up to `concurrency` GETs in flight on one libcurl multi handle (connections are
+// kept and reused within the load, never across runs: each run is a process of its own), each
+// written straight into its place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "loaders/base/status.h"
+#include "loaders/format/tensor_table.h"
+#include "loaders/remote/http.h"
+#include "loaders/remote/url.h"
+
+namespace loadbench {
+
+// One ranged GET: [offset, offset + len) of the object into dst.
+struct RangeRequest {
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  std::byte* dst = nullptr;
+};
+
+// [begin, end) of the object cut into requests of at most `chunk` bytes, written from `dst` on.
+std::vector<RangeRequest> ChunkRange(uint64_t begin, uint64_t end, uint64_t chunk, std::byte* dst);
+
+// The object `path` names, resolved and HEADed: kIOError naming it when its size is no longer
+// the size its table was read with.
+Status OpenObject(const std::string& path, const TensorTable& table, RemoteObject* obj,
+                  ObjectHead* head, TransferStats* stats);
+
+// Runs requests in flight, at most `concurrency` at a time, in the order `next` hands them out
+// (it returns false when it has none to give now; `next` is asked again as requests end).
+// `done` is called after each request that delivered all its bytes, in completion order. The
+// first failure stops every request and is returned.
+struct RangeRunner {
+  const RemoteObject& obj;
+  std::string etag;
+  int concurrency = 8;
+  Timeouts timeouts;
+  TransferStats* stats = nullptr;
+
+  Status Run(const std::function<bool(RangeRequest*)>& next,
+             const std::function<Status(const RangeRequest&)>& done) const;
+};
+
+}  // namespace loadbench

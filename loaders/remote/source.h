@@ -1,0 +1,41 @@
+// A model's bytes by name: a local path, or a remote object (loaders/remote/url.h) read with
+// ranged GETs while its header is parsed.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loaders/base/byte_source.h"
+#include "loaders/remote/http.h"
+#include "loaders/remote/url.h"
+
+namespace loadbench {
+
+// A remote object read in ranged GETs, each checked against the ETag its HEAD gave. Reads are
+// served from the last block fetched when they fall inside it, and a block is at least
+// kBlock bytes, so that a header read field by field costs a few requests.
+class RemoteSource final : public ByteSource {
+ public:
+  static constexpr uint64_t kBlock = 1ull << 20;
+  static Status Open(const std::string& name, std::unique_ptr<RemoteSource>* out);
+  Status ReadAt(void* buf, size_t len, uint64_t offset) const override;
+
+  const RemoteObject& object() const { return obj_; }
+  const std::string& etag() const { return etag_; }
+  const TransferStats& stats() const { return stats_; }
+
+ private:
+  RemoteSource(RemoteObject obj, uint64_t size, std::string etag)
+      : ByteSource(obj.name, size), obj_(std::move(obj)), etag_(std::move(etag)) {}
+  RemoteObject obj_;
+  std::string etag_;
+  mutable std::vector<std::byte> block_;
+  mutable uint64_t block_at_ = 0;
+  mutable TransferStats stats_;
+};
+
+// `name` opened: a FileSource for a local path, a RemoteSource for an s3:// or http(s):// name.
+Status OpenSource(const std::string& name, std::unique_ptr<ByteSource>* out);
+
+}  // namespace loadbench

@@ -1,0 +1,211 @@
+#include "loaders/remote/url.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "loaders/format/text.h"
+
+namespace loadbench {
+namespace {
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+bool HasControl(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+Status Bad(const std::string& name, const std::string& why) {
+  return Status::BadInput(fmt::format("{}: {}", Printable(name), why));
+}
+
+// "http://host:port" and the rest ("/path"): kBadInput for what is not http(s)://HOST[:PORT].
+Status SplitHttp(const std::string& name, std::string* origin, std::string* path) {
+  const size_t scheme_end = name.find("://");
+  const size_t host_begin = scheme_end + 3;
+  const size_t slash = name.find('/', host_begin);
+  *origin = name.substr(0, slash);
+  *path = slash == std::string::npos ? "" : name.substr(slash + 1);
+  const std::string host = origin->substr(host_begin);
+  if (host.empty()) return Bad(name, "no host");
+  if (host.find('@') != std::string::npos) {
+    return Bad(name, "credentials inside a URL are refused; give them as AWS_ACCESS_KEY_ID and "
+                     "AWS_SECRET_ACCESS_KEY or in ~/.aws/credentials");
+  }
+  if (name.find_first_of("?#") != std::string::npos) {
+    return Bad(name, "a URL with a query or fragment; give the object's plain URL");
+  }
+  if (HasControl(name) || name.find(' ') != std::string::npos) {
+    return Bad(name, "a URL holding spaces or control characters");
+  }
+  return Status::Ok();
+}
+
+// The INI file of AWS credentials: section -> key -> value.
+using Ini = std::map<std::string, std::map<std::string, std::string>>;
+
+std::string Trim(std::string s) {
+  const char* blank = " \t\r";
+  s.erase(0, s.find_first_not_of(blank));
+  s.erase(s.find_last_not_of(blank) + 1);
+  return s;
+}
+
+Status ReadIni(const std::string& path, Ini* out) {
+  std::ifstream in(path);
+  if (!in) return Status::BadInput(fmt::format("{}: cannot read the credentials file", path));
+  std::string line, section;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = Trim(line);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line.front() == '[' && line.back() == ']') {
+      section = Trim(line.substr(1, line.size() - 2));
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos || section.empty()) {
+      return Status::BadInput(
+          fmt::format("{}: line {}: not `[profile]` or `key = value`", path, n));
+    }
+    (*out)[section][Trim(line.substr(0, eq))] = Trim(line.substr(eq + 1));
+  }
+  return Status::Ok();
+}
+
+// Credentials from the environment, else from the profile; none is not an error (unsigned).
+Status FindCredentials(RemoteObject* o) {
+  const char* id = Env("AWS_ACCESS_KEY_ID");
+  const char* secret = Env("AWS_SECRET_ACCESS_KEY");
+  if (id && secret) {
+    o->userpwd = fmt::format("{}:{}", id, secret);
+    if (const char* token = Env("AWS_SESSION_TOKEN")) o->session_token = token;
+    return Status::Ok();
+  }
+  std::string file;
+  if (const char* f = Env("AWS_SHARED_CREDENTIALS_FILE")) {
+    file = f;
+  } else if (const char* home = Env("HOME")) {
+    file = fmt::format("{}/.aws/credentials", home);
+  }
+  std::ifstream probe(file);
+  if (file.empty() || !probe) return Status::Ok();
+  Ini ini;
+  LB_RETURN_IF_ERROR(ReadIni(file, &ini));
+  const std::string profile = Env("AWS_PROFILE") ? Env("AWS_PROFILE") : "default";
+  const auto it = ini.find(profile);
+  if (it == ini.end()) return Status::Ok();
+  const auto& kv = it->second;
+  if (kv.count("aws_access_key_id") && kv.count("aws_secret_access_key")) {
+    o->userpwd = fmt::format("{}:{}", kv.at("aws_access_key_id"), kv.at("aws_secret_access_key"));
+    if (kv.count("aws_session_token")) o->session_token = kv.at("aws_session_token");
+  }
+  return Status::Ok();
+}
+
+bool VirtualHosted(const std::string& endpoint_host) {
+  if (const char* a = Env("LOADBENCH_S3_ADDRESSING")) return std::string_view(a) == "virtual";
+  return endpoint_host.ends_with(".amazonaws.com");
+}
+
+Status ResolveS3(const std::string& name, RemoteObject* o) {
+  const std::string rest = name.substr(5);
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
+    return Bad(name, "an S3 name is s3://BUCKET/KEY");
+  }
+  o->bucket = rest.substr(0, slash);
+  o->key = rest.substr(slash + 1);
+  if (HasControl(name)) return Bad(name, "a name holding control characters");
+  const char* region = Env("AWS_REGION") ? Env("AWS_REGION") : Env("AWS_DEFAULT_REGION");
+  const std::string r = region ? region : "us-east-1";
+  const char* ep =
+      Env("AWS_ENDPOINT_URL_S3") ? Env("AWS_ENDPOINT_URL_S3") : Env("AWS_ENDPOINT_URL");
+  o->endpoint = ep ? ep : fmt::format("https://s3.{}.amazonaws.com", r);
+  while (o->endpoint.ends_with('/')) o->endpoint.pop_back();
+  std::string origin, path;
+  if (!o->endpoint.starts_with("http://") && !o->endpoint.starts_with("https://")) {
+    return Bad(name, fmt::format("the endpoint '{}' is not http(s)://HOST[:PORT]",
+                                 Printable(o->endpoint)));
+  }
+  LB_RETURN_IF_ERROR(SplitHttp(o->endpoint, &origin, &path));
+  if (!path.empty()) return Bad(name, fmt::format("the endpoint '{}' has a path", o->endpoint));
+  const size_t host_at = origin.find("://") + 3;
+  if (VirtualHosted(origin.substr(host_at))) {
+    o->url = fmt::format("{}{}.{}/{}", origin.substr(0, host_at), o->bucket, origin.substr(host_at),
+                         EncodeKey(o->key));
+  } else {
+    o->url = fmt::format("{}/{}/{}", origin, o->bucket, EncodeKey(o->key));
+  }
+  LB_RETURN_IF_ERROR(FindCredentials(o));
+  if (!o->userpwd.empty()) o->sigv4 = fmt::format("aws:amz:{}:s3", r);
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsRemote(const std::string& name) {
+  return name.starts_with("s3://") || name.starts_with("http://") || name.starts_with("https://");
+}
+
+std::string EncodeKey(const std::string& key) {
+  std::string out;
+  for (unsigned char c : key) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+Status ResolveRemote(const std::string& name, RemoteObject* out) {
+  RemoteObject o;
+  o.name = name;
+  if (name.starts_with("s3://")) {
+    LB_RETURN_IF_ERROR(ResolveS3(name, &o));
+  } else if (IsRemote(name)) {
+    LB_RETURN_IF_ERROR(SplitHttp(name, &o.endpoint, &o.key));
+    if (o.key.empty()) return Bad(name, "no object path after the host");
+    o.url = name;
+  } else {
+    return Bad(name, "not an s3://, http:// or https:// name");
+  }
+  *out = std::move(o);
+  return Status::Ok();
+}
+
+Status RemoteSibling(const std::string& base, const std::string& relative, std::string* out) {
+  const auto outside = [&](std::string_view why) {
+    return Bad(base,
+               fmt::format("names '{}', outside its own prefix ({})", Printable(relative), why));
+  };
+  if (relative.empty()) return outside("an empty name");
+  if (relative.find("://") != std::string::npos) return outside("a URL: another host");
+  if (relative.front() == '/') return outside("an absolute path");
+  if (relative.find_first_of("\\?#") != std::string::npos || HasControl(relative)) {
+    return outside("a backslash, query, fragment or control character");
+  }
+  for (size_t at = 0; at <= relative.size();) {
+    const size_t end = std::min(relative.find('/', at), relative.size());
+    const std::string_view part(relative.data() + at, end - at);
+    if (part == ".." || part == "." || part.empty())
+      return outside("a '..', '.' or empty component");
+    at = end + 1;
+  }
+  *out = base.substr(0, base.rfind('/') + 1) + relative;
+  return Status::Ok();
+}
+
+std::string RemoteBaseName(const std::string& name) { return name.substr(name.rfind('/') + 1); }
+
+}  // namespace loadbench
