@@ -17,7 +17,14 @@ packages=(
   python3 python3-pandas python3-matplotlib python3-pytest python3-numpy python3-scipy
   python3-xxhash
   chromium
+  nginx-light libcurl4-openssl-dev s3fs rclone awscli python3-boto3 python3-botocore iperf3 fuse3
 )
+# s3rver is an npm package; npm comes from Debian only where there is none (a Node.js from
+# elsewhere brings its own, and Debian's npm would conflict with it).
+s3rver_version=3.7.1
+if ! command -v s3rver >/dev/null && ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 if [[ ${1:-} == fuzz ]]; then
   packages+=(clang libclang-rt-dev)
 elif [[ ${1:-} == peers ]]; then
@@ -34,8 +41,10 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  echo "setup: all ${#packages[@]} packages present"
+need_s3rver=0
+command -v s3rver >/dev/null || need_s3rver=1
+if ((${#missing[@]} == 0 && need_s3rver == 0)); then
+  echo "setup: all ${#packages[@]} packages present, and s3rver"
   exit 0
 fi
 
@@ -48,7 +57,15 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-echo "setup: ${#missing[@]} of ${#packages[@]} packages missing: ${missing[*]}"
-bash "$(dirname "$0")/step.sh" "$log" "setup: apt-get update" "${sudo[@]}" apt-get update -q
-bash "$(dirname "$0")/step.sh" "${log%.log}-install.log" "setup: apt-get install (${#missing[@]} packages)" \
-  "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+if ((${#missing[@]} > 0)); then
+  # nginx's package may start the system's nginx service on install (where there is a service
+  # manager); loadbench never uses it: `serve` runs an nginx of its own on another port.
+  echo "setup: ${#missing[@]} of ${#packages[@]} packages missing: ${missing[*]}"
+  bash "$(dirname "$0")/step.sh" "$log" "setup: apt-get update" "${sudo[@]}" apt-get update -q
+  bash "$(dirname "$0")/step.sh" "${log%.log}-install.log" "setup: apt-get install (${#missing[@]} packages)" \
+    "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if ((need_s3rver)); then
+  bash "$(dirname "$0")/step.sh" "${log%.log}-npm.log" "setup: npm install -g s3rver@$s3rver_version" \
+    "${sudo[@]}" npm install -g --no-audit --no-fund "s3rver@$s3rver_version"
+fi

@@ -88,6 +88,13 @@ struct SystemFlags {
 };
 int SystemCommand(const SystemFlags& f, const std::string& command_line);
 
+struct ServeFlags {
+  std::string kind, root, limit_rate;
+  std::vector<std::string> buckets;
+  bool until_stdin_closes = false;
+};
+int ServeCommand(const ServeFlags& f);
+
 struct WorkerFlags {
   WorkerRequest req;
   int result_fd = 1;

@@ -347,6 +347,26 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
   return cmd;
 }
 
+CLI::App* AddServe(CLI::App& app, ServeFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve a folder on 127.0.0.1 for remote models: over HTTP with nginx, or as S3 "
+               "buckets with s3rver, on a free port; prints `serving DIR at ENDPOINT (PROGRAM "
+               "VERSION)` once it answers, and stops the server, leaving nothing of it, at "
+               "SIGINT or SIGTERM");
+  cmd->add_option("--kind", f->kind, "http (nginx) or s3 (s3rver)")->required();
+  cmd->add_option("--root", f->root,
+                  "The folder served: http: its files at /; s3: s3rver's directory, whose "
+                  "subfolders are the buckets")
+      ->required();
+  cmd->add_option("--limit-rate", f->limit_rate,
+                  "http only: at most this many bytes/s per connection (nginx limit_rate), "
+                  "e.g. 100MiB");
+  cmd->add_option("--bucket", f->buckets, "s3 only: a bucket to create at start (repeatable)");
+  cmd->add_flag("--until-stdin-closes", f->until_stdin_closes,
+                "Also stop when standard input closes (the process that started it ended)");
+  return cmd;
+}
+
 // Internal: the runner's child process (harness/launch/worker.h); hidden from --help.
 CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
@@ -391,6 +411,7 @@ int main(int argc, char** argv) {
   ProbeOptions probe;
   LockFlags lock;
   SystemFlags system;
+  ServeFlags serve;
   WorkerFlags worker;
   const auto* gen_cmd = AddGen(app, &gen);
   const auto* inspect_cmd = AddInspect(app, &inspect);
@@ -401,6 +422,7 @@ int main(int argc, char** argv) {
   const auto* probe_cmd = AddProbe(app, &probe);
   auto* lock_cmd = AddLock(app, &lock);
   const auto* system_cmd = AddSystem(app, &system);
+  const auto* serve_cmd = AddServe(app, &serve);
   const auto* worker_cmd = AddWorker(app, &worker);
   // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
   int parsed_argc = argc;
@@ -433,6 +455,7 @@ int main(int argc, char** argv) {
     return LockCommand(lock, command_line);
   }
   if (*system_cmd) return SystemCommand(system, command_line);
+  if (*serve_cmd) return ServeCommand(serve);
   if (*worker_cmd) return WorkerCommand(worker);
   return 2;
 }

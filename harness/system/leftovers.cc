@@ -2,12 +2,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -26,11 +28,13 @@
 namespace loadbench {
 namespace {
 
-constexpr const char* kKindNames[] = {"cgroup", "file", "strategy", "setting"};
+constexpr const char* kKindNames[] = {"cgroup", "file", "strategy", "setting", "process", "folder"};
 constexpr int kKinds = sizeof kKindNames / sizeof kKindNames[0];
 
 // Whether a journal line of this kind is one path (made absolute), not fields.
-bool IsPath(Leftover kind) { return kind == Leftover::kCgroup || kind == Leftover::kFile; }
+bool IsPath(Leftover kind) {
+  return kind == Leftover::kCgroup || kind == Leftover::kFile || kind == Leftover::kFolder;
+}
 
 std::string Absolute(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
@@ -38,12 +42,7 @@ std::string Absolute(const std::string& path) {
   return ::getcwd(cwd, sizeof cwd) != nullptr ? fmt::format("{}/{}", cwd, path) : path;
 }
 
-// The start time of process `pid` (in clock ticks since boot): with the pid, it names one
-// process for good. "" when there is no such process.
-std::string StartTime(long pid) {
-  const std::vector<std::string> stat = ProcStatFields(pid);
-  return stat.size() > 22 ? stat[22] : "";
-}
+std::string StartTime(long pid) { return ProcessStartTime(static_cast<pid_t>(pid)); }
 
 std::string JournalFolder() {
   std::string dir;
@@ -136,9 +135,74 @@ bool RestoreSetting(const std::string& what, uid_t owner, std::vector<std::strin
   return owner != 0;  // a journal that is not root's is removed, its line ignored
 }
 
+// The owner of process `pid` (its effective uid, as /proc shows it); -1 when it is gone.
+uid_t ProcessOwner(pid_t pid) {
+  struct stat st {};
+  return ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0 ? st.st_uid
+                                                                : static_cast<uid_t>(-1);
+}
+
+// A process group a killed command started ("PGID\tSTARTTIME"): its processes killed. A pid
+// is never handed out again while a process group of that number has a member, so a leader pid
+// that names a younger process means that the group ended long ago. A journal not of root's
+// may only name its owner's processes.
+bool CleanProcessGroup(const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  const size_t tab = what.find('\t');
+  const pid_t pgid = static_cast<pid_t>(std::strtol(what.c_str(), nullptr, 10));
+  const std::string start = tab == what.npos ? "" : what.substr(tab + 1);
+  const std::string now = ProcessStartTime(pgid);
+  if (pgid <= 1 || (!now.empty() && now != start)) return true;
+  int killed = 0;
+  for (int retry = 0; retry < 100; ++retry) {
+    int left = 0;
+    for (const pid_t p : ProcessGroupMembers(pgid)) {
+      if (owner != 0 && ProcessOwner(p) != owner) continue;
+      ::kill(p, SIGKILL);
+      ++left;
+    }
+    if (retry == 0) killed = left;
+    if (left == 0) {
+      if (killed > 0) said->push_back(fmt::format("process group {} ({} killed)", pgid, killed));
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  said->push_back(fmt::format("could not kill process group {}: processes left", pgid));
+  return false;
+}
+
+int RemoveOne(const char* path, const struct stat*, int type, FTW*) {
+  return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+}
+
+// A folder a killed command made for itself (a server's configuration and logs): removed with
+// what it holds, when it is one of the harness's own ("loadbench-*") and the journal owner's.
+bool RemoveFolder(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  const std::string name = dir.substr(dir.rfind('/') + 1);
+  if (!S_ISDIR(st.st_mode) || !name.starts_with("loadbench-") ||
+      (owner != 0 && st.st_uid != owner)) {
+    said->push_back(fmt::format("did not remove {}: not a folder of loadbench's own", dir));
+    return true;  // the line is ignored, the journal removed
+  }
+  if (::nftw(dir.c_str(), RemoveOne, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0) {
+    said->push_back("folder " + dir);
+    return true;
+  }
+  said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+  return false;
+}
+
 bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<std::string>* said) {
   if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
   if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
+  if (kind == Leftover::kProcess) return CleanProcessGroup(what, owner, said);
+  if (kind == Leftover::kFolder) return RemoveFolder(what, owner, said);
   if (kind == Leftover::kFile) {
     if (::unlink(what.c_str()) == 0) {
       said->push_back("partly written file " + what);
@@ -182,6 +246,27 @@ std::vector<std::pair<Leftover, std::string>> Outstanding(const std::string& jou
 }
 
 }  // namespace
+
+std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const long pid = std::strtol(e->d_name, nullptr, 10);
+    if (pid <= 0) continue;
+    const std::vector<std::string> stat = ProcStatFields(pid);
+    if (stat.size() > 5 && stat[3] != "Z" && stat[5] == std::to_string(pgid)) {
+      out.push_back(static_cast<pid_t>(pid));
+    }
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::string ProcessStartTime(pid_t pid) {
+  const std::vector<std::string> stat = ProcStatFields(pid);
+  return stat.size() > 22 ? stat[22] : "";
+}
 
 void TrackLeftover(Leftover kind, const std::string& what) {
   Mine().Write('+', kind, IsPath(kind) ? Absolute(what) : what);

@@ -1,11 +1,14 @@
 // What a command makes outside its own process (a memory cgroup, a strategy's shared-memory
-// segment, a file being written under a temporary name) is written into a journal before it is
+// segment, a file being written under a temporary name, a server it started and the folder it
+// runs in) is written into a journal before it is
 // made and struck off once it is gone. A command killed by a signal it cannot catch leaves its
 // journal behind; the next command that measures cleans what the journal lists and says so.
 //
 // The journals are files in <lock folder>/leftovers/, one per process, named by its pid and
 // start time, so a journal of a process that still runs is never taken for a stale one.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -22,6 +25,12 @@ enum class Leftover {
   kStrategy,  // "NAME\tFILE": the strategy's cleanup for FILE (shm: its segment)
   kSetting,   // "PATH\tVALUE": a kernel setting tuned (harness/system/tuning.h): VALUE, what it
               // held before, written back; only a setting tune writes, from a journal of root's
+  kProcess,   // "PGID\tSTARTTIME": a process group started on purpose (a server), the start time
+              // (/proc/PID/stat field 22) of its first process: every process of the group is
+              // killed, unless that pid names another process now; only the journal owner's,
+              // unless the journal is root's
+  kFolder,    // a folder of the harness's own ("loadbench-*", the journal owner's): removed with
+              // all it holds, symbolic links not followed
 };
 
 // Into this process's journal, before `what` is made. Paths are made absolute. Does nothing
@@ -35,6 +44,14 @@ void UntrackLeftover(Leftover kind, const std::string& what);
 // Returns one line per thing cleaned ("memory cgroup /sys/fs/...") and per thing that could not
 // be ("could not remove ...: reason").
 std::vector<std::string> CleanLeftovers();
+
+// The processes of process group `pgid` that still run (zombies, which cannot be killed and
+// hold nothing but their exit status, left out).
+std::vector<pid_t> ProcessGroupMembers(pid_t pgid);
+
+// The start time of process `pid` (clock ticks since boot, /proc/PID/stat field 22): with the
+// pid, it names one process for good. "" when there is no such process.
+std::string ProcessStartTime(pid_t pid);
 
 // What every measuring command does first: the machine lock (LockMachine), then whatever an
 // ended command left, cleaned and said on stderr after `who`.

@@ -1,0 +1,46 @@
+// Inside harness/server: what each kind of server (nginx.cc, s3rver.cc) prepares before
+// server.cc starts it, and the small helpers they share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/server/server.h"
+#include "loaders/base/status.h"
+
+namespace loadbench {
+
+// One kind's server, ready to be started.
+struct ServerLaunch {
+  std::string program;            // the path found on PATH
+  std::string name;               // "nginx", "s3rver": for messages
+  std::string version;            // as the program says ("1.22.1")
+  std::vector<std::string> argv;  // argv[0] first
+  int port = 0;                   // 0: the server picks one and names it in its log (s3rver)
+  std::string config_text;        // nginx: the configuration it runs with
+  nlohmann::ordered_json config;  // Env()'s "config"
+};
+
+// nginx serving spec.root read-only at / on a free port, its configuration, pid file, logs and
+// temporary paths in `temp_dir`; the configuration checked with `nginx -t` first.
+Status PrepareNginx(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out);
+// s3rver on 127.0.0.1, port 0 (its own pick, read back from its log), spec.root its directory,
+// spec.buckets created at start.
+Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out);
+// The port s3rver's log says it listens on ("S3rver listening on 127.0.0.1:PORT"); 0 before.
+int S3rverPortInLog(const std::string& log);
+
+// Runs `argv` to its end (killed after `timeout_s`): what it wrote on stdout and stderr
+// together. kIOError when it could not run, exited other than 0 or ran too long, with its
+// last lines.
+Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output);
+// A TCP port of 127.0.0.1 free at this moment (the kernel's pick for a bind to port 0).
+Status FreeLoopbackPort(int* port);
+// The last `n` lines of `text`, joined by " | " (for one-line messages).
+std::string LastLines(const std::string& text, int n);
+// The first "N.N.N" version number in `text`, "" when none.
+std::string VersionIn(const std::string& text);
+
+}  // namespace loadbench

@@ -1,0 +1,56 @@
+// The s3 kind: s3rver (the npm package, 3.7.1), an S3 API over a folder whose subfolders are
+// its buckets, on 127.0.0.1 at a port of its own choosing, read back from what it prints.
+// It takes any well-formed signature of access key S3RVER (--allow-mismatched-signatures).
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "harness/server/kinds.h"
+#include "harness/system/child.h"
+
+namespace loadbench {
+namespace {
+
+constexpr const char* kInstall = "install the npm package s3rver (npm install -g s3rver@3.7.1)";
+
+}  // namespace
+
+Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out) {
+  (void)temp_dir;  // s3rver keeps nothing but its objects, in spec.root; its log is the server's
+  ServerLaunch l;
+  l.name = "s3rver";
+  if (Status s = FindProgram("s3rver", "", &l.program); !s.ok()) {
+    return Status::Unsupported(fmt::format("{}; {}", s.message(), kInstall));
+  }
+  std::string said;
+  LB_RETURN_IF_ERROR(RunForOutput({l.program, "--version"}, 10, &said));
+  l.version = VersionIn(said);
+  l.argv = {l.program, "--address", "127.0.0.1",
+            "--port",  "0",         "--directory",
+            spec.root, "--silent",  "--allow-mismatched-signatures"};
+  for (const std::string& b : spec.buckets) {
+    l.argv.push_back("--configure-bucket");
+    l.argv.push_back(b);
+  }
+  l.config = {{"buckets", spec.buckets},
+              {"access_key_id", "S3RVER"},
+              {"secret_access_key", "S3RVER"},
+              {"signatures_checked", false},
+              {"vhost_buckets", true}};
+  *out = std::move(l);
+  return Status::Ok();
+}
+
+int S3rverPortInLog(const std::string& log) {
+  const std::string mark = "S3rver listening on 127.0.0.1:";
+  const size_t at = log.find(mark);
+  if (at == std::string::npos) return 0;
+  const char* begin = log.data() + at + mark.size();
+  int port = 0;
+  const auto [end, ec] = std::from_chars(begin, log.data() + log.size(), port);
+  // The whole line: a number cut off mid-write is not the port.
+  if (ec != std::errc() || end == log.data() + log.size() || *end != '\n') return 0;
+  return port;
+}
+
+}  // namespace loadbench
