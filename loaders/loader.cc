@@ -146,6 +146,8 @@ std::string FileKindMismatch(const StrategyInfo& info, const std::string& path) 
   return "";
 }
 
+bool IsVia(const std::string& v) { return v == "local" || v == "http" || v == "s3" || v == "s3fs"; }
+
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
       {kEager, "eager"},        {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
@@ -217,7 +219,16 @@ Status ParseStrategyList(const std::string& text, std::vector<StrategySpec>* out
         return Status::BadInput(
             fmt::format("--strategies: '{}': option '{}' is not key=value", item, kv));
       }
-      spec.options[kv.substr(0, eq)] = kv.substr(eq + 1);
+      const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+      if (key == "via" && !IsVia(value)) {
+        return Status::BadInput(fmt::format(
+            "--strategies: '{}': via={} (it takes local, http, s3 or s3fs)", item, value));
+      }
+      if (key == "via") {
+        spec.via = value == "local" ? "" : value;
+      } else {
+        spec.options[key] = value;
+      }
       colon = next;
     }
     Params ignored;

@@ -39,6 +39,7 @@ std::vector<std::string> FillCommand(const ExecCommand& c, const ExecPlaces& pla
     ReplaceAll(&arg, "{dir}", places.dir);
     ReplaceAll(&arg, "{bytes}", std::to_string(places.bytes));
     ReplaceAll(&arg, "{peers}", places.peers);
+    ReplaceAll(&arg, "{endpoint}", places.endpoint);
     argv.push_back(std::move(arg));
   }
   if (c.shell) argv.insert(argv.begin(), {"/bin/sh", "-c"});

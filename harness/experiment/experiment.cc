@@ -176,6 +176,7 @@ class Reader {
     }
     if (k == "cache") return Caches(node, &e->caches);
     if (k == "system") return SystemTable(node, &e->system);
+    if (k == "server") return ServerTable(node, &e->server);
     if (k == "file") {
       return Tables(node, "file", [&](const toml::table& t) { return File(t, &e->files); });
     }
@@ -214,6 +215,48 @@ class Reader {
                    "must be interleaved or shuffled, not grouped");
     }
     e->reps = e->autoreps.max_rounds;
+    return Status::Ok();
+  }
+
+  static std::string ViaError(const std::string& v) {
+    return fmt::format("via = \"{}\": it takes \"local\", \"http\", \"s3\" or \"s3fs\"", v);
+  }
+
+  Status Via(const toml::node& n, std::string* out) {
+    std::string v;
+    LB_RETURN_IF_ERROR(String(n, "via", &v));
+    if (!IsVia(v)) return BadAt(path_, n.source(), ViaError(v));
+    *out = v == "local" ? "" : v;
+    return Status::Ok();
+  }
+
+  // [server]: kind = "http"|"s3", bucket = NAME (s3), limit_rate = SIZE per second (http).
+  Status ServerTable(const toml::node& n, ExperimentServer* out) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) return BadAt(path_, n.source(), "server must be a table: [server]");
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      if (k == "kind") {
+        LB_RETURN_IF_ERROR(String(node, "server.kind", &out->kind));
+        if (out->kind != "http" && out->kind != "s3") {
+          return BadAt(path_, node.source(), "server.kind must be \"http\" or \"s3\"");
+        }
+      } else if (k == "bucket") {
+        LB_RETURN_IF_ERROR(String(node, "server.bucket", &out->bucket));
+      } else if (k == "limit_rate") {
+        LB_RETURN_IF_ERROR(Bytes(node, "server.limit_rate", /*none_ok=*/true, &out->limit_rate));
+      } else {
+        return BadAt(path_, node.source(),
+                     fmt::format("[server]: unknown key '{}' (it takes kind, bucket and "
+                                 "limit_rate)",
+                                 k));
+      }
+    }
+    if (out->kind.empty())
+      return BadAt(path_, n.source(), "[server] needs kind = \"http\" or \"s3\"");
+    if (out->limit_rate > 0 && out->kind != "http") {
+      return BadAt(path_, n.source(), "server.limit_rate is nginx's: it needs kind = \"http\"");
+    }
     return Status::Ok();
   }
 
@@ -445,6 +488,7 @@ class Reader {
   // An exec strategy: label, command, shell, package; no grid.
   Status Exec(const toml::table& t, std::vector<ExperimentStrategy>* out) {
     ExecCommand c;
+    std::string via;
     const toml::node* command = nullptr;
     for (const auto& [key, node] : t) {
       const std::string k(key.str());
@@ -464,10 +508,12 @@ class Reader {
           return BadAt(path_, node.source(), "exec: timed must be \"command\" or \"region\"");
         }
         c.timed = *v;
+      } else if (k == "via") {
+        LB_RETURN_IF_ERROR(Via(node, &via));
       } else if (k != "name") {
         return BadAt(path_, node.source(),
                      fmt::format("exec: unknown key '{}' (exec takes label, command, shell, "
-                                 "package and timed)",
+                                 "package, timed and via)",
                                  k));
       }
     }
@@ -476,6 +522,7 @@ class Reader {
     LB_RETURN_IF_ERROR(ExecArgv(*command, c.shell, &c.argv));
     ExperimentStrategy s;
     s.spec = ExecSpec(c.label);
+    s.spec.via = via;
     if (Status l = LabelOf(s.spec, &c.label); !l.ok()) return BadAt(path_, t.source(), l.message());
     for (const ExperimentStrategy& other : *out) {
       if (other.spec.text == s.spec.text) {
@@ -564,6 +611,11 @@ class Reader {
       s.spec.text = name;
       for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
       s.spec.options = std::move(options);
+      if (auto v = s.spec.options.find("via"); v != s.spec.options.end()) {
+        if (!IsVia(v->second)) return BadAt(path_, t.source(), ViaError(v->second));
+        s.spec.via = v->second == "local" ? "" : v->second;
+        s.spec.options.erase(v);
+      }
       if (info == nullptr) {
         s.unsupported = NotBuiltReason(name);
       } else {

@@ -124,6 +124,14 @@ struct ExperimentSystem {
   PageReportingChoice page_reporting = PageReportingChoice::kOff;
 };
 
+// [server]: a server on this machine (loopback) that serves the data folder for the runs whose
+// strategy reads through it (harness/run/remote_files.h).
+struct ExperimentServer {
+  std::string kind;                  // "http" (nginx) or "s3" (s3rver); empty: no server
+  std::string bucket = "loadbench";  // s3: the bucket the files are put into
+  uint64_t limit_rate = 0;           // http: bytes per second per connection; 0: none
+};
+
 struct Experiment {
   std::string path;  // the experiment file; empty for one built from `run`'s flags
   std::string name;
@@ -144,6 +152,7 @@ struct Experiment {
   std::vector<std::string> patterns = {"replicated"};  // as ReadPattern::Text writes them
   std::vector<uint64_t> memory_limits = {0};
   ExperimentSystem system;
+  ExperimentServer server;
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made

@@ -15,7 +15,10 @@
 namespace loadbench {
 
 struct PreparedFile {
-  std::string path;   // absolute
+  std::string path;  // absolute
+  // What the readers open when it is not `path`: the file's name through a server (an s3:// or
+  // http:// name, harness/run/remote_files.h); the table's shards are then read through it.
+  std::string read_as;
   TensorTable table;  // expected_checksum always set once prepared
   std::string checksum_source;
   // The checksum of each reader's part under a read pattern (loaders/use/part.h), by

@@ -1,5 +1,6 @@
 #include "harness/measure/measure.h"
 
+#include <cstdlib>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
 #include "harness/system/timeline.h"
+#include "loaders/remote/url.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {
@@ -30,6 +32,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   r.strategy_spec = p.spec.text;
   if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) r.label = label;
   r.file = file.path;
+  if (!file.read_as.empty()) r.read_as = file.read_as;
   r.format = file.table.format;
   r.file_bytes = file.table.file_size;
   if (file.table.sharded()) r.shards = file.table.shards.size();
@@ -82,7 +85,7 @@ std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& 
 LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p) {
   LaunchRequest req;
   req.exe = s.exe;
-  req.file = file.path;
+  req.file = file.read_as.empty() ? file.path : file.read_as;
   for (const ShardInfo& sh : file.table.shards) req.file_paths.push_back(sh.path);
   req.strategy = p.spec.text;
   req.cache = p.cache;
@@ -98,8 +101,9 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
   req.timeout_s = s.timeout_s;
   req.sample_s = s.sample_ms / 1000.0;
   if (p.exec) {
-    const ExecPlaces places = {file.path, std::filesystem::path(file.path).parent_path().string(),
-                               file.table.file_size, PeersDir()};
+    const ExecPlaces places = {
+        req.file, std::filesystem::path(req.file).parent_path().string(), file.table.file_size,
+        PeersDir(), std::getenv("AWS_ENDPOINT_URL") ? std::getenv("AWS_ENDPOINT_URL") : ""};
     req.argv = FillCommand(*p.exec, places);
     req.timed = p.exec->timed;
   }
@@ -209,17 +213,26 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
                          std::vector<RunRecord>* batch, bool* interrupted) {
   Host host(
       {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
+  const double server_cpu = s.server_cpu_s ? s.server_cpu_s() : 0;
   std::vector<ReaderOutcome> outcomes = launcher.Launch(req, host.Steps(), interrupted);
+  if (s.server_cpu_s) {
+    for (RunRecord& r : *batch) r.server_cpu_s = s.server_cpu_s() - server_cpu;
+  }
   host.CleanUp("loadbench");
   if (*interrupted) {
     for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
     return Status::Ok();
   }
-  const Judging judging = {&p, res.info, launcher.checks_warm_reads(),
-                           launcher.checks_cold_reads()};
+  // A model read through a server: the storage reads are the server's, not the readers' (their
+  // own are their programs' code), so the read counters judge nothing.
+  const bool remote = !file.read_as.empty() || IsRemote(file.path);
+  const Judging judging = {&p, res.info, launcher.checks_warm_reads() && !remote,
+                           launcher.checks_cold_reads() && !remote};
   for (size_t k = 0; k < batch->size(); ++k) {
     RunRecord& r = (*batch)[k];
+    const std::optional<double> server_cpu_s = r.server_cpu_s;
     r = Complete(r, judging, k, outcomes[k]);
+    r.server_cpu_s = server_cpu_s;
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }

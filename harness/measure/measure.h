@@ -6,6 +6,7 @@
 // raw device read, in this process) is measured here too (measure/ceiling.cc).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,9 @@ struct MeasureSettings {
   std::string perf, profile_unavailable;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
   std::shared_ptr<CeilingChoices> ceilings = std::make_shared<CeilingChoices>();
+  // The CPU seconds the experiment's server has used so far; empty without one. A run's record
+  // gets what it used during the run (the server's whole work, every reader's).
+  std::function<double()> server_cpu_s;
 };
 
 // One run of `p` on `file`: one record per reader, written by `out`. Interrupted

@@ -53,6 +53,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("format", r.format, Key::kAlways);
   v("file_bytes", r.file_bytes, Key::kAlways);
   v("shards", r.shards, Key::kWhenSet);
+  v("read_as", r.read_as, Key::kWhenSet);
   v("cache", r.cache, Key::kAlways);
   v("rep", r.rep, Key::kAlways);
   v("position", r.position, Key::kWhenSet);
@@ -107,6 +108,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("resident_before", r.resident_before, Key::kAlways);
   v("resident_after", r.resident_after, Key::kAlways);
   v("server_resident_before", r.server_resident_before, Key::kWhenSet);
+  v("server_cpu_s", r.server_cpu_s, Key::kWhenSet);
   v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);

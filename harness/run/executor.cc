@@ -23,6 +23,7 @@
 #include "harness/record/results.h"
 #include "harness/run/follow.h"
 #include "harness/run/progress.h"
+#include "harness/run/remote_files.h"
 #include "harness/run/session.h"
 #include "harness/stats/noise.h"
 #include "harness/stats/summary.h"
@@ -80,6 +81,7 @@ class Executor {
     if (Status s = CheckResultsFolder(); !s.ok()) return Stop(s.message());
     StartSession(&rs_);
     if (int code = GenerateFiles(); code != 0) return code;
+    if (Status s = remote_.Start(e_, o_.data_dir, o_.who); !s.ok()) return Stop(s.message());
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
     if (int code = CheckRanks(); code != 0) return code;
     if (Status s = TuneMachine(); !s.ok()) return Stop(s.message());
@@ -152,6 +154,7 @@ class Executor {
   Progress progress_;
   std::vector<std::string> generated_;  // files this command wrote
   std::vector<PreparedFile> files_;
+  RemoteFiles remote_;  // the experiment's [server], and the files as read through it
   Json stability_;
   JsonlWriter out_;
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
@@ -280,7 +283,7 @@ Status Executor::PrepareFiles() {
           fmt::format("{}: {}", e_.path.empty() ? "--pattern" : e_.path, s.message()));
     }
   }
-  return Status::Ok();
+  return remote_.Prepare(e_, files_, o_.who);
 }
 
 // [system] tune = true: the machine set for the runs (harness/system/tuning.h), each change in
@@ -353,6 +356,7 @@ Json Executor::NewEnv(const Json& stability) const {
   env["files"] = Json::array();
   for (const PreparedFile& f : files_) env["files"].push_back(FileEnv(f));
   if (files_.size() == 1) env["file"] = FileEnv(files_[0]);
+  if (remote_.serving()) env["server"] = remote_.Env();
   if (e_.procs.size() == 1 && e_.procs[0] > 1) env["procs"] = e_.procs[0];
   if (o_.job != nullptr) env["mpi"] = MpiEnv(*o_.job);
   if (e_.memory_limits.size() == 1 && e_.memory_limits[0] > 0) {
@@ -406,6 +410,7 @@ Status Executor::OpenResults() {
   rs_.measure.counters = o_.counters;
   rs_.measure.sample_ms = o_.sample_ms;
   rs_.measure.timeout_s = e_.timeout_s;
+  if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
   rs_.reporter.log = o_.verbose;
@@ -501,7 +506,7 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
                                e_.auto_reps ? "at most " : "", eta_->Left(next_)));
     rs_.reporter.clear_line = progress_.on();
     const auto t0 = Clock::now();
-    Status s = MeasureRun(rs_.measure, rs_.reporter, files_[run.file], p, stop);
+    Status s = MeasureRun(rs_.measure, rs_.reporter, remote_.For(e_, files_, run), p, stop);
     progress_.Clear();
     LB_RETURN_IF_ERROR(s);
     if (*stop) return Status::Ok();

@@ -13,6 +13,10 @@
 namespace loadbench {
 namespace {
 
+// SHA-256 of no bytes: the payload hash of a GET or HEAD.
+constexpr const char* kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -108,6 +112,9 @@ void HttpGet::Setup(const Timeouts& t) {
   if (!obj_.sigv4.empty()) {
     curl_easy_setopt(h_, CURLOPT_AWS_SIGV4, obj_.sigv4.c_str());
     curl_easy_setopt(h_, CURLOPT_USERPWD, obj_.userpwd.c_str());
+    // S3 wants the body's hash signed in every request; a GET's body is empty.
+    headers_ =
+        curl_slist_append(headers_, fmt::format("x-amz-content-sha256: {}", kEmptySha256).c_str());
     if (!obj_.session_token.empty()) {
       headers_ =
           curl_slist_append(headers_,
@@ -137,6 +144,7 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
   const std::string name = Lower(line.substr(0, colon));
   const std::string value = TrimLine(line.substr(colon + 1));
   if (name == "etag") self->head_.etag = value;
+  if (name == kChecksumMeta) self->head_.checksum = value;
   if (name == "location") self->location_ = value;
   if (name == "content-length") self->head_.size = std::strtoull(value.c_str(), nullptr, 10);
   return size * n;

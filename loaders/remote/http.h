@@ -43,7 +43,11 @@ struct TransferStats {
 struct ObjectHead {
   uint64_t size = 0;
   std::string etag;
+  std::string checksum;  // x-amz-meta-loadbench-xxh3, as `put` stores it; empty when absent
 };
+
+// The metadata header `put` stores the object's checksum in (16 hex digits of its xxh3-64).
+inline constexpr const char* kChecksumMeta = "x-amz-meta-loadbench-xxh3";
 
 // How long a request may wait: to connect, and with no byte moving (a stalled server).
 struct Timeouts {

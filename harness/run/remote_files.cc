@@ -1,0 +1,161 @@
+#include "harness/run/remote_files.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "harness/record/results.h"
+#include "harness/system/served.h"
+#include "loaders/format/checksum.h"
+#include "loaders/format/model.h"
+#include "loaders/loader.h"
+#include "loaders/remote/put.h"
+
+namespace loadbench {
+namespace {
+
+// s3rver's own fixed credentials (it accepts no others) and its layout: an object KEY of a
+// bucket is the file BUCKET/KEY._S3rver_object under its folder.
+constexpr const char* kS3rverKey = "S3RVER";
+constexpr const char* kS3rverSuffix = "._S3rver_object";
+
+// The process environment the workers inherit, pointed at s3rver: its endpoint and keys.
+void PointAtS3rver(const std::string& endpoint) {
+  ::setenv("AWS_ENDPOINT_URL", endpoint.c_str(), 1);
+  ::setenv("AWS_ACCESS_KEY_ID", kS3rverKey, 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", kS3rverKey, 1);
+  ::setenv("LOADBENCH_S3_ADDRESSING", "path", 1);
+  ::unsetenv("AWS_ENDPOINT_URL_S3");
+  ::unsetenv("AWS_SESSION_TOKEN");
+}
+
+std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
+
+}  // namespace
+
+std::string ViaOf(const Experiment& e, const ExperimentStrategy& st) {
+  if (!st.spec.via.empty()) return st.spec.via;
+  const StrategyInfo* info = FindStrategy(st.spec.name);
+  if (info != nullptr && (info->flags & kRemote) && !e.server.kind.empty()) return e.server.kind;
+  return "";
+}
+
+RemoteFiles::~RemoteFiles() {
+  if (!prefix_.empty()) UnregisterServed(prefix_);
+  if (server_) (void)server_->Stop();
+}
+
+Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
+                          const std::string& who) {
+  for (const ExperimentStrategy& st : e.strategies) {
+    const std::string via = ViaOf(e, st);
+    if (via.empty() || via == e.server.kind) continue;
+    return Status::BadInput(fmt::format("{}: {} reads via {}, which needs [server] kind = \"{}\"{}",
+                                        e.path.empty() ? who : e.path, st.spec.text, via,
+                                        via == "s3fs" ? "s3" : via,
+                                        via == "s3fs" ? " (s3fs mounts are not built yet)" : ""));
+  }
+  if (e.server.kind.empty()) return Status::Ok();
+  kind_ = e.server.kind;
+  bucket_ = e.server.bucket;
+  data_dir_ = std::filesystem::absolute(data_dir).lexically_normal().string();
+  ServerSpec spec{
+      .kind = kind_, .root = data_dir_, .limit_rate = e.server.limit_rate, .buckets = {}};
+  if (kind_ == "s3") {
+    spec.root = data_dir_ + "/s3rver";
+    spec.buckets = {bucket_};
+    LB_RETURN_IF_ERROR(MakeDirs(spec.root));
+  }
+  LB_RETURN_IF_ERROR(Server::Start(spec, &server_));
+  if (kind_ == "s3") {
+    PointAtS3rver(server_->endpoint());
+    prefix_ = fmt::format("s3://{}/", bucket_);
+    RegisterServed(prefix_, spec.root + "/" + bucket_, kS3rverSuffix);
+  } else {
+    prefix_ = server_->endpoint() + "/";
+    RegisterServed(prefix_, data_dir_, "");
+  }
+  fmt::print(stderr, "{}: serving {} at {} ({})\n", who, spec.root, server_->endpoint(),
+             server_->Env().value("version", kind_));
+  return Status::Ok();
+}
+
+Status RemoteFiles::NameOf(const std::string& local, const std::string& via,
+                           std::string* name) const {
+  const std::filesystem::path rel = std::filesystem::path(local).lexically_relative(data_dir_);
+  if (rel.empty() || *rel.begin() == "..") {
+    return Status::BadInput(fmt::format(
+        "{}: only files in the data folder {} can be served; generate it there or copy it in",
+        local, data_dir_));
+  }
+  *name = (via == "s3" ? prefix_ : server_->endpoint() + "/") + rel.string();
+  return Status::Ok();
+}
+
+// Every file of the model into the bucket: the index (a sharded model's) and each shard, each
+// under its path in the data folder, unless the object there has its size and checksum.
+Status RemoteFiles::Publish(const PreparedFile& local, const std::string& who) const {
+  std::vector<std::pair<std::string, std::string>> files;  // path, checksum
+  for (const ShardInfo& s : local.table.shards) {
+    uint64_t sum = 0;
+    if (s.expected_checksum) {
+      sum = *s.expected_checksum;
+    } else {
+      std::unique_ptr<FileSource> src;
+      LB_RETURN_IF_ERROR(FileSource::Open(s.path, &src));
+      LB_RETURN_IF_ERROR(
+          ChecksumFile(*src, ShardTable(local.table, &s - &local.table.shards[0]), &sum));
+    }
+    files.emplace_back(s.path, Hex(sum));
+  }
+  if (local.table.sharded() && local.path != local.table.shards[0].path) {
+    files.emplace_back(local.path, Hex(*local.table.expected_checksum));
+  }
+  for (const auto& [path, sum] : files) {
+    std::string name;
+    LB_RETURN_IF_ERROR(NameOf(path, "s3", &name));
+    bool put = false;
+    LB_RETURN_IF_ERROR(PutIfChanged(path, name, sum, &put));
+    fmt::print(stderr, "{}: {} {}\n", who, put ? "put" : "already in the bucket:", name);
+  }
+  return Status::Ok();
+}
+
+Status RemoteFiles::Prepare(const Experiment& e, const std::vector<PreparedFile>& files,
+                            const std::string& who) {
+  for (const ExperimentRun& r : e.runs) {
+    if (r.strategy == e.strategies.size()) continue;  // the ceiling reads the local file
+    const std::string via = ViaOf(e, e.strategies[r.strategy]);
+    if (via.empty() || views_.count({r.file, via})) continue;
+    const PreparedFile& local = files[r.file];
+    if (via == "s3") LB_RETURN_IF_ERROR(Publish(local, who));
+    PreparedFile v = local;
+    LB_RETURN_IF_ERROR(NameOf(local.path, via, &v.read_as));
+    LB_RETURN_IF_ERROR(ReadModel(v.read_as, &v.table));
+    if (v.table.tensors.size() != local.table.tensors.size() ||
+        v.table.tensor_bytes != local.table.tensor_bytes) {
+      return Status::Failed(
+          fmt::format("{}: the server gives a model other than {}", v.read_as, local.path));
+    }
+    v.table.expected_checksum = local.table.expected_checksum;
+    views_.emplace(std::make_pair(r.file, via), std::move(v));
+  }
+  return Status::Ok();
+}
+
+const PreparedFile& RemoteFiles::For(const Experiment& e, const std::vector<PreparedFile>& files,
+                                     const ExperimentRun& r) const {
+  if (r.strategy == e.strategies.size()) return files[r.file];
+  const auto it = views_.find({r.file, ViaOf(e, e.strategies[r.strategy])});
+  return it == views_.end() ? files[r.file] : it->second;
+}
+
+nlohmann::ordered_json RemoteFiles::Env() const {
+  if (!server_) return nullptr;
+  nlohmann::ordered_json j = server_->Env();
+  if (kind_ == "s3") j["bucket"] = bucket_;
+  return j;
+}
+
+}  // namespace loadbench

@@ -1,0 +1,56 @@
+// An experiment's [server]: the server started for the command on loopback (nginx serving the
+// data folder, or s3rver holding a bucket the files are put into), and each run's file as its
+// strategy reaches it: the file itself, or its name through the server (`via`, loaders/loader.h).
+// A run through the server is recorded under the file's own path, so that it pairs with the
+// local runs of the same bytes in the same rounds, with `read_as` naming what it read.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/experiment/experiment.h"
+#include "harness/experiment/file.h"
+#include "harness/server/server.h"
+
+namespace loadbench {
+
+// How runs of `st` reach the file: its via= when given; a remote strategy (kRemote) through the
+// experiment's server; else the file itself ("").
+std::string ViaOf(const Experiment& e, const ExperimentStrategy& st);
+
+class RemoteFiles {
+ public:
+  ~RemoteFiles();
+
+  // Starts the experiment's server, when it has one, for `data_dir`. kBadInput for a run that
+  // asks for a via without a [server] of that kind.
+  Status Start(const Experiment& e, const std::string& data_dir, const std::string& who);
+  // The files as the runs read them through the server: each put into the bucket (s3) unless it
+  // is there already, its table read through the server and checked against the local one.
+  Status Prepare(const Experiment& e, const std::vector<PreparedFile>& files,
+                 const std::string& who);
+  // The prepared file run `r` reads.
+  const PreparedFile& For(const Experiment& e, const std::vector<PreparedFile>& files,
+                          const ExperimentRun& r) const;
+
+  bool serving() const { return server_ != nullptr; }
+  // The server's CPU seconds so far (its processes' user and system time).
+  double ServerCpuSeconds() const { return server_ ? server_->CpuSeconds() : 0.0; }
+  // env.json's `server`: the server's kind, program, version, endpoint and configuration.
+  nlohmann::ordered_json Env() const;
+
+ private:
+  Status NameOf(const std::string& local, const std::string& via, std::string* name) const;
+  Status Publish(const PreparedFile& local, const std::string& who) const;
+
+  std::unique_ptr<Server> server_;
+  std::string kind_, bucket_, data_dir_, prefix_;
+  std::map<std::pair<size_t, std::string>, PreparedFile> views_;
+};
+
+}  // namespace loadbench
