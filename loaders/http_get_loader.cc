@@ -19,7 +19,7 @@ class HttpGetLoader final : public Loader {
               std::vector<TensorBytes>* views) override {
     RemoteObject obj;
     ObjectHead head;
-    LB_RETURN_IF_ERROR(OpenObject(path, table, &obj, &head, &stats_));
+    LB_RETURN_IF_ERROR(OpenObject(path, table.file_size, &obj, &head, &stats_));
     etag_ = head.etag;
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, head.size, path, &region_));
     HttpGet get(obj, 0, 0, region_.data(), head.size, head.etag, Timeouts{});

@@ -20,15 +20,17 @@ class HttpRangesLoader final : public Loader {
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
-    RemoteObject obj;
+    std::vector<RemoteObject> objects(1);
     ObjectHead head;
-    LB_RETURN_IF_ERROR(OpenObject(path, table, &obj, &head, &stats_));
+    LB_RETURN_IF_ERROR(OpenObject(path, table.file_size, &objects[0], &head, &stats_));
     etag_ = head.etag;
+    const std::vector<std::string> etags = {head.etag};
     const FileSpan span = TensorSpan(table, 1);
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, span.size(), path, &region_));
-    const std::vector<RangeRequest> reqs = ChunkRange(span.begin, span.end, chunk_, region_.data());
+    const std::vector<RangeRequest> reqs =
+        ChunkRange(0, span.begin, span.end, chunk_, region_.data());
     size_t next = 0;
-    const RangeRunner runner{obj, head.etag, concurrency_, Timeouts{}, &stats_};
+    const RangeRunner runner{objects, etags, concurrency_, Timeouts{}, &stats_};
     LB_RETURN_IF_ERROR(runner.Run(
         [&](RangeRequest* r) {
           if (next == reqs.size()) return false;

@@ -10,27 +10,28 @@
 
 namespace loadbench {
 
-std::vector<RangeRequest> ChunkRange(uint64_t begin, uint64_t end, uint64_t chunk, std::byte* dst) {
+std::vector<RangeRequest> ChunkRange(size_t object, uint64_t begin, uint64_t end, uint64_t chunk,
+                                     std::byte* dst) {
   std::vector<RangeRequest> out;
   for (uint64_t at = begin; at < end; at += chunk) {
     const uint64_t len = std::min(chunk, end - at);
-    out.push_back({at, len, dst + (at - begin)});
+    out.push_back({object, at, len, dst + (at - begin)});
   }
   return out;
 }
 
-Status OpenObject(const std::string& path, const TensorTable& table, RemoteObject* obj,
-                  ObjectHead* head, TransferStats* stats) {
+Status OpenObject(const std::string& path, uint64_t size, RemoteObject* obj, ObjectHead* head,
+                  TransferStats* stats) {
   if (!IsRemote(path)) {
     return Status::Unsupported(fmt::format(
         "{}: a local file; the http_* strategies read s3:// and http(s):// objects", path));
   }
   LB_RETURN_IF_ERROR(ResolveRemote(path, obj));
   LB_RETURN_IF_ERROR(HeadObject(*obj, Timeouts{}, head, stats));
-  if (head->size != table.file_size) {
+  if (head->size != size) {
     return Status::IOError(
         fmt::format("{}: object changed: {} bytes now, {} when its header was read",
-                    Printable(path), head->size, table.file_size));
+                    Printable(path), head->size, size));
   }
   return Status::Ok();
 }
@@ -61,7 +62,8 @@ Status RangeRunner::Run(const std::function<bool(RangeRequest*)>& next,
     while (failed.ok() && static_cast<int>(flying.size()) < concurrency) {
       RangeRequest r;
       if (!next(&r)) break;
-      auto get = std::make_unique<HttpGet>(obj, r.offset, r.len, r.dst, r.len, etag, timeouts);
+      auto get = std::make_unique<HttpGet>(objects[r.object], r.offset, r.len, r.dst, r.len,
+                                           etags[r.object], timeouts);
       CURL* h = get->handle();
       curl_multi_add_handle(m, h);
       flying.emplace(h, InFlight{r, std::move(get)});

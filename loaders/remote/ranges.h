@@ -17,28 +17,32 @@
 
 namespace loadbench {
 
-// One ranged GET: [offset, offset + len) of the object into dst.
+// One ranged GET: [offset, offset + len) of object `object` (an index into the runner's) into
+// dst.
 struct RangeRequest {
+  size_t object = 0;
   uint64_t offset = 0;
   uint64_t len = 0;
   std::byte* dst = nullptr;
 };
 
-// [begin, end) of the object cut into requests of at most `chunk` bytes, written from `dst` on.
-std::vector<RangeRequest> ChunkRange(uint64_t begin, uint64_t end, uint64_t chunk, std::byte* dst);
+// [begin, end) of object `object` cut into requests of at most `chunk` bytes, written from
+// `dst` on.
+std::vector<RangeRequest> ChunkRange(size_t object, uint64_t begin, uint64_t end, uint64_t chunk,
+                                     std::byte* dst);
 
 // The object `path` names, resolved and HEADed: kIOError naming it when its size is no longer
-// the size its table was read with.
-Status OpenObject(const std::string& path, const TensorTable& table, RemoteObject* obj,
-                  ObjectHead* head, TransferStats* stats);
+// `size`, the size its table was read with.
+Status OpenObject(const std::string& path, uint64_t size, RemoteObject* obj, ObjectHead* head,
+                  TransferStats* stats);
 
 // Runs requests in flight, at most `concurrency` at a time, in the order `next` hands them out
 // (it returns false when it has none to give now; `next` is asked again as requests end).
 // `done` is called after each request that delivered all its bytes, in completion order. The
 // first failure stops every request and is returned.
 struct RangeRunner {
-  const RemoteObject& obj;
-  std::string etag;
+  const std::vector<RemoteObject>& objects;
+  const std::vector<std::string>& etags;  // what each object must still be
   int concurrency = 8;
   Timeouts timeouts;
   TransferStats* stats = nullptr;
