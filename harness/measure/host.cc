@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "harness/system/cache.h"
+#include "harness/system/served.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/remote/url.h"
 
@@ -57,7 +58,8 @@ Status Host::Make(HostState* h) {
     if (plan_.cache != "warm" || StartStateProblem("warm", before.Worst("warm")).empty()) break;
   }
   h->resident_before = before.total.fraction();
-  h->remote = IsRemote(plan_.table->shards.at(0).path);
+  const std::string& first = plan_.table->shards.at(0).path;
+  h->remote = IsRemote(first) || LocalFileOf(first) != first;
   if (h->remote && before.unseen_shards == 0) h->server_resident_before = h->resident_before;
   h->worst = before.Worst(plan_.cache);
   h->pages_before = before.total.resident_pages;

@@ -1,5 +1,8 @@
 #include "harness/run/remote_files.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
@@ -42,6 +45,9 @@ std::string ViaOf(const Experiment& e, const ExperimentStrategy& st) {
 }
 
 RemoteFiles::~RemoteFiles() {
+  if (mount_) UnregisterServed(mountpoint_ + "/");
+  if (mount_) (void)mount_->Stop();
+  if (!mountpoint_.empty()) ::rmdir(mountpoint_.c_str());  // empty once unmounted, else kept
   if (!prefix_.empty()) UnregisterServed(prefix_);
   if (server_) (void)server_->Stop();
 }
@@ -50,18 +56,20 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
                           const std::string& who) {
   for (const ExperimentStrategy& st : e.strategies) {
     const std::string via = ViaOf(e, st);
-    if (via.empty() || via == e.server.kind) continue;
+    if (via.empty() || via == e.server.kind || (via == "s3fs" && e.server.kind == "s3")) continue;
     return Status::BadInput(fmt::format("{}: {} reads via {}, which needs [server] kind = \"{}\"{}",
                                         e.path.empty() ? who : e.path, st.spec.text, via,
                                         via == "s3fs" ? "s3" : via,
-                                        via == "s3fs" ? " (s3fs mounts are not built yet)" : ""));
+                                        via == "s3fs" ? " (the bucket is mounted)" : ""));
   }
   if (e.server.kind.empty()) return Status::Ok();
   kind_ = e.server.kind;
   bucket_ = e.server.bucket;
   data_dir_ = std::filesystem::absolute(data_dir).lexically_normal().string();
-  ServerSpec spec{
-      .kind = kind_, .root = data_dir_, .limit_rate = e.server.limit_rate, .buckets = {}};
+  ServerSpec spec;
+  spec.kind = kind_;
+  spec.root = data_dir_;
+  spec.limit_rate = e.server.limit_rate;
   if (kind_ == "s3") {
     spec.root = data_dir_ + "/s3rver";
     spec.buckets = {bucket_};
@@ -72,12 +80,35 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
     PointAtS3rver(server_->endpoint());
     prefix_ = fmt::format("s3://{}/", bucket_);
     RegisterServed(prefix_, spec.root + "/" + bucket_, kS3rverSuffix);
+    for (const ExperimentStrategy& st : e.strategies) {
+      if (ViaOf(e, st) == "s3fs" && !mount_) LB_RETURN_IF_ERROR(Mount(who));
+    }
   } else {
     prefix_ = server_->endpoint() + "/";
     RegisterServed(prefix_, data_dir_, "");
   }
   fmt::print(stderr, "{}: serving {} at {} ({})\n", who, spec.root, server_->endpoint(),
              server_->Env().value("version", kind_));
+  return Status::Ok();
+}
+
+// The bucket mounted with s3fs on an empty folder of its own (never inside another folder the
+// command removes: a folder removed through a live mount would delete the bucket's objects).
+Status RemoteFiles::Mount(const std::string& who) {
+  std::string tmpl = "/tmp/loadbench-s3fs-mount-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(tmpl, errno);
+  mountpoint_ = tmpl;
+  ServerSpec spec;
+  spec.kind = "s3fs";
+  spec.root = mountpoint_;
+  spec.buckets = {bucket_};
+  spec.upstream = server_->endpoint();
+  LB_RETURN_IF_ERROR(Server::Start(spec, &mount_));
+  // What runs read through the mount is checked and dropped at the server: a FUSE file's pages
+  // are the mount's to keep or drop (s3fs drops them at every open).
+  RegisterServed(mountpoint_ + "/", data_dir_ + "/s3rver/" + bucket_, kS3rverSuffix);
+  fmt::print(stderr, "{}: bucket {} mounted at {} (s3fs {})\n", who, bucket_, mountpoint_,
+             mount_->Env().value("version", ""));
   return Status::Ok();
 }
 
@@ -89,7 +120,11 @@ Status RemoteFiles::NameOf(const std::string& local, const std::string& via,
         "{}: only files in the data folder {} can be served; generate it there or copy it in",
         local, data_dir_));
   }
-  *name = (via == "s3" ? prefix_ : server_->endpoint() + "/") + rel.string();
+  if (via == "s3fs") {
+    *name = mountpoint_ + "/" + rel.string();
+  } else {
+    *name = (via == "s3" ? prefix_ : server_->endpoint() + "/") + rel.string();
+  }
   return Status::Ok();
 }
 
@@ -129,7 +164,7 @@ Status RemoteFiles::Prepare(const Experiment& e, const std::vector<PreparedFile>
     const std::string via = ViaOf(e, e.strategies[r.strategy]);
     if (via.empty() || views_.count({r.file, via})) continue;
     const PreparedFile& local = files[r.file];
-    if (via == "s3") LB_RETURN_IF_ERROR(Publish(local, who));
+    if (via == "s3" || via == "s3fs") LB_RETURN_IF_ERROR(Publish(local, who));
     PreparedFile v = local;
     LB_RETURN_IF_ERROR(NameOf(local.path, via, &v.read_as));
     LB_RETURN_IF_ERROR(ReadModel(v.read_as, &v.table));
@@ -155,6 +190,7 @@ nlohmann::ordered_json RemoteFiles::Env() const {
   if (!server_) return nullptr;
   nlohmann::ordered_json j = server_->Env();
   if (kind_ == "s3") j["bucket"] = bucket_;
+  if (mount_) j["mount"] = mount_->Env();
   return j;
 }
 

@@ -47,8 +47,11 @@ class RemoteFiles {
  private:
   Status NameOf(const std::string& local, const std::string& via, std::string* name) const;
   Status Publish(const PreparedFile& local, const std::string& who) const;
+  Status Mount(const std::string& who);
 
   std::unique_ptr<Server> server_;
+  std::unique_ptr<Server> mount_;  // s3fs's mount of the bucket, for via = "s3fs"
+  std::string mountpoint_;
   std::string kind_, bucket_, data_dir_, prefix_;
   std::map<std::pair<size_t, std::string>, PreparedFile> views_;
 };

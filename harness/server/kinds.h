@@ -29,6 +29,10 @@ Status PrepareNginx(const ServerSpec& spec, const std::string& temp_dir, ServerL
 // s3rver on 127.0.0.1, port 0 (its own pick, read back from its log), spec.root its directory,
 // spec.buckets created at start.
 Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out);
+// s3fs mounting spec.buckets[0] of spec.upstream at spec.root, in the foreground.
+Status PrepareS3fs(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out);
+// Whether `dir` is a FUSE mount now.
+bool IsFuseMount(const std::string& dir);
 // The port s3rver's log says it listens on ("S3rver listening on 127.0.0.1:PORT"); 0 before.
 int S3rverPortInLog(const std::string& log);
 

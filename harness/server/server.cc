@@ -9,8 +9,10 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,8 +57,11 @@ bool GoodBucket(const std::string& b) {
 
 // The spec checked, its root made absolute and real.
 Status CheckSpec(const ServerSpec& spec, std::string* root) {
-  if (spec.kind != "http" && spec.kind != "s3") {
-    return Status::BadInput(fmt::format("server kind {}: not http or s3", spec.kind));
+  if (spec.kind != "http" && spec.kind != "s3" && spec.kind != "s3fs") {
+    return Status::BadInput(fmt::format("server kind {}: not http, s3 or s3fs", spec.kind));
+  }
+  if (spec.kind == "s3fs" && (spec.buckets.size() != 1 || spec.upstream.empty())) {
+    return Status::BadInput("an s3fs mount needs one bucket and the endpoint it is mounted from");
   }
   struct stat st {};
   if (spec.root.empty()) return Status::BadInput("no folder to serve given");
@@ -66,6 +71,9 @@ Status CheckSpec(const ServerSpec& spec, std::string* root) {
   if (::realpath(spec.root.c_str(), real) == nullptr) return Status::FromErrno(spec.root, errno);
   *root = real;
   if (spec.kind == "s3" && spec.limit_rate > 0) {
+    return Status::BadInput("a rate limit is for the http kind only (nginx's limit_rate)");
+  }
+  if (spec.kind != "http" && spec.limit_rate > 0) {
     return Status::BadInput("a rate limit is for the http kind only (nginx's limit_rate)");
   }
   if (spec.kind == "http" && !spec.buckets.empty()) {
@@ -206,8 +214,9 @@ Status Server::Start(const ServerSpec& spec, std::unique_ptr<Server>* out) {
   LB_RETURN_IF_ERROR(s->MakeTempDir());
   for (int attempt = 1;; ++attempt) {
     ServerLaunch l;
-    Status st = spec.kind == "http" ? PrepareNginx(s->spec_, s->temp_dir_, &l)
-                                    : PrepareS3rver(s->spec_, s->temp_dir_, &l);
+    Status st = spec.kind == "http"   ? PrepareNginx(s->spec_, s->temp_dir_, &l)
+                : spec.kind == "s3fs" ? PrepareS3fs(s->spec_, s->temp_dir_, &l)
+                                      : PrepareS3rver(s->spec_, s->temp_dir_, &l);
     if (st.ok()) st = s->Launch(l);
     if (st.ok()) {
       *out = std::move(s);
@@ -222,7 +231,9 @@ Status Server::Start(const ServerSpec& spec, std::unique_ptr<Server>* out) {
 Server::~Server() { (void)Stop(); }
 
 Status Server::MakeTempDir() {
-  const std::string name = spec_.kind == "http" ? "nginx" : "s3rver";
+  const std::string name = spec_.kind == "http"   ? "nginx"
+                           : spec_.kind == "s3fs" ? "s3fs"
+                                                  : "s3rver";
   std::string tmpl = fmt::format("/tmp/loadbench-{}-XXXXXX", name);
   if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(tmpl, errno);
   temp_dir_ = tmpl;
@@ -280,7 +291,12 @@ Status Server::WaitReady() {
       return Status::IOError(fmt::format("{} ended ({}) before it answered: {}", program_,
                                          DescribeExit(wstatus), LogTail()));
     }
-    if (port_ == 0) port_ = S3rverPortInLog(ReadText(temp_dir_ + "/server.log"));
+    if (spec_.kind == "s3fs" && IsFuseMount(spec_.root)) {
+      endpoint_ = spec_.root;
+      return Status::Ok();
+    }
+    if (port_ == 0 && spec_.kind == "s3")
+      port_ = S3rverPortInLog(ReadText(temp_dir_ + "/server.log"));
     if (port_ > 0 && AnswersHttp(port_)) {
       endpoint_ = fmt::format("http://127.0.0.1:{}", port_);
       return Status::Ok();
@@ -296,6 +312,9 @@ Status Server::WaitReady() {
 Status Server::EndProcesses() {
   if (pid_ <= 0) return Status::Ok();
   cpu_at_stop_ = CpuSeconds();
+  // A mount is unmounted first (s3fs then ends by itself); one left by an s3fs that died is
+  // detached, so that nothing below its mountpoint is ever reached through a dead mount.
+  if (spec_.kind == "s3fs" && IsFuseMount(spec_.root)) ::umount2(spec_.root.c_str(), 0);
   ::kill(-pid_, SIGTERM);  // nginx's master ends its workers and reaps them
   int wstatus = 0;
   for (const auto until = Clock::now() + kTermWithin; !Exited(pid_, &wstatus);) {
@@ -315,6 +334,7 @@ Status Server::EndProcesses() {
     ::kill(-pid_, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  if (spec_.kind == "s3fs" && IsFuseMount(spec_.root)) ::umount2(spec_.root.c_str(), MNT_DETACH);
   const pid_t pgid = pid_;
   pid_ = -1;
   if (!left.empty()) {  // journaled still: the next command that measures tries again
@@ -363,8 +383,14 @@ nlohmann::ordered_json Server::Env() const {
   return j;
 }
 
+bool IsFuseMount(const std::string& dir) {
+  struct statfs fs {};
+  constexpr long kFuseMagic = 0x65735546;  // FUSE_SUPER_MAGIC
+  return ::statfs(dir.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kFuseMagic;
+}
+
 std::string Server::ObjectFile(const std::string& bucket, const std::string& key) const {
-  if (spec_.kind == "http") return fmt::format("{}/{}", spec_.root, key);
+  if (spec_.kind == "http" || spec_.kind == "s3fs") return fmt::format("{}/{}", spec_.root, key);
   return fmt::format("{}/{}/{}._S3rver_object", spec_.root, bucket, key);
 }
 

@@ -28,7 +28,9 @@ struct ServerSpec {
   std::string root;         // http: the folder served; s3: s3rver's --directory (buckets are
                             // folders in it)
   uint64_t limit_rate = 0;  // http only: nginx limit_rate, bytes/s per connection; 0 = none
-  std::vector<std::string> buckets;  // s3: buckets to create at start (--configure-bucket)
+  std::vector<std::string> buckets;
+  std::string upstream;  // s3fs only: the S3 endpoint the bucket (buckets[0]) is mounted from  //
+                         // s3: buckets to create at start (--configure-bucket)
 };
 
 // A started server; the destructor stops it. Started from a thread that outlives it: the

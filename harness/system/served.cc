@@ -36,7 +36,6 @@ void UnregisterServed(const std::string& prefix) {
 }
 
 std::string LocalFileOf(const std::string& shard_path) {
-  if (!IsRemote(shard_path)) return shard_path;
   std::lock_guard<std::mutex> g(Lock());
   for (const auto& [prefix, s] : Table()) {
     if (!shard_path.starts_with(prefix)) continue;
@@ -44,7 +43,7 @@ std::string LocalFileOf(const std::string& shard_path) {
     if (rest.find("..") != std::string::npos) return "";
     return s.folder + "/" + rest + s.suffix;
   }
-  return "";
+  return IsRemote(shard_path) ? "" : shard_path;
 }
 
 }  // namespace loadbench

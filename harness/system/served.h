@@ -15,9 +15,9 @@ void RegisterServed(const std::string& prefix, const std::string& folder,
                     const std::string& suffix);
 void UnregisterServed(const std::string& prefix);
 
-// The local file behind a model's shard: the path itself for a local file; for a remote object
-// the file a registered server reads it from; empty for an object served elsewhere, whose
-// cache cannot be seen from here.
+// The local file behind a model's shard: for a remote object, or a file in a mount of a bucket,
+// the file a registered server reads it from; the path itself for any other local file; empty
+// for an object served elsewhere, whose cache cannot be seen from here.
 std::string LocalFileOf(const std::string& shard_path);
 
 }  // namespace loadbench
