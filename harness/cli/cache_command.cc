@@ -24,10 +24,16 @@ void Print(const CacheFlags& f, const ModelResidency& m, DropMethod drop, bool r
                              {"total_pages", r.total_pages},
                              {"method", ResidencyMethod()},
                              {"state_reached", reached},
+                             {"unseen_shards", m.unseen_shards},
                              {"worst_shard_resident",
                               m.Worst(f.action == "drop" ? "cold" : "warm")}};
     if (f.action == "drop") j["drop_method"] = DropMethodName(drop);
     fmt::print("{}\n", j.dump());
+    return;
+  }
+  if (m.unseen_shards > 0 && r.total_pages == 0) {
+    fmt::print("{}: served from elsewhere: its server's page cache cannot be seen from here{}\n",
+               f.file, f.action == "warm" ? " (read once through it)" : "");
     return;
   }
   fmt::print("{}: {:.2f}% resident ({} of {} pages, {}){}\n", f.file, frac * 100, r.resident_pages,

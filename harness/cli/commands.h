@@ -95,6 +95,11 @@ struct ServeFlags {
 };
 int ServeCommand(const ServeFlags& f);
 
+struct PutFlags {
+  std::string file, name;
+};
+int PutCommand(const PutFlags& f);
+
 struct WorkerFlags {
   WorkerRequest req;
   int result_fd = 1;

@@ -367,6 +367,17 @@ CLI::App* AddServe(CLI::App& app, ServeFlags* f) {
   return cmd;
 }
 
+CLI::App* AddPut(CLI::App& app, PutFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "put", "Put a local file into a bucket (one signed PUT, its xxh3-64 in the object's "
+             "metadata); skipped when the object there has the same size and checksum. The "
+             "endpoint and keys come as for s3:// models (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+             "... or ~/.aws/credentials)");
+  cmd->add_option("FILE", f->file, "The local file")->required();
+  cmd->add_option("NAME", f->name, "Where it goes: s3://BUCKET/KEY")->required();
+  return cmd;
+}
+
 // Internal: the runner's child process (harness/launch/worker.h); hidden from --help.
 CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
@@ -412,6 +423,7 @@ int main(int argc, char** argv) {
   LockFlags lock;
   SystemFlags system;
   ServeFlags serve;
+  PutFlags put;
   WorkerFlags worker;
   const auto* gen_cmd = AddGen(app, &gen);
   const auto* inspect_cmd = AddInspect(app, &inspect);
@@ -423,6 +435,7 @@ int main(int argc, char** argv) {
   auto* lock_cmd = AddLock(app, &lock);
   const auto* system_cmd = AddSystem(app, &system);
   const auto* serve_cmd = AddServe(app, &serve);
+  const auto* put_cmd = AddPut(app, &put);
   const auto* worker_cmd = AddWorker(app, &worker);
   // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
   int parsed_argc = argc;
@@ -456,6 +469,7 @@ int main(int argc, char** argv) {
   }
   if (*system_cmd) return SystemCommand(system, command_line);
   if (*serve_cmd) return ServeCommand(serve);
+  if (*put_cmd) return PutCommand(put);
   if (*worker_cmd) return WorkerCommand(worker);
   return 2;
 }
