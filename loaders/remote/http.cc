@@ -13,6 +13,10 @@
 namespace loadbench {
 namespace {
 
+// The hex SHA-256 of an empty body.
+constexpr const char* kEmptySha256 =
+    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
 void GlobalInit() {
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -108,6 +112,11 @@ void HttpGet::Setup(const Timeouts& t) {
   if (!obj_.sigv4.empty()) {
     curl_easy_setopt(h_, CURLOPT_AWS_SIGV4, obj_.sigv4.c_str());
     curl_easy_setopt(h_, CURLOPT_USERPWD, obj_.userpwd.c_str());
+    // S3 refuses a SigV4 request without x-amz-content-sha256, which libcurl before 8.x does
+    // not send; as a header of ours libcurl signs it. Every request here has no body, and the
+    // SHA-256 of nothing is also what libcurl puts in the canonical request as its payload hash.
+    headers_ =
+        curl_slist_append(headers_, fmt::format("x-amz-content-sha256: {}", kEmptySha256).c_str());
     if (!obj_.session_token.empty()) {
       headers_ =
           curl_slist_append(headers_,
