@@ -1,8 +1,10 @@
 """An HTTP/1.1 server of one file that misbehaves on demand, for the remote client's tests.
 
-    /usr/bin/python3 fault_server.py FILE [--log LOG.jsonl]
+    /usr/bin/python3 fault_server.py FILE [--log LOG.jsonl] [--until-stdin-closes]
 
-Listens on 127.0.0.1, port 0; prints the port on stdout, then serves until killed. Every path
+Listens on 127.0.0.1, port 0; prints the port on stdout, then serves until killed (or, with
+--until-stdin-closes, until its standard input ends: it goes with the test that started it,
+however that ends). Every path
 `/MODE/ANY/NAME` is FILE, served as MODE says (the name after MODE is not looked at, so that
 `s3://MODE/KEY` with a path-style endpoint is FILE too; with virtual-hosted addressing MODE is
 the first label of the Host header, `ok.localhost:PORT`):
@@ -170,6 +172,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
     ap.add_argument("--log", default=None, help="append each request as a JSON line here")
+    ap.add_argument("--until-stdin-closes", action="store_true",
+                    help="also stop when standard input ends")
     args = ap.parse_args()
     with open(args.file, "rb") as f:
         data = f.read()
@@ -181,6 +185,11 @@ def main():
     server.log = os.path.abspath(args.log) if args.log else None
     server.log_lock = threading.Lock()
     print(server.server_address[1], flush=True)
+    if args.until_stdin_closes:
+        def watch():
+            sys.stdin.buffer.read()
+            server.shutdown()
+        threading.Thread(target=watch, daemon=True).start()
     server.serve_forever()
 
 
