@@ -45,6 +45,14 @@ double Percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
+long StallSeconds() {
+  const char* v = std::getenv("LOADBENCH_HTTP_STALL_S");
+  if (v == nullptr || *v == '\0') return 30;
+  char* end = nullptr;
+  const long s = std::strtol(v, &end, 10);
+  return *end == '\0' && s >= 1 && s <= 3600 ? s : 30;
+}
+
 void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
   long connects = 0;
   curl_off_t total_us = 0, first_us = 0;

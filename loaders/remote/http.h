@@ -45,10 +45,15 @@ struct ObjectHead {
   std::string etag;
 };
 
+// How long a request may go with no byte moving before its server is said to have stalled:
+// 30 s, or LOADBENCH_HTTP_STALL_S (whole seconds, 1 to 3600) where set, as the tests of a
+// stalled server set it to end in seconds.
+long StallSeconds();
+
 // How long a request may wait: to connect, and with no byte moving (a stalled server).
 struct Timeouts {
   long connect_s = 10;
-  long stall_s = 30;
+  long stall_s = StallSeconds();
 };
 
 // One GET (or HEAD) of `obj` on its own easy handle, to run alone (Perform) or in a multi handle.
