@@ -13,7 +13,7 @@
 namespace loadbench {
 namespace {
 
-// SHA-256 of no bytes: the payload hash of a GET or HEAD.
+// The hex SHA-256 of an empty body.
 constexpr const char* kEmptySha256 =
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
@@ -44,6 +44,14 @@ double Percentile(std::vector<double> v, double q) {
 }
 
 }  // namespace
+
+long StallSeconds() {
+  const char* v = std::getenv("LOADBENCH_HTTP_STALL_S");
+  if (v == nullptr || *v == '\0') return 30;
+  char* end = nullptr;
+  const long s = std::strtol(v, &end, 10);
+  return *end == '\0' && s >= 1 && s <= 3600 ? s : 30;
+}
 
 void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
   long connects = 0;
@@ -112,7 +120,9 @@ void HttpGet::Setup(const Timeouts& t) {
   if (!obj_.sigv4.empty()) {
     curl_easy_setopt(h_, CURLOPT_AWS_SIGV4, obj_.sigv4.c_str());
     curl_easy_setopt(h_, CURLOPT_USERPWD, obj_.userpwd.c_str());
-    // S3 wants the body's hash signed in every request; a GET's body is empty.
+    // S3 refuses a SigV4 request without x-amz-content-sha256, which libcurl before 8.x does
+    // not send; as a header of ours libcurl signs it. Every request here has no body, and the
+    // SHA-256 of nothing is also what libcurl puts in the canonical request as its payload hash.
     headers_ =
         curl_slist_append(headers_, fmt::format("x-amz-content-sha256: {}", kEmptySha256).c_str());
     if (!obj_.session_token.empty()) {

@@ -49,10 +49,15 @@ struct ObjectHead {
 // The metadata header `put` stores the object's checksum in (16 hex digits of its xxh3-64).
 inline constexpr const char* kChecksumMeta = "x-amz-meta-loadbench-xxh3";
 
+// How long a request may go with no byte moving before its server is said to have stalled:
+// 30 s, or LOADBENCH_HTTP_STALL_S (whole seconds, 1 to 3600) where set, as the tests of a
+// stalled server set it to end in seconds.
+long StallSeconds();
+
 // How long a request may wait: to connect, and with no byte moving (a stalled server).
 struct Timeouts {
   long connect_s = 10;
-  long stall_s = 30;
+  long stall_s = StallSeconds();
 };
 
 // One GET (or HEAD) of `obj` on its own easy handle, to run alone (Perform) or in a multi handle.

@@ -37,9 +37,11 @@ Status SplitHttp(const std::string& name, std::string* origin, std::string* path
   *path = slash == std::string::npos ? "" : name.substr(slash + 1);
   const std::string host = origin->substr(host_begin);
   if (host.empty()) return Bad(name, "no host");
-  if (host.find('@') != std::string::npos) {
-    return Bad(name, "credentials inside a URL are refused; give them as AWS_ACCESS_KEY_ID and "
-                     "AWS_SECRET_ACCESS_KEY or in ~/.aws/credentials");
+  if (const size_t at = host.find('@'); at != std::string::npos) {
+    // Named without what stands before the '@': the message must not carry the secret.
+    return Bad(name.substr(0, host_begin) + "..." + name.substr(host_begin + at),
+               "credentials inside a URL are refused; give them as AWS_ACCESS_KEY_ID and "
+               "AWS_SECRET_ACCESS_KEY or in ~/.aws/credentials");
   }
   if (name.find_first_of("?#") != std::string::npos) {
     return Bad(name, "a URL with a query or fragment; give the object's plain URL");

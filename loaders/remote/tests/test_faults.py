@@ -1,0 +1,281 @@
+"""Remote loads that go wrong, and one that goes right, through `loadbench run`: every fault ends
+in a `failed` record (or, met while the model's header is read, in one line on stderr and a
+non-zero exit) whose error names the object and the reason, within the run's timeout, with no
+process left behind and no credential printed or written anywhere in the results folder.
+
+The faults of fault_server.py (a body shorter than its Content-Length, a connection closed
+mid-range, Range ignored, an object replaced during the load, a stalled server, a redirect
+loop, 403) are met through s3:// names, signed with marker credentials; the others against real
+servers from `loadbench serve`: nginx killed mid-load, a missing object, an index with a missing
+shard, one naming another host or `..`, an endpoint nobody answers at, a host that does not
+resolve; and a load from s3rver that is ok by both strategies.
+
+Run with /usr/bin/python3 -m pytest loaders/remote/tests. LOADBENCH_BIN names the binary
+(default build/loadbench of this checkout); a test whose server is not installed skips."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+
+import pytest
+
+import remote_support as rs
+
+KEY_ID = "AKIAMARKERKEYID70Q3"
+SECRET = "marker-secret-Zq81vW"
+STRATEGIES = "http_get,http_ranges:chunk=1MiB:concurrency=4"
+RANGES = "http_ranges:chunk=1MiB:concurrency=4"
+NGINX = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not installed")
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory):
+    """A folder with a 3.5 MiB WLF (more than the 1 MiB the header reads, so that the faults
+    that spare those reads trip in the load)."""
+    d = tmp_path_factory.mktemp("remote")
+    env = rs.base_env(d)
+    r = rs.loadbench(["gen", "--size", "3MiB", "--out", str(d / "m.wlf"), "--quiet"], env)
+    assert r.rc == 0, r
+    return d
+
+
+@pytest.fixture(scope="module")
+def faults(place):
+    with rs.fault_server(place / "m.wlf") as port:
+        yield port
+
+
+@pytest.fixture
+def env(place, tmp_path):
+    e = rs.base_env(tmp_path)
+    e.update(AWS_ACCESS_KEY_ID=KEY_ID, AWS_SECRET_ACCESS_KEY=SECRET)
+    return e
+
+
+def no_secret(r, out=None):
+    rs.assert_no_secret([KEY_ID, SECRET], [r.out, r.err], out)
+
+
+# fault -> (http_get's status, http_ranges' status, what each failed run's error says)
+RUN_FAULTS = {
+    "short": ("failed", "failed", "the server closed the connection after"),
+    "close": ("failed", "failed", "the server closed the connection after"),
+    # A whole GET is what a server that ignores Range answers right.
+    "norange": ("ok", "failed", "answered a ranged GET with 200 and the whole object: the server "
+                                "ignores Range requests"),
+    "etag": ("failed", "failed", "object changed during the load (ETag"),
+    "stall": ("failed", "failed", "the server stalled"),
+}
+
+
+@pytest.mark.parametrize("fault", RUN_FAULTS)
+def test_a_fault_in_the_load_is_a_failed_run_naming_the_object(faults, env, tmp_path, fault):
+    want_get, want_ranges, says = RUN_FAULTS[fault]
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    timeout_s = 20
+    if fault == "stall":
+        env["LOADBENCH_HTTP_STALL_S"] = "2"  # 30 s by default
+    name = f"s3://{fault}/m.wlf"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(name, out, STRATEGIES, timeout_s), env, limit_s=2 * timeout_s + 20)
+    recs = rs.records(out)
+    assert r.rc == 1, r
+    for strategy, want in (("http_get", want_get), ("http_ranges", want_ranges)):
+        rec = recs[strategy]
+        assert rec["status"] == want, (strategy, rec.get("error"))
+        if want == "ok":
+            assert rec["checksum_ok"] is True
+            continue
+        err = rec["error"]
+        print(f"{fault} {strategy}: {err}")
+        assert "\n" not in err
+        assert err.startswith(f"{name}: {says}"), (strategy, err)
+        assert (rec["wall_s"] or 0) < timeout_s, (strategy, rec["wall_s"])
+    if fault == "stall":  # ended by the stall timer, not by the run's timeout
+        assert "the last 2 seconds" in recs["http_ranges"]["error"]
+    no_secret(r, out)
+
+
+@pytest.mark.parametrize("fault, says", [
+    ("loop", "s3://loop/m.wlf: redirected (HTTP 302 to '/loop/m.wlf'); redirects are not followed"),
+    ("forbidden", "s3://forbidden/m.wlf: HTTP 403 Forbidden: the credentials were refused"),
+])
+def test_a_fault_met_reading_the_header_is_one_line_before_any_run(faults, env, tmp_path, fault,
+                                                                  says):
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(f"s3://{fault}/m.wlf", out, STRATEGIES), env, limit_s=30)
+    assert r.rc == 2, r
+    print(f"{fault}: {r.err}")
+    assert rs.one_line(r).startswith(f"loadbench run: {says}"), r
+    assert not (out / "runs.jsonl").exists()
+    no_secret(r, out)
+
+
+@pytest.mark.skipif(shutil.which("s3rver") is None, reason="s3rver is not installed")
+def test_an_s3_object_loads_by_both_strategies_signed(place, env, tmp_path):
+    root = tmp_path / "s3"
+    (root / "models" / "dir").mkdir(parents=True)
+    # s3rver's own layout: the object KEY of bucket B is B/KEY._S3rver_object (docs/cli.md).
+    shutil.copyfile(place / "m.wlf", root / "models" / "dir" / "m.wlf._S3rver_object")
+    env["AWS_ACCESS_KEY_ID"] = "S3RVER"  # s3rver's key; any secret signs (mismatches allowed)
+    with rs.serve(["--kind", "s3", "--root", str(root)], rs.base_env(tmp_path / "srv")) as (_, ep):
+        env["AWS_ENDPOINT_URL"] = ep
+        out = tmp_path / "out"
+        r = rs.loadbench(rs.run_args("s3://models/dir/m.wlf", out, STRATEGIES), env)
+    assert r.rc == 0, r
+    recs = rs.records(out)
+    size = os.path.getsize(place / "m.wlf")
+    for strategy in ("http_get", "http_ranges"):
+        rec = recs[strategy]
+        assert rec["status"] == "ok" and rec["checksum_ok"] is True, rec.get("error")
+        assert rec["details"]["bytes_received"] <= size
+        assert rec["details"]["etag"]
+    assert recs["http_ranges"]["details"]["requests"] >= 4  # a HEAD and 1 MiB ranges
+    rs.assert_no_secret([SECRET], [r.out, r.err], out)
+
+
+def worker_started(tag):
+    for pid in rs.tagged(tag):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"worker" in f.read().split(b"\0")[1:2]:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def group_of_child(pid):
+    """The process group of the first child of `pid` (the server that `serve` runs)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        kids = f.read().split()
+    assert kids, f"serve {pid} has no child"
+    return os.getpgid(int(kids[0]))
+
+
+@NGINX
+def test_nginx_killed_mid_load_is_a_failed_run_naming_the_object(place, env, tmp_path):
+    www = tmp_path / "www"
+    www.mkdir()
+    senv = rs.base_env(tmp_path / "srv")
+    r = rs.loadbench(["gen", "--size", "16MiB", "--out", str(www / "big.wlf"), "--quiet"], senv)
+    assert r.rc == 0, r
+    out = tmp_path / "out"
+    with rs.serve(["--kind", "http", "--root", str(www), "--limit-rate", "2MiB"], senv) as (p, ep):
+        name = f"{ep}/big.wlf"
+        tag = uuid.uuid4().hex
+        t0 = time.monotonic()
+        run = rs.start(rs.run_args(name, out, "http_get", 30), env, tag)
+        try:
+            until = time.monotonic() + 20
+            while not worker_started(tag) and time.monotonic() < until:
+                time.sleep(0.05)
+            # The worker reads the header (two 1 MiB ranges at 2 MiB/s), then the 16 MiB, for 8 s:
+            # 2.5 s after it starts is about 1.5 s into the load.
+            time.sleep(2.5)
+            os.killpg(group_of_child(p.pid), signal.SIGKILL)
+            r = rs.finish(run, tag, 60, t0)
+        finally:
+            if run.poll() is None:
+                rs.stop_group(run)
+        assert p.wait(timeout=10) == 1  # serve: its server ended by itself
+    assert r.rc == 1, r
+    rec = rs.records(out)["http_get"]
+    print(f"nginx killed: {rec['error']}")
+    assert rec["status"] == "failed"
+    assert rec["error"].startswith(f"{name}: "), rec["error"]
+    assert any(w in rec["error"] for w in ("closed the connection", "nothing answers")), rec
+    assert r.wall_s < 30
+    no_secret(r, out)
+
+
+def write_index(path, weight_map):
+    path.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+
+
+@pytest.fixture(scope="module")
+def www(place):
+    """nginx serving: a WLF; a safetensors model in two shards and its index, the second shard
+    missing; indexes naming a shard on another host and one above their folder."""
+    d = place / "www"
+    (d / "sharded").mkdir(parents=True)
+    env = rs.base_env(place / "srv")
+    r = rs.loadbench(["gen", "--format", "safetensors", "--size", "2MiB", "--shards", "2", "--out",
+                      str(d / "sharded" / "model.safetensors"), "--quiet"], env)
+    assert r.rc == 0, r
+    index = d / "sharded" / "model.safetensors.index.json"
+    weight_map = json.loads(index.read_text())["weight_map"]
+    shards = sorted(set(weight_map.values()))
+    assert len(shards) == 2, shards
+    (d / "sharded" / shards[1]).unlink()
+    first = sorted(t for t, s in weight_map.items() if s == shards[0])
+    (d / "elsewhere").mkdir()
+    write_index(d / "elsewhere" / "model.safetensors.index.json",
+                {first[0]: "http://other.example/x.safetensors"})
+    write_index(d / "elsewhere" / "up.safetensors.index.json", {first[0]: "../x.safetensors"})
+    with rs.serve(["--kind", "http", "--root", str(d)], env) as (_, ep):
+        yield ep, shards
+
+
+@NGINX
+@pytest.mark.parametrize("path, says", [
+    ("absent.wlf", "{ep}/absent.wlf: missing (HTTP 404)"),
+    ("sharded/model.safetensors.index.json", "{ep}/sharded/{shard}: missing (HTTP 404)"),
+    ("elsewhere/model.safetensors.index.json",
+     "{ep}/elsewhere/model.safetensors.index.json: names 'http://other.example/x.safetensors', "
+     "outside its own prefix (a URL: another host)"),
+    ("elsewhere/up.safetensors.index.json",
+     "{ep}/elsewhere/up.safetensors.index.json: names '../x.safetensors', outside its own prefix"),
+])
+def test_a_model_that_cannot_be_read_is_exit_2_naming_it(www, env, tmp_path, path, says):
+    ep, shards = www
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(f"{ep}/{path}", out, STRATEGIES), env, limit_s=30)
+    assert r.rc == 2, r
+    print(f"{path}: {r.err}")
+    assert says.format(ep=ep, shard=shards[1]) in rs.one_line(r), r
+    assert not (out / "runs.jsonl").exists()
+    no_secret(r, out)
+
+
+def test_an_endpoint_nobody_answers_at_is_one_line(env, tmp_path):
+    port = rs.free_port()
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{port}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args("s3://models/m.wlf", out, STRATEGIES), env, limit_s=30)
+    assert r.rc != 0, r
+    print(f"refused (exit {r.rc}): {r.err}")
+    line = rs.one_line(r)
+    assert f"s3://models/m.wlf: nothing answers at http://127.0.0.1:{port}" in line, r
+    no_secret(r, out)
+
+
+def test_a_host_that_does_not_resolve_is_one_line(env, tmp_path):
+    """Run in a network namespace of its own (no interface up), so that no query leaves."""
+    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"unshare -n is not permitted here: {probe.stderr.strip()}")
+    name = "http://no-such-host.invalid/m.wlf"
+    out = tmp_path / "out"
+    tag = uuid.uuid4().hex
+    t0 = time.monotonic()
+    p = rs.popen(["unshare", "-n", rs.BIN, *rs.run_args(name, out, STRATEGIES)], env, tag)
+    r = rs.finish(p, tag, 30, t0)
+    assert r.rc != 0, r
+    print(f"unresolved (exit {r.rc}): {r.err}")
+    assert f"{name}: the host does not resolve" in rs.one_line(r), r
+    no_secret(r, out)
+
+
+def test_credentials_inside_a_url_are_refused_unprinted(env, tmp_path):
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(f"http://user:{SECRET}@127.0.0.1:1/m.wlf", out, STRATEGIES), env,
+                     limit_s=30)
+    assert r.rc == 2, r
+    print(f"credentials in URL: {r.err}")
+    assert "credentials inside a URL are refused" in rs.one_line(r), r
+    no_secret(r, out)
