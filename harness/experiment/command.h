@@ -40,7 +40,7 @@ struct ExecPlaces {
   std::string dir;       // {dir}: its folder
   uint64_t bytes = 0;    // {bytes}: the model's bytes, every shard
   std::string peers;     // {peers}: the folder of the peers shipped with the suite
-  std::string endpoint;  // {endpoint}: the S3 endpoint (AWS_ENDPOINT_URL: the [server]'s)
+  std::string endpoint = "";  // {endpoint}: the S3 endpoint (AWS_ENDPOINT_URL: the [server]'s)
 };
 
 // The argv to execute: placeholders filled, a shell command as /bin/sh -c. Other braces are
