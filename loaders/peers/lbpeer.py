@@ -12,6 +12,10 @@ LOADBENCH_FD names (the `exec` strategy, docs/exec.md):
     unsupported WHY    it cannot run here (a missing package, a format it does not read)
 
 Without LOADBENCH_FD (a peer run by hand) the same lines go to stderr.
+
+A peer that has a model's bytes in memory rather than on disk (an object downloaded whole:
+boto3_get.py, pipe_get.py) reads its table with model_from_bytes: the same parser as a file's,
+given the bytes instead, for safetensors and WLF.
 """
 import importlib
 import json
@@ -135,15 +139,25 @@ def main(load):
     if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         sys.stderr.write(f"usage: {_PROG} MODEL (a weight file, an index or a folder)\n")
         sys.exit(2)
+    guarded(load, sys.argv[1], Clock())
+
+
+def fail(message):
+    """Ends the peer: one line on stderr, exit 1."""
+    sys.stderr.write(f"{_PROG}: {' '.join(str(message).split())}\n")
+    sys.exit(1)
+
+
+def guarded(load, *args):
+    """Runs `load(*args)`; an OSError or a malformed model ends the peer with one line on stderr
+    and exit 1."""
     try:
-        load(sys.argv[1], Clock())
+        load(*args)
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(f"{_PROG}: {where}{e.strerror or e}\n")
-        sys.exit(1)
+        fail(f"{where}{e.strerror or e}")
     except BadModel as e:
-        sys.stderr.write(f"{_PROG}: {e}\n")
-        sys.exit(1)
+        fail(e)
 
 
 def need_table(model, peer):
@@ -171,7 +185,12 @@ def read_model(path):
 
 def _sniff(path):
     with open(path, "rb") as f:
-        head = f.read(4096)
+        return _kind(f.read(4096), path)
+
+
+def _kind(head, where):
+    """What a file is, from its first bytes (up to 4096): the format's magic, or an index."""
+    head = bytes(head)
     text = head.lstrip(b" \t\r\n")
     if text[:1] == b"{" and b"\0" not in head[:16]:
         return "index"
@@ -181,43 +200,63 @@ def _sniff(path):
         return "wlf"
     if head[8:9] == b"{":
         return "safetensors"
-    raise BadModel(f"{path}: not a safetensors, WLF or GGUF file, nor an index")
+    raise BadModel(f"{where}: not a safetensors, WLF or GGUF file, nor an index")
+
+
+# One parser per format over `read(offset, length) -> bytes` and the file's size, so that a
+# file on disk (read_safetensors) and a file's bytes already in memory (model_from_bytes) are
+# read by the same checks.
+
+def _file_reader(f):
+    def read(offset, length):
+        f.seek(offset)
+        return f.read(length)
+    return read
+
+
+def _memory_reader(buf):
+    view = memoryview(buf)
+    return lambda offset, length: bytes(view[offset:offset + length])
 
 
 def read_safetensors(path, shard):
     """The tensors of one safetensors file, in the order of their data."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        if n > MAX_HEADER or 8 + n > size:
-            raise BadModel(f"{path}: a header of {n} bytes in a file of {size}")
-        try:
-            header = json.loads(f.read(n))
-        except (ValueError, UnicodeDecodeError) as e:
-            raise BadModel(f"{path}: the header is not valid JSON ({e})") from None
+        return _safetensors(path, shard, _file_reader(f), size)
+
+
+def _safetensors(where, shard, read, size):
+    n = int.from_bytes(read(0, 8), "little")
+    if n > MAX_HEADER or 8 + n > size:
+        raise BadModel(f"{where}: a header of {n} bytes in a file of {size}")
+    try:
+        header = json.loads(read(8, n))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadModel(f"{where}: the header is not valid JSON ({e})") from None
     if not isinstance(header, dict):
-        raise BadModel(f"{path}: the header is not a JSON object")
+        raise BadModel(f"{where}: the header is not a JSON object")
     data, data_len = 8 + n, size - 8 - n
-    tensors = [_tensor(path, shard, name, entry, data, data_len)
+    tensors = [_tensor(where, shard, name, entry, data, data_len)
                for name, entry in header.items() if name != "__metadata__"]
     tensors.sort(key=lambda t: t.offset)  # stable: header order among equal offsets
     return tensors
 
 
-def _tensor(path, shard, name, entry, data, data_len):
+def _tensor(where, shard, name, entry, data, data_len):
     try:
         dtype, shape, (begin, end) = entry["dtype"], tuple(entry["shape"]), entry["data_offsets"]
         bits = DTYPES[dtype][0]
         if not all(type(x) is int and x >= 0 for x in (*shape, begin, end)):
             raise ValueError
     except (TypeError, KeyError, ValueError):
-        raise BadModel(f"{path}: tensor '{name}': not a valid entry ({entry!r:.80})") from None
+        raise BadModel(f"{where}: tensor '{name}': not a valid entry ({entry!r:.80})") from None
     elements = 1
     for d in shape:
         elements *= d
     if elements * bits % 8 or not 0 <= begin <= end <= data_len or \
             end - begin != elements * bits // 8:
-        raise BadModel(f"{path}: tensor '{name}': data_offsets [{begin}, {end}] do not hold "
+        raise BadModel(f"{where}: tensor '{name}': data_offsets [{begin}, {end}] do not hold "
                        f"shape {list(shape)} of {dtype} inside {data_len} bytes of data")
     return Tensor(name, dtype, shape, shard, data + begin, end - begin)
 
@@ -235,16 +274,9 @@ def _read_index(path):
     """An index: the shards are the files its weight_map names, in sorted file-name order, and
     the table is each shard's tensors in that shard's own order, shard after shard (as
     loaders/format/shard_index.cc and model.cc read it)."""
-    try:
-        with open(path, "rb") as f:
-            weight_map = json.load(f)["weight_map"]
-        names = sorted(set(weight_map.values()))
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise BadModel(f"{path}: an index without a valid \"weight_map\"") from None
+    with open(path, "rb") as f:
+        names = index_shards(f.read(), path)
     folder = os.path.dirname(path)
-    for name in names:
-        if not isinstance(name, str) or os.path.isabs(name) or ".." in name.split("/"):
-            raise BadModel(f"{path}: weight_map names {name!r}, outside the index's folder")
     files = [os.path.join(folder, name) for name in names]
     kinds = {_sniff(f) for f in files}
     if len(kinds) != 1 or kinds & {"index", "gguf"}:
@@ -254,6 +286,111 @@ def _read_index(path):
         return Model(kinds.pop(), files, None)
     tensors = [t for k, f in enumerate(files) for t in read_safetensors(f, k)]
     return Model("safetensors", files, tensors)
+
+
+def index_shards(text, where):
+    """The shard names an index's JSON `text` gives: the distinct files its weight_map names,
+    in sorted order, each relative to the index's own folder (or prefix)."""
+    try:
+        weight_map = json.loads(text)["weight_map"]
+        names = sorted(set(weight_map.values()))
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError):
+        raise BadModel(f"{where}: an index without a valid \"weight_map\"") from None
+    for name in names:
+        if not isinstance(name, str) or os.path.isabs(name) or ".." in name.split("/"):
+            raise BadModel(f"{where}: weight_map names {name!r}, outside the index's folder")
+    return names
+
+
+def is_index(head):
+    """Whether a file whose first bytes are `head` is an index (JSON), not a weight file."""
+    try:
+        return _kind(head, "") == "index"
+    except BadModel:
+        return False
+
+
+# Models whose bytes are already in memory (the remote peers: an object downloaded whole).
+
+def model_from_bytes(bufs, names):
+    """The model whose weight files' bytes are `bufs` (anything with the buffer protocol), in
+    shard order, `names` naming them for messages: a Model whose files are the names and whose
+    tensors index into `bufs`. Safetensors and WLF, one format; the table as read_model gives
+    it, so the checksum is the same as from the files on disk."""
+    kinds, tensors = set(), []
+    for shard, (buf, name) in enumerate(zip(bufs, names)):
+        kind = _kind(memoryview(buf)[:4096], name)
+        if kind == "safetensors":
+            tensors += _safetensors(name, shard, _memory_reader(buf), len(memoryview(buf)))
+        elif kind == "wlf":
+            tensors += _wlf(name, shard, _memory_reader(buf), len(memoryview(buf)))
+        else:
+            raise BadModel(f"{name}: a {kind.upper() if kind != 'index' else 'index'} file; "
+                           "this peer reads safetensors and WLF weight files")
+        kinds.add(kind)
+    if len(kinds) > 1:
+        raise BadModel(f"{names[0]}: shards of {sorted(kinds)}; one format only")
+    return Model(kinds.pop() if kinds else "safetensors", list(names), tensors)
+
+
+def tensor_views(bufs, tensors):
+    """A memoryview of each tensor's bytes in its shard's buffer, in table order: no copy."""
+    views = [memoryview(b).cast("B") for b in bufs]
+    return [views[t.shard][t.offset:t.offset + t.size] for t in tensors]
+
+
+# WLF (docs/formats.md, loaders/format/wlf.h): a 64-byte header, a table of 48-byte entries,
+# names and shapes in the aux area, tensors in table order in the data area, a 16-byte tail.
+# A big-endian file (its magic reads byte-swapped) has every integer swapped; the checksum is
+# of the bytes as stored either way.
+WLF_DTYPES = ["F32", "F16", "BF16", "F64", "I8", "U8", "I16", "U16", "I32", "U32", "I64",
+              "U64", "BOOL", "F8_E4M3", "F8_E5M2"]  # by code, named as safetensors names them
+WLF_TAIL = 0x4C494154464C5757  # "WWLFTAIL"
+WLF_MAX_META = 256 << 20
+
+
+def _wlf(where, shard, read, size):
+    import struct
+    head = read(0, 64)
+    if len(head) < 64 or size < 80:
+        raise BadModel(f"{where}: invalid WLF file: {size} bytes is too short")
+    order = "<" if head[:4] == b"GIEW" else ">"
+    _, version, count, meta, data, file_size, _, _, _ = struct.unpack(order + "IIQQQQQQQ", head)
+
+    def bad(what):
+        return BadModel(f"{where}: invalid WLF file: {what}")
+    if version != 1:
+        raise bad(f"unsupported version {version}")
+    if file_size != size:
+        raise bad(f"{'truncated' if file_size > size else 'trailing bytes'}: header says "
+                  f"{file_size} bytes, file has {size}")
+    tail = size - 16
+    if struct.unpack(order + "QQ", read(tail, 16)) != (WLF_TAIL, size):
+        raise bad(f"tail sentinel missing or wrong at offset {tail}")
+    if meta != 64 or data % 4096 or not meta <= data <= tail or data - meta > WLF_MAX_META or \
+            count > (data - meta) // 48:
+        raise bad(f"areas: meta_offset {meta}, data_offset {data}, {count} tensors")
+    area = read(meta, data - meta)
+    tensors, prev_end = [], data
+    for i in range(count):
+        name_off, code, _, shape_off, rank, off, n = struct.unpack_from(order + "QIIQQQQ",
+                                                                        area, i * 48)
+        end = area.find(b"\0", name_off - meta) if meta <= name_off < data else -1
+        if end < 0 or code >= len(WLF_DTYPES) or rank > 8 or shape_off < meta or \
+                shape_off - meta + 8 * rank > len(area):
+            raise bad(f"tensor {i}: not a valid entry")
+        name = area[name_off - meta:end].decode("utf-8", "replace")
+        shape = struct.unpack_from(f"{order}{rank}Q", area, shape_off - meta)
+        dtype = WLF_DTYPES[code]
+        elements = 1
+        for d in shape:
+            elements *= d
+        if elements * DTYPES[dtype][0] // 8 != n or off < prev_end or off % 64 or off + n > tail:
+            raise bad(f"tensor {i} '{name}': data [{off}, +{n}) does not hold shape "
+                      f"{list(shape)} of {dtype} in place")
+        tensors.append(Tensor(name, dtype, tuple(shape), shard, off, n))
+        prev_end = off + n
+    return tensors
 
 
 def _gguf_split(path):
