@@ -36,10 +36,10 @@ StrategySpec ExecSpec(const std::string& label);
 
 // What the placeholders stand for in one run.
 struct ExecPlaces {
-  std::string file;      // {file}: the model as the run loads it (an absolute path, or a URL)
-  std::string dir;       // {dir}: its folder
-  uint64_t bytes = 0;    // {bytes}: the model's bytes, every shard
-  std::string peers;     // {peers}: the folder of the peers shipped with the suite
+  std::string file;           // {file}: the model as the run loads it (an absolute path, or a URL)
+  std::string dir;            // {dir}: its folder
+  uint64_t bytes = 0;         // {bytes}: the model's bytes, every shard
+  std::string peers;          // {peers}: the folder of the peers shipped with the suite
   std::string endpoint = "";  // {endpoint}: the S3 endpoint (AWS_ENDPOINT_URL: the [server]'s)
 };
 

@@ -27,18 +27,19 @@ Status RemoteSource::ReadAt(void* buf, size_t len, uint64_t offset) const {
                     len, offset, size()));
   }
   if (len == 0) return Status::Ok();
-  const bool inside = offset >= block_at_ && offset + len <= block_at_ + block_.size();
-  if (!inside) {
+  Block* b = first_.Holds(offset, len) ? &first_ : last_.Holds(offset, len) ? &last_ : nullptr;
+  if (b == nullptr) {
+    b = offset == 0 ? &first_ : &last_;
     const uint64_t n = std::min<uint64_t>(std::max<uint64_t>(len, kBlock), size() - offset);
-    block_.assign(n, std::byte{0});
-    block_at_ = offset;
-    const Status s = GetRange(obj_, offset, n, block_.data(), etag_, Timeouts{}, &stats_);
+    b->bytes.assign(n, std::byte{0});
+    b->at = offset;
+    const Status s = GetRange(obj_, offset, n, b->bytes.data(), etag_, Timeouts{}, &stats_);
     if (!s.ok()) {
-      block_.clear();
+      b->bytes.clear();
       return s;
     }
   }
-  std::memcpy(buf, block_.data() + (offset - block_at_), len);
+  std::memcpy(buf, b->bytes.data() + (offset - b->at), len);
   return Status::Ok();
 }
 

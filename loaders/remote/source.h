@@ -13,8 +13,9 @@
 namespace loadbench {
 
 // A remote object read in ranged GETs, each checked against the ETag its HEAD gave. Reads are
-// served from the last block fetched when they fall inside it, and a block is at least
-// kBlock bytes, so that a header read field by field costs a few requests.
+// served from the first block (the object's start, where every header begins) or the last
+// block fetched when they fall inside one, and a block is at least kBlock bytes, so that a
+// header read field by field costs a few requests.
 class RemoteSource final : public ByteSource {
  public:
   static constexpr uint64_t kBlock = 1ull << 20;
@@ -30,8 +31,14 @@ class RemoteSource final : public ByteSource {
       : ByteSource(obj.name, size), obj_(std::move(obj)), etag_(std::move(etag)) {}
   RemoteObject obj_;
   std::string etag_;
-  mutable std::vector<std::byte> block_;
-  mutable uint64_t block_at_ = 0;
+  struct Block {
+    std::vector<std::byte> bytes;
+    uint64_t at = 0;
+    bool Holds(uint64_t offset, size_t len) const {
+      return offset >= at && offset + len <= at + bytes.size();
+    }
+  };
+  mutable Block first_, last_;
   mutable TransferStats stats_;
 };
 

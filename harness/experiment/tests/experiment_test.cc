@@ -394,8 +394,8 @@ TEST_F(ExperimentTest, MalformedExecStrategiesNameTheLineAndTheReason) {
             std::string::npos);
   EXPECT_NE(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n"
                            "qd = 4\n")
-                .find("exec: unknown key 'qd' (exec takes label, command, shell, package and "
-                      "timed)"),
+                .find("exec: unknown key 'qd' (exec takes label, command, shell, package, "
+                      "timed and via)"),
             std::string::npos);
   EXPECT_EQ(Refusal(head + "[[strategy]]\nname = \"exec\"\nlabel = \"a\"\ncommand = [\"cat\"]\n"
                            "timed = \"load\"\n"),

@@ -90,7 +90,7 @@ def test_s3_bucket_serves_and_the_end_of_stdin_stops_it(tmp_path, env):
 @pytest.mark.parametrize("args, says", [
     (["--kind", "http", "--root", "{tmp}/absent"], "{tmp}/absent: No such file or directory"),
     (["--kind", "http", "--root", "{tmp}/file"], "{tmp}/file: not a folder"),
-    (["--kind", "ftp", "--root", "{tmp}"], "server kind ftp: not http or s3"),
+    (["--kind", "ftp", "--root", "{tmp}"], "server kind ftp: not http, s3 or s3fs"),
     (["--kind", "http", "--root", "{tmp}", "--limit-rate", "fast"], "--limit-rate: 'fast'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, env, args, says):
