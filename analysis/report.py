@@ -31,7 +31,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  # noqa: E402
-                      peers, readers, stats, verdict)
+                      peers, readers, remote, stats, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
                               Results, ResultsError, guard, json_default, load,
                               problems_md, spec_label)
@@ -58,6 +58,8 @@ def why(row: pd.Series) -> str:
         return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
     if row.get("strategy") == EXEC:
         return "a command of its own: see *Peers*"  # its counts are its whole process tree's
+    if remote.by_spec(row):
+        return f"read through the server: see *{remote.TITLE}*"  # its reads are the server's
     parts = row.get("cause_shares")
     if isinstance(parts, dict) and parts["shares"]:
         top = sorted(parts["shares"].items(), key=lambda kv: kv[1], reverse=True)[:2]
@@ -852,7 +854,8 @@ def build(folder: str) -> dict:
     table = stats.summarize(r, profiled)
     # Device strategies that could not run (no GPU here), and commands and rounds of several
     # readers that could not, still get a report that says why.
-    if table.empty and not gpu.shown(r) and not peers.shown(r) and not readers.shown(r):
+    if table.empty and not gpu.shown(r) and not peers.shown(r) and not readers.shown(r) \
+            and not remote.shown(r):
         raise ResultsError(f"{os.path.join(folder, 'runs.jsonl')}: no ok runs to report")
     files = table["file"].nunique() if len(table) else 1
     figs = Figures(folder)
@@ -890,6 +893,9 @@ def build(folder: str) -> dict:
         sections += [f"## {WHERE_TITLE}", where_md(r, profiled, table, files, figs)]
     if peers.shown(r):
         sections += [f"## {peers.TITLE}", peers.section_md(r, table)]
+    if remote.shown(r):
+        remote.plot_ranges(r, figs)
+        sections += [f"## {remote.TITLE}", remote.section_md(r, table), figs.md(remote.FIGURE)]
     ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
         else ""
     if ref:
@@ -919,6 +925,8 @@ def build(folder: str) -> dict:
         out["gpu"] = noise.records(gpu.summarize(r))
     if peers.shown(r):
         out.update(peers.summary(r, table))
+    if remote.shown(r):
+        out.update(remote.summary(r, table))
     if profiled is not None:
         out.update(causes.summary(profiled, r))
     if many_summary is not None:
