@@ -11,6 +11,7 @@
 #include "loaders/base/units.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
+#include "loaders/remote/url.h"
 #include "loaders/use/part.h"
 
 namespace loadbench {
@@ -102,6 +103,7 @@ Status PrepareParts(const std::string& pattern, int readers, PreparedFile* f) {
 }
 
 std::string RecordedPath(const std::string& path) {
+  if (IsRemote(path)) return path;
   std::error_code ec;
   const std::filesystem::path p =
       std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);

@@ -43,6 +43,9 @@ struct MeasureSettings {
   // The CPU seconds the experiment's server has used so far; empty without one. A run's record
   // gets what it used during the run (the server's whole work, every reader's).
   std::function<double()> server_cpu_s;
+  // The same of the s3fs mount the readers of via=s3fs read through (its process is the client's
+  // side, not the server's); empty without one.
+  std::function<double()> mount_cpu_s;
 };
 
 // One run of `p` on `file`: one record per reader, written by `out`. Interrupted

@@ -109,6 +109,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("resident_after", r.resident_after, Key::kAlways);
   v("server_resident_before", r.server_resident_before, Key::kWhenSet);
   v("server_cpu_s", r.server_cpu_s, Key::kWhenSet);
+  v("mount_cpu_s", r.mount_cpu_s, Key::kWhenSet);
   v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);

@@ -96,6 +96,7 @@ struct RunRecord {
   std::optional<double> resident_before, resident_after;  // runner
   std::optional<std::string> read_as;  // what the readers opened, when not `file` (a server's name)
   std::optional<double> server_cpu_s;  // the experiment's server: its CPU seconds during the run
+  std::optional<double> mount_cpu_s;   // the s3fs mount's process: its CPU seconds during the run
   // A remote model served from this machine: the residency of the files its server reads
   std::optional<double> server_resident_before;
   // A sharded model: the shard that started farthest from the cache state (runner)

@@ -411,6 +411,7 @@ Status Executor::OpenResults() {
   rs_.measure.sample_ms = o_.sample_ms;
   rs_.measure.timeout_s = e_.timeout_s;
   if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
+  if (remote_.mounted()) rs_.measure.mount_cpu_s = [this] { return remote_.MountCpuSeconds(); };
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
   rs_.reporter.log = o_.verbose;

@@ -41,6 +41,9 @@ class RemoteFiles {
   bool serving() const { return server_ != nullptr; }
   // The server's CPU seconds so far (its processes' user and system time).
   double ServerCpuSeconds() const { return server_ ? server_->CpuSeconds() : 0.0; }
+  // The s3fs mount's, when there is one (else nullopt).
+  bool mounted() const { return mount_ != nullptr; }
+  double MountCpuSeconds() const { return mount_ ? mount_->CpuSeconds() : 0.0; }
   // env.json's `server`: the server's kind, program, version, endpoint and configuration.
   nlohmann::ordered_json Env() const;
 

@@ -1,7 +1,9 @@
 // The http kind: nginx serving a folder read-only on 127.0.0.1, with a configuration of its own
 // in a temporary folder, so that it never touches /etc/nginx, /var/log/nginx, /var/lib/nginx
-// or /run: sendfile, keep-alive connections, ranges (nginx's default), a per-connection rate
-// limit when asked for.
+// or /run: keep-alive connections, ranges (nginx's default), a per-connection rate limit when
+// asked for. sendfile is off: on this kind of machine the page-cache pages nginx sends over
+// loopback with sendfile stay pinned, so that no drop takes them and every later cold run of
+// the file starts partly resident (docs/remote.md, "An experiment's server").
 #include <unistd.h>
 
 #include <fstream>
@@ -47,7 +49,7 @@ std::string ConfigText(const ServerSpec& spec, const std::string& root, const st
       "http {{\n  default_type application/octet-stream;\n  access_log {0}access.log;\n"
       "  client_body_temp_path {0}client_body;\n  proxy_temp_path {0}proxy;\n"
       "  fastcgi_temp_path {0}fastcgi;\n  uwsgi_temp_path {0}uwsgi;\n  scgi_temp_path {0}scgi;\n"
-      "  sendfile on;\n  tcp_nopush on;\n  tcp_nodelay on;\n"
+      "  sendfile off;\n  tcp_nodelay on;\n"
       "  keepalive_timeout {1}s;\n  keepalive_requests {2};\n",
       t, kKeepaliveTimeoutS, kKeepaliveRequests);
   c += fmt::format("  server {{\n    listen 127.0.0.1:{};\n    server_name localhost;\n", port);
@@ -86,8 +88,7 @@ Status PrepareNginx(const ServerSpec& spec, const std::string& temp_dir, ServerL
   l.argv = {l.program};
   l.argv.insert(l.argv.end(), common.begin(), common.end());
   l.config = {{"worker_processes", 1},
-              {"sendfile", true},
-              {"tcp_nopush", true},
+              {"sendfile", false},
               {"tcp_nodelay", true},
               {"keepalive_timeout_s", kKeepaliveTimeoutS},
               {"keepalive_requests", kKeepaliveRequests},

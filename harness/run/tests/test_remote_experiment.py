@@ -1,0 +1,129 @@
+"""An experiment's [server] end to end: a small model served by nginx and by s3rver on loopback,
+read by the remote strategies, by a command given the server's name, and (s3) by local
+strategies over an s3fs mount of the bucket; every run verified, recorded under the file's own
+path with what it read, the server's CPU and files checked, and nothing of the servers or the
+mount left once the command ends. Skips, with the reason, where nginx, s3rver, s3fs or FUSE is
+missing."""
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN
+
+SMALL = """
+name = "remote-small"
+reps = 1
+cache = ["cold", "warm"]
+timeout_s = 120
+[server]
+kind = "{kind}"
+[[file]]
+preset = "llama"
+size = "4MiB"
+format = "safetensors"
+"""
+
+
+def need(program, why):
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed ({why})")
+
+
+def run_experiment(tmp_path, text, out="out"):
+    toml = tmp_path / "e.toml"
+    toml.write_text(text)
+    out = tmp_path / out
+    p = subprocess.run([BIN, "experiment", str(toml), "--data", str(tmp_path / "data"),
+                        "--out", str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=300)
+    records = []
+    if (out / "runs.jsonl").exists():
+        records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    env = json.loads((out / "env.json").read_text()) if (out / "env.json").exists() else {}
+    return p, records, env
+
+
+def no_leftovers():
+    """No server or mount of a loadbench command is left (every test's own command ended)."""
+    mounts = open("/proc/mounts").read()
+    assert "loadbench-s3fs-mount" not in mounts
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "loadbench-nginx" not in ps and "s3rver --address" not in ps
+
+
+def test_http_server_serves_the_remote_strategies_and_a_command(tmp_path):
+    need("nginx", "Debian's nginx-light")
+    need("curl", "Debian's curl")
+    text = SMALL.format(kind="http") + """
+[[strategy]]
+name = "fread"
+[[strategy]]
+name = "http_ranges"
+chunk = "1MiB"
+concurrency = 2
+[[strategy]]
+name = "exec"
+label = "curl"
+via = "http"
+command = ["curl", "-sSf", "-o", "/dev/null", "{file}"]
+"""
+    p, records, env = run_experiment(tmp_path, text)
+    assert p.returncode == 0, (p.stderr, [(r["strategy_spec"], r["cache"], r.get("error"))
+                                          for r in records])
+    assert env["server"]["program"] == "nginx" and env["server"]["endpoint"].startswith(
+        "http://127.0.0.1:")
+    files = {r["file"] for r in records}
+    assert len(files) == 1 and files.pop().endswith(".safetensors")  # one identity: they pair
+    for r in records:
+        assert r["status"] == "ok", r
+        assert r["server_cpu_s"] >= 0
+        if r["strategy"] == "fread":
+            assert "read_as" not in r
+            continue
+        assert r["read_as"].startswith(env["server"]["endpoint"] + "/")
+        assert r["server_resident_before"] == (1.0 if r["cache"] == "warm" else 0.0) or (
+            r["cache"] == "cold" and r["server_resident_before"] <= 0.01)
+        if r["strategy"] == "http_ranges":
+            assert r["checksum_ok"] is True
+            d = r["details"]
+            assert d["requests"] >= 5 and d["bytes_received"] == d["bytes_requested"]
+    no_leftovers()
+
+
+def test_s3_server_and_an_s3fs_mount(tmp_path):
+    need("s3rver", "npm install -g s3rver@3.7.1")
+    need("s3fs", "Debian's s3fs")
+    if not os.path.exists("/dev/fuse"):
+        pytest.skip("/dev/fuse is missing: no FUSE mount can be made here")
+    if os.geteuid() != 0:
+        pytest.skip("an s3fs mount as made here needs root")
+    text = SMALL.format(kind="s3") + """
+[[strategy]]
+name = "http_get"
+[[strategy]]
+name = "fread"
+via = "s3fs"
+[[strategy]]
+name = "mmap"
+via = "s3fs"
+"""
+    p, records, env = run_experiment(tmp_path, text)
+    assert p.returncode == 0, p.stderr
+    assert "put s3://loadbench/" in p.stderr
+    assert env["server"]["bucket"] == "loadbench" and env["server"]["mount"]["program"] == "s3fs"
+    assert len(records) == 6
+    for r in records:
+        assert r["status"] == "ok" and r["checksum_ok"] is True, r
+        assert "server_resident_before" in r, r
+    mounted = [r for r in records if ":via=s3fs" in r["strategy_spec"]]
+    assert len(mounted) == 4 and all("/loadbench-s3fs-mount-" in r["read_as"] for r in mounted)
+    no_leftovers()
+    # A second command finds the object in the bucket by size and checksum: no second put.
+    p2, records2, _ = run_experiment(tmp_path, text, out="again")
+    assert p2.returncode == 0, p2.stderr
+    assert "already in the bucket: s3://loadbench/" in p2.stderr and "put s3://" not in p2.stderr
+    assert len(records2) == 6
+    no_leftovers()
