@@ -12,8 +12,8 @@ both ran in, by analysis/paired.py as every paired figure of the report.
 
 Per group of ok runs (GROUP): how it reads; the medians of wall time; GB/s (file bytes over
 the median time); client CPU seconds per GB ((user_s + sys_s) / GB, the worker's rusage, or
-the command's process tree); server CPU seconds per GB (server_cpu_s / GB, the server's
-processes over the run); server CPU per wall second; requests and connections, the over-read
+the command's process tree, plus mount_cpu_s, the s3fs process's, for a run through the mount);
+server CPU seconds per GB (server_cpu_s / GB, the server's processes over the run); server CPU per wall second; requests and connections, the over-read
 (bytes_received / bytes_requested - 1), time to first byte and the per-request latency p50 and
 p99 (the medians of each run's, from `details`). GB: 10^9 bytes.
 """
@@ -169,6 +169,10 @@ def _group_row(key: tuple, group: pd.DataFrame, env: dict, local: bool) -> dict:
     wall = _number(group, "wall_s")
     gb = _number(group, "file_bytes") / 1e9
     client = _number(group, "user_s") + _number(group, "sys_s")
+    if group["strategy_spec"].astype(str).str.contains("via=s3fs").any() or (
+            group.get("read_as", pd.Series(dtype=object)).astype(str).str.contains(
+                "s3fs-mount").any()):
+        client = client + _number(group, "mount_cpu_s").fillna(0)  # s3fs works for the reader
     server = _number(group, "server_cpu_s")
     text, way = ("local file", "local") if local else how(group, env)
     median = stats.median_of(wall)
@@ -514,15 +518,13 @@ def server_md(rows: pd.DataFrame, env: dict, files: int) -> str:
              "second)" for _, r in busy.iterrows()]
     return (f"**The server's CPU may be the limit** where it was busy more than {SERVER_BUSY} s "
             f"of CPU per second of the run, about one core of {who} (medians over the runs; "
-            "server_cpu_s spans the whole launch, so a warm run's includes the warm-up read "
-            "made through the server before the reader started):\n\n" + "\n".join(lines))
+            "server_cpu_s counts from the end of the run's cache preparation, so a warm "
+            "start's read through the server is not in it):\n\n" + "\n".join(lines))
 
 
 S3FS_NOTE = ("Through the s3fs mount the HTTP requests are s3fs's own, not the reader's: its "
-             "rows have no requests, connections, over-read or latencies, and the s3fs "
-             "process's CPU time is in neither the client's column nor the server's (that "
-             "counts the server's processes only), so such a row's CPU per GB is "
-             "understated.")
+             "rows have no requests, connections, over-read or latencies. The s3fs process's "
+             "CPU time (mount_cpu_s) is in the client's column: it works for the reader.")
 
 
 def s3fs_md(results: Results, rows: pd.DataFrame, files: int) -> str:

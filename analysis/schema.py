@@ -42,11 +42,12 @@ _SECONDS = ["wall_s", "ready_s", "first_use_s", "open_s", "transform_s", "bind_s
 _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults",
            "minor_faults", "load_major_faults", "load_minor_faults", "read_bytes",
            "resident_before", "resident_after", "worst_shard_resident", "file_bytes",
-           "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s"]
+           "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s",
+           "server_resident_before", "server_cpu_s", "mount_cpu_s"]
 RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
-                         "profile_error", "started_at", "ended_at"]},
+                         "profile_error", "started_at", "ended_at", "read_as"]},
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks",
                             "memory_limit_bytes"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
@@ -56,7 +57,9 @@ RECORD = {
     "command": (LIST, TEXT),
     "params": {"*": SCALAR},
     "use": {"*": SCALAR},
-    "details": {"role": TEXT},
+    "details": {"role": TEXT, "etag": TEXT, "requests": NUMBER, "connections": NUMBER,
+                "bytes_requested": NUMBER, "bytes_received": NUMBER, "first_byte_s": NUMBER,
+                "request_latency_s": {"*": NUMBER}},
     "memory": {"*": NUMBER},
     "device": {"*": NUMBER},
     "exec": {"timed": frozenset({"command", "region"}), "command_s": NUMBER,
