@@ -76,6 +76,8 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
     LB_RETURN_IF_ERROR(MakeDirs(spec.root));
   }
   LB_RETURN_IF_ERROR(Server::Start(spec, &server_));
+  fmt::print(stderr, "{}: serving {} at {} ({} {})\n", who, spec.root, server_->endpoint(),
+             server_->Env().value("program", kind_), server_->Env().value("version", ""));
   if (kind_ == "s3") {
     PointAtS3rver(server_->endpoint());
     prefix_ = fmt::format("s3://{}/", bucket_);
@@ -87,8 +89,6 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
     prefix_ = server_->endpoint() + "/";
     RegisterServed(prefix_, data_dir_, "");
   }
-  fmt::print(stderr, "{}: serving {} at {} ({})\n", who, spec.root, server_->endpoint(),
-             server_->Env().value("version", kind_));
   return Status::Ok();
 }
 
