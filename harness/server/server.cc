@@ -302,8 +302,10 @@ Status Server::WaitReady() {
       return Status::Ok();
     }
     if (Clock::now() > until) {
-      return Status::IOError(fmt::format("{} did not answer on 127.0.0.1:{} within {} s: {}",
-                                         program_, port_, kReadyWithin.count(), LogTail()));
+      const std::string where = spec_.kind == "s3fs" ? "mount " + spec_.root
+                                                     : fmt::format("answer on 127.0.0.1:{}", port_);
+      return Status::IOError(fmt::format("{} did not {} within {} s: {}", program_, where,
+                                         kReadyWithin.count(), LogTail()));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

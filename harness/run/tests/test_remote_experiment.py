@@ -111,6 +111,9 @@ name = "mmap"
 via = "s3fs"
 """
     p, records, env = run_experiment(tmp_path, text)
+    if p.returncode != 0 and not records and "s3fs" in p.stderr and "mounted at" not in p.stderr:
+        # A machine (a container) that has s3fs and /dev/fuse but may not mount.
+        pytest.skip(f"no s3fs mount could be made here: {p.stderr.strip().splitlines()[-1]}")
     assert p.returncode == 0, p.stderr
     assert "put s3://loadbench/" in p.stderr
     assert env["server"]["bucket"] == "loadbench" and env["server"]["mount"]["program"] == "s3fs"
