@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/text.h"
 #include "loaders/format/model_forms.h"
-#include "loaders/format/text.h"
 
 namespace loadbench {
 

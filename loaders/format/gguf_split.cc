@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "loaders/base/text.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
 #include "loaders/format/model_forms.h"
-#include "loaders/format/text.h"
 #include "loaders/remote/url.h"
 
 namespace loadbench {

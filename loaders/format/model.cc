@@ -10,9 +10,9 @@
 #include <fmt/ranges.h>
 
 #include "loaders/base/file_io.h"
+#include "loaders/base/text.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model_forms.h"
-#include "loaders/format/text.h"
 #include "loaders/remote/source.h"
 
 namespace loadbench {

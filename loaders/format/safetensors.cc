@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/base/file_io.h"
-#include "loaders/format/text.h"
+#include "loaders/base/text.h"
 
 namespace loadbench {
 namespace {

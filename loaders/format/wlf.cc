@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "loaders/base/file_io.h"
-#include "loaders/format/text.h"
+#include "loaders/base/text.h"
 
 namespace loadbench {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/format/text.h"
+#include "loaders/base/text.h"
 #include "loaders/remote/http.h"
 
 namespace loadbench {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "loaders/base/status.h"
-#include "loaders/format/tensor_table.h"
 #include "loaders/remote/http.h"
 #include "loaders/remote/url.h"
 

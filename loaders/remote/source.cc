@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/format/text.h"
+#include "loaders/base/text.h"
 
 namespace loadbench {
 

@@ -1,4 +1,4 @@
-#include "loaders/format/text.h"
+#include "loaders/base/text.h"
 
 #include <algorithm>
 
