@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "harness/link/link.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
 #include "loaders/use/part.h"
@@ -177,6 +178,10 @@ class Reader {
     if (k == "cache") return Caches(node, &e->caches);
     if (k == "system") return SystemTable(node, &e->system);
     if (k == "server") return ServerTable(node, &e->server);
+    if (k == "link") {
+      link_where_ = &node.source();
+      return LinkTable(node, &e->link);
+    }
     if (k == "file") {
       return Tables(node, "file", [&](const toml::table& t) { return File(t, &e->files); });
     }
@@ -201,6 +206,11 @@ class Reader {
       return BadAt(path_, *baseline_where_,
                    fmt::format("baseline '{}' is not one of the strategy points ({})", e->baseline,
                                fmt::join(specs, ", ")));
+    }
+    if (!e->link.rates.empty() && e->server.kind.empty()) {
+      return BadAt(path_, *link_where_,
+                   "a [link] is between the readers and the experiment's server: it needs "
+                   "[server] kind = \"http\" or \"s3\"");
     }
     if (auto_where_ != nullptr && !e->auto_reps) {
       return BadAt(path_, *auto_where_, "auto_* keys need reps = \"auto\"");
@@ -257,6 +267,48 @@ class Reader {
     if (out->limit_rate > 0 && out->kind != "http") {
       return BadAt(path_, n.source(), "server.limit_rate is nginx's: it needs kind = \"http\"");
     }
+    return Status::Ok();
+  }
+
+  // [link]: rate = RATE or a list (an axis of the plan), delay = TIME, streams = N, seconds = N.
+  Status LinkTable(const toml::node& n, ExperimentLink* out) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) return BadAt(path_, n.source(), "link must be a table: [link]");
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      int64_t v = 0;
+      if (k == "rate") {
+        LB_RETURN_IF_ERROR(Each(node, "link.rate", [&](const toml::node& r) {
+          std::string text;
+          uint64_t bits = 0;
+          LB_RETURN_IF_ERROR(String(r, "link.rate", &text));
+          if (Status s = ParseLinkRate(text, &bits); !s.ok()) {
+            return BadAt(path_, r.source(), s.message());
+          }
+          out->rates.push_back(text);
+          return Status::Ok();
+        }));
+      } else if (k == "delay") {
+        uint64_t us = 0;
+        LB_RETURN_IF_ERROR(String(node, "link.delay", &out->delay));
+        if (Status s = ParseLinkDelay(out->delay, &us); !s.ok()) {
+          return BadAt(path_, node.source(), s.message());
+        }
+      } else if (k == "streams") {
+        LB_RETURN_IF_ERROR(Integer(node, "link.streams", 1, 128, &v));
+        out->streams = static_cast<int>(v);
+      } else if (k == "seconds") {
+        LB_RETURN_IF_ERROR(Integer(node, "link.seconds", 1, 60, &v));
+        out->seconds = static_cast<int>(v);
+      } else {
+        return BadAt(path_, node.source(),
+                     fmt::format("[link]: unknown key '{}' (it takes rate, delay, streams and "
+                                 "seconds)",
+                                 k));
+      }
+    }
+    if (out->rates.empty())
+      return BadAt(path_, n.source(), "[link] needs rate = \"1gbit\" (or a list)");
     return Status::Ok();
   }
 
@@ -635,6 +687,7 @@ class Reader {
   const toml::source_region* auto_where_ = nullptr;
   const toml::source_region* baseline_where_ = nullptr;
   const toml::source_region* order_where_ = nullptr;
+  const toml::source_region* link_where_ = nullptr;
 };
 
 // The opening comment from "# Question:" on, its lines joined, the #s and the label dropped.

@@ -26,6 +26,12 @@
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
 //
+//   [link]                         # the server behind a shaped link (harness/link/link.h); the
+//   rate = ["1gbit", "unshaped"]   #   rates are a condition of the plan, each round on a link
+//   delay = "1ms"                  #   measures the link (iperf3) and the server's own limit
+//   streams = 8                    #   iperf3's streams (default: the most concurrency of the
+//   seconds = 3                    #   strategy points, times the condition's procs); its time
+//
 //   [system]                       # the machine's state for the runs (harness/system/tuning.h)
 //   tune = true                    # tuned before the first run, restored at the end (default
 //                                  #   false: recorded as found)
@@ -103,14 +109,20 @@ struct ExperimentStrategy {
 
 struct ExperimentRun {
   size_t file = 0;      // index into Experiment::files
-  size_t strategy = 0;  // index into Experiment::strategies; == strategies.size(): the ceiling
+  size_t strategy = 0;  // index into Experiment::strategies; past its end, a ceiling (below)
   std::string cache;    // "cold" or "warm"
   int rep = 0;
   int procs = 1;
   uint64_t memory_limit = 0;           // bytes; 0: none
   int position = -1;                   // place in its round; -1 in grouped order
   std::string pattern = "replicated";  // what each of the procs readers loads
+  std::string link;                    // the link's rate for the run; "" without a [link]
 };
+
+// The runs past the strategies: strategies.size() + each of these.
+inline constexpr size_t kDiskCeilingRun = 0;    // the device read (ceiling = true, cold rounds)
+inline constexpr size_t kLinkCeilingRun = 1;    // the link's own limit (iperf3)
+inline constexpr size_t kServerCeilingRun = 2;  // the server's own limit, the link unshaped
 
 // [system]: whether the runs ask for the tuned machine, and what it holds free page reporting to.
 struct ExperimentSystem {
@@ -130,6 +142,14 @@ struct ExperimentServer {
   std::string kind;                  // "http" (nginx) or "s3" (s3rver); empty: no server
   std::string bucket = "loadbench";  // s3: the bucket the files are put into
   uint64_t limit_rate = 0;           // http: bytes per second per connection; 0: none
+};
+
+// [link]: the experiment's server behind a shaped link, at each of `rates` in turn.
+struct ExperimentLink {
+  std::vector<std::string> rates;  // as ParseLinkRate takes them; empty: no link
+  std::string delay;               // netem's delay; "" for none
+  int streams = 0;                 // iperf3's; 0: the most concurrency of the points x procs
+  int seconds = 3;                 // iperf3's time per measurement
 };
 
 struct Experiment {
@@ -153,6 +173,7 @@ struct Experiment {
   std::vector<uint64_t> memory_limits = {0};
   ExperimentSystem system;
   ExperimentServer server;
+  ExperimentLink link;
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made
@@ -177,6 +198,11 @@ struct RepsOverrides {
 // without automatic reps, when the result is out of range (CheckAutoReps), or when automatic
 // reps meet grouped order.
 Status ApplyRepsOverrides(const RepsOverrides& o, Experiment* e);
+
+// Whether run `r` is a ceiling (of the disk, the link or the server), not a strategy's.
+inline bool IsCeilingRun(const Experiment& e, const ExperimentRun& r) {
+  return r.strategy >= e.strategies.size();
+}
 
 // Expands the files, strategies, cache states, procs, memory limits and reps into e->runs in
 // the experiment's order (LoadExperiment does this; call it again after changing reps).

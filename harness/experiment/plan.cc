@@ -15,25 +15,38 @@ std::vector<std::string> PatternsFor(const Experiment& e, int procs) {
   return e.patterns;
 }
 
-}  // namespace
+// The members of a round of `cache`: every strategy point; the disk's ceiling in cold rounds
+// (the device speed is what a cold load is measured against); on a link, its own limit and
+// the server's, in every round.
+std::vector<size_t> RoundMembers(const Experiment& e, const std::string& cache) {
+  const size_t ns = e.strategies.size();
+  std::vector<size_t> members(ns);
+  for (size_t k = 0; k < ns; ++k) members[k] = k;
+  if (e.ceiling && cache == "cold") members.push_back(ns + kDiskCeilingRun);
+  if (!e.link.rates.empty()) {
+    members.push_back(ns + kLinkCeilingRun);
+    members.push_back(ns + kServerCeilingRun);
+  }
+  return members;
+}
 
-void PlanRuns(Experiment* e) {
-  const size_t nf = e->files.size(), ns = e->strategies.size();
-  e->runs.clear();
-  if (e->order != RoundOrder::kGrouped) {
-    for (int rep = 0; rep < e->reps; ++rep) {
-      for (const std::string& cache : e->caches) {
-        // The ceiling joins the rounds of cold conditions: the device speed is what a cold
-        // load is measured against.
-        const size_t members = ns + (e->ceiling && cache == "cold" ? 1 : 0);
-        const std::vector<size_t> order = MembersInOrder(members, rep, e->order, e->seed);
+std::vector<std::string> LinksOf(const Experiment& e) {
+  return e.link.rates.empty() ? std::vector<std::string>{""} : e.link.rates;
+}
+
+void PlanRounds(Experiment* e) {
+  for (int rep = 0; rep < e->reps; ++rep) {
+    for (const std::string& cache : e->caches) {
+      const std::vector<size_t> members = RoundMembers(*e, cache);
+      const std::vector<size_t> order = MembersInOrder(members.size(), rep, e->order, e->seed);
+      for (const std::string& link : LinksOf(*e)) {
         for (uint64_t limit : e->memory_limits) {
           for (int procs : e->procs) {
             for (const std::string& pattern : PatternsFor(*e, procs)) {
-              for (size_t f = 0; f < nf; ++f) {
-                for (size_t k = 0; k < members; ++k) {
-                  e->runs.push_back(
-                      {f, order[k], cache, rep, procs, limit, static_cast<int>(k), pattern});
+              for (size_t f = 0; f < e->files.size(); ++f) {
+                for (size_t k = 0; k < members.size(); ++k) {
+                  e->runs.push_back({f, members[order[k]], cache, rep, procs, limit,
+                                     static_cast<int>(k), pattern, link});
                 }
               }
             }
@@ -41,16 +54,25 @@ void PlanRuns(Experiment* e) {
         }
       }
     }
-    return;
   }
+}
+
+}  // namespace
+
+void PlanRuns(Experiment* e) {
+  const size_t nf = e->files.size(), ns = e->strategies.size();
+  e->runs.clear();
+  if (e->order != RoundOrder::kGrouped) return PlanRounds(e);
   for (size_t f = 0; f < nf; ++f) {
     for (size_t k = 0; k < ns; ++k) {
       for (uint64_t limit : e->memory_limits) {
         for (int procs : e->procs) {
           for (const std::string& pattern : PatternsFor(*e, procs)) {
-            for (const std::string& cache : e->caches) {
-              for (int rep = 0; rep < e->reps; ++rep) {
-                e->runs.push_back({f, k, cache, rep, procs, limit, -1, pattern});
+            for (const std::string& link : LinksOf(*e)) {
+              for (const std::string& cache : e->caches) {
+                for (int rep = 0; rep < e->reps; ++rep) {
+                  e->runs.push_back({f, k, cache, rep, procs, limit, -1, pattern, link});
+                }
               }
             }
           }

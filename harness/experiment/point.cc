@@ -6,16 +6,19 @@
 
 namespace loadbench {
 
-StrategySpec CeilingRunSpec() {
+StrategySpec CeilingRunSpec(const char* name) {
   StrategySpec s;
-  s.name = s.text = kCeiling;
+  s.name = s.text = name;
   return s;
 }
 
 RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   RunPoint p;
-  if (r.strategy == e.strategies.size()) {
-    p.spec = CeilingRunSpec();
+  if (IsCeilingRun(e, r)) {
+    const size_t k = r.strategy - e.strategies.size();
+    p.spec = CeilingRunSpec(k == kLinkCeilingRun     ? kLinkCeiling
+                            : k == kServerCeilingRun ? kServerCeiling
+                                                     : kCeiling);
   } else {
     const ExperimentStrategy& st = e.strategies[r.strategy];
     p.spec = st.spec;
@@ -28,11 +31,12 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   p.procs = r.procs;
   p.pattern = r.pattern;
   p.memory_limit = r.memory_limit;
+  p.link = r.link;
   return p;
 }
 
 std::string RunKey(const std::string& file, const RunPoint& p) {
-  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern);
+  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern, p.link);
 }
 
 }  // namespace loadbench

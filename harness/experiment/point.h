@@ -15,8 +15,8 @@
 
 namespace loadbench {
 
-// The spec of a ceiling run (record/record.h).
-StrategySpec CeilingRunSpec();
+// The spec of a ceiling run: kCeiling, kLinkCeiling or kServerCeiling (record/record.h).
+StrategySpec CeilingRunSpec(const char* name = kCeiling);
 
 struct RunPoint {
   StrategySpec spec;
@@ -26,12 +26,13 @@ struct RunPoint {
   int procs = 1;                       // readers loading the model at the same time
   std::string pattern = "replicated";  // what each reader loads (loaders/use/part.h)
   uint64_t memory_limit = 0;           // bytes; 0: no memory cgroup
+  std::string link;                    // the link's rate; "" without a link
   std::string unsupported;          // a reason known before the run (unknown strategy, bad option)
   std::optional<ExecCommand> exec;  // an exec strategy's command
 };
 
-// The run `r` of experiment `e` as a point to measure (the ceiling for strategy index
-// e.strategies.size()).
+// The run `r` of experiment `e` as a point to measure (a ceiling for strategy indexes from
+// e.strategies.size() on).
 RunPoint PointOf(const Experiment& e, const ExperimentRun& r);
 
 // The identity of a run for resuming (record/results.h RunKey), from a point.

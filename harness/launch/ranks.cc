@@ -1,6 +1,8 @@
 #include "harness/launch/ranks.h"
 #include "loadbench_commit.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "harness/launch/workers.h"
@@ -259,8 +261,28 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
   return Assemble(job, req.readers, starts, all);
 }
 
+namespace {
+
+// What a remote model is reached by: the endpoint, the keys and the addressing an experiment's
+// server set in rank 0's environment (harness/run/remote_files.cc), which the other ranks,
+// started by the launcher before it, do not have.
+constexpr const char* kRemoteEnv[] = {"AWS_ENDPOINT_URL",  "AWS_ENDPOINT_URL_S3",
+                                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                      "AWS_SESSION_TOKEN", "LOADBENCH_S3_ADDRESSING"};
+
+RankJson RemoteEnv() {
+  RankJson env = RankJson::object();
+  for (const char* name : kRemoteEnv) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  return env;
+}
+
+}  // namespace
+
 RankJson RunMessage(const LaunchRequest& req) {
   return {{"type", "run"},
+          {"env", RemoteEnv()},
           {"path", req.file},
           {"strategy", req.strategy},
           {"cache", req.cache},
@@ -273,6 +295,16 @@ RankJson RunMessage(const LaunchRequest& req) {
 }
 
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe) {
+  // Rank 0's remote environment, as its own readers have it.
+  if (const auto env = run.find("env"); env != run.end() && env->is_object()) {
+    for (const char* name : kRemoteEnv) {
+      if (env->contains(name) && (*env)[name].is_string()) {
+        ::setenv(name, (*env)[name].get<std::string>().c_str(), 1);
+      } else {
+        ::unsetenv(name);
+      }
+    }
+  }
   LaunchRequest r;
   r.exe = exe;
   r.file = run.value("path", "");

@@ -16,6 +16,7 @@
 #include "harness/measure/complete.h"
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
+#include "harness/system/interrupt.h"
 #include "harness/system/timeline.h"
 #include "loaders/remote/url.h"
 #include "loaders/use/use.h"
@@ -44,6 +45,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (p.procs > 1) r.procs = p.procs;
   if (p.procs > 1) r.pattern = p.pattern;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
+  if (!p.link.empty()) r.link = p.link;
   r.started_at = NowUtcMs();
   return r;
 }
@@ -216,13 +218,16 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
       {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
   // The server's and the mount's CPU from the end of the host's preparation (a warm start's
   // read through the server is not the run's) to the readers' end, in 10 ms ticks.
+  // So are the bytes the link carried to the readers.
   double server_cpu = 0, mount_cpu = 0;
+  uint64_t rx = 0;
   HostSteps steps = host.Steps();
   if (s.server_cpu_s) {
     steps.prepare = [&, prepare = steps.prepare] {
       HostState h = prepare();
       server_cpu = s.server_cpu_s();
       if (s.mount_cpu_s) mount_cpu = s.mount_cpu_s();
+      if (s.link_rx_bytes) rx = s.link_rx_bytes();
       return h;
     };
   }
@@ -231,6 +236,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
   for (RunRecord& r : *batch) {
     if (s.server_cpu_s) r.server_cpu_s = ticks(s.server_cpu_s() - server_cpu);
     if (s.mount_cpu_s) r.mount_cpu_s = ticks(s.mount_cpu_s() - mount_cpu);
+    if (s.link_rx_bytes) r.link_rx_bytes = s.link_rx_bytes() - rx;
   }
   host.CleanUp("loadbench");
   if (*interrupted) {
@@ -245,9 +251,11 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
   for (size_t k = 0; k < batch->size(); ++k) {
     RunRecord& r = (*batch)[k];
     const std::optional<double> server_cpu_s = r.server_cpu_s, mount_cpu_s = r.mount_cpu_s;
+    const std::optional<uint64_t> link_rx_bytes = r.link_rx_bytes;
     r = Complete(r, judging, k, outcomes[k]);
     r.server_cpu_s = server_cpu_s;
     r.mount_cpu_s = mount_cpu_s;
+    r.link_rx_bytes = link_rx_bytes;
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }
@@ -261,6 +269,20 @@ Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& f
                   const RunPoint& p, bool* interrupted) {
   RunRecord base = BaseRecord(s, out, file, p);
   if (p.spec.name == kCeiling) return MeasureCeiling(s, std::move(base), out, file, interrupted);
+  if (p.spec.name == kLinkCeiling || p.spec.name == kServerCeiling) {
+    const auto& measure = p.spec.name == kLinkCeiling ? s.link_ceiling : s.server_ceiling;
+    if (measure) {
+      measure(file, p, &base);
+    } else {
+      base.status = "unsupported", base.error = "no link to measure";
+    }
+    if (Interrupted()) {
+      *interrupted = true;
+      return Status::Ok();  // no record: the run did not finish
+    }
+    std::vector<RunRecord> batch = {std::move(base)};
+    return out.Write(batch);
+  }
   const std::unique_ptr<Launcher> launcher = LauncherFor(s, p);
   const Resolved res = p.exec ? Resolved{} : Resolve(p);
   LaunchRequest req = RequestOf(s, file, p);

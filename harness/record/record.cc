@@ -66,6 +66,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("ranks", r.ranks, Key::kWhenSet);
   v("cache_by_rank", r.cache_by_rank, Key::kWhenSet);
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
+  v("link", r.link, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
   v("ended_at", r.ended_at, Key::kAlways);
   v("status", r.status, Key::kAlways);
@@ -110,6 +111,7 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("server_resident_before", r.server_resident_before, Key::kWhenSet);
   v("server_cpu_s", r.server_cpu_s, Key::kWhenSet);
   v("mount_cpu_s", r.mount_cpu_s, Key::kWhenSet);
+  v("link_rx_bytes", r.link_rx_bytes, Key::kWhenSet);
   v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);

@@ -61,6 +61,7 @@ struct RunRecord {
   std::optional<int> rank, ranks;
   std::optional<int> cache_by_rank;  // the rank that made and checked its host's cache state
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
+  std::optional<std::string> link;             // the link's rate, on a link only
   std::string started_at;                      // UTC, before the cache state is made
   std::string ended_at;                        // UTC, once the workers are reaped
 
@@ -97,6 +98,7 @@ struct RunRecord {
   std::optional<std::string> read_as;  // what the readers opened, when not `file` (a server's name)
   std::optional<double> server_cpu_s;  // the experiment's server: its CPU seconds during the run
   std::optional<double> mount_cpu_s;   // the s3fs mount's process: its CPU seconds during the run
+  std::optional<uint64_t> link_rx_bytes;  // on a link: what its client end received in the run
   // A remote model served from this machine: the residency of the files its server reads
   std::optional<double> server_resident_before;
   // A sharded model: the shard that started farthest from the cache state (runner)
@@ -137,6 +139,15 @@ struct RunRecord {
 // that every strategy's time can also be read as a fraction of the device's speed at that
 // moment. Not a strategy: analyses keep its records apart.
 inline constexpr const char* kCeiling = "ceiling";
+// On a link (harness/link/link.h), in every round: the link's own limit (iperf3 over it) and
+// the server's (the model fetched from it into nothing, the link's shaping lifted). Not
+// strategies either.
+inline constexpr const char* kLinkCeiling = "link_ceiling";
+inline constexpr const char* kServerCeiling = "server_ceiling";
+// Whether a record's strategy names one of the ceilings (disk, link, server).
+inline bool IsCeilingName(const std::string& s) {
+  return s == kCeiling || s == kLinkCeiling || s == kServerCeiling;
+}
 
 // Copies what the runner says a run is (the identity fields up to started_at) from `from` onto
 // a reader's record: not which reader it was or where (proc, host, rank, ranks,

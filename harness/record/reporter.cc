@@ -38,9 +38,12 @@ std::string WarningsText(const RunRecord& r) {
 // The line logged for a record.
 std::string LogDetail(const RunRecord& r) {
   if (r.status != "ok") return r.error.value_or("") + WarningsText(r);
-  if (r.strategy == kCeiling) {
-    return fmt::format("{:.3f} s, {:.2f} GB/s: the device now", r.wall_s.value_or(0),
-                       r.gb_per_s.value_or(0));
+  if (IsCeilingName(r.strategy)) {
+    return fmt::format("{:.3f} s, {:.3f} GB/s: the {} now", r.wall_s.value_or(0),
+                       r.gb_per_s.value_or(0),
+                       r.strategy == kCeiling       ? "device"
+                       : r.strategy == kLinkCeiling ? "link"
+                                                    : "server, the link unshaped");
   }
   // A reader of a part delivers the part's bytes, not the file's.
   const uint64_t bytes =

@@ -133,10 +133,13 @@ Status ReadRecorded(const std::string& path, const std::string& experiment, cons
 }
 
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
-                     int rep, int procs, uint64_t memory_limit, const std::string& pattern) {
-  // Replicated is every record's pattern from before patterns: its key is unchanged.
-  return fmt::format("{}|{}|{}|{}|{}|{}{}", file, spec, cache, rep, procs, memory_limit,
-                     pattern == "replicated" ? "" : "|" + pattern);
+                     int rep, int procs, uint64_t memory_limit, const std::string& pattern,
+                     const std::string& link) {
+  // Replicated is every record's pattern from before patterns, and no link every record's from
+  // before links: their keys are unchanged.
+  return fmt::format("{}|{}|{}|{}|{}|{}{}{}", file, spec, cache, rep, procs, memory_limit,
+                     pattern == "replicated" ? "" : "|" + pattern,
+                     link.empty() ? "" : "|link=" + link);
 }
 
 std::string RunKey(const nlohmann::ordered_json& r) {
@@ -144,7 +147,7 @@ std::string RunKey(const nlohmann::ordered_json& r) {
   return RunKeyOf(r.value("file", ""), r.value("strategy_spec", ""), r.value("cache", ""),
                   r.value("rep", -1), r.value("procs", 1),
                   limit != r.end() && limit->is_number() ? limit->get<uint64_t>() : 0,
-                  r.value("pattern", "replicated"));
+                  r.value("pattern", "replicated"), r.value("link", ""));
 }
 
 }  // namespace loadbench

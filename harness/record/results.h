@@ -42,9 +42,10 @@ class JsonlWriter final {
 };
 
 // The identity of a run for resuming: file, strategy spec, cache, repetition, procs, memory
-// limit and read pattern; from those, or from a record of runs.jsonl.
+// limit, read pattern and link; from those, or from a record of runs.jsonl.
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
-                     int rep, int procs, uint64_t memory_limit, const std::string& pattern);
+                     int rep, int procs, uint64_t memory_limit, const std::string& pattern,
+                     const std::string& link = "");
 std::string RunKey(const nlohmann::ordered_json& record);
 
 // Every line of runs.jsonl that is a JSON object, for reading only (nothing when the file does

@@ -156,7 +156,7 @@ void PrintRuns(const Experiment& e, const std::string& out_dir, const Needs& n,
     const RunPoint p = PointOf(e, r);
     if (recorded.count(RunKey(RecordedPath(e.files[r.file].path), p))) continue;
     ++todo;
-    records += p.spec.name == kCeiling ? 1 : static_cast<size_t>(r.procs);
+    records += IsCeilingName(p.spec.name) ? 1 : static_cast<size_t>(r.procs);
     if (ceilings && p.unsupported.empty()) {
       double t = EstimateRunSeconds(*ceilings, n.bytes[r.file], p.spec, p.cache, p.procs);
       *run_s += e.timeout_s > 0 ? std::min(t, e.timeout_s) : t;

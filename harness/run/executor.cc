@@ -22,6 +22,7 @@
 #include "harness/profile/profile.h"
 #include "harness/record/results.h"
 #include "harness/run/follow.h"
+#include "harness/run/link_runs.h"
 #include "harness/run/progress.h"
 #include "harness/run/remote_files.h"
 #include "harness/run/session.h"
@@ -81,7 +82,7 @@ class Executor {
     if (Status s = CheckResultsFolder(); !s.ok()) return Stop(s.message());
     StartSession(&rs_);
     if (int code = GenerateFiles(); code != 0) return code;
-    if (Status s = remote_.Start(e_, o_.data_dir, o_.who); !s.ok()) return Stop(s.message());
+    if (Status s = StartServer(); !s.ok()) return Stop(s.message());
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
     if (int code = CheckRanks(); code != 0) return code;
     if (Status s = TuneMachine(); !s.ok()) return Stop(s.message());
@@ -125,6 +126,7 @@ class Executor {
   Status CheckResultsFolder();
   Status CheckGivenFiles();
   int GenerateFiles();
+  Status StartServer();
   Status PrepareFiles();
   Status TuneMachine();
   Json SettleBeforeRuns();
@@ -154,6 +156,7 @@ class Executor {
   Progress progress_;
   std::vector<std::string> generated_;  // files this command wrote
   std::vector<PreparedFile> files_;
+  LinkRuns link_;       // the experiment's [link]; removed after the server (declared before)
   RemoteFiles remote_;  // the experiment's [server], and the files as read through it
   Json stability_;
   JsonlWriter out_;
@@ -271,13 +274,26 @@ int Executor::CheckRanks() {
   return Stop(why);
 }
 
+// The experiment's link, when it has one, then its server (at the link's far end).
+Status Executor::StartServer() {
+  if (!e_.link.rates.empty() && o_.job != nullptr && o_.job->hosts() > 1) {
+    return Status::BadInput(
+        fmt::format("{}: a [link] is made on this host; the job's ranks run on {} hosts", e_.path,
+                    o_.job->hosts()));
+  }
+  LB_RETURN_IF_ERROR(link_.Start(e_, o_.who));
+  LB_RETURN_IF_ERROR(remote_.Start(e_, o_.data_dir, o_.who, link_.link()));
+  if (link_.link() != nullptr) LB_RETURN_IF_ERROR(link_.MeasureRtt(remote_.port()));
+  return Status::Ok();
+}
+
 Status Executor::PrepareFiles() {
   files_.resize(e_.files.size());
   for (size_t i = 0; i < e_.files.size(); ++i) {
     LB_RETURN_IF_ERROR(PrepareFile(e_.files[i].path, o_.who, &files_[i]));
   }
   for (const ExperimentRun& r : e_.runs) {
-    if (r.strategy == e_.strategies.size()) continue;  // the ceiling reads the whole file
+    if (IsCeilingRun(e_, r)) continue;  // a ceiling reads the whole file
     if (Status s = PrepareParts(r.pattern, r.procs, &files_[r.file]); !s.ok()) {
       return Status::BadInput(
           fmt::format("{}: {}", e_.path.empty() ? "--pattern" : e_.path, s.message()));
@@ -357,6 +373,7 @@ Json Executor::NewEnv(const Json& stability) const {
   for (const PreparedFile& f : files_) env["files"].push_back(FileEnv(f));
   if (files_.size() == 1) env["file"] = FileEnv(files_[0]);
   if (remote_.serving()) env["server"] = remote_.Env();
+  if (link_.link() != nullptr) env["link"] = link_.Env();
   if (e_.procs.size() == 1 && e_.procs[0] > 1) env["procs"] = e_.procs[0];
   if (o_.job != nullptr) env["mpi"] = MpiEnv(*o_.job);
   if (e_.memory_limits.size() == 1 && e_.memory_limits[0] > 0) {
@@ -412,6 +429,7 @@ Status Executor::OpenResults() {
   rs_.measure.timeout_s = e_.timeout_s;
   if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
   if (remote_.mounted()) rs_.measure.mount_cpu_s = [this] { return remote_.MountCpuSeconds(); };
+  link_.Wire(e_, remote_, &rs_.measure);
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
   rs_.reporter.log = o_.verbose;
@@ -452,7 +470,7 @@ void Executor::PlanWhatIsLeft() {
   std::vector<Eta::Item> items;
   for (const ExperimentRun& r : e_.runs) {
     const RunPoint p = PointOf(e_, r);
-    const int records = p.spec.name == kCeiling ? 1 : r.procs;  // a ceiling is one read
+    const int records = IsCeilingName(p.spec.name) ? 1 : r.procs;  // a ceiling is one read
     rs_.reporter.total += records;
     if (recorded_.count(RunKey(files_[r.file].path, p))) {
       rs_.reporter.done += records;
@@ -500,13 +518,15 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
   for (; next_ < todo_.size() && todo_[next_]->rep <= last_rep; ++next_) {
     const ExperimentRun& run = *todo_[next_];
     const RunPoint p = PointOf(e_, run);
-    progress_.Show(fmt::format("[{}/{}] {} {} rep {}{}{} ... ETA {}{}", rs_.reporter.done,
+    progress_.Show(fmt::format("[{}/{}] {} {} rep {}{}{}{} ... ETA {}{}", rs_.reporter.done,
                                rs_.reporter.total, p.cache, p.spec.text, p.rep,
                                p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
                                p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
+                               p.link.empty() ? "" : " link " + p.link,
                                e_.auto_reps ? "at most " : "", eta_->Left(next_)));
     rs_.reporter.clear_line = progress_.on();
     const auto t0 = Clock::now();
+    LB_RETURN_IF_ERROR(link_.ShapeFor(e_, run));
     Status s = MeasureRun(rs_.measure, rs_.reporter, remote_.For(e_, files_, run), p, stop);
     progress_.Clear();
     LB_RETURN_IF_ERROR(s);

@@ -52,8 +52,8 @@ RemoteFiles::~RemoteFiles() {
   if (server_) (void)server_->Stop();
 }
 
-Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
-                          const std::string& who) {
+Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir, const std::string& who,
+                          const Link* link) {
   for (const ExperimentStrategy& st : e.strategies) {
     const std::string via = ViaOf(e, st);
     if (via.empty() || via == e.server.kind || (via == "s3fs" && e.server.kind == "s3")) continue;
@@ -70,6 +70,10 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir,
   spec.kind = kind_;
   spec.root = data_dir_;
   spec.limit_rate = e.server.limit_rate;
+  if (link != nullptr) {
+    spec.address = link->server_address();
+    spec.netns = link->netns_path();
+  }
   if (kind_ == "s3") {
     spec.root = data_dir_ + "/s3rver";
     spec.buckets = {bucket_};
@@ -160,7 +164,7 @@ Status RemoteFiles::Publish(const PreparedFile& local, const std::string& who) c
 Status RemoteFiles::Prepare(const Experiment& e, const std::vector<PreparedFile>& files,
                             const std::string& who) {
   for (const ExperimentRun& r : e.runs) {
-    if (r.strategy == e.strategies.size()) continue;  // the ceiling reads the local file
+    if (IsCeilingRun(e, r)) continue;  // a ceiling reads the local file, or the server's view
     const std::string via = ViaOf(e, e.strategies[r.strategy]);
     if (via.empty() || views_.count({r.file, via})) continue;
     const PreparedFile& local = files[r.file];
@@ -181,9 +185,16 @@ Status RemoteFiles::Prepare(const Experiment& e, const std::vector<PreparedFile>
 
 const PreparedFile& RemoteFiles::For(const Experiment& e, const std::vector<PreparedFile>& files,
                                      const ExperimentRun& r) const {
-  if (r.strategy == e.strategies.size()) return files[r.file];
+  if (IsCeilingRun(e, r)) return files[r.file];
   const auto it = views_.find({r.file, ViaOf(e, e.strategies[r.strategy])});
   return it == views_.end() ? files[r.file] : it->second;
+}
+
+const PreparedFile* RemoteFiles::ViewOf(const std::string& path) const {
+  for (const auto& [key, view] : views_) {
+    if (key.second != "s3fs" && view.path == path) return &view;
+  }
+  return nullptr;
 }
 
 nlohmann::ordered_json RemoteFiles::Env() const {

@@ -15,6 +15,7 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/file.h"
+#include "harness/link/link.h"
 #include "harness/server/server.h"
 
 namespace loadbench {
@@ -27,13 +28,20 @@ class RemoteFiles {
  public:
   ~RemoteFiles();
 
-  // Starts the experiment's server, when it has one, for `data_dir`. kBadInput for a run that
-  // asks for a via without a [server] of that kind.
-  Status Start(const Experiment& e, const std::string& data_dir, const std::string& who);
+  // Starts the experiment's server, when it has one, for `data_dir`: on loopback, or at the far
+  // end of `link` when there is one (in its namespace). kBadInput for a run that asks for a via
+  // without a [server] of that kind.
+  Status Start(const Experiment& e, const std::string& data_dir, const std::string& who,
+               const Link* link = nullptr);
   // The files as the runs read them through the server: each put into the bucket (s3) unless it
   // is there already, its table read through the server and checked against the local one.
   Status Prepare(const Experiment& e, const std::vector<PreparedFile>& files,
                  const std::string& who);
+  // The model at local `path` as read through the server (http or s3, not the mount); null when
+  // no run reads it so.
+  const PreparedFile* ViewOf(const std::string& path) const;
+  // The server's port (0 without one).
+  int port() const { return server_ ? server_->port() : 0; }
   // The prepared file run `r` reads.
   const PreparedFile& For(const Experiment& e, const std::vector<PreparedFile>& files,
                           const ExperimentRun& r) const;

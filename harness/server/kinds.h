@@ -33,13 +33,18 @@ Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, Server
 Status PrepareS3fs(const ServerSpec& spec, const std::string& temp_dir, ServerLaunch* out);
 // Whether `dir` is a FUSE mount now.
 bool IsFuseMount(const std::string& dir);
-// The port s3rver's log says it listens on ("S3rver listening on 127.0.0.1:PORT"); 0 before.
-int S3rverPortInLog(const std::string& log);
+// The port s3rver's log says it listens on ("S3rver listening on ADDRESS:PORT"); 0 before.
+int S3rverPortInLog(const std::string& log, const std::string& address);
+// iperf3's server on spec.address at a free port, in the foreground.
+Status PrepareIperf3(const ServerSpec& spec, ServerLaunch* out);
+// Whether iperf3's log says it listens ("Server listening on PORT").
+bool IperfListening(const std::string& log);
 
 // Runs `argv` to its end (killed after `timeout_s`): what it wrote on stdout and stderr
 // together. kIOError when it could not run, exited other than 0 or ran too long, with its
-// last lines.
-Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output);
+// last lines. `netns`: the network namespace it runs in (a /run/netns path), "" for this one.
+Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output,
+                    const std::string& netns = "");
 // A TCP port of 127.0.0.1 free at this moment (the kernel's pick for a bind to port 0).
 Status FreeLoopbackPort(int* port);
 // The last `n` lines of `text`, joined by " | " (for one-line messages).

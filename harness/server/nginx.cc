@@ -38,10 +38,10 @@ Status Quoted(const std::string& path, std::string* out) {
 std::string ConfigText(const ServerSpec& spec, const std::string& root, const std::string& temp,
                        int port) {
   const std::string t = temp + "/";
-  std::string c = fmt::format(
-      "# Written by loadbench (harness/server/nginx.cc): {} served read-only on 127.0.0.1.\n"
-      "daemon off;\nmaster_process on;\nworker_processes 1;\n",
-      root);
+  std::string c =
+      fmt::format("# Written by loadbench (harness/server/nginx.cc): {} served read-only on {}.\n"
+                  "daemon off;\nmaster_process on;\nworker_processes 1;\n",
+                  root, spec.address);
   if (::geteuid() == 0) c += "user root;\n";  // as root, workers would otherwise be nobody
   c += fmt::format(
       "pid {0}nginx.pid;\nerror_log {0}error.log warn;\n"
@@ -52,7 +52,8 @@ std::string ConfigText(const ServerSpec& spec, const std::string& root, const st
       "  sendfile off;\n  tcp_nodelay on;\n"
       "  keepalive_timeout {1}s;\n  keepalive_requests {2};\n",
       t, kKeepaliveTimeoutS, kKeepaliveRequests);
-  c += fmt::format("  server {{\n    listen 127.0.0.1:{};\n    server_name localhost;\n", port);
+  c += fmt::format("  server {{\n    listen {}:{};\n    server_name localhost;\n", spec.address,
+                   port);
   c += fmt::format("    root {};\n    autoindex off;\n", root);
   if (spec.limit_rate > 0) c += fmt::format("    limit_rate {};\n", spec.limit_rate);
   c += "    location / {\n      limit_except GET HEAD { deny all; }\n    }\n  }\n}\n";
@@ -81,7 +82,7 @@ Status PrepareNginx(const ServerSpec& spec, const std::string& temp_dir, ServerL
       "-p", temp_dir + "/", "-e", temp_dir + "/error.log", "-c", conf};
   std::vector<std::string> test = {l.program, "-t", "-q"};
   test.insert(test.end(), common.begin(), common.end());
-  if (Status s = RunForOutput(test, 10, &said); !s.ok()) {
+  if (Status s = RunForOutput(test, 10, &said, spec.netns); !s.ok()) {
     return Status::IOError(
         fmt::format("nginx refuses its configuration {}: {}", conf, s.message()));
   }

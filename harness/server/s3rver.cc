@@ -25,7 +25,7 @@ Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, Server
   std::string said;
   LB_RETURN_IF_ERROR(RunForOutput({l.program, "--version"}, 10, &said));
   l.version = VersionIn(said);
-  l.argv = {l.program, "--address", "127.0.0.1",
+  l.argv = {l.program, "--address", spec.address,
             "--port",  "0",         "--directory",
             spec.root, "--silent",  "--allow-mismatched-signatures"};
   for (const std::string& b : spec.buckets) {
@@ -41,8 +41,8 @@ Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, Server
   return Status::Ok();
 }
 
-int S3rverPortInLog(const std::string& log) {
-  const std::string mark = "S3rver listening on 127.0.0.1:";
+int S3rverPortInLog(const std::string& log, const std::string& address) {
+  const std::string mark = fmt::format("S3rver listening on {}:", address);
   const size_t at = log.find(mark);
   if (at == std::string::npos) return 0;
   const char* begin = log.data() + at + mark.size();

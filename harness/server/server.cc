@@ -57,9 +57,14 @@ bool GoodBucket(const std::string& b) {
 
 // The spec checked, its root made absolute and real.
 Status CheckSpec(const ServerSpec& spec, std::string* root) {
-  if (spec.kind != "http" && spec.kind != "s3" && spec.kind != "s3fs") {
-    return Status::BadInput(fmt::format("server kind {}: not http, s3 or s3fs", spec.kind));
+  if (spec.kind != "http" && spec.kind != "s3" && spec.kind != "s3fs" && spec.kind != "iperf3") {
+    return Status::BadInput(fmt::format("server kind {}: not http, s3, s3fs or iperf3", spec.kind));
   }
+  in_addr any{};
+  if (::inet_pton(AF_INET, spec.address.c_str(), &any) != 1) {
+    return Status::BadInput(fmt::format("server address {}: not an IPv4 address", spec.address));
+  }
+  if (spec.kind == "iperf3") return Status::Ok();  // serves no folder
   if (spec.kind == "s3fs" && (spec.buckets.size() != 1 || spec.upstream.empty())) {
     return Status::BadInput("an s3fs mount needs one bucket and the endpoint it is mounted from");
   }
@@ -90,8 +95,8 @@ Status CheckSpec(const ServerSpec& spec, std::string* root) {
   return Status::Ok();
 }
 
-// Whether an HTTP server on 127.0.0.1:`port` answers a request (any status).
-bool AnswersHttp(int port) {
+// Whether an HTTP server on `address`:`port` answers a request (any status).
+bool AnswersHttp(const std::string& address, int port) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return false;
   const timeval limit{1, 0};
@@ -100,9 +105,9 @@ bool AnswersHttp(int port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::inet_pton(AF_INET, address.c_str(), &a.sin_addr);
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
-  const std::string req = "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string req = fmt::format("GET / HTTP/1.0\r\nHost: {}\r\n\r\n", address);
   if (::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     return false;
   }
@@ -137,7 +142,13 @@ bool Exited(pid_t pid, int* wstatus) {
 
 }  // namespace
 
-Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output) {
+Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output,
+                    const std::string& netns) {
+  UniqueFd ns;
+  if (!netns.empty()) {
+    ns.reset(::open(netns.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!ns.valid()) return Status::FromErrno(netns, errno);
+  }
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd rd(out[0]), wr(out[1]);
@@ -147,6 +158,7 @@ Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std:
   setup.parent = ::getpid();
   setup.own_group = true;
   setup.out = setup.err = wr.get();
+  setup.netns_fd = ns.valid() ? ns.get() : -1;
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecChild(setup, cargs[0], cargs.data());
@@ -214,9 +226,10 @@ Status Server::Start(const ServerSpec& spec, std::unique_ptr<Server>* out) {
   LB_RETURN_IF_ERROR(s->MakeTempDir());
   for (int attempt = 1;; ++attempt) {
     ServerLaunch l;
-    Status st = spec.kind == "http"   ? PrepareNginx(s->spec_, s->temp_dir_, &l)
-                : spec.kind == "s3fs" ? PrepareS3fs(s->spec_, s->temp_dir_, &l)
-                                      : PrepareS3rver(s->spec_, s->temp_dir_, &l);
+    Status st = spec.kind == "http"     ? PrepareNginx(s->spec_, s->temp_dir_, &l)
+                : spec.kind == "s3fs"   ? PrepareS3fs(s->spec_, s->temp_dir_, &l)
+                : spec.kind == "iperf3" ? PrepareIperf3(s->spec_, &l)
+                                        : PrepareS3rver(s->spec_, s->temp_dir_, &l);
     if (st.ok()) st = s->Launch(l);
     if (st.ok()) {
       *out = std::move(s);
@@ -231,9 +244,9 @@ Status Server::Start(const ServerSpec& spec, std::unique_ptr<Server>* out) {
 Server::~Server() { (void)Stop(); }
 
 Status Server::MakeTempDir() {
-  const std::string name = spec_.kind == "http"   ? "nginx"
-                           : spec_.kind == "s3fs" ? "s3fs"
-                                                  : "s3rver";
+  const std::string name = spec_.kind == "http" ? "nginx"
+                           : spec_.kind == "s3" ? "s3rver"
+                                                : spec_.kind;
   std::string tmpl = fmt::format("/tmp/loadbench-{}-XXXXXX", name);
   if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(tmpl, errno);
   temp_dir_ = tmpl;
@@ -260,6 +273,12 @@ Status Server::Launch(const ServerLaunch& l) {
   setup.own_group = true;
   setup.out = setup.err = log_fd.get();
   setup.errno_fd = status_wr.get();
+  UniqueFd netns;
+  if (!spec_.netns.empty()) {
+    netns.reset(::open(spec_.netns.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!netns.valid()) return Status::FromErrno(spec_.netns, errno);
+    setup.netns_fd = netns.get();
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecChild(setup, l.program.c_str(), argv.data());
@@ -295,15 +314,21 @@ Status Server::WaitReady() {
       endpoint_ = spec_.root;
       return Status::Ok();
     }
-    if (port_ == 0 && spec_.kind == "s3")
-      port_ = S3rverPortInLog(ReadText(temp_dir_ + "/server.log"));
-    if (port_ > 0 && AnswersHttp(port_)) {
-      endpoint_ = fmt::format("http://127.0.0.1:{}", port_);
+    if (port_ == 0 && spec_.kind == "s3") {
+      port_ = S3rverPortInLog(ReadText(temp_dir_ + "/server.log"), spec_.address);
+    }
+    if (spec_.kind == "iperf3" && IperfListening(ReadText(temp_dir_ + "/server.log"))) {
+      endpoint_ = fmt::format("{}:{}", spec_.address, port_);
+      return Status::Ok();
+    }
+    if (port_ > 0 && spec_.kind != "iperf3" && AnswersHttp(spec_.address, port_)) {
+      endpoint_ = fmt::format("http://{}:{}", spec_.address, port_);
       return Status::Ok();
     }
     if (Clock::now() > until) {
-      const std::string where = spec_.kind == "s3fs" ? "mount " + spec_.root
-                                                     : fmt::format("answer on 127.0.0.1:{}", port_);
+      const std::string where = spec_.kind == "s3fs"
+                                    ? "mount " + spec_.root
+                                    : fmt::format("answer on {}:{}", spec_.address, port_);
       return Status::IOError(fmt::format("{} did not {} within {} s: {}", program_, where,
                                          kReadyWithin.count(), LogTail()));
     }

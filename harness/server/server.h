@@ -24,13 +24,17 @@ struct ServerLaunch;  // harness/server/kinds.h
 
 // What to serve, and how.
 struct ServerSpec {
-  std::string kind;         // "http" (nginx) or "s3" (s3rver)
+  std::string kind;         // "http" (nginx), "s3" (s3rver), "s3fs" (a mount of a bucket), or
+                            // "iperf3" (its server: a link's ceiling, harness/link/iperf.h)
   std::string root;         // http: the folder served; s3: s3rver's --directory (buckets are
                             // folders in it)
   uint64_t limit_rate = 0;  // http only: nginx limit_rate, bytes/s per connection; 0 = none
-  std::vector<std::string> buckets;
-  std::string upstream;  // s3fs only: the S3 endpoint the bucket (buckets[0]) is mounted from  //
-                         // s3: buckets to create at start (--configure-bucket)
+  std::vector<std::string> buckets;  // s3: buckets to create at start (--configure-bucket)
+  std::string upstream;  // s3fs only: the S3 endpoint the bucket (buckets[0]) is mounted from
+  // Where it listens: 127.0.0.1, or the server's end of a link (harness/link/link.h), in that
+  // link's network namespace (its /run/netns path; "" for this one).
+  std::string address = "127.0.0.1";
+  std::string netns;
 };
 
 // A started server; the destructor stops it. Started from a thread that outlives it: the
@@ -46,7 +50,7 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // "http://127.0.0.1:PORT"
+  // "http://ADDRESS:PORT"; iperf3's "ADDRESS:PORT"
   const std::string& endpoint() const { return endpoint_; }
   int port() const { return port_; }
   // The server's first process, whose pid is its process group's; -1 once stopped.

@@ -16,13 +16,18 @@ using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Condition ConditionOf(const Json& r) {
-  return {r.value("file", ""), r.value("cache", ""), r.value("procs", 1),
-          r.value("memory_limit_bytes", uint64_t{0}), r.value("pattern", "replicated")};
+  return {r.value("file", ""),
+          r.value("cache", ""),
+          r.value("procs", 1),
+          r.value("memory_limit_bytes", uint64_t{0}),
+          r.value("pattern", "replicated"),
+          r.value("link", "")};
 }
 
 std::string ConditionText(const Condition& c, bool with_file) {
-  const auto& [file, cache, procs, limit, pattern] = c;
+  const auto& [file, cache, procs, limit, pattern, link] = c;
   std::string out = cache;
+  if (!link.empty()) out += " link " + link;
   if (procs > 1) out += fmt::format(" x{} procs", procs);
   if (pattern != "replicated") out += " " + pattern;
   if (limit > 0) out += fmt::format(" limit {} MiB", limit >> 20);
@@ -71,7 +76,7 @@ using RunKey = std::tuple<Condition, std::string, int>;  // condition, spec, rep
 std::map<RunKey, RunReaders> RunsInRounds(const std::vector<Json>& records) {
   std::map<RunKey, RunReaders> runs;
   for (const Json& r : records) {
-    if (r.value("strategy", "") == kCeiling) continue;
+    if (IsCeilingName(r.value("strategy", ""))) continue;
     // Runs made outside rounds (grouped order) share no round with anything: never paired.
     if (!r.contains("position")) continue;
     RunReaders& run = runs[{ConditionOf(r), r.value("strategy_spec", ""), r.value("rep", 0)}];
@@ -163,7 +168,7 @@ RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::s
       }
       const paired::Interval i = paired::SignedRankInterval(d);
       Comparison c;
-      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern) = condition;
+      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link) = condition;
       c.spec = spec;
       c.marks = marks[{condition, spec}];
       c.baseline = baseline;

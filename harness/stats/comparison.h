@@ -15,8 +15,9 @@
 
 namespace loadbench {
 
-// A condition: runs of it are comparable with each other (file, cache, procs, memory limit).
-using Condition = std::tuple<std::string, std::string, int, uint64_t, std::string>;
+// A condition: runs of it are comparable with each other (file, cache, procs, memory limit,
+// pattern, link).
+using Condition = std::tuple<std::string, std::string, int, uint64_t, std::string, std::string>;
 Condition ConditionOf(const nlohmann::ordered_json& record);
 // "cold", "warm x2 procs limit 512 MiB", with the file's name when `with_file`.
 std::string ConditionText(const Condition& c, bool with_file);
@@ -64,6 +65,7 @@ struct Comparison {
   int procs = 1;
   uint64_t memory_limit_bytes = 0;
   std::string pattern = "replicated";
+  std::string link;  // "" off a link
   std::string spec, baseline;
   std::string marks;  // what a reader must know to read the ratio: RowMarks of the spec's runs
   int n = 0;

@@ -53,7 +53,7 @@ std::map<Key, std::map<std::pair<std::string, int>, RunReaders>> RoundsByRow(
   std::map<Key, std::map<std::pair<std::string, int>, RunReaders>> rows;
   for (const Json& r : runs) {
     const int procs = r.value("procs", 1);
-    if (procs < 2 || r.value("strategy", "") == kCeiling) continue;
+    if (procs < 2 || IsCeilingName(r.value("strategy", ""))) continue;
     const Key key = {r.value("cache", "?"), RowLabel(r, files.size() > 1)};
     if (!rows.count(key)) order->push_back(key);
     RunReaders& round = rows[key][{r.value("file", ""), r.value("rep", 0)}];

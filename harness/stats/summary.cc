@@ -47,6 +47,8 @@ struct Table {
   std::vector<double> ceiling;
   int ceiling_runs = 0;
   std::set<std::string> recipes;  // the read recipes the ceiling records name
+  // The link's and the server's ceilings, by (name, link): their GB/s when ok, and how many.
+  std::map<std::pair<std::string, std::string>, std::pair<std::vector<double>, int>> net;
 };
 
 Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
@@ -60,6 +62,12 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
         t.recipes.insert(p->value("recipe", "direct_1m_qd32"));
       }
       if (r.value("status", "") == "ok") Add(&t.ceiling, Num(r, "gb_per_s"));
+      continue;
+    }
+    if (IsCeilingName(r.value("strategy", ""))) {
+      auto& [gbps, n] = t.net[{r.value("strategy", ""), r.value("link", "")}];
+      ++n;
+      if (r.value("status", "") == "ok") Add(&gbps, Num(r, "gb_per_s"));
       continue;
     }
     const auto key = std::make_pair(r.value("cache", "?"), RowLabel(r, files.size() > 1));
@@ -131,6 +139,28 @@ std::string CeilingLine(const Table& t) {
                      *std::max_element(t.ceiling.begin(), t.ceiling.end()));
 }
 
+// One line per link and ceiling: the link's own limit (iperf3) and the server's (its objects
+// fetched into nothing, the link unshaped for it).
+std::string NetCeilingLines(const Table& t) {
+  std::string out;
+  for (const auto& [key, v] : t.net) {
+    const auto& [name, link] = key;
+    const auto& [gbps, n] = v;
+    const std::string what =
+        name == kLinkCeiling
+            ? fmt::format("link ceiling at {} (iperf3 over the link)", link)
+            : fmt::format("server ceiling in the {} rounds (the link unshaped for it)", link);
+    if (gbps.empty()) {
+      out += fmt::format("{}: none of {} was ok\n", what, n);
+      continue;
+    }
+    out += fmt::format("{}: {}/{} ok, median {:.3f} GB/s, min {:.3f}, max {:.3f}\n", what,
+                       gbps.size(), n, Median(gbps), *std::min_element(gbps.begin(), gbps.end()),
+                       *std::max_element(gbps.begin(), gbps.end()));
+  }
+  return out;
+}
+
 }  // namespace
 
 // The row label: the strategy spec, its marks (RowMarks: an exec command unverified, the region
@@ -150,6 +180,9 @@ std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
   }
   if (const auto limit = Num(r, "memory_limit_bytes")) {
     label += fmt::format(" limit {:.0f}MiB", *limit / (1 << 20));
+  }
+  if (const auto link = r.find("link"); link != r.end() && link->is_string()) {
+    label += " link " + link->get<std::string>();
   }
   if (name_file) {
     const std::string file = r.value("file", "?");
@@ -175,7 +208,7 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
     out += "rows of several readers (xN): each reader's own figures, GB/s per reader (its bytes "
            "over its own time); the many-readers table gives each round's total\n";
   }
-  return out + CeilingLine(t);
+  return out + CeilingLine(t) + NetCeilingLines(t);
 }
 
 }  // namespace loadbench

@@ -1,6 +1,7 @@
 #include "harness/system/child.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -53,6 +54,9 @@ void ExecChild(const ChildSetup& s, const char* path, char* const* argv, char* c
     ::_exit(kChildParentGone);
   }
   if (s.own_group && ::setpgid(0, 0) != 0) FailFromChild(errno_fd, kChildNoGroup);
+  if (s.netns_fd >= 0 && ::setns(s.netns_fd, CLONE_NEWNET) != 0) {
+    FailFromChild(errno_fd, kChildNoExec);
+  }
   // The OOM killer must pick the child, never the harness that records its death.
   if (s.oom_victim) SetOomScoreAdjFromChild(1000);
   if (s.cgroup_procs != nullptr && !JoinCgroupFromChild(s.cgroup_procs)) {

@@ -27,6 +27,8 @@ struct ChildSetup {
   // Where the child writes CLOCK_MONOTONIC (a timespec) right before its execve, so that the
   // parent knows when the program started however late it is scheduled itself; -1: nowhere.
   int exec_clock_fd = -1;
+  // A network namespace to enter (an open /run/netns/NAME); -1: this one.
+  int netns_fd = -1;
 };
 
 // Exit codes of a child whose set-up failed (the reaper tells them apart).

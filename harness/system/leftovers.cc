@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/system/child.h"
 #include "harness/system/tuning.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
@@ -28,7 +30,8 @@
 namespace loadbench {
 namespace {
 
-constexpr const char* kKindNames[] = {"cgroup", "file", "strategy", "setting", "process", "folder"};
+constexpr const char* kKindNames[] = {"cgroup",  "file",   "strategy", "setting",
+                                      "process", "folder", "netns",    "netdev"};
 constexpr int kKinds = sizeof kKindNames / sizeof kKindNames[0];
 
 // Whether a journal line of this kind is one path (made absolute), not fields.
@@ -198,11 +201,46 @@ bool RemoveFolder(const std::string& dir, uid_t owner, std::vector<std::string>*
   return false;
 }
 
+// `ip` with `args` run to its end; whether it exited 0.
+bool RunIp(std::vector<std::string> args) {
+  std::string ip;
+  if (!FindProgram("ip", "", &ip).ok()) ip = "/usr/sbin/ip";
+  args.insert(args.begin(), ip);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ChildSetup setup;
+  setup.parent = ::getpid();
+  setup.own_group = true;
+  setup.out = setup.err = -1;
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) ExecChild(setup, argv[0], argv.data());
+  const int wstatus = Reap(pid);
+  return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+}
+
+// A link's namespace or device a killed command made ("loadbench-*" namespaces, "lb*" devices):
+// deleted, by root's journal only; one that is gone already is clean.
+bool CleanNet(Leftover kind, const std::string& name, uid_t owner, std::vector<std::string>* said) {
+  const bool netns = kind == Leftover::kNetns;
+  const std::string where = netns ? "/run/netns/" + name : "/sys/class/net/" + name;
+  const bool ours = netns ? name.starts_with("loadbench-") : name.starts_with("lb");
+  if (owner != 0 || !ours || name.find('/') != name.npos) return true;  // the line is ignored
+  if (::access(where.c_str(), F_OK) != 0) return true;
+  const bool gone = netns ? RunIp({"netns", "del", name}) : RunIp({"link", "del", name});
+  said->push_back(gone ? fmt::format("{} {}", netns ? "network namespace" : "network device", name)
+                       : fmt::format("could not delete {}", where));
+  return gone;
+}
+
 bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<std::string>* said) {
   if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
   if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
   if (kind == Leftover::kProcess) return CleanProcessGroup(what, owner, said);
   if (kind == Leftover::kFolder) return RemoveFolder(what, owner, said);
+  if (kind == Leftover::kNetns || kind == Leftover::kNetDev)
+    return CleanNet(kind, what, owner, said);
   if (kind == Leftover::kFile) {
     if (::unlink(what.c_str()) == 0) {
       said->push_back("partly written file " + what);

@@ -31,6 +31,10 @@ enum class Leftover {
               // unless the journal is root's
   kFolder,    // a folder of the harness's own ("loadbench-*", the journal owner's): removed with
               // all it holds, symbolic links not followed
+  kNetns,     // a network namespace of a link (harness/link/link.h, "loadbench-*"): deleted
+              // (`ip netns del`); only from a journal of root's
+  kNetDev,    // a network device of a link in this namespace ("lb*": a veth end, an IFB
+              // device): deleted (`ip link del`); only from a journal of root's
 };
 
 // Into this process's journal, before `what` is made. Paths are made absolute. Does nothing

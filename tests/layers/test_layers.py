@@ -6,7 +6,7 @@ import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lowest first: each folder may include from the folders before it.
-FLOORS = ["system", "server", "record", "stats", "probe", "gen", "experiment", "profile", "launch",
+FLOORS = ["system", "server", "link", "record", "stats", "probe", "gen", "experiment", "profile", "launch",
           "measure", "run", "cli", "bench"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"harness/([a-z_]+)/')
 

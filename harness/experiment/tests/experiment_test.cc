@@ -524,5 +524,59 @@ TEST(RunKeyTest, OnlyAPatternOtherThanReplicatedChangesTheKey) {
   EXPECT_NE(RunKey(record), tp);
 }
 
+// [link]: its rates are a condition of the plan, every round on it has the link's and the
+// server's ceilings beside the strategies, and it needs a server to stand in front of.
+TEST_F(ExperimentTest, ALinkIsAConditionWithItsCeilingsInEveryRound) {
+  Experiment e;
+  ASSERT_TRUE(Load(R"(name = "l"
+reps = 2
+cache = ["cold", "warm"]
+ceiling = true
+[server]
+kind = "http"
+[link]
+rate = ["1gbit", "unshaped"]
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "fread"
+[[strategy]]
+name = "mmap"
+)",
+                   &e)
+                  .ok());
+  EXPECT_EQ(e.link.rates, (std::vector<std::string>{"1gbit", "unshaped"}));
+  std::map<std::tuple<int, std::string, std::string>, std::multiset<std::string>> rounds;
+  for (const ExperimentRun& r : e.runs) {
+    rounds[{r.rep, r.cache, r.link}].insert(PointOf(e, r).spec.text);
+  }
+  ASSERT_EQ(rounds.size(), 8u);  // 2 reps x 2 caches x 2 links
+  for (const auto& [key, members] : rounds) {
+    const bool cold = std::get<1>(key) == "cold";
+    std::multiset<std::string> want = {"fread", "mmap", "link_ceiling", "server_ceiling"};
+    if (cold) want.insert("ceiling");
+    EXPECT_EQ(members, want) << std::get<2>(key);
+  }
+  RunPoint p = PointOf(e, e.runs[0]);
+  const std::string key = RunKey("/m", p);
+  EXPECT_NE(key.find("|link=" + p.link), std::string::npos) << key;
+}
+
+TEST_F(ExperimentTest, ALinkThatCannotBeIsRefusedWithItsLine) {
+  const std::string rest = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"mmap\"\n";
+  EXPECT_NE(Refusal("[server]\nkind = \"http\"\n[link]\nrate = \"fast\"\n" + rest).find("e.toml:4"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[server]\nkind = \"http\"\n[link]\nrate = \"10kbit\"\n" + rest)
+                .find("1mbit to 1tbit"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[link]\nrate = \"1gbit\"\n" + rest).find("needs [server]"), std::string::npos);
+  EXPECT_NE(
+      Refusal("[server]\nkind = \"http\"\n[link]\ndelay = \"1ms\"\n" + rest).find("needs rate"),
+      std::string::npos);
+  EXPECT_NE(Refusal("[server]\nkind = \"http\"\n[link]\nrate = \"1gbit\"\nstreams = 0\n" + rest)
+                .find("link.streams"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace loadbench

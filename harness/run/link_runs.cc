@@ -1,0 +1,152 @@
+#include "harness/run/link_runs.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "harness/link/fetch.h"
+#include "harness/system/cache.h"
+#include "harness/system/served.h"
+#include "loaders/use/use.h"
+
+namespace loadbench {
+namespace {
+
+using Json = nlohmann::ordered_json;
+constexpr uint64_t kChunk = 8 << 20;  // the server ceiling's requests
+constexpr int kMaxStreams = 128;      // iperf3's most
+
+// The most requests in flight any strategy point keeps (its resolved `concurrency`), at least 1.
+int MostConcurrency(const Experiment& e) {
+  int most = 1;
+  for (const ExperimentStrategy& st : e.strategies) {
+    const StrategyInfo* info = FindStrategy(st.spec.name);
+    Params params;
+    UseOptions use;
+    if (info == nullptr || !ResolveSpec(*info, st.spec, &params, &use).ok()) continue;
+    const Json j = params.ToJson();
+    if (j.contains("concurrency") && j["concurrency"].is_number_integer()) {
+      most = std::max(most, j["concurrency"].get<int>());
+    }
+  }
+  return most;
+}
+
+}  // namespace
+
+Status LinkRuns::Start(const Experiment& e, const std::string& who) {
+  if (e.link.rates.empty()) return Status::Ok();
+  e_ = &e;
+  concurrency_ = MostConcurrency(e);
+  LB_RETURN_IF_ERROR(Link::Make(e.link.rates, e.link.delay, &link_));
+  if (Status s = LinkMeter::Start(*link_, &meter_); !s.ok()) {
+    return s.code() == Status::Code::kBadInput ? s : Status::BadInput("iperf3: " + s.message());
+  }
+  const Json env = link_->Env();
+  fmt::print(stderr, "{}: link {} <-> {} (namespace {}), rates {}{}\n", who,
+             link_->client_address(), link_->server_address(), link_->netns(),
+             fmt::join(e.link.rates, ", "),
+             e.link.delay.empty() ? ""
+             : env["delay"]["applied"] == true
+                 ? ", delay " + e.link.delay
+                 : ", delay not applied: " + env["delay"]["why"].get<std::string>());
+  return Status::Ok();
+}
+
+Status LinkRuns::ShapeFor(const Experiment& e, const ExperimentRun& r) {
+  if (!link_) return Status::Ok();
+  const bool server_ceiling = r.strategy == e.strategies.size() + kServerCeilingRun;
+  return link_->Shape(server_ceiling ? "unshaped" : r.link);
+}
+
+void LinkRuns::Wire(const Experiment& e, const RemoteFiles& remote, MeasureSettings* s) {
+  if (!link_) return;
+  (void)e;
+  s->link_rx_bytes = [this] { return link_->ClientRxBytes(); };
+  s->link_ceiling = [this](const PreparedFile&, const RunPoint& p, RunRecord* r) {
+    LinkCeiling(p, r);
+  };
+  s->server_ceiling = [this, &remote](const PreparedFile& f, const RunPoint&, RunRecord* r) {
+    ServerCeiling(remote, f, r);
+  };
+}
+
+// iperf3 over the link as the run's condition shapes it, with as many streams as the most
+// concurrent strategy point keeps in flight per reader, times the readers.
+void LinkRuns::LinkCeiling(const RunPoint& p, RunRecord* r) const {
+  const int streams =
+      e_->link.streams > 0 ? e_->link.streams : std::min(kMaxStreams, concurrency_ * p.procs);
+  uint64_t bits = 0;
+  (void)ParseLinkRate(p.link, &bits);
+  r->params = {{"tool", "iperf3"},
+               {"version", meter_->Env()["version"]},
+               {"streams", streams},
+               {"seconds", e_->link.seconds},
+               {"direction", "server to client"},
+               {"rate", p.link},
+               {"bits_per_s", bits > 0 ? Json(bits) : Json(nullptr)}};
+  Json m;
+  if (Status s = meter_->Measure(streams, e_->link.seconds, &m); !s.ok()) {
+    r->status = "failed", r->error = s.message();
+    return;
+  }
+  r->status = "ok";
+  r->gb_per_s = m["gb_per_s"].get<double>();
+  r->wall_s = m["seconds"].get<double>();
+  r->ceiling_bytes = m["bytes"].get<uint64_t>();
+  r->details = {{"receiver_bits_per_s", m["receiver_bits_per_s"]},
+                {"sender_bits_per_s", m["sender_bits_per_s"]},
+                {"retransmits", m["retransmits"]}};
+}
+
+// The model's objects through the server, warm at the server (its own limit, not the disk's),
+// the link unshaped (ShapeFor), with the most concurrency of the strategy points.
+void LinkRuns::ServerCeiling(const RemoteFiles& remote, const PreparedFile& file,
+                             RunRecord* r) const {
+  const PreparedFile* view = remote.ViewOf(file.path);
+  r->params = {{"concurrency", concurrency_}, {"chunk", kChunk}, {"link", "unshaped for it"}};
+  if (view == nullptr) {
+    r->status = "unsupported", r->error = "no strategy point reads the model through the server";
+    return;
+  }
+  r->params["read_as"] = view->read_as;
+  std::vector<std::string> names;
+  std::vector<uint64_t> sizes;
+  for (const ShardInfo& sh : view->table.shards) {
+    names.push_back(sh.path);
+    sizes.push_back(sh.file_size);
+    if (const std::string local = LocalFileOf(sh.path); !local.empty()) (void)WarmFile(local);
+  }
+  const double cpu0 = remote.ServerCpuSeconds();
+  FetchResult f;
+  if (Status s = FetchIntoNothing(names, sizes, concurrency_, kChunk, &f); !s.ok()) {
+    r->status = "failed", r->error = s.message();
+    return;
+  }
+  r->status = "ok";
+  r->wall_s = f.seconds;
+  r->gb_per_s = static_cast<double>(f.bytes) / f.seconds / 1e9;
+  r->ceiling_bytes = f.bytes;
+  r->details = f.stats.ToJson();
+  r->server_cpu_s = std::round((remote.ServerCpuSeconds() - cpu0) * 100) / 100;
+}
+
+Json LinkRuns::Env() const {
+  if (!link_) return nullptr;
+  Json j = link_->Env();
+  j["rates"] = e_->link.rates;
+  j["iperf3"] = meter_->Env();
+  j["ceilings"] = {{"streams", e_->link.streams > 0 ? Json(e_->link.streams)
+                                                    : Json("most concurrency x procs")},
+                   {"concurrency", concurrency_},
+                   {"seconds", e_->link.seconds},
+                   {"server_chunk", kChunk}};
+  return j;
+}
+
+void LinkRuns::Stop() {
+  meter_.reset();
+  link_.reset();
+}
+
+}  // namespace loadbench

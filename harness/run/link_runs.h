@@ -1,0 +1,52 @@
+// An experiment's [link] (harness/link/link.h) through a command: made before the server starts
+// (the server listens at the link's far end, in its namespace), shaped for each run's
+// condition, the link's and the server's ceilings measured in every round of every condition
+// on it (record/record.h kLinkCeiling, kServerCeiling), and removed when the command ends,
+// after the servers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/experiment/experiment.h"
+#include "harness/experiment/file.h"
+#include "harness/experiment/point.h"
+#include "harness/link/iperf.h"
+#include "harness/link/link.h"
+#include "harness/measure/measure.h"
+#include "harness/run/remote_files.h"
+
+namespace loadbench {
+
+class LinkRuns {
+ public:
+  // The link at each rate of the experiment, tried once, and iperf3's server at its far end.
+  // kBadInput, before any run: not root, no ip, tc or iperf3, a rate the kernel cannot shape.
+  Status Start(const Experiment& e, const std::string& who);
+  const Link* link() const { return link_.get(); }
+
+  // The link as run `r` needs it: at its condition's rate; unshaped for the server's ceiling.
+  Status ShapeFor(const Experiment& e, const ExperimentRun& r);
+  // The round-trip time, measured once the server listens at `port`.
+  Status MeasureRtt(int port) { return link_->MeasureRtt(port, 10); }
+  // The settings' link figures and ceilings, for the runs of `e` through `remote`.
+  void Wire(const Experiment& e, const RemoteFiles& remote, MeasureSettings* s);
+  // env.json's `link`: the link's settings, iperf3's, the ceilings' streams and chunk.
+  nlohmann::ordered_json Env() const;
+  // iperf3's server stopped and the link removed (the experiment's servers stopped before).
+  void Stop();
+
+ private:
+  void LinkCeiling(const RunPoint& p, RunRecord* r) const;
+  void ServerCeiling(const RemoteFiles& remote, const PreparedFile& file, RunRecord* r) const;
+
+  const Experiment* e_ = nullptr;
+  int concurrency_ = 1;  // the most of the strategy points' (http_ranges' concurrency)
+  std::unique_ptr<Link> link_;
+  std::unique_ptr<LinkMeter> meter_;
+};
+
+}  // namespace loadbench
