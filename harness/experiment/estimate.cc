@@ -1,5 +1,7 @@
 #include "harness/experiment/estimate.h"
 
+#include "harness/link/link.h"
+
 namespace loadbench {
 
 using Json = nlohmann::ordered_json;
@@ -42,6 +44,20 @@ double EstimateRunSeconds(const Ceilings& c, uint64_t file_bytes, const Strategy
   if (flags & kMapsFile) load += pages * c.file_page_us * 1e-6;
   load += b / (c.memcpy_gbps * 1e9);  // the checksum consumer reads every byte once
   return t + load * procs;
+}
+
+double EstimateOnLink(const Experiment& e, const ExperimentRun& r, uint64_t file_bytes,
+                      double local_s) {
+  uint64_t bits = 0;
+  if (r.link.empty() || !ParseLinkRate(r.link, &bits).ok() || bits == 0) return local_s;
+  if (r.strategy == e.strategies.size() + kLinkCeilingRun) return e.link.seconds + 1.0;
+  if (IsCeilingRun(e, r)) return local_s;
+  const StrategySpec& spec = e.strategies[r.strategy].spec;
+  const StrategyInfo* info = FindStrategy(spec.name);
+  const bool remote = !spec.via.empty() || (info != nullptr && (info->flags & kRemote));
+  if (!remote) return local_s;
+  const double wire = static_cast<double>(file_bytes) * (r.pattern == "replicated" ? r.procs : 1);
+  return std::max(local_s, wire / (static_cast<double>(bits) / 8 * 0.95));
 }
 
 }  // namespace loadbench

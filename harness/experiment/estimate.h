@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/experiment/experiment.h"
 #include "loaders/loader.h"
 
 namespace loadbench {
@@ -28,5 +29,12 @@ std::optional<Ceilings> CeilingsOf(const nlohmann::ordered_json& probe);
 // allocate, and of mapping pages for those that map the file, times the workers.
 double EstimateRunSeconds(const Ceilings& c, uint64_t file_bytes, const StrategySpec& spec,
                           const std::string& cache, int procs);
+
+// Run `r` of `e` on a shaped link, estimated `local_s` as if it read the disk: no less than the
+// bytes it pulls over the link (every reader's, for replicated readers) at 95% of the rate (TCP's
+// payload), or iperf3's time for the link's ceiling. `local_s` as it is off a link, unshaped,
+// or for a run that reads the file itself.
+double EstimateOnLink(const Experiment& e, const ExperimentRun& r, uint64_t file_bytes,
+                      double local_s);
 
 }  // namespace loadbench

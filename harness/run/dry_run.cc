@@ -127,6 +127,12 @@ void PrintSettings(const Experiment& e) {
              e.timeout_s > 0 ? DurationText(e.timeout_s) : "none");
   fmt::print("baseline: {} (paired ratios in every round are against it); ceiling: {}\n",
              e.baseline, e.ceiling ? "a device read in every round of a cold condition" : "no");
+  if (!e.link.rates.empty()) {
+    fmt::print("link: the server behind a veth pair shaped to {}{}; every round measures the "
+               "link (iperf3, {} s) and the server's own limit beside the strategies\n",
+               Joined(e.link.rates), e.link.delay.empty() ? "" : ", delay " + e.link.delay,
+               e.link.seconds);
+  }
   if (e.profile) {
     fmt::print("profile: every load sampled by perf at {} Hz (profiles/RUN_ID.folded)\n",
                e.profile_hz);
@@ -159,6 +165,7 @@ void PrintRuns(const Experiment& e, const std::string& out_dir, const Needs& n,
     records += IsCeilingName(p.spec.name) ? 1 : static_cast<size_t>(r.procs);
     if (ceilings && p.unsupported.empty()) {
       double t = EstimateRunSeconds(*ceilings, n.bytes[r.file], p.spec, p.cache, p.procs);
+      t = EstimateOnLink(e, r, n.bytes[r.file], t);
       *run_s += e.timeout_s > 0 ? std::min(t, e.timeout_s) : t;
     }
   }

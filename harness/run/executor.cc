@@ -479,6 +479,7 @@ void Executor::PlanWhatIsLeft() {
     double est = 0;
     if (ceilings && p.unsupported.empty()) {
       est = EstimateRunSeconds(*ceilings, files_[r.file].table.file_size, p.spec, p.cache, p.procs);
+      est = EstimateOnLink(e_, r, files_[r.file].table.file_size, est);
       if (e_.timeout_s > 0) est = std::min(est, e_.timeout_s);
     }
     todo_.push_back(&r);
