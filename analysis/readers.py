@@ -3,8 +3,8 @@ one machine, or N ranks of an MPI job across hosts), each its own record, each r
 of the model by the run's read pattern (`pattern`: replicated, tp, tp:DIM, pp, files).
 
 A *round* of such a run is the records of one (file, cache, strategy spec, rep, procs, pattern,
-memory limit): one per reader. Its figures are MLPerf Storage's: the round lasts from its first
-reader's start to its last reader's end (`duration_s`; readers are released together from a
+memory limit, link): one per reader. Its figures are MLPerf Storage's: the round lasts from its
+first reader's start to its last reader's end (`duration_s`; readers are released together from a
 start barrier and record `load_start_unix_s`: records without it give the largest wall_s), and
 `start_spread_s` says how far apart the readers started; its throughput is every byte the readers
 delivered (their tensor_bytes summed) over that time (`gb_per_s`); its `spread` is the slowest
@@ -29,12 +29,14 @@ import pandas as pd
 
 from analysis.results import REPLICATED, UNVERIFIED, Results
 
-# The records of one round: one per reader.
-ROUND = ["file", "cache", "strategy_spec", "rep", "procs", "pattern", "memory_limit_bytes"]
+# The records of one round: one per reader (link: results.load's, "" without one).
+ROUND = ["file", "cache", "strategy_spec", "rep", "procs", "pattern", "memory_limit_bytes",
+         "link"]
 # The rounds one summary row pools: every round of one number of readers and one pattern.
-SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_bytes"]
-# What a series shares with its single-reader reference (same memory limit: never pooled).
-REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes"]
+SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_bytes", "link"]
+# What a series shares with its single-reader reference (same memory limit and link: never
+# pooled).
+REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes", "link"]
 READER_COLUMNS = ROUND + ["proc", "host", "rank", "run_id", "status", "error", "counted",
                           "checksum_ok", "wall_s", "load_start_unix_s", "tensor_bytes"]
 ROUND_COLUMNS = ROUND + ["readers", "ok_readers", "duration_s", "start_spread_s", "gb_per_s",
@@ -202,17 +204,19 @@ def summarize(rounds_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure_title(key: dict, files: int) -> str:
-    """A figure's (file, cache, strategy spec, memory limit) in words."""
+    """A figure's (file, cache, strategy spec, memory limit, link) in words."""
     text = f"{key['strategy_spec']}, {key['cache']} cache"
     if files > 1:
         text += f" [{os.path.basename(str(key['file']))}]"
     if key["memory_limit_bytes"] > 0:
         text += f" ≤{key['memory_limit_bytes'] / 2**30:.2f} GiB"
+    if key.get("link"):
+        text += f", link {key['link']}"
     return text
 
 
 def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[tuple[str, str]]:
-    """Per (file, cache, strategy spec, memory limit) with rounds of several readers, a figure
+    """Per (file, cache, strategy spec, memory limit, link) with rounds of several readers, a figure
     of two panels against the number of readers, one line per pattern: the median round
     duration with every ok reader's own wall_s as dots beside it, and the median GB/s of all
     readers together; each with the single reader's median as a dashed line. Saved by `figs`

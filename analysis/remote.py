@@ -16,6 +16,10 @@ the command's process tree, plus mount_cpu_s, the s3fs process's, for a run thro
 server CPU seconds per GB (server_cpu_s / GB, the server's processes over the run); server CPU per wall second; requests and connections, the over-read
 (bytes_received / bytes_requested - 1), time to first byte and the per-request latency p50 and
 p99 (the medians of each run's, from `details`). GB: 10^9 bytes.
+
+On a shaped network link (records with `link`, a condition like the cache state: no row, median
+or pair mixes two links), each row is also set against the link's own ceiling and the
+server's, measured in the same rounds: analysis/link.py, whose docstring says how.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import paired, stats
-from analysis.noise import condition, records
+from analysis import noise
+from analysis.noise import records
 from analysis.results import CONDITION, EXEC, GROUP, Results, spec_label
 
 TITLE = "Remote"
@@ -41,6 +46,19 @@ FIGURE = "remote-ranges"
 
 
 # --- which runs are remote, and how they read ------------------------------------------------
+
+def condition(row, files: int) -> str:
+    """A condition in words (noise.condition's), with its link where it has one."""
+    link = row.get("link")
+    return noise.condition(row, files) + (f", link {link}" if link else "")
+
+
+def link_rank(frame: pd.DataFrame, env: dict) -> pd.Series:
+    """Per row, its link's place: env.json's link.rates in order, then the rows'."""
+    rates = (env.get("link") or {}).get("rates") or []
+    rank = {k: i for i, k in enumerate(dict.fromkeys(list(rates) + list(frame["link"])))}
+    return frame["link"].map(rank)
+
 
 def via_of(spec) -> str:
     """The `via=` option of a strategy spec ("" without one)."""
@@ -268,9 +286,11 @@ def summarize(results: Results, table: pd.DataFrame | None = None) -> pd.DataFra
                          "ratio_high": math.nan, "bounded": False, "significant": False,
                          "verdict": ""})
     frame = pd.DataFrame(rows, columns=COLUMNS)
-    order = ["cache", "file", "procs", "pattern", "memory_limit_bytes", "is_local", "median_s"]
-    return frame.sort_values(order, ascending=[True] * 5 + [False, True],
-                             kind="stable").reset_index(drop=True)
+    frame["link_rank"] = link_rank(frame, results.env)
+    order = ["cache", "link_rank", "file", "procs", "pattern", "memory_limit_bytes", "is_local",
+             "median_s"]
+    return frame.sort_values(order, ascending=[True] * 6 + [False, True],
+                             kind="stable").drop(columns="link_rank").reset_index(drop=True)
 
 
 def _has_remote(remote: set[tuple], cond: tuple) -> bool:
@@ -356,10 +376,10 @@ def ranges_points(results: Results) -> pd.DataFrame:
 
 def plot_ranges(results: Results, figs) -> None:
     """`remote-ranges`: for http_ranges, the median GB/s against the number of ranged requests
-    in flight (concurrency, log 2), one line per chunk size, cold and warm side by side. A line
-    that rises with concurrency was waiting on each request's round trip; one that is flat was
-    held by something else (the server's CPU, the client's copy, the link). Drawn for the cache
-    states with two concurrency values or more; none when no state has them."""
+    in flight (concurrency, log 2), one line per chunk size (and link), cold and warm side by
+    side. A line that rises with concurrency was waiting on each request's round trip; one that
+    is flat was held by something else (the server's CPU, the client's copy, the link). Drawn
+    for the cache states with two concurrency values or more; none when no state has them."""
     points = ranges_points(results)
     caches = [c for c in ("cold", "warm")
               if points.loc[points["cache"] == c, "concurrency"].nunique() >= 2]
@@ -370,9 +390,10 @@ def plot_ranges(results: Results, figs) -> None:
                              sharey=True)
     for ax, cache in zip(axes[0], caches):
         t = points[points["cache"] == cache]
-        for (chunk, file), g in t.groupby(["chunk", "file"], sort=True):
+        for (chunk, file, link), g in t.groupby(["chunk", "file", "link"], sort=True):
             g = g.sort_values("concurrency")
-            name = f"chunk {_size(chunk)}" + (f" [{os.path.basename(file)}]" if files > 1 else "")
+            name = f"chunk {_size(chunk)}" + (f" [{os.path.basename(file)}]" if files > 1 else "") \
+                + (f", link {link}" if link else "")
             ax.plot(g["concurrency"], g["gb_per_s"], marker="o", label=name)
         ax.set_xscale("log", base=2)
         ticks = sorted(t["concurrency"].unique())
@@ -561,7 +582,12 @@ def not_run_md(results: Results, files: int) -> str:
             + "\n".join(lines))
 
 
-def section_md(results: Results, table: pd.DataFrame | None = None) -> str:
+def section_md(results: Results, table: pd.DataFrame | None = None, figs=None) -> str:
+    """The section: per condition the best local strategy and the remote rows, the best remote
+    design and peer, the server, s3fs, residency, the remote runs that did not run; on a link,
+    analysis/link.py's part (its figures drawn and shown where `figs`, report.Figures, is
+    given)."""
+    from analysis import link  # link.py builds on this module's rows
     files = max(results.runs["file"].nunique(), 1)
     rows = summarize(results, table)
     server = _server(results.env)
@@ -574,7 +600,8 @@ def section_md(results: Results, table: pd.DataFrame | None = None) -> str:
         parts.append(condition_md(g, files))
     if not rows.empty:
         parts += [best_md(results, rows, files), server_md(rows, results.env, files),
-                  s3fs_md(results, rows, files), residency_md(rows, files)]
+                  s3fs_md(results, rows, files), residency_md(rows, files),
+                  link.section_md(results, rows, figs)]
     parts.append(not_run_md(results, files))
     return "\n\n".join(p for p in parts if p)
 
@@ -583,10 +610,13 @@ def summary(results: Results, table: pd.DataFrame | None = None) -> dict:
     """summary.json's figures: `remote`, the rows of the section's tables; `remote_best`, per
     condition the fastest remote design against the best local strategy and the fastest peer
     against it; `remote_s3fs`, mmap against fread through the s3fs mount; `remote_not_run`,
-    the remote runs that do not count, with why."""
+    the remote runs that do not count, with why; on a link, analysis/link.py's
+    `link_throughput`, `link_reach` and `link_herds`."""
+    from analysis import link  # link.py builds on this module's rows
     rows = summarize(results, table)
     empty = pd.DataFrame()
     return {"remote": records(rows),
             "remote_best": records(comparisons(results, rows) if not rows.empty else empty),
             "remote_s3fs": records(through_s3fs(results, rows) if not rows.empty else empty),
-            "remote_not_run": records(not_run(results))}
+            "remote_not_run": records(not_run(results)),
+            **(link.summary(results, rows) if not rows.empty else {})}

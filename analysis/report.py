@@ -839,6 +839,8 @@ def opening_md(r: Results, folder: str, verdicts: dict, no_rounds: str,
     """What the report opens with: the question, the verdict, how long the experiment took
     and what counted, and the time figure."""
     ceilings = f" and {len(r.ceiling)} ceiling reads (see *Noise*)" if len(r.ceiling) else ""
+    link = len(r.link_ceiling) + len(r.server_ceiling)  # kept apart as the ceiling reads are
+    ceilings += f" and {link} link and server ceilings (see *{remote.TITLE}*)" if link else ""
     counted = (f"{verdict.took(r)} {len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok"
                f"{unverified_count(r)}, {len(r.runs) - len(r.ok)} left out (below). Figures "
                "are medians of the ok runs with their exact 95% intervals (none for fewer than "
@@ -895,7 +897,8 @@ def build(folder: str) -> dict:
         sections += [f"## {peers.TITLE}", peers.section_md(r, table)]
     if remote.shown(r):
         remote.plot_ranges(r, figs)
-        sections += [f"## {remote.TITLE}", remote.section_md(r, table), figs.md(remote.FIGURE)]
+        sections += [f"## {remote.TITLE}", remote.section_md(r, table, figs),
+                     figs.md(remote.FIGURE)]
     ref = reference_md(table) if len(table) and r.env.get("experiment") == "reference-table" \
         else ""
     if ref:

@@ -8,7 +8,10 @@ checksum (verify "none"), marked unverified wherever they show; failed, invalid 
 unsupported runs, and a loadbench strategy's ok runs whose bytes were not verified, are kept
 aside and counted, never silently dropped. Ceiling records (strategy "ceiling": a raw read of the
 file once per round, the device's speed at that moment) are not runs of a strategy: they are
-kept apart in `ceiling`, never in `runs`, `ok` or `excluded`.
+kept apart in `ceiling`, never in `runs`, `ok` or `excluded`; so are the ceilings of a shaped
+link (strategy "link_ceiling": iperf3 over the link, in `link_ceiling`) and of the server
+(strategy "server_ceiling": the model fetched with the link's shaping lifted, in
+`server_ceiling`), which analysis/link.py reads.
 
 Older and damaged folders are read as far as they go: every field is checked against
 analysis/schema.py once, here, so that no module meets a value of another type; what could not
@@ -32,14 +35,22 @@ from analysis import schema
 
 # The columns a group of comparable runs shares: one strategy with its options, one role (shm's
 # creator and attacher do different work: "" for runs without one), one cache state, one file,
-# one number of workers (readers), one read pattern (what each reader loads), one memory limit.
-GROUP = ["strategy_spec", "role", "cache", "file", "procs", "pattern", "memory_limit_bytes"]
+# one number of workers (readers), one read pattern (what each reader loads), one memory limit,
+# one network link (`link`: the shaped link's rate as the experiment wrote it, "1gbit",
+# "unshaped"; "" for records without one, every folder from before links).
+GROUP = ["strategy_spec", "role", "cache", "file", "procs", "pattern", "memory_limit_bytes",
+         "link"]
 # What every strategy of a round shares: the runs of one rep of a condition are a round.
-CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes"]
+CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
 # The read pattern of a record without one: every reader loads the whole model (a single
 # reader's records, and those from before patterns, have none).
 REPLICATED = "replicated"
 CEILING = "ceiling"
+# The ceilings measured beside the strategies on a shaped link: no strategies either.
+LINK_CEILING = "link_ceiling"
+SERVER_CEILING = "server_ceiling"
+# Every record that is a ceiling, not a run of a strategy: in no strategy table.
+CEILINGS = (CEILING, LINK_CEILING, SERVER_CEILING)
 # A command of the user's own (strategy "exec", spec "exec:label=LABEL"), run and measured like
 # a strategy.
 EXEC = "exec"
@@ -87,6 +98,9 @@ class Results:
     excluded: pd.DataFrame
     # The ceiling reads, every status, in file order (empty without them).
     ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The link's ceilings (iperf3) and the server's, every status, in file order.
+    link_ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
+    server_ceiling: pd.DataFrame = field(default_factory=pd.DataFrame)
     adaptive: dict | None = None  # adaptive.json, when the experiment ran with reps = "auto"
     # What could not be read and was left out (lines skipped, values of the wrong type).
     problems: list[Problem] = field(default_factory=list)
@@ -272,9 +286,9 @@ def _read_env(folder: str, problems: list[Problem]) -> dict:
 
 def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     """The records with what older ones lack filled in: one reader, no memory limit, the
-    replicated pattern (always, for a single reader), the strategy as its spec, the role from
-    details, and null for any other field of schema.RECORD that is no object, so that every
-    such column exists."""
+    replicated pattern (always, for a single reader), no link (""), the strategy as its spec,
+    the role from details, and null for any other field of schema.RECORD that is no object, so
+    that every such column exists."""
     for column in schema.COLUMNS:
         records[column] = _column(records, column)
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
@@ -282,6 +296,8 @@ def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     # A read pattern says what each of several readers loaded: a single reader loads it all.
     records["pattern"] = _column(records, "pattern").where(records["procs"] > 1).fillna(
         REPLICATED)
+    # A string, so that groupby keeps the records without a link.
+    records["link"] = _column(records, "link").fillna("")
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
     records["role"] = _column(records, "details").map(role)
     records["timed"] = _column(records, "exec").map(timed)
@@ -322,14 +338,15 @@ def load(folder: str) -> Results:
                            + (f" ({skipped} lines skipped, none a run record)" if skipped else ""))
     records = _defaults(records)
     _profiles(records, folder, problems)
-    is_ceiling = records["strategy"] == CEILING
-    ceiling = records[is_ceiling].reset_index(drop=True)
-    runs = records[~is_ceiling].reset_index(drop=True)
+    ceiling, link_ceiling, server_ceiling = (
+        records[records["strategy"] == kind].reset_index(drop=True) for kind in CEILINGS)
+    runs = records[~records["strategy"].isin(CEILINGS)].reset_index(drop=True)
     runs["counted"], runs["verified"] = _rule(runs)
     ok, excluded = _split(runs, runs["counted"])
     adaptive = _read_json(os.path.join(folder, "adaptive.json"), schema.ADAPTIVE, problems)
     return Results(folder=folder, env=env, runs=runs, ok=ok, excluded=excluded, ceiling=ceiling,
-                   adaptive=adaptive, problems=problems)
+                   link_ceiling=link_ceiling, server_ceiling=server_ceiling, adaptive=adaptive,
+                   problems=problems)
 
 
 def problems_md(r: Results, most: int = 20) -> str:

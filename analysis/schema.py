@@ -43,11 +43,11 @@ _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults
            "minor_faults", "load_major_faults", "load_minor_faults", "read_bytes",
            "resident_before", "resident_after", "worst_shard_resident", "file_bytes",
            "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s",
-           "server_resident_before", "server_cpu_s", "mount_cpu_s"]
+           "server_resident_before", "server_cpu_s", "mount_cpu_s", "link_rx_bytes"]
 RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
-                         "profile_error", "started_at", "ended_at", "read_as"]},
+                         "profile_error", "started_at", "ended_at", "read_as", "link"]},
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks",
                             "memory_limit_bytes"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
@@ -59,7 +59,10 @@ RECORD = {
     "use": {"*": SCALAR},
     "details": {"role": TEXT, "etag": TEXT, "requests": NUMBER, "connections": NUMBER,
                 "bytes_requested": NUMBER, "bytes_received": NUMBER, "first_byte_s": NUMBER,
-                "request_latency_s": {"*": NUMBER}},
+                "request_latency_s": {"*": NUMBER},
+                # A link ceiling's (iperf3): what its receiver and sender counted.
+                "receiver_bits_per_s": NUMBER, "sender_bits_per_s": NUMBER,
+                "retransmits": NUMBER},
     "memory": {"*": NUMBER},
     "device": {"*": NUMBER},
     "exec": {"timed": frozenset({"command", "region"}), "command_s": NUMBER,
@@ -82,6 +85,12 @@ _STABILITY = {
     "khugepaged": {"pages_collapsed_delta": NUMBER, "cpu_percent": NUMBER},
 }
 _FILE = {"path": TEXT, "tensor_bytes": INTEGER}
+_END = {"dev": SCALAR, "address": SCALAR, "mtu": NUMBER}
+# A shaped link (veth pair into a network namespace, tc TBF): what analysis/link.py shows.
+_LINK = {"rates": [TEXT], "netns": SCALAR, "client": _END, "server": _END, "shaping": SCALAR,
+         "rtt_ms": {"median": NUMBER, "min": NUMBER, "max": NUMBER},
+         "delay": {"asked": SCALAR, "applied": BOOLEAN, "why": SCALAR},
+         "tc": OBJECT, "iperf3": {"program": SCALAR, "version": SCALAR}}
 ENV = {
     "experiment": TEXT,
     "root": SCALAR,
@@ -111,6 +120,7 @@ ENV = {
     "file": _FILE,
     "files": [_FILE],
     "experiment_file": {"question": TEXT},
+    "link": _LINK,
 }
 ADAPTIVE = {
     "target": NUMBER, "budget_s": NUMBER, "elapsed_s": NUMBER,
