@@ -44,7 +44,7 @@ GB = 1e9
 # What a row of A and a row of B must share to be compared; the file too where both sides ran
 # it (by its name, since paths differ between machines, and its size), else they compare by
 # throughput.
-POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes"]
+POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
 SAME_FILE, THROUGHPUT = "same file", "throughput"
 
 

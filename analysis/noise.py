@@ -33,8 +33,8 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 
 def condition(row, files: int) -> str:
-    """A condition in words: cache state, and file, workers, read pattern and memory limit
-    where they tell conditions apart."""
+    """A condition in words: cache state, and file, workers, read pattern, memory limit and
+    link where they tell conditions apart."""
     text = str(row["cache"])
     if files > 1:
         text += f" [{os.path.basename(str(row['file']))}]"
@@ -44,6 +44,8 @@ def condition(row, files: int) -> str:
         text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{row['memory_limit_bytes'] / 2**30:.2f} GiB"
+    if row.get("link"):
+        text += f", link {row['link']}"
     return text
 
 

@@ -31,8 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis import paired, stats
-from analysis import noise
+from analysis import noise, paired, stats
 from analysis.noise import records
 from analysis.results import CONDITION, EXEC, GROUP, Results, spec_label
 
@@ -46,12 +45,6 @@ FIGURE = "remote-ranges"
 
 
 # --- which runs are remote, and how they read ------------------------------------------------
-
-def condition(row, files: int) -> str:
-    """A condition in words (noise.condition's), with its link where it has one."""
-    link = row.get("link")
-    return noise.condition(row, files) + (f", link {link}" if link else "")
-
 
 def link_rank(frame: pd.DataFrame, env: dict) -> pd.Series:
     """Per row, its link's place: env.json's link.rates in order, then the rows'."""
@@ -459,7 +452,7 @@ def _cells(r: pd.Series) -> list[str]:
 def condition_md(rows: pd.DataFrame, files: int) -> str:
     """One condition's table: the best local strategy's row, then the remote ones."""
     first = rows.iloc[0]
-    head = f"**{condition(first, files)}**" + (
+    head = f"**{noise.condition(first, files)}**" + (
         f": against {first['best_local']}, the best local strategy here (median "
         f"{first['best_local_median_s']:.3f} s)." if first["best_local"] else
         ": no local strategy ran here, so nothing to pair with.")
@@ -497,7 +490,7 @@ def best_md(results: Results, rows: pd.DataFrame, files: int) -> str:
         index=False)} if not gone.empty else set()
     for _, c in comparisons(results, rows).iterrows():
         cond = tuple(c[CONDITION])
-        text = f"- {condition(c, files)}: "
+        text = f"- {noise.condition(c, files)}: "
         if c["best_remote"] is None:
             text += "no loadbench remote design has an ok run"
         else:
@@ -531,9 +524,9 @@ def server_md(rows: pd.DataFrame, env: dict, files: int) -> str:
     if busy.empty:
         top = remote.loc[remote["server_busy"].idxmax()]
         return (f"The server ({who}) was busy at most {top['server_busy']:.2f} s of CPU per "
-                f"second of a run ({top['label']}, {condition(top, files)}), under the "
+                f"second of a run ({top['label']}, {noise.condition(top, files)}), under the "
                 f"{SERVER_BUSY} that would make its CPU the likely limit.")
-    lines = [f"- {r['label']}, {condition(r, files)}: the server used {r['server_cpu_s']:.2f} s "
+    lines = [f"- {r['label']}, {noise.condition(r, files)}: the server used {r['server_cpu_s']:.2f} s "
              f"of CPU in a median {r['median_s']:.3f} s ({r['server_busy']:.2f} s per second), "
              f"the client {_f(r['client_cpu_s'], '.2f')} s ({_f(r['client_busy'], '.2f')} s per "
              "second)" for _, r in busy.iterrows()]
@@ -552,7 +545,7 @@ def s3fs_md(results: Results, rows: pd.DataFrame, files: int) -> str:
     """mmap against fread through the s3fs mount, paired, and what the mount hides."""
     if not (rows["transport"] == "s3fs").any():
         return ""
-    lines = [f"- {condition(p, files)}: {p['mmap']} (median {p['mmap_median_s']:.3f} s) took "
+    lines = [f"- {noise.condition(p, files)}: {p['mmap']} (median {p['mmap_median_s']:.3f} s) took "
              + _against(p, f"{p['fread']} (median {p['fread_median_s']:.3f} s)") + "."
              for _, p in through_s3fs(results, rows).iterrows()]
     head = "**mmap against fread through the s3fs mount:**\n\n" + "\n".join(lines) + "\n\n" \
@@ -565,7 +558,7 @@ def residency_md(rows: pd.DataFrame, files: int) -> str:
     odd = rows[~rows["is_local"] & rows["server_resident_before"].notna()
                & (((rows["cache"] == "cold") & (rows["server_resident_before"] > 0.01))
                   | ((rows["cache"] == "warm") & (rows["server_resident_before"] < 0.99)))]
-    lines = [f"- {r['label']}, {condition(r, files)}: {r['server_resident_before']:.0%} of the "
+    lines = [f"- {r['label']}, {noise.condition(r, files)}: {r['server_resident_before']:.0%} of the "
              "server's copy in its page cache before the run (median)" for _, r in odd.iterrows()]
     return ("**Not the cache state the row says** (the server's files, server_resident_before):"
             "\n\n" + "\n".join(lines)) if lines else ""
@@ -575,7 +568,7 @@ def not_run_md(results: Results, files: int) -> str:
     table = not_run(results)
     if table.empty:
         return ""
-    lines = [f"- {spec_label(x)}, {condition(x, files)}: {x['status']} ({x['count']} "
+    lines = [f"- {spec_label(x)}, {noise.condition(x, files)}: {x['status']} ({x['count']} "
              f"run{'' if x['count'] == 1 else 's'}): {'; '.join(x['errors'])[:300]}"
              for _, x in table.iterrows()]
     return ("Remote runs that failed or could not run (in no figure above):\n\n"

@@ -111,6 +111,8 @@ def label(row: pd.Series, files: int) -> str:
         text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{gib(row['memory_limit_bytes'])}"
+    if row.get("link"):
+        text += f" link {row['link']}"
     if files > 1:
         text += f" [{os.path.basename(row['file'])}]"
     return text
@@ -566,6 +568,8 @@ def series_name(row: pd.Series, files: int) -> str:
         text += f" [{os.path.basename(row['file'])}]"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{gib(row['memory_limit_bytes'])}"
+    if row.get("link"):
+        text += f" link {row['link']}"
     return text
 
 

@@ -233,3 +233,29 @@ def test_a_pattern_that_cannot_split_stops_every_rank(place):
     lines = [ln for ln in p.stderr.splitlines() if "cannot split" in ln]
     assert len(lines) == 1 and "has 1 file" in lines[0], p.stderr
     assert not os.path.exists(os.path.join(d, "nosplit", "runs.jsonl"))
+
+
+def test_ranks_read_one_model_from_one_store(place, tmp_path):
+    """A herd of ranks against one S3 endpoint: the experiment's s3rver is started by rank 0
+    after the launcher started every rank, so the others get its endpoint and keys with each run;
+    every rank's reader is a client of the same store and verifies its part."""
+    if shutil.which("s3rver") is None:
+        pytest.skip("s3rver is not installed (npm s3rver; scripts/setup.sh)")
+    _, env, _, _ = place
+    text = (f'name = "herd"\nreps = 1\ncache = ["{CACHE}"]\npattern = ["replicated", "tp"]\n'
+            '[server]\nkind = "s3"\n[[file]]\npreset = "llama"\nsize = "8MiB"\n'
+            'format = "safetensors"\n[[strategy]]\nname = "http_ranges"\nconcurrency = 2\n')
+    x = tmp_path / "herd.toml"
+    x.write_text(text)
+    out = str(tmp_path / "out")
+    scrubbed = {k: v for k, v in env.items() if not k.startswith("AWS_")}
+    p = mpirun(scrubbed, 2, "experiment", str(x), "--out", out, "--data", str(tmp_path / "data"))
+    assert p.returncode == 0, p.stderr
+    runs = by_run(records(out))
+    assert sorted(k[1] for k in runs) == ["replicated", "tp"]
+    for key, readers in runs.items():
+        assert sorted(r["rank"] for r in readers) == [0, 1], key
+        for r in readers:
+            assert r["status"] == "ok" and r["checksum_ok"], r
+            assert r["read_as"].startswith("s3://loadbench/") and r["details"]["requests"] > 0
+            assert r["server_cpu_s"] == readers[0]["server_cpu_s"]
