@@ -429,7 +429,7 @@ Status Executor::OpenResults() {
   rs_.measure.timeout_s = e_.timeout_s;
   if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
   if (remote_.mounted()) rs_.measure.mount_cpu_s = [this] { return remote_.MountCpuSeconds(); };
-  link_.Wire(e_, remote_, &rs_.measure);
+  link_.Wire(remote_, &rs_.measure);
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
   rs_.reporter.log = o_.verbose;

@@ -59,9 +59,8 @@ Status LinkRuns::ShapeFor(const Experiment& e, const ExperimentRun& r) {
   return link_->Shape(server_ceiling ? "unshaped" : r.link);
 }
 
-void LinkRuns::Wire(const Experiment& e, const RemoteFiles& remote, MeasureSettings* s) {
+void LinkRuns::Wire(const RemoteFiles& remote, MeasureSettings* s) {
   if (!link_) return;
-  (void)e;
   s->link_rx_bytes = [this] { return link_->ClientRxBytes(); };
   s->link_ceiling = [this](const PreparedFile&, const RunPoint& p, RunRecord* r) {
     LinkCeiling(p, r);

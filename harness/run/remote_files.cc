@@ -118,7 +118,9 @@ Status RemoteFiles::Mount(const std::string& who) {
 
 Status RemoteFiles::NameOf(const std::string& local, const std::string& via,
                            std::string* name) const {
-  const std::filesystem::path rel = std::filesystem::path(local).lexically_relative(data_dir_);
+  // Shard paths are as the model's table names them: relative where the model was given so.
+  const std::filesystem::path rel =
+      std::filesystem::absolute(local).lexically_normal().lexically_relative(data_dir_);
   if (rel.empty() || *rel.begin() == "..") {
     return Status::BadInput(fmt::format(
         "{}: only files in the data folder {} can be served; generate it there or copy it in",

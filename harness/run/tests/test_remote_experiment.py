@@ -130,3 +130,18 @@ via = "s3fs"
     assert "already in the bucket: s3://loadbench/" in p2.stderr and "put s3://" not in p2.stderr
     assert len(records2) == 6
     no_leftovers()
+
+
+def test_a_data_folder_given_relative_is_served(tmp_path):
+    """`--data data` (the default) from the folder the command runs in: the model generated
+    there this very command is named relative, and is still put into the bucket and served."""
+    need("s3rver", "npm install -g s3rver@3.7.1")
+    (tmp_path / "e.toml").write_text(SMALL.format(kind="s3").replace(
+        'cache = ["cold", "warm"]', 'cache = ["warm"]') + '[[strategy]]\nname = "http_get"\n')
+    p = subprocess.run([BIN, "experiment", "e.toml", "--data", "data", "--out", "out", "--quiet"],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    records = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
+    assert len(records) == 1 and records[0]["status"] == "ok", records
+    assert records[0]["read_as"].startswith("s3://loadbench/"), records[0]
+    no_leftovers()
