@@ -453,13 +453,7 @@ def plot_herds(results: Results, rounds: pd.DataFrame, figs) -> None:
         if len(ceiling):
             ax.plot(ceiling.index, ceiling.to_numpy(), color="grey", linestyle="--",
                     marker="_", label="the link's ceiling (iperf3)")
-        counts = sorted(set(p["procs"]))
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(counts, [str(n) for n in counts])
-        ax.minorticks_off()
-        ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.4)
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-        ax.set_xlabel("readers (log)")
+        readers.readers_axis(ax, sorted(set(p["procs"])))
         ax.set_ylabel("GB/s: all readers' bytes / round (circles), one reader's (dots)")
         ax.set_title(f"link {link}, {cache} cache", fontsize=10)
         ax.legend(fontsize=7)

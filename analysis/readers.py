@@ -215,6 +215,16 @@ def figure_title(key: dict, files: int) -> str:
     return text
 
 
+def readers_axis(ax, counts: list[int]) -> None:
+    """An x axis of reader counts: log 2, a tick at each count, room either side; y from 0."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(counts, [str(n) for n in counts])
+    ax.minorticks_off()
+    ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.4)
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
+    ax.set_xlabel("readers (log)")
+
+
 def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[tuple[str, str]]:
     """Per (file, cache, strategy spec, memory limit, link) with rounds of several readers, a figure
     of two panels against the number of readers, one line per pattern: the median round
@@ -245,12 +255,7 @@ def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[
             if len(base):
                 ax.axhline(float(base.iloc[0]), linestyle="--", color="grey",
                            label="one reader")
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(counts, [str(n) for n in counts])
-            ax.minorticks_off()
-            ax.set_xlim(counts[0] / 1.4, counts[-1] * 1.4)
-            ax.set_ylim(0, ax.get_ylim()[1] * 1.1)
-            ax.set_xlabel("readers (log)")
+            readers_axis(ax, counts)
             ax.legend(fontsize=7)
         left.set_ylabel("round duration, median (s)")
         right.set_ylabel("all readers' bytes / duration, median (GB/s)")
