@@ -58,7 +58,7 @@ bool GoodBucket(const std::string& b) {
 // The spec checked, its root made absolute and real.
 Status CheckSpec(const ServerSpec& spec, std::string* root) {
   if (spec.kind != "http" && spec.kind != "s3" && spec.kind != "s3fs" && spec.kind != "iperf3") {
-    return Status::BadInput(fmt::format("server kind {}: not http, s3, s3fs or iperf3", spec.kind));
+    return Status::BadInput(fmt::format("server kind {}: not http, s3 or s3fs", spec.kind));
   }
   in_addr any{};
   if (::inet_pton(AF_INET, spec.address.c_str(), &any) != 1) {
