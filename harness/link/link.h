@@ -50,6 +50,9 @@ class Link {
   const std::string& netns() const { return netns_; }  // the server side's namespace
   std::string netns_path() const { return "/run/netns/" + netns_; }
   const std::string& server_address() const { return server_addr_; }
+  // Whether the delay asked for was applied, and why not when it was not.
+  bool delay_applied() const { return delay_applied_; }
+  const std::string& delay_why() const { return delay_why_; }
   const std::string& client_address() const { return client_addr_; }
   // Bytes the client's end has received so far (frames, headers included).
   uint64_t ClientRxBytes() const;

@@ -42,14 +42,12 @@ Status LinkRuns::Start(const Experiment& e, const std::string& who) {
   if (Status s = LinkMeter::Start(*link_, &meter_); !s.ok()) {
     return s.code() == Status::Code::kBadInput ? s : Status::BadInput("iperf3: " + s.message());
   }
-  const Json env = link_->Env();
   fmt::print(stderr, "{}: link {} <-> {} (namespace {}), rates {}{}\n", who,
              link_->client_address(), link_->server_address(), link_->netns(),
              fmt::join(e.link.rates, ", "),
-             e.link.delay.empty() ? ""
-             : env["delay"]["applied"] == true
-                 ? ", delay " + e.link.delay
-                 : ", delay not applied: " + env["delay"]["why"].get<std::string>());
+             e.link.delay.empty()     ? ""
+             : link_->delay_applied() ? ", delay " + e.link.delay
+                                      : ", delay not applied: " + link_->delay_why());
   return Status::Ok();
 }
 
@@ -141,11 +139,6 @@ Json LinkRuns::Env() const {
                    {"seconds", e_->link.seconds},
                    {"server_chunk", kChunk}};
   return j;
-}
-
-void LinkRuns::Stop() {
-  meter_.reset();
-  link_.reset();
 }
 
 }  // namespace loadbench

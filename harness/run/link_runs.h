@@ -2,7 +2,7 @@
 // (the server listens at the link's far end, in its namespace), shaped for each run's
 // condition, the link's and the server's ceilings measured in every round of every condition
 // on it (record/record.h kLinkCeiling, kServerCeiling), and removed when the command ends,
-// after the servers.
+// after the servers (the executor declares it before them).
 #pragma once
 
 #include <memory>
@@ -36,8 +36,6 @@ class LinkRuns {
   void Wire(const RemoteFiles& remote, MeasureSettings* s);
   // env.json's `link`: the link's settings, iperf3's, the ceilings' streams and chunk.
   nlohmann::ordered_json Env() const;
-  // iperf3's server stopped and the link removed (the experiment's servers stopped before).
-  void Stop();
 
  private:
   void LinkCeiling(const RunPoint& p, RunRecord* r) const;

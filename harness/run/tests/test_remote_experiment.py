@@ -32,13 +32,16 @@ def need(program, why):
         pytest.skip(f"{program} is not installed ({why})")
 
 
-def run_experiment(tmp_path, text, out="out"):
+def run_experiment(tmp_path, text, out="out", relative=False):
+    """The experiment `text` run in tmp_path; relative: its file, data and results folders
+    named relative to tmp_path, where the command runs."""
     toml = tmp_path / "e.toml"
     toml.write_text(text)
+    args = ["e.toml", "--data", "data", "--out", out] if relative else [
+        str(toml), "--data", str(tmp_path / "data"), "--out", str(tmp_path / out)]
     out = tmp_path / out
-    p = subprocess.run([BIN, "experiment", str(toml), "--data", str(tmp_path / "data"),
-                        "--out", str(out), "--quiet"], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run([BIN, "experiment", *args, "--quiet"], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
     records = []
     if (out / "runs.jsonl").exists():
         records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
@@ -136,12 +139,10 @@ def test_a_data_folder_given_relative_is_served(tmp_path):
     """`--data data` (the default) from the folder the command runs in: the model generated
     there this very command is named relative, and is still put into the bucket and served."""
     need("s3rver", "npm install -g s3rver@3.7.1")
-    (tmp_path / "e.toml").write_text(SMALL.format(kind="s3").replace(
-        'cache = ["cold", "warm"]', 'cache = ["warm"]') + '[[strategy]]\nname = "http_get"\n')
-    p = subprocess.run([BIN, "experiment", "e.toml", "--data", "data", "--out", "out", "--quiet"],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    text = SMALL.format(kind="s3").replace('cache = ["cold", "warm"]', 'cache = ["warm"]')
+    p, records, _ = run_experiment(tmp_path, text + '[[strategy]]\nname = "http_get"\n',
+                                   relative=True)
     assert p.returncode == 0, p.stderr
-    records = [json.loads(line) for line in (tmp_path / "out" / "runs.jsonl").read_text().splitlines()]
     assert len(records) == 1 and records[0]["status"] == "ok", records
     assert records[0]["read_as"].startswith("s3://loadbench/"), records[0]
     no_leftovers()
