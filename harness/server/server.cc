@@ -140,15 +140,20 @@ bool Exited(pid_t pid, int* wstatus) {
   return true;
 }
 
+// The network namespace at `path` (a /run/netns path) opened for a child to enter; nothing for
+// "" (the child stays in this one).
+Status OpenNetns(const std::string& path, UniqueFd* fd) {
+  if (path.empty()) return Status::Ok();
+  fd->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return fd->valid() ? Status::Ok() : Status::FromErrno(path, errno);
+}
+
 }  // namespace
 
 Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std::string* output,
                     const std::string& netns) {
   UniqueFd ns;
-  if (!netns.empty()) {
-    ns.reset(::open(netns.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns.valid()) return Status::FromErrno(netns, errno);
-  }
+  LB_RETURN_IF_ERROR(OpenNetns(netns, &ns));
   int out[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   UniqueFd rd(out[0]), wr(out[1]);
@@ -158,7 +163,7 @@ Status RunForOutput(const std::vector<std::string>& argv, double timeout_s, std:
   setup.parent = ::getpid();
   setup.own_group = true;
   setup.out = setup.err = wr.get();
-  setup.netns_fd = ns.valid() ? ns.get() : -1;
+  setup.netns_fd = ns.get();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecChild(setup, cargs[0], cargs.data());
@@ -274,11 +279,8 @@ Status Server::Launch(const ServerLaunch& l) {
   setup.out = setup.err = log_fd.get();
   setup.errno_fd = status_wr.get();
   UniqueFd netns;
-  if (!spec_.netns.empty()) {
-    netns.reset(::open(spec_.netns.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!netns.valid()) return Status::FromErrno(spec_.netns, errno);
-    setup.netns_fd = netns.get();
-  }
+  LB_RETURN_IF_ERROR(OpenNetns(spec_.netns, &netns));
+  setup.netns_fd = netns.get();
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) ExecChild(setup, l.program.c_str(), argv.data());
