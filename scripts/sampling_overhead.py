@@ -73,6 +73,19 @@ def parse_args(argv):
     return a
 
 
+def settle_words(out):
+    """How long the run waited for the machine to settle before it, from its env.json."""
+    try:
+        with open(os.path.join(out, "env.json")) as f:
+            s = json.load(f)["stability"]
+        waited = float(s["waited_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "no settle recorded"
+    if s.get("settled") is False:
+        return f"the machine was still busy after {waited:.0f} s of waiting (see its env.json)"
+    return f"the machine settled after {waited:.1f} s of waiting"
+
+
 def run_side(a, side, pair):
     out = os.path.join(a.out, f"{side}-pair{pair}")
     ms = a.sample_ms if side == "on" or a.profile else 0
@@ -88,6 +101,7 @@ def run_side(a, side, pair):
     if rc == 2:
         fail(f"loadbench refused the run (see {out}.log)")
     runs = []
+    print(f"[pair {pair + 1}/{a.pairs}] {side}: {settle_words(out)}", file=sys.stderr)
     path = os.path.join(out, "runs.jsonl")
     if os.path.exists(path):
         with open(path) as f:

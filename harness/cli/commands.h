@@ -47,7 +47,7 @@ struct RunFlags {
   std::string order = "balanced", baseline, out, experiment = "run";
   uint64_t seed = 0;
   bool ceiling = false, resume = false, no_wait = false, verbose = false;
-  double timeout_s = 0, sample_ms = 10;
+  double timeout_s = 0, sample_ms = 10, settle_wait_s = 60;
   std::string counters = "default", memory_limit, tune = "off";
   int procs = 1;
   std::string pattern = "replicated";
@@ -61,6 +61,7 @@ struct ExperimentFlags {
   std::string path, out_dir, data_dir = "data";
   RepsFlags reps;
   bool dry_run = false, quiet = false, cleanup = false, no_wait = false, verbose = false;
+  double settle_wait_s = 60;
   std::optional<uint64_t> seed;
   ProfileFlags profile;
 };
@@ -81,10 +82,11 @@ struct LockFlags {
 int LockCommand(const LockFlags& f, const std::string& command_line);
 
 struct SystemFlags {
-  std::string action;             // show, tune or reset
+  std::string action;             // show, tune, reset or settle
   std::string data_dir = "data";  // show: the read-ahead and scheduler of the device holding it
   std::string page_reporting = "off";
   bool json = false, no_wait = false;
+  double settle_wait_s = 60;  // settle: how long a busy machine is waited for
 };
 int SystemCommand(const SystemFlags& f, const std::string& command_line);
 

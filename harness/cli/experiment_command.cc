@@ -35,6 +35,7 @@ int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line)
   o.data_dir = f.data_dir;
   o.cleanup = f.cleanup;
   o.wait = !f.no_wait;
+  o.settle_wait_s = f.settle_wait_s;
   o.command_line = command_line;
   (void)ParseCounterList("default", &o.counters);  // the same set as `run`'s default
   return Execute(e, o);

@@ -127,6 +127,16 @@ void AddNoWait(CLI::App* cmd, bool* no_wait) {
                 "waiting for it to end");
 }
 
+void AddSettleWait(CLI::App* cmd, double* seconds) {
+  cmd->add_option("--settle-wait", *seconds,
+                  "Seconds to wait, before the runs, for a busy machine to settle (other "
+                  "processes' CPU time, I/O in flight, dirty pages, sampled from /proc); still "
+                  "busy after it: a WARNING naming what is busy, recorded in env.json. 0: check "
+                  "once, no wait")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
 // run's flags on what is measured besides time, and how.
 void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
   cmd->add_option("--counters", f->counters,
@@ -219,6 +229,7 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
                 "Go on with a run whose --out holds some of its runs (after an interruption or a "
                 "full disk): the runs it holds are kept and not run again; give the same flags");
   AddNoWait(cmd, &f->no_wait);
+  AddSettleWait(cmd, &f->settle_wait_s);
   AddVerbose(cmd, &f->verbose);
   cmd->add_option("--experiment", f->experiment, "Name recorded in every run")
       ->capture_default_str();
@@ -259,6 +270,7 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
   AddNoWait(cmd, &f->no_wait);
+  AddSettleWait(cmd, &f->settle_wait_s);
   AddVerbose(cmd, &f->verbose);
   AddProfile(cmd, &f->profile, "A CPU profile of every load, whatever the file's profile key says");
   return cmd;
@@ -312,7 +324,8 @@ CLI::App* AddLock(CLI::App& app, LockFlags* f) {
 CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
   auto* cmd = app.add_subcommand(
       "system", "The machine's state: show every kernel setting that changes a load's time, tune "
-                "the ones a measurement should not leave to chance, reset them to what was there");
+                "the ones a measurement should not leave to chance, reset them to what was "
+                "there, wait for the machine to settle");
   cmd->require_subcommand(1);
   auto* show = cmd->add_subcommand(
       "show",
@@ -341,7 +354,16 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
       "reset", "Write back what `system tune` found, from its state file (says so when there is "
                "none)");
   AddNoWait(reset, &f->no_wait);
-  for (CLI::App* sub : {show, tune, reset}) {
+  auto* settle = cmd->add_subcommand(
+      "settle", "Wait until the machine is quiet (the check run and experiment make before their "
+                "runs: other processes' CPU time, I/O in flight, dirty pages), saying what is "
+                "busy as it waits; then print how long it waited. Exit 0 when it settled, 1 when "
+                "still busy at the end of the wait; reads only");
+  settle->add_option("--max-wait", f->settle_wait_s, "Seconds to wait at most")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  settle->add_flag("--json", f->json, "Print the check as JSON (as env.json's `stability`)");
+  for (CLI::App* sub : {show, tune, reset, settle}) {
     sub->parse_complete_callback([f, sub] { f->action = sub->get_name(); });
   }
   return cmd;

@@ -136,6 +136,7 @@ int RunCommand(const RunFlags& f, const std::string& command_line) {
   o.sample_ms = f.sample_ms;
   o.resume = f.resume;
   o.wait = !f.no_wait;
+  o.settle_wait_s = f.settle_wait_s;
   o.verbose = f.verbose;
   o.command_line = command_line;
   return Execute(e, o);

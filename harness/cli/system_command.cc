@@ -1,5 +1,6 @@
-// `loadbench system show|tune|reset`: the machine's state (harness/system/tuning.h), shown, set
-// for measurements and restored, as pyperf's `system` command does.
+// `loadbench system show|tune|reset|settle`: the machine's state (harness/system/tuning.h),
+// shown, set for measurements and restored, as pyperf's `system` command does; and the wait for
+// a busy machine to settle (harness/system/stability.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -7,8 +8,10 @@
 #include "harness/record/record.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
+#include "harness/system/stability.h"
 #include "harness/system/tune_state.h"
 #include "harness/system/tuning.h"
+#include "loaders/base/units.h"
 
 namespace loadbench::cli {
 namespace {
@@ -137,11 +140,48 @@ int Reset(const SystemFlags& f, const std::string& command_line) {
   return 0;
 }
 
+// The check run and experiment make before their runs, alone: for scripts that run several
+// experiments, between them, so that each says how long it waited.
+int Settle(const SystemFlags& f) {
+  StabilityOptions check;
+  check.max_wait_s = f.settle_wait_s;
+  check.on_wait = [&](double waited_s, const std::string& busy) {
+    fmt::print(stderr, "loadbench system settle: waiting ({:.0f} s of at most {:.0f} s): {}\n",
+               waited_s, f.settle_wait_s, busy);
+  };
+  // Dirty pages written back first, as before the runs: what is left after is someone writing.
+  const nlohmann::ordered_json synced = SyncDirtyPages();
+  if (!synced.is_null()) {
+    fmt::print(stderr,
+               "loadbench system settle: wrote {} of dirty pages back to disk (sync, {:.1f} s)\n",
+               FormatBytes(synced["bytes"].get<uint64_t>()), synced["seconds"].get<double>());
+  }
+  const nlohmann::ordered_json j = CheckStability(check);
+  const bool settled = j["settled"].get<bool>();
+  if (f.json) {
+    fmt::print("{}\n", j.dump(2));
+    return settled ? 0 : 1;
+  }
+  const nlohmann::ordered_json& busy = j["busy"];
+  auto figure = [](const nlohmann::ordered_json& v, const char* format) {
+    return v.is_null() ? std::string("unknown")
+                       : fmt::format(fmt::runtime(format), v.get<double>());
+  };
+  fmt::print("{} after {:.1f} s of waiting (at most {:.0f} s); in the last {:.1f} s other work "
+             "used {} of a CPU, {} tasks were runnable besides this one, {} I/Os in flight\n",
+             settled ? "quiet" : "still busy", j["waited_s"].get<double>(), f.settle_wait_s,
+             j["window_s"].get<double>(), figure(busy["cpu_percent"], "{:.0f}%"),
+             figure(busy["runnable"], "{:.1f}"), figure(busy["io_in_flight"], "{:.1f}"));
+  for (const auto& w : j["warnings"]) fmt::print("WARNING: {}\n", w.get<std::string>());
+  return settled ? 0 : 1;
+}
+
 }  // namespace
 
 int SystemCommand(const SystemFlags& f, const std::string& command_line) {
   if (f.action == "tune") return Tune(f, command_line);
   if (f.action == "reset") return Reset(f, command_line);
+  if (f.action == "settle") return Settle(f);
   return Show(f);
 }
 

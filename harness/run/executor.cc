@@ -132,6 +132,7 @@ class Executor {
   Json SettleBeforeRuns();
   void RestoreMachine();
   Json NewEnv(const Json& stability) const;
+  Json CheckMachine() const;
   Status OpenResults();
   void SetUpProfiles();
   Json ProfileEnv() const;
@@ -383,6 +384,30 @@ Json Executor::NewEnv(const Json& stability) const {
   return env;
 }
 
+// The stability check (harness/system/stability.h): a busy machine is waited for, up to
+// --settle-wait, with what is busy said as it waits, and how long it took said after.
+Json Executor::CheckMachine() const {
+  StabilityOptions check;
+  check.max_wait_s = o_.settle_wait_s;
+  check.file_bytes = files_[0].table.file_size;
+  // Under MPI the job's other ranks on this host are this command too: they are its launcher's
+  // children, as this rank is.
+  if (o_.job != nullptr) check.self_pid = static_cast<int>(::getppid());
+  if (!o_.quiet) {
+    check.on_wait = [this](double waited_s, const std::string& busy) {
+      fmt::print(stderr,
+                 "{}: waiting for the machine to settle ({:.0f} s of at most {:.0f} s): {}\n",
+                 o_.who, waited_s, o_.settle_wait_s, busy);
+    };
+  }
+  Json j = CheckStability(check);
+  if (!o_.quiet && j["settled"].get<bool>() && j["waited_s"].get<double>() > 0) {
+    fmt::print(stderr, "{}: the machine settled after {:.1f} s of waiting\n", o_.who,
+               j["waited_s"].get<double>());
+  }
+  return j;
+}
+
 // The results folder: env.json (a resume adds itself to its sessions), the experiment file
 // beside it, and runs.jsonl open for appending.
 Status Executor::OpenResults() {
@@ -395,10 +420,7 @@ Status Executor::OpenResults() {
                o_.who, FormatBytes(synced["bytes"].get<uint64_t>()),
                synced["seconds"].get<double>());
   }
-  StabilityOptions check;
-  check.window_s = 0.5;  // every run and experiment pays it
-  check.file_bytes = files_[0].table.file_size;
-  stability_ = CheckStability(check);
+  stability_ = CheckMachine();
   stability_["synced_before"] = synced;
   if (std::ifstream in(o_.out_dir + "/env.json"); in && !recorded_.empty()) {
     env_ = Json::parse(in, nullptr, false);

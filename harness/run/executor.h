@@ -20,9 +20,10 @@ struct ExecuteOptions {
   // true: a folder holding some of this experiment's runs is resumed (experiment, run
   // --resume); false: a folder holding any runs is refused (run).
   bool resume = false;
-  bool wait = true;      // for the machine, while another measurement runs (false: refuse, exit 2)
-  bool quiet = false;    // no progress line, no per-run lines, no summary table
-  bool verbose = false;  // a line for every run (else only for those not ok)
+  bool wait = true;    // for the machine, while another measurement runs (false: refuse, exit 2)
+  bool quiet = false;  // no progress line, no per-run lines, no summary table
+  double settle_wait_s = 60;          // how long a busy machine is waited for before the runs
+  bool verbose = false;               // a line for every run (else only for those not ok)
   std::string data_dir = "data";      // where generated files are written
   bool cleanup = false;               // remove the files generated here once every run is done
   std::vector<std::string> counters;  // libpfm4 events counted over every load

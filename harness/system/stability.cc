@@ -16,7 +16,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "harness/system/busy.h"
 #include "harness/system/env.h"
 #include "loaders/base/proc_fields.h"
 
@@ -32,14 +34,16 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr double kListCpuPercent = 10.0;
 // Enough to keep env.json short; the busiest come first, so nothing that matters is cut.
 constexpr size_t kMaxListed = 10;
-// A quarter of a CPU taken by someone else steals whole time slices from a run on a machine of
-// a few cores, and the same process usually also uses memory bandwidth and caches.
+// Other work of a quarter of a CPU or more makes a window busy: it steals whole time slices
+// from a run on a machine of a few cores, and usually also uses memory bandwidth and caches.
 constexpr double kBusyCpuPercent = 25.0;
-// The harness sleeps through the check, so the load is other work (or its own of the last
-// minute: the 1-minute figure decays over about a minute). Above half a runnable task per
-// core, a run's threads often find their core taken. Cold reads count too: tasks in D state
-// add to Linux's load.
-constexpr double kLoadPerCore = 0.5;
+// So many I/Os in flight on average, and the disk is someone else's: a cold run's reads would
+// queue behind them.
+constexpr double kBusyIoInFlight = 1.0;
+// Runnable tasks and I/Os in flight are polled this often through a window.
+constexpr double kPollS = 0.1;
+// While it waits, the check says what is busy this often.
+constexpr double kSayEveryS = 10.0;
 // Dirty pages are written back once they are vm.dirty_expire_centisecs old (30 s by default),
 // so possibly in the middle of a run, whose reads then queue behind the writes. A few MiB is
 // routine (logs, the results folder); tens of MiB are someone else's bulk write.
@@ -215,27 +219,183 @@ std::optional<int64_t> Delta(const std::optional<int64_t>& a, const std::optiona
   return *b - *a;
 }
 
-// The two samples of the window: processes and khugepaged's counters at its start and end.
+// A window: processes and khugepaged's counters at its start and end, the CPUs' time, and the
+// runnable tasks and I/Os in flight polled through it.
 struct Samples {
   KhugepagedCounters khuge0, khuge1;
   std::optional<Snapshot> procs0, procs1;
+  std::optional<CpuTimes> cpu0, cpu1;
+  std::vector<int64_t> running, in_flight;
 };
+
+// Polls every kPollS through the window (once when it is not timed).
+void PollThrough(const StabilityOptions& o, bool timed, Samples* s) {
+  const int slices = timed ? std::max(1, static_cast<int>(std::lround(o.window_s / kPollS))) : 1;
+  for (int i = 0; i < slices; ++i) {
+    if (timed) std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s / slices));
+    if (auto r = ReadProcsRunning(o.proc_dir)) s->running.push_back(*r);
+    if (auto f = ReadIoInFlight(o.proc_dir, o.sys_dir)) s->in_flight.push_back(*f);
+  }
+}
 
 Samples TakeSamples(const StabilityOptions& o, bool timed) {
   Samples s;
   s.khuge0 = ReadKhugepaged(o.sys_dir);
   s.procs0 = SampleProcesses(o.proc_dir);
-  if (timed) std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
+  s.cpu0 = ReadCpuTimes(o.proc_dir);
+  PollThrough(o, timed, &s);
   if (o.between_samples) o.between_samples();
+  s.cpu1 = ReadCpuTimes(o.proc_dir);
   s.procs1 = SampleProcesses(o.proc_dir);
   s.khuge1 = ReadKhugepaged(o.sys_dir);
   return s;
 }
 
-// "loadavg" and "cores", and a warning when the 1-minute load is high for the cores.
-void CheckLoad(const StabilityOptions& o, Json* j, std::vector<std::string>* warnings) {
+std::optional<double> Mean(const std::vector<int64_t>& v, int64_t less = 0) {
+  if (v.empty()) return std::nullopt;
+  double sum = 0;
+  for (int64_t x : v) sum += static_cast<double>(std::max<int64_t>(0, x - less));
+  return std::round(sum / static_cast<double>(v.size()) * 10) / 10;
+}
+
+struct ProcessCpu {
+  int pid;
+  std::string comm;
+  double cpu_percent;
+};
+
+// How the window's CPU time went by process: loadbench's own (self and its descendants) and
+// the others', the busiest others listed, and khugepaged's share.
+struct ProcessUse {
+  std::vector<ProcessCpu> busiest;  // others of kListCpuPercent or more, busiest first
+  uint64_t self_ticks = 0, other_ticks = 0;
+  std::optional<double> khugepaged_cpu;
+};
+
+ProcessUse UseOf(const Snapshot& procs0, const Snapshot& procs1, int self, double window_s) {
+  ProcessUse u;
+  for (const auto& [pid, st] : procs1) {
+    const uint64_t ticks = DeltaTicks(procs0, pid, st);
+    const double pct = CpuPercent(ticks, window_s);
+    if (st.comm == "khugepaged") u.khugepaged_cpu = pct;
+    if (IsSelfOrDescendant(pid, self, procs0, procs1)) {
+      u.self_ticks += ticks;
+      continue;
+    }
+    u.other_ticks += ticks;
+    if (pct >= kListCpuPercent) u.busiest.push_back({pid, st.comm, pct});
+  }
+  std::stable_sort(u.busiest.begin(), u.busiest.end(),
+                   [](const ProcessCpu& a, const ProcessCpu& b) {
+                     return a.cpu_percent > b.cpu_percent;
+                   });
+  if (u.busiest.size() > kMaxListed) u.busiest.resize(kMaxListed);
+  return u;
+}
+
+// One window, judged: the other work's CPU share (of one CPU), runnable tasks besides the
+// check's own, I/Os in flight, dirty and writeback pages; busy when any is high.
+struct Window {
+  Samples s;
+  std::optional<ProcessUse> use;  // null when untimed or the processes cannot be listed
+  std::optional<double> cpu_percent, runnable, io_in_flight;
+  std::optional<int64_t> dirty_bytes;
+  bool busy_cpu = false, busy_io = false, busy_dirty = false;
+  bool quiet() const { return !busy_cpu && !busy_io && !busy_dirty; }
+};
+
+// Every CPU's busy time less loadbench's own, as a share of one CPU over the window; where
+// /proc/stat cannot be read, the other processes' ticks alone.
+std::optional<double> OthersCpu(const Window& w, std::optional<int64_t> cores, double window_s) {
+  if (!w.use) return std::nullopt;
+  const auto& c0 = w.s.cpu0;
+  const auto& c1 = w.s.cpu1;
+  if (!c0 || !c1 || !cores || c1->total <= c0->total || c1->busy < c0->busy) {
+    return CpuPercent(w.use->other_ticks, window_s);
+  }
+  const double others = std::max(0.0, static_cast<double>(c1->busy - c0->busy) -
+                                          static_cast<double>(w.use->self_ticks));
+  const double per_cpu = static_cast<double>(c1->total - c0->total) / static_cast<double>(*cores);
+  return std::round(others / per_cpu * 1000) / 10;
+}
+
+Window SampleWindow(const StabilityOptions& o, int self, std::optional<int64_t> cores) {
+  const bool timed = o.window_s > 0;
+  Window w;
+  w.s = TakeSamples(o, timed);
+  if (timed && w.s.procs0 && w.s.procs1) {
+    w.use = UseOf(*w.s.procs0, *w.s.procs1, self, o.window_s);
+  }
+  w.cpu_percent = OthersCpu(w, cores, o.window_s);
+  w.runnable = Mean(w.s.running, 1);  // the check itself is running when it reads
+  w.io_in_flight = Mean(w.s.in_flight);
+  const std::optional<std::string> meminfo = ReadFile(o.proc_dir + "/meminfo");
+  const auto dirty = ProcFieldIn(meminfo, "Dirty");
+  const auto writeback = ProcFieldIn(meminfo, "Writeback");
+  if (dirty && writeback) w.dirty_bytes = *dirty + *writeback;
+  w.busy_cpu = w.cpu_percent && *w.cpu_percent >= kBusyCpuPercent;
+  w.busy_io = w.io_in_flight && *w.io_in_flight >= kBusyIoInFlight;
+  w.busy_dirty = w.dirty_bytes && *w.dirty_bytes > kDirtyBytes;
+  return w;
+}
+
+// The busiest other processes in words: "1234 (spin) 99%, 77 (cc1plus) 45%".
+std::string Busiest(const ProcessUse& u) {
+  std::vector<std::string> names;
+  for (const ProcessCpu& p : u.busiest) {
+    if (names.size() == 3) break;
+    names.push_back(fmt::format("{} ({}) {:.0f}%", p.pid, p.comm, p.cpu_percent));
+  }
+  if (names.empty()) return "no single process stood out: kernel work or short-lived processes";
+  return fmt::format("busiest: {}", fmt::join(names, ", "));
+}
+
+// What made a busy window busy, in a phrase.
+std::string BusyText(const Window& w, double window_s) {
+  std::vector<std::string> parts;
+  if (w.busy_cpu) {
+    parts.push_back(fmt::format("other work used {:.0f}% of a CPU over {:.1f} s ({})",
+                                *w.cpu_percent, window_s, Busiest(*w.use)));
+  }
+  if (w.busy_io) {
+    parts.push_back(
+        fmt::format("{:.1f} I/Os were in flight at the disks on average", *w.io_in_flight));
+  }
+  if (w.busy_dirty) {
+    parts.push_back(fmt::format("{} of dirty and writeback pages stayed in memory (above {}): "
+                                "something keeps writing",
+                                Size(*w.dirty_bytes), Size(kDirtyBytes)));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+// Windows until one is quiet or max_wait_s has passed; the last one, how long was waited before
+// it, and what the first busy one saw.
+Window WaitForQuiet(const StabilityOptions& o, int self, std::optional<int64_t> cores,
+                    double* waited_s, Json* waited_for) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto since = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  double last_start = 0, said = -kSayEveryS;
+  Window w = SampleWindow(o, self, cores);
+  *waited_for = nullptr;
+  while (!w.quiet() && o.window_s > 0 && since() < o.max_wait_s) {
+    const std::string busy = BusyText(w, o.window_s);
+    if (waited_for->is_null()) *waited_for = busy;
+    if (o.on_wait && since() - said >= kSayEveryS) {
+      said = since();
+      o.on_wait(said, busy);
+    }
+    last_start = since();
+    w = SampleWindow(o, self, cores);
+  }
+  *waited_s = std::round(last_start * 10) / 10;
+  return w;
+}
+
+// "loadavg" and "cores": facts, not a verdict (the 1-minute figure lags by a minute).
+void RecordLoad(const StabilityOptions& o, std::optional<int64_t> cores, Json* j) {
   Json loadavg;
-  std::optional<int64_t> cores = Cores(o.proc_dir);
   if (auto text = ReadFile(o.proc_dir + "/loadavg")) {
     auto w = Words(*text);
     std::optional<double> l1, l5, l15;
@@ -244,62 +404,23 @@ void CheckLoad(const StabilityOptions& o, Json* j, std::vector<std::string>* war
       l5 = Parse<double>(w[1]);
       l15 = Parse<double>(w[2]);
     }
-    if (l1 && l5 && l15) {
-      loadavg = Json::array({*l1, *l5, *l15});
-      if (cores && *l1 > kLoadPerCore * static_cast<double>(*cores)) {
-        warnings->push_back(fmt::format(
-            "1-minute load average {:.2f} on {} cores (above {} per core): other tasks, or "
-            "loadbench's own work of the last minute, compete for the CPUs, so runs may wait "
-            "for a core.",
-            *l1, *cores, kLoadPerCore));
-      }
-    }
+    if (l1 && l5 && l15) loadavg = Json::array({*l1, *l5, *l15});
   }
   (*j)["loadavg"] = loadavg;
   (*j)["cores"] = OrNull(cores);
 }
 
-// "busy_processes": the busiest processes over the window other than `self` and its
-// descendants, with a warning for each that took a large share of a CPU. khugepaged has a
-// warning of its own: it is listed like any process but not warned about here, and its share
-// goes to *khugepaged_cpu.
-Json BusyProcesses(const Snapshot& procs0, const Snapshot& procs1, int self, double window_s,
-                   std::optional<double>* khugepaged_cpu, std::vector<std::string>* warnings) {
-  struct Busy {
-    int pid;
-    std::string comm;
-    double cpu_percent;
-  };
-  std::optional<int> khugepaged_pid;
-  std::vector<Busy> list;
-  for (const auto& [pid, st] : procs1) {
-    double pct = CpuPercent(DeltaTicks(procs0, pid, st), window_s);
-    if (st.comm == "khugepaged") {
-      khugepaged_pid = pid;
-      *khugepaged_cpu = pct;
-    }
-    if (pct >= kListCpuPercent && !IsSelfOrDescendant(pid, self, procs0, procs1)) {
-      list.push_back({pid, st.comm, pct});
-    }
-  }
-  std::stable_sort(list.begin(), list.end(),
-                   [](const Busy& a, const Busy& b) { return a.cpu_percent > b.cpu_percent; });
-  if (list.size() > kMaxListed) list.resize(kMaxListed);
+Json BusyProcessesJson(const std::optional<ProcessUse>& u) {
+  if (!u) return nullptr;
   Json busy = Json::array();
-  for (const Busy& b : list) {
+  for (const ProcessCpu& b : u->busiest) {
     busy.push_back(Json{{"pid", b.pid}, {"comm", b.comm}, {"cpu_percent", b.cpu_percent}});
-    if (b.cpu_percent >= kBusyCpuPercent && b.pid != khugepaged_pid) {
-      warnings->push_back(fmt::format(
-          "Process {} ({}) used {:.0f}% of a CPU during the check: it competes with the runs "
-          "for CPU time and memory bandwidth.",
-          b.pid, b.comm, b.cpu_percent));
-    }
   }
   return busy;
 }
 
-// The meminfo figures, with warnings for dirty pages, too little available memory and swap in
-// use.
+// The meminfo figures, with warnings for too little available memory and swap in use (dirty
+// pages are judged with the window, as work that may settle).
 void CheckMemory(const StabilityOptions& o, Json* j, std::vector<std::string>* warnings) {
   const std::optional<std::string> meminfo = ReadFile(o.proc_dir + "/meminfo");
   auto dirty = ProcFieldIn(meminfo, "Dirty");
@@ -315,13 +436,6 @@ void CheckMemory(const StabilityOptions& o, Json* j, std::vector<std::string>* w
   (*j)["mem_total_bytes"] = OrNull(total);
   (*j)["swap_total_bytes"] = OrNull(swap_total);
   (*j)["swap_used_bytes"] = OrNull(swap_used);
-  if (dirty && writeback && *dirty + *writeback > kDirtyBytes) {
-    warnings->push_back(fmt::format(
-        "{} of dirty and writeback pages (above {}): flushing them competes with the runs' "
-        "reads, and something keeps writing (the harness wrote them back with `sync` before "
-        "this check).",
-        Size(*dirty + *writeback), Size(kDirtyBytes)));
-  }
   const auto file_bytes = static_cast<int64_t>(o.file_bytes);
   if (available && o.file_bytes > 0 && *available < file_bytes) {
     warnings->push_back(fmt::format(
@@ -380,22 +494,34 @@ Json SyncDirtyPages(const std::string& proc_dir) {
 
 Json CheckStability(const StabilityOptions& o) {
   const int self = o.self_pid != 0 ? o.self_pid : static_cast<int>(::getpid());
-  const bool timed = o.window_s > 0;
-  const Samples s = TakeSamples(o, timed);
+  const std::optional<int64_t> cores = Cores(o.proc_dir);
+  double waited_s = 0;
+  Json waited_for;
+  const Window w = WaitForQuiet(o, self, cores, &waited_s, &waited_for);
 
   // The figures that need no window are read after it, closest to the runs they describe.
   std::vector<std::string> warnings;
   Json j;
   j["window_s"] = o.window_s;
-  CheckLoad(o, &j, &warnings);
-  std::optional<double> khugepaged_cpu;
-  Json busy;
-  if (s.procs0 && s.procs1 && timed) {
-    busy = BusyProcesses(*s.procs0, *s.procs1, self, o.window_s, &khugepaged_cpu, &warnings);
+  j["max_wait_s"] = o.max_wait_s;
+  j["waited_s"] = waited_s;
+  j["settled"] = w.quiet();
+  j["waited_for"] = waited_for;
+  j["busy"] = Json{{"cpu_percent", OrNull(w.cpu_percent)},
+                   {"runnable", OrNull(w.runnable)},
+                   {"io_in_flight", OrNull(w.io_in_flight)}};
+  if (!w.quiet()) {
+    warnings.push_back(fmt::format(
+        "The machine was still busy {}: {}. The runs share it with that work, so their times "
+        "carry its noise.",
+        waited_s > 0 ? fmt::format("after {:.0f} s of waiting", waited_s)
+                     : "during the check (no wait was allowed)",
+        BusyText(w, o.window_s)));
   }
-  j["busy_processes"] = busy;
+  RecordLoad(o, cores, &j);
+  j["busy_processes"] = BusyProcessesJson(w.use);
   CheckMemory(o, &j, &warnings);
-  CheckKhugepaged(s, khugepaged_cpu, &j, &warnings);
+  CheckKhugepaged(w.s, w.use ? w.use->khugepaged_cpu : std::nullopt, &j, &warnings);
   j["warnings"] = warnings;
   return j;
 }

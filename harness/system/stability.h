@@ -1,5 +1,8 @@
 // The stability check made before runs: whether this machine is quiet enough for the numbers
-// to mean something (other busy processes, load, dirty pages, memory and swap, khugepaged).
+// to mean something, measured rather than guessed. It samples the machine for a window (the
+// CPU time others use, runnable tasks, I/O in flight, dirty pages), waits for work that just
+// ended to settle when it is busy, and warns only when it is still busy after the wait, naming
+// what is; it also looks at memory, swap and khugepaged.
 #pragma once
 
 #include <cstdint>
@@ -11,30 +14,41 @@
 namespace loadbench {
 
 struct StabilityOptions {
-  double window_s = 1.0;           // how long CPU use and khugepaged activity are sampled; CPU
-                                   // figures are null unless it is > 0
-  uint64_t file_bytes = 0;         // the file to be loaded, 0 when unknown (for the memory warning)
+  double window_s = 0.5;    // how long each sample lasts; CPU figures are null unless it is > 0
+  double max_wait_s = 0;    // how long a busy machine is waited for; 0: one window, no wait
+  uint64_t file_bytes = 0;  // the file to be loaded, 0 when unknown (for the memory warning)
   std::string proc_dir = "/proc";  // roots, so tests can give fake trees
   std::string sys_dir = "/sys";
-  int self_pid = 0;  // 0: getpid(); this process and its children are not
-                     // "other busy processes"
-  // Called once after the window's sleep, before the second sample: lets a test change a fake
-  // tree between the two samples. Empty in normal use.
+  int self_pid = 0;  // 0: getpid(); this process and its descendants are loadbench's own work,
+                     // not "other work"
+  // While it waits: called after the first busy window and then every 10 s, with the seconds
+  // waited so far and what is busy (a phrase). Empty: wait silently.
+  std::function<void(double waited_s, const std::string& busy)> on_wait;
+  // Called in every window after its sleep, before its second sample: lets a test change a
+  // fake tree between the two samples. Empty in normal use.
   std::function<void()> between_samples;
 };
 
-// Samples the machine and returns env.json's `stability` object:
-//   {"window_s", "loadavg": [1m, 5m, 15m], "cores", "busy_processes": [{"pid", "comm",
-//    "cpu_percent"}], "dirty_bytes", "writeback_bytes", "mem_available_bytes",
+// Samples the machine, waits while it is busy (up to max_wait_s), and returns env.json's
+// `stability` object:
+//   {"window_s", "max_wait_s", "waited_s", "settled", "waited_for", "busy": {"cpu_percent",
+//    "runnable", "io_in_flight"}, "loadavg": [1m, 5m, 15m], "cores", "busy_processes": [{"pid",
+//    "comm", "cpu_percent"}], "dirty_bytes", "writeback_bytes", "mem_available_bytes",
 //    "mem_total_bytes", "swap_total_bytes", "swap_used_bytes", "khugepaged": {"pages_collapsed",
 //    "full_scans", "pages_collapsed_delta", "full_scans_delta", "cpu_percent"}, "warnings"}
-// with `warnings`: one short sentence each, saying what was seen and why it matters for the
-// numbers. Blocks for window_s. A figure the machine cannot give is null (loadavg as a whole;
-// busy_processes when proc_dir cannot be listed). CPU percentages are of one CPU over
-// window_s (utime + stime ticks of /proc/PID/stat, whole processes, threads included); a
-// process that exits during the window is not seen. `cores` counts the "processor" lines of
-// proc_dir/cpuinfo, or is sysconf(_SC_NPROCESSORS_ONLN) where that file has none. Never
-// throws for an unreadable or malformed file: the figure is null and the rest goes on.
+// The figures are the last window's. A window is busy when other work (every CPU's busy time in
+// proc_dir/stat less the ticks of self and its descendants) took 25% of one CPU or more, when
+// one I/O or more was in flight on average, or when dirty and writeback pages stay above
+// 64 MiB. `waited_s` is the time before the last window (0: quiet at once), `settled` whether
+// that window was quiet, `waited_for` what the first busy one saw (null when none was).
+// `warnings`: one short sentence each, saying what was seen and why it matters for the
+// numbers; a busy machine only when it did not settle. The load average is recorded, not
+// judged: it lags by a minute, and loadbench's own build or last experiment raises it.
+// A figure the machine cannot give is null. CPU percentages are of one CPU; a process's are
+// its utime + stime ticks of /proc/PID/stat over the window, whole processes, threads
+// included. `cores` counts the "processor" lines of proc_dir/cpuinfo, or is
+// sysconf(_SC_NPROCESSORS_ONLN) where that file has none. Never throws for an unreadable or
+// malformed file: the figure is null and the rest goes on.
 nlohmann::ordered_json CheckStability(const StabilityOptions& o);
 
 // What the harness settles itself before the runs instead of warning about it: dirty and

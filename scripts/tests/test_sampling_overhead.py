@@ -2,6 +2,7 @@
 and its errors. LOADBENCH_BIN names the loadbench binary (default build/loadbench)."""
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -58,6 +59,10 @@ def test_two_pairs_measure_both_sides_of_every_strategy(model):
         assert all(isinstance(x["timeline"], str) for x in on)
         assert all(x["timeline"] is None for x in off)
     assert "on/off" in r.stdout and "fread" in r.stdout
+    # Every run says how long it waited for the machine to settle.
+    for pair, side in ((1, "on"), (1, "off"), (2, "on"), (2, "off")):
+        assert re.search(rf"\[pair {pair}/2\] {side}: the machine (settled after \d+\.\d s|was "
+                         r"still busy after \d+ s) of waiting", r.stderr), r.stderr
 
 
 @needs_bin

@@ -112,8 +112,9 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
   EXPECT_EQ(env["rounds"]["ceiling"], true);
   EXPECT_EQ(env["rounds"]["baseline"], "fread");
   EXPECT_EQ(env["rounds"]["auto"]["max_rounds"], 3);
-  for (const char* k : {"loadavg", "busy_processes", "dirty_bytes", "mem_available_bytes",
-                        "swap_used_bytes", "khugepaged", "warnings"}) {
+  for (const char* k :
+       {"max_wait_s", "waited_s", "settled", "busy", "loadavg", "busy_processes", "dirty_bytes",
+        "mem_available_bytes", "swap_used_bytes", "khugepaged", "warnings"}) {
     EXPECT_TRUE(env["stability"].contains(k)) << k;
   }
   EXPECT_TRUE(env["sessions"][0]["stability"]["warnings"].is_array());
