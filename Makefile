@@ -121,7 +121,7 @@ test: $(BUILD)/.setup-done
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ./loadbench_tests --gtest_brief=1
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LOADBENCH_SETTLE_WAIT=5 ./loadbench_tests --gtest_brief=1
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'
 
 # The C++ formatted by .clang-format, in place (`make test` fails on a file that is not).

@@ -3,15 +3,14 @@
 # with its own seed for the balanced order (so that no order effect repeats in every one; an
 # interrupted folder resumes when run again with the same OUT), then prints the
 # false-positive rate of the paired comparison over them (analysis/aa.py). Before each, it
-# waits for the machine to settle (`loadbench system settle`, at most SETTLE_WAIT seconds,
-# default 60) and says how long it waited.
+# waits for the machine to settle (`loadbench system settle`, at most LOADBENCH_SETTLE_WAIT
+# seconds, default 60) and says how long it waited.
 #   scripts/aa.sh N OUT [DATA]
 set -euo pipefail
 n=${1:?usage: scripts/aa.sh N OUT [DATA]}
 out=${2:?usage: scripts/aa.sh N OUT [DATA]}
 data=${3:-data}
 bin=${LOADBENCH:-build/loadbench}
-settle=${SETTLE_WAIT:-60}
 [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || { echo "aa.sh: N must be a positive number, not '$n'" >&2; exit 2; }
 # The whole calibration is one measurement: nothing else runs between its experiments.
 [[ -n ${LOADBENCH_LOCK_FD:-} ]] || exec "$bin" lock -- bash "${BASH_SOURCE[0]}" "$@"
@@ -20,7 +19,7 @@ for ((i = 1; i <= n; ++i)); do
   echo "aa.sh: repetition $i of $n -> $dir" >&2
   # The previous repetition's work (and whatever else) settles first; the line says how long
   # that took, and a machine still busy is said by the experiment's WARNING too.
-  echo "aa.sh: $("$bin" system settle --max-wait "$settle" || true)" >&2
+  echo "aa.sh: $("$bin" system settle || true)" >&2
   "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --seed "$i" --quiet \
     >/dev/null
 done

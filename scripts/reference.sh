@@ -6,7 +6,8 @@
 #   scripts/reference.sh [DATA]
 # The runs go to results/reference-new/ first: an interrupted reference resumes there when run
 # again, and results/reference/ is replaced only once both experiments are complete. Before
-# each experiment it waits for the machine to settle (at most SETTLE_WAIT seconds, default 60).
+# each experiment it waits for the machine to settle (at most LOADBENCH_SETTLE_WAIT seconds,
+# default 60).
 set -euo pipefail
 data=${1:-data}
 bin=${LOADBENCH:-build/loadbench}
@@ -20,7 +21,7 @@ fi
 new=results/reference-new
 for name in quick all-strategies; do
   # What ran before (the other experiment, its report) settles first; the line says how long.
-  echo "reference: $("$bin" system settle --max-wait "${SETTLE_WAIT:-60}" || true)" >&2
+  echo "reference: $("$bin" system settle || true)" >&2
   "$bin" experiment "experiments/$name.toml" --data "$data" --out "$new/runs-$name"
   rm -rf "$new/$name"
   /usr/bin/python3 -m analysis.trim "$new/runs-$name" "$new/$name"

@@ -127,12 +127,29 @@ void AddNoWait(CLI::App* cmd, bool* no_wait) {
                 "waiting for it to end");
 }
 
+// The default of --settle-wait and `system settle --max-wait`: LOADBENCH_SETTLE_WAIT when set (a
+// test suite or a script bounds every command's wait at once), else 60 s. false, with the line
+// to say, when it is set to something that is not a number of seconds.
+bool SettleWaitDefault(double* seconds, std::string* error) {
+  *seconds = 60;
+  const char* v = std::getenv("LOADBENCH_SETTLE_WAIT");
+  if (v == nullptr || *v == '\0') return true;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (*end != '\0' || !(d >= 0) || d > 86400) {
+    *error = fmt::format("LOADBENCH_SETTLE_WAIT: '{}' is not a number of seconds (0 to 86400)", v);
+    return false;
+  }
+  *seconds = d;
+  return true;
+}
+
 void AddSettleWait(CLI::App* cmd, double* seconds) {
   cmd->add_option("--settle-wait", *seconds,
                   "Seconds to wait, before the runs, for a busy machine to settle (other "
                   "processes' CPU time, I/O in flight, dirty pages, sampled from /proc); still "
                   "busy after it: a WARNING naming what is busy, recorded in env.json. 0: check "
-                  "once, no wait")
+                  "once, no wait. Default: LOADBENCH_SETTLE_WAIT, else 60")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
 }
@@ -359,7 +376,9 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
                 "runs: other processes' CPU time, I/O in flight, dirty pages), saying what is "
                 "busy as it waits; then print how long it waited. Exit 0 when it settled, 1 when "
                 "still busy at the end of the wait; reads only");
-  settle->add_option("--max-wait", f->settle_wait_s, "Seconds to wait at most")
+  settle
+      ->add_option("--max-wait", f->settle_wait_s,
+                   "Seconds to wait at most (default: LOADBENCH_SETTLE_WAIT, else 60)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   settle->add_flag("--json", f->json, "Print the check as JSON (as env.json's `stability`)");
@@ -439,11 +458,16 @@ int main(int argc, char** argv) {
   InspectFlags inspect;
   RunFlags run;
   ExperimentFlags experiment;
+  SystemFlags system;
+  if (std::string error; !SettleWaitDefault(&run.settle_wait_s, &error)) {
+    fmt::print(stderr, "loadbench: {}\n", error);
+    return 2;
+  }
+  experiment.settle_wait_s = system.settle_wait_s = run.settle_wait_s;
   bool list_json = false;
   CacheFlags cache;
   ProbeOptions probe;
   LockFlags lock;
-  SystemFlags system;
   ServeFlags serve;
   PutFlags put;
   WorkerFlags worker;

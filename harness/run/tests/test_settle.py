@@ -103,3 +103,8 @@ def test_system_settle_says_how_long_it_waited_and_exits_1_while_busy(env):
     bad = subprocess.run([BIN, "system", "settle", "--max-wait", "soon"], capture_output=True,
                          text=True, env=env, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    bad_env = subprocess.run([BIN, "system", "settle"], capture_output=True, text=True,
+                             env=dict(env, LOADBENCH_SETTLE_WAIT="soon"), timeout=60)
+    assert bad_env.returncode == 2, bad_env.stderr
+    assert bad_env.stderr == ("loadbench: LOADBENCH_SETTLE_WAIT: 'soon' is not a number of "
+                              "seconds (0 to 86400)\n")
