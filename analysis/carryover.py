@@ -5,12 +5,13 @@ strategy spec of the run the same command made just before it, "ceiling" after a
 read; absent for a command's first run, here "none").
 
 Per group of comparable ok runs (GROUP) and predecessor: n, the median wall time and its ratio
-to the group's median; per group with two predecessors or more of 3 runs or more each, the
-Kruskal–Wallis test across those predecessors (distribution-free: the times are skewed) and the
-largest ratio among them; and, pooled over every group, the ceiling's effect on the run that
-follows it: the median of each run's time over its group's median, after a ceiling read against
-after anything else. Several results folders of one experiment are pooled (the A/A calibration
-runs 40 of them); the report shows the same for its one folder when the records carry `after`.
+to the group's median (above 1: slower after that predecessor); per group with two predecessors
+or more of 3 runs or more each, the Kruskal–Wallis test across those predecessors
+(distribution-free: the times are skewed) and the largest ratio among them; and, pooled over
+every group, the ceiling's effect on the run that follows it: the median of each run's time
+over its group's median, after a ceiling read against after anything else. Several results
+folders of one experiment are pooled (the A/A calibration runs 40 of them); the report shows
+the same for its one folder when the records carry `after`.
 
     /usr/bin/python3 -m analysis.carryover FOLDER...
 """
@@ -140,7 +141,7 @@ def section_md(results: Results) -> str:
     """The report's section for one folder."""
     frame = pooled([results])
     files = max(frame["file"].nunique(), 1)
-    lines = ["| strategy | condition | after | n | median s | × the group's median |",
+    lines = ["| strategy | condition | after | n | median s | × the group's median time |",
              "|---|---|---|---|---|---|"]
     for _, t in predecessors(frame).iterrows():
         lines.append(f"| {spec_label(t)} | {condition(t, files)} | {t['after']} | {t['n']} | "
@@ -148,7 +149,8 @@ def section_md(results: Results) -> str:
     verdicts = [f"- {group_name(t, files)}: {result_text(t)}" for _, t in tests(frame).iterrows()]
     return ("Does a run's time depend on what ran before it (`after`: the run the same command "
             "made just before; none: a command's first run)? Per group and predecessor, the "
-            f"median of the ok runs; the Kruskal–Wallis test across the predecessors with "
+            "median of the ok runs, and it over the group's median (above 1: slower after that "
+            f"predecessor); the Kruskal–Wallis test across the predecessors with "
             f"{MIN_RUNS} runs or more (p < {ALPHA}: it depends).\n\n" + "\n".join(lines)
             + "\n\n" + "\n".join(verdicts) + "\n\n" + ceiling_line(ceiling_effect(frame)))
 
@@ -161,8 +163,8 @@ def text(frame: pd.DataFrame) -> str:
     for _, t in tests(frame).iterrows():
         rows = table[(table[GROUP] == t[GROUP]).all(axis=1)]
         out.append(group_name(t, files))
-        out.append(f"  {'after':<28} {'n':>5} {'median s':>10} {'× median':>9}")
-        out += [f"  {r['after']:<28} {r['n']:>5} {r['median_s']:>10.3f} {r['ratio']:>9.3f}"
+        out.append(f"  {'after':<28} {'n':>5} {'median s':>10} {'× median time':>14}")
+        out += [f"  {r['after']:<28} {r['n']:>5} {r['median_s']:>10.3f} {r['ratio']:>14.3f}"
                 for _, r in rows.iterrows()]
         out += ["  " + result_text(t), ""]
     return "\n".join(out + [ceiling_line(ceiling_effect(frame))]) + "\n"

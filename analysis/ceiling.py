@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import paired
-from analysis.results import CONDITION, GROUP, Results, spec_label
+from analysis.results import CONDITION, GROUP, Results, ratio_text, spec_label
 
 COLUMNS = GROUP + ["strategy", "verified", "n", "ratio", "ratio_low", "ratio_high", "bounded",
                    "flagged", "strategy_gb_per_s", "ceiling_gb_per_s", "recipes"]
@@ -126,18 +126,20 @@ def check_md(results: Results, condition) -> str:
         if b["flagged"]:
             lines.append(f"- **Warning: a ceiling that is not one**: {name} loaded the same "
                          f"bytes at {figures}, median over {b['n']} rounds: its time is "
-                         f"{b['ratio']:.2f}× the ceiling's (95% CI {b['ratio_low']:.2f}–"
-                         f"{b['ratio_high']:.2f}). The ceiling is not the device's limit "
+                         f"{ratio_text(b['ratio'], b['ratio_low'], b['ratio_high'])} the "
+                         "ceiling's (95% interval). The ceiling is not the device's limit "
                          "here: its fractions (*of device*) overstate how near the strategies "
                          "come to the limit.")
         elif b["ratio"] < 1:
-            interval = (f"95% CI {b['ratio_low']:.2f}–{b['ratio_high']:.2f}" if b["bounded"]
+            low, high = (b["ratio_low"], b["ratio_high"]) if b["bounded"] else (None, None)
+            interval = ("its 95% interval holds 1" if b["bounded"]
                         else f"{b['n']} rounds, too few for a 95% interval")
             lines.append(f"- {name}: faster than the ceiling in its estimate, {figures}, "
-                         f"{b['ratio']:.2f}× its time, not beyond its interval ({interval}).")
+                         f"{ratio_text(b['ratio'], low, high)} its time ({interval}).")
     if not lines:
         lines.append(f"- No strategy loaded the same bytes faster than its rounds' ceiling "
                      f"({len(table)} checked).")
     return ("The ceiling checked: each strategy's time over its round's ceiling time for the "
-            "same bytes, paired by round (signed-rank 95% interval); an interval below 1 is a "
-            "ceiling that is not one.\n\n" + "\n".join(lines))
+            "same bytes, paired by round (signed-rank 95% interval; below 1: faster than the "
+            "ceiling); an interval below 1 is a ceiling that is not one.\n\n"
+            + "\n".join(lines))

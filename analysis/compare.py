@@ -1,17 +1,20 @@
 """`make compare A=DIR B=DIR`: what changed between two results folders (two machines, two
-versions): per strategy, options, role and cache state the ratio of times B/A, the
-Hodges–Lehmann estimate of the shift of log times with the exact 95% interval of the
-Mann–Whitney test (distribution-free, as the paired one), the Mann–Whitney U p value, and how
-the two machines differ. Writes compare.md and compare.json into OUT (default B).
+versions): per strategy, options, role and cache state the ratio of times B/A (B's time over
+A's: below 1, B is faster), the Hodges–Lehmann estimate of the shift of log times with the
+exact 95% interval of the Mann–Whitney test (distribution-free, as the paired one), the
+Mann–Whitney U p value, each side's paired ratio to its own baseline as its report gives it,
+and how the two machines differ. Writes compare.md and compare.json into OUT (default B).
 
 A or B may also be a reference: a folder whose subfolders are results folders
 (results/reference/). Each row then takes the subfolder whose runs match it best: the same file
 (name and size), else the closest file size. A row with no partner on the same file is matched
 with the same strategy, cache state, workers, pattern and memory limit on the other side's file
-and compares throughput (file size / wall time) instead of time.
+and compares time per byte (wall time / file size) instead of time: the same direction as every
+other ratio, for files of different sizes.
 
 Unpaired on purpose: a run of A and a run of B never shared a round (nor a machine, often), so
-the within-round ratios of analysis/paired.py do not apply across folders. Ceiling reads are
+the within-round ratios of analysis/paired.py do not apply across folders; each side's own
+paired ratio (`paired_a`, `paired_b`) is its folder's, within its own rounds. Ceiling reads are
 not strategies and are not compared (results.load keeps them apart). A run of several readers
 is one value, from its first reader's start to its last one's end, and only a run every reader
 of which counted has one (as in the paired figures).
@@ -34,18 +37,18 @@ import numpy as np
 import pandas as pd
 from scipy.stats import mannwhitneyu
 
-from analysis import readers
-from analysis.report import machine_facts
+from analysis import paired, readers, stats
+from analysis.report import machine_facts, ratio_cells
 from analysis.results import (Results, ResultsError, guard, json_default, load, problems_md,
-                              spec_label)
+                              ratio_text, spec_label)
 
 ALPHA = 0.05
 GB = 1e9
 # What a row of A and a row of B must share to be compared; the file too where both sides ran
 # it (by its name, since paths differ between machines, and its size), else they compare by
-# throughput.
+# time per byte.
 POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
-SAME_FILE, THROUGHPUT = "same file", "throughput"
+SAME_FILE, PER_BYTE = "same file", "time per byte"
 
 
 @dataclass(eq=False)
@@ -58,6 +61,7 @@ class Group:
     format: str
     walls: np.ndarray
     verified: bool  # every ok run verified (an exec command's may count unverified)
+    paired: dict | None  # its paired ratio to its folder's baseline (paired_ratios), if any
 
     def file(self) -> dict:
         return {"name": self.file_name, "bytes": self.file_bytes, "format": self.format}
@@ -105,13 +109,32 @@ def run_walls(g: pd.DataFrame) -> np.ndarray:
     return np.array([readers.duration(run)[0] for _, run in g.groupby("rep", sort=False)])
 
 
+def paired_ratios(r: Results) -> dict[tuple, dict]:
+    """Per group of the folder (POINT, file name, file bytes), its paired time ratio to its
+    condition's baseline as the folder's report prints it (report.ratio_cells of the summary
+    table's row: the same figures, the same text); none for a folder in which no strategy was
+    paired with its baseline (the baseline's own `1 (baseline)` alone says nothing)."""
+    if r.ok.empty or paired.no_rounds(r):
+        return {}
+    out = {}
+    table = stats.summarize(r)
+    for _, row in table.iterrows():
+        text = ratio_cells(row)[0]
+        if text and not pd.isna(row["file_bytes"]):
+            key = tuple(row[POINT]) + (os.path.basename(row["file"]), int(row["file_bytes"]))
+            out[key] = {"baseline": row["baseline"], "text": text,
+                        **{c: None if pd.isna(row[c]) else float(row[c]) for c in stats.RATIO}}
+    return out if (~table["is_baseline"] & table["time_ratio"].notna()).any() else {}
+
+
 def groups(r: Results) -> list[Group]:
     ok = whole_runs(r)
     # The record's format, else the file name's extension.
     extension = ok["file_name"].map(lambda name: os.path.splitext(name)[1].lstrip(".") or "?")
     ok["format"] = ok["format"].fillna(extension) if "format" in ok else extension
+    ratios = paired_ratios(r)
     return [Group(r.folder, key[:len(POINT)], key[-2], int(key[-1]), g["format"].iloc[0],
-                  run_walls(g), bool(g["verified"].all()))
+                  run_walls(g), bool(g["verified"].all()), ratios.get(key[:len(POINT)] + key[-2:]))
             for key, g in ok.groupby(POINT + ["file_name", "file_bytes"])]
 
 
@@ -189,16 +212,19 @@ def shift_row(x: np.ndarray, y: np.ndarray) -> dict:
 
 
 def compare_row(a: Group, b: Group) -> dict:
-    """One pair: on the same file B's time over A's; on different files B's throughput over
-    A's (the same statistics on file size / wall time: the time ratio inverted)."""
-    ta, tb = a.file_bytes / a.walls / GB, b.file_bytes / b.walls / GB
-    match = SAME_FILE if same_file(a, b) else THROUGHPUT
-    stats = shift_row(a.walls, b.walls) if match == SAME_FILE else shift_row(ta, tb)
+    """One pair: on the same file B's time over A's; on different files B's time per byte over
+    A's (seconds per GB), so that below 1 is B faster either way; and each side's own paired
+    ratio to its baseline."""
+    pa, pb = a.walls / (a.file_bytes / GB), b.walls / (b.file_bytes / GB)
+    match = SAME_FILE if same_file(a, b) else PER_BYTE
+    shift = shift_row(a.walls, b.walls) if match == SAME_FILE else shift_row(pa, pb)
     return {**dict(zip(POINT, a.point)), "file_name": a.file_name, "match": match,
             "file_a": a.file(), "file_b": b.file(), "source_a": a.source, "source_b": b.source,
-            **stats, "median_a_s": float(np.median(a.walls)),
-            "median_b_s": float(np.median(b.walls)), "median_a_gb_s": float(np.median(ta)),
-            "median_b_gb_s": float(np.median(tb)), "verified": a.verified and b.verified}
+            **shift, "median_a_s": float(np.median(a.walls)),
+            "median_b_s": float(np.median(b.walls)), "median_a_s_per_gb": float(np.median(pa)),
+            "median_b_s_per_gb": float(np.median(pb)),
+            "median_a_gb_s": float(np.median(1 / pa)), "median_b_gb_s": float(np.median(1 / pb)),
+            "paired_a": a.paired, "paired_b": b.paired, "verified": a.verified and b.verified}
 
 
 def only_in(side: list[Group], other: list[Group]) -> list[dict]:
@@ -241,17 +267,11 @@ def too_few(r: dict, alpha: float) -> str:
     return f"too few runs ({r['n_a']} and {r['n_b']}) for p < {alpha}"
 
 
-def ratio_cell(r: dict) -> str:
-    if r["ci_low"] is None:
-        return f"{r['ratio']:.2f} (too few runs for a 95% interval)"
-    return f"{r['ratio']:.2f} ({r['ci_low']:.2f}–{r['ci_high']:.2f})"
-
-
 def file_cell(r: dict) -> str:
     if r["match"] == SAME_FILE:
         return r["file_name"]
     a, b = r["file_a"], r["file_b"]
-    return (f"by throughput: A {a['bytes'] / 2**30:.1f} GiB {a['format']}, "
+    return (f"by time per byte: A {a['bytes'] / 2**30:.1f} GiB {a['format']}, "
             f"B {b['bytes'] / 2**30:.1f} GiB {b['format']}")
 
 
@@ -259,11 +279,23 @@ def median_cell(r: dict, side: str) -> str:
     if r["match"] == SAME_FILE:
         return f"{r[f'median_{side}_s']:.3f} s"
     many = r.get("procs", 1) > 1
-    return f"{r[f'median_{side}_gb_s']:.2f} GB/s" + (" (file / round)" if many else "")
+    return f"{r[f'median_{side}_s_per_gb']:.3f} s/GB" + (" (round / file)" if many else "")
+
+
+def paired_head(c: dict, side: str) -> str:
+    """The column of one side's paired ratios to its baseline: whose time they are over."""
+    names = {r[f"paired_{side}"]["baseline"] for r in c["rows"] if r[f"paired_{side}"]}
+    base = names.pop() if len(names) == 1 else "baseline"
+    return f"{side.upper()}: × {base}'s time, paired (95% CI)"
+
+
+def paired_cell(r: dict, side: str) -> str:
+    return (r[f"paired_{side}"] or {}).get("text", "")
 
 
 def notes(c: dict) -> list[str]:
-    """The sentences above the table on references and rows compared by throughput."""
+    """The sentences above the table on references, rows compared by time per byte and each
+    side's own paired ratios."""
     lines = []
     if c["references"]:
         names = " and ".join(f"{s.upper()} ({c[s]})" for s in c["references"])
@@ -271,39 +303,33 @@ def notes(c: dict) -> list[str]:
                   ", a folder of results folders: each row takes the subfolder whose runs match "
                   "it best (the same file, by name and size, else the closest file size, then "
                   "the same format); *from* names it.", ""]
-    n = sum(r["match"] == THROUGHPUT for r in c["rows"])
+    n = sum(r["match"] == PER_BYTE for r in c["rows"])
     if n:
-        lines += [f"{n} of {len(c['rows'])} rows compare *by throughput*: with no partner on "
+        lines += [f"{n} of {len(c['rows'])} rows compare *by time per byte*: with no partner on "
                   "the same file (the files differ in name, size or format), each is matched "
                   "with the same strategy, cache state, workers, pattern and memory limit on the "
-                  "other side's file; its medians are GB/s (file size / wall time, 10^9 bytes "
-                  "per second; for several readers, the file's size over the round's time, "
-                  "*file / round*, whatever each reader loaded) and its B/A is B's throughput "
-                  "over A's (above 1: B is faster).",
+                  "other side's file; its medians are s/GB (wall time / file size, seconds per "
+                  "10^9 bytes; for several readers, the round's time over the file's size, "
+                  "*round / file*, whatever each reader loaded) and its B/A is B's time per byte "
+                  "over A's (below 1: B is faster), as on the same file.",
                   ""]
+    if any(r["paired_a"] or r["paired_b"] for r in c["rows"]):
+        lines += ["*A: × BASELINE's time*, *B: × BASELINE's time*: each side's own paired ratio "
+                  "to its baseline, its time over the baseline's within that folder's rounds "
+                  "(below 1: faster than the baseline), as that folder's report prints it; empty "
+                  "where it has none.", ""]
     return lines
 
 
 def to_markdown(c: dict) -> str:
     sources = bool(c["references"])
     lines = [f"# loadbench compare: B = {c['b']} against A = {c['a']}", "",
-             "B/A: B's time over A's (below 1: B is faster), the Hodges–Lehmann estimate (the "
+             "B's time / A's (B/A): below 1, B is faster; the Hodges–Lehmann estimate (the "
              "median of the ratios of every B run's time to every A run's, taken on the log "
              "scale) with the exact 95% interval of "
-             "the Mann-Whitney test (distribution-free; none when too few runs reach 95%: 4 a "
-             f"side, or 3 and 5); *significant*: Mann-Whitney U p < {c['alpha']} and the "
-             "interval leaves out 1.", "", *notes(c),
-             "| strategy | cache | file | A median | B median | B/A (95% CI) | p | |"
-             + (" from |" if sources else ""),
-             "|---|---|---|---|---|---|---|---|" + ("---|" if sources else "")]
-    for r in c["rows"]:
-        where = ", ".join(f"{s.upper()} {os.path.basename(r['source_' + s])}"
-                          for s in c["references"])
-        lines.append(f"| {spec_label(r)} | {r['cache']} | {file_cell(r)} | "
-                     f"{median_cell(r, 'a')} | {median_cell(r, 'b')} | {ratio_cell(r)} | "
-                     f"{r['p_value']:.3g} | "
-                     f"{'significant' if r['significant'] else too_few(r, c['alpha'])} |"
-                     + (f" {where} |" if sources else ""))
+             "the Mann-Whitney test (distribution-free; `(–)`: too few runs reach 95%, which "
+             f"needs 4 a side, or 3 and 5); *significant*: Mann-Whitney U p < {c['alpha']} and "
+             "the interval leaves out 1.", "", *notes(c), *table_md(c)]
     lines += ["", "## How the machines differ", ""]
     if sources:
         lines += [f"A: {c['machines']['a']}; B: {c['machines']['b']} (the folders most rows "
@@ -318,6 +344,24 @@ def to_markdown(c: dict) -> str:
                 for x in c[f"only_in_{side}"])]
     lines += [x for m in c["read_problems"] for x in ("", m)]
     return "\n".join(lines) + "\n"
+
+
+def table_md(c: dict) -> list[str]:
+    """The rows: B/A, and each side's own paired ratio where some row has one."""
+    sides = ["a", "b"] if any(r["paired_a"] or r["paired_b"] for r in c["rows"]) else []
+    head = (["strategy", "cache", "file", "A median", "B median", "B's time / A's (95% CI)", "p",
+             ""] + [paired_head(c, s) for s in sides] + (["from"] if c["references"] else []))
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in c["rows"]:
+        cells = [spec_label(r), r["cache"], file_cell(r), median_cell(r, "a"),
+                 median_cell(r, "b"), ratio_text(r["ratio"], r["ci_low"], r["ci_high"]),
+                 f"{r['p_value']:.3g}",
+                 "significant" if r["significant"] else too_few(r, c["alpha"])]
+        cells += [paired_cell(r, s) for s in sides]
+        cells += [", ".join(f"{s.upper()} {os.path.basename(r['source_' + s])}"
+                            for s in c["references"])] if c["references"] else []
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: list[str]) -> int:

@@ -213,7 +213,8 @@ def table_md(table: pd.DataFrame, files: int) -> str:
     note = ("Medians of the ok runs. Time to device: until every tensor is in device memory and "
             "the device's checksum of them came back (the load's end); GB/s: the tensors' bytes "
             "over it; of lower ceiling: that GB/s over the lower of the disk (cold only) and "
-            "the pinned host-to-device copy, the lower one in brackets; on device: until the "
+            "the pinned host-to-device copy, the lower one in brackets (a share of the limit: "
+            "higher is nearer it); on device: until the "
             "last copy landed; verify: the device checksum; pinned: page-locked host memory at "
             "the strategy's peak.")
     context = table["context_s"].dropna()

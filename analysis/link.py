@@ -26,32 +26,32 @@ link.
    of either ceiling). GB/s: one reader's, file bytes over the median wall time (remote.py's);
    several readers', the median over complete rounds of the round's throughput as
    analysis/readers.py counts it (every reader's tensor bytes over the time from the first
-   reader's start to the last reader's end). × link: per round, the round's GB/s (one reader:
+   reader's start to the last reader's end). Of link: per round, the round's GB/s (one reader:
    the run's file bytes over its wall time; several: readers.py's) over that round's link
    ceiling; the median over the rounds, with the exact distribution-free 95% interval of the
-   median (stats.median_interval, none under 6 rounds). With no round paired, the GB/s over the
-   condition's link ceiling, without interval ("unpaired"); with no link ceiling at all, none:
-   "no link ceiling". × server: the same against the server ceiling. Limited by, the first that
-   holds: "link" where × link ≥ 0.9; "server" where × server ≥ 0.9, or where the server's CPU
-   seconds per second of the run (remote.py's server_busy, the median over the runs) ≥
-   remote.SERVER_BUSY; "client CPU" where the client's CPU seconds per second of the run
-   ((user_s + sys_s, plus the s3fs mount's mount_cpu_s) / wall_s: remote.py's client_busy)
-   ≥ 0.9; else "design" (none of them held it back: the way it reads did), or "unknown: no
-   link ceiling" where there is no link ceiling to tell. The figure: per link and cache state,
-   a bar per remote design of its × link with its 95% interval, a line at 1 (the link's
-   ceiling) and a diamond at the server's ceiling over the link's (where the server would stop
-   it).
+   median (stats.median_interval, none under 6 rounds): a share of the limit, higher is nearer
+   it (1: at it). With no round paired, the GB/s over the condition's link ceiling, without
+   interval ("unpaired"); with no link ceiling at all, none: "no link ceiling". Of server: the
+   same against the server ceiling. Limited by, the first that holds: "link" where of link ≥
+   0.9; "server" where of server ≥ 0.9, or where the server's CPU seconds per second of the run
+   (remote.py's server_busy, the median over the runs) ≥ remote.SERVER_BUSY; "client CPU"
+   where the client's CPU seconds per second of the run ((user_s + sys_s, plus the s3fs
+   mount's mount_cpu_s) / wall_s: remote.py's client_busy) ≥ 0.9; else "design" (none of them
+   held it back: the way it reads did), or "unknown: no link ceiling" where there is no link
+   ceiling to tell. The figure: per link and cache state, a bar per remote design of its share
+   of the link with its 95% interval, a line at 1 (the link's ceiling) and a diamond at the
+   server's ceiling over the link's (where the server would stop it).
 2. The concurrency that reaches the link (`reach`): remote designs whose spec has a
    `concurrency=N` option, grouped by the rest of the spec (`http_ranges:chunk=16MiB:
    concurrency=N`) and by condition, where two values of N or more ran: the lowest N whose
-   × link (1.) is ≥ 0.9; else "not reached (best: X at N)", the highest × link and its N (the
-   lowest N of a tie); "no link ceiling" where no N has one.
+   share of the link (1.) is ≥ 0.9; else "not reached (best: X at N)", the highest share and
+   its N (the lowest N of a tie); "no link ceiling" where no N has one.
 3. Herds (`herds`; the table and the figure `link-herds`): rounds of several readers of a
    remote design on a link, counted as analysis/readers.py counts them (a round with a reader
    that does not count has no figures), with the same design's single-reader rounds as the
    reference row. Per (link, cache, design, readers, pattern): the rounds (complete ones);
    GB/s, all readers: the median round throughput (for one reader: its tensor bytes over its
-   wall time); × link: each round's throughput over its round's link ceiling, median and
+   wall time); of link: each round's throughput over its round's link ceiling, median and
    interval as in 1.; spread: the slowest reader's wall time over the median reader's, the
    median over rounds; server CPU s: the server's CPU seconds in the round (server_cpu_s, the
    same on each reader's record), median; on the wire / loaded: the bytes the client's end of
@@ -405,7 +405,8 @@ def plot_throughput(results: Results, through: pd.DataFrame, figs) -> None:
         ax.set_xlim(0, right)
         ax.set_yticks(y, [name(r, files) for _, r in p.iterrows()], fontsize=8)
         ax.set_title(f"link {link}, {cache} cache", fontsize=10)
-        ax.set_xlabel("throughput / the link's ceiling (iperf3 in the same round)")
+        ax.set_xlabel("share of the link's ceiling: throughput / iperf3's in the same round "
+                      "(1: at the limit)")
     last = axes[-1, 0]  # the legend under the last panel's axis label
     last.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=3,
                 bbox_transform=offset_copy(last.transAxes, fig=fig, y=-34, units="points"))
@@ -499,16 +500,17 @@ INTRO = ("**Against the link's own ceiling.** Per link and cache state, each des
          "(GB/s: file bytes over the median time; with several readers, the median round's, "
          "every reader's bytes from the first start to the last end) set against the link's "
          "ceiling (iperf3 over the same link in the same round) and the server's (the model "
-         "fetched from the server with the link's shaping lifted, in the same round). × link, "
-         "× server: per round the run's GB/s over that round's ceiling, the median over the "
-         "rounds with the 95% interval of the median (`(–)`: under 6 rounds; *unpaired*: no "
-         "round had both, so the GB/s over the condition's median ceiling). CPU s/s: CPU "
+         "fetched from the server with the link's shaping lifted, in the same round). Of link, "
+         "of server: per round the run's GB/s over that round's ceiling, the median over the "
+         "rounds with the 95% interval of the median, a share of the limit (higher is nearer "
+         "it; 1: at it) (`(–)`: under 6 rounds; *unpaired*: no round had both, so the GB/s "
+         "over the condition's median ceiling). CPU s/s: CPU "
          f"seconds per second of the run (client: the reader's, plus the s3fs mount's). Limited "
          f"by: *link* at {NEAR:.0%} of the link's ceiling or more, else *server* at {NEAR:.0%} "
          f"of the server's or with its CPU busy {remote.SERVER_BUSY} s/s or more, else *client "
          f"CPU* at {CLIENT_BUSY} s/s or more, else *design*: the way it reads held it back.")
-THROUGHPUT_HEAD = ["design", "readers", "GB/s", "link GB/s", "× link (95% CI)", "server GB/s",
-                   "× server (95% CI)", "client CPU s/s", "server CPU s/s", "limited by"]
+THROUGHPUT_HEAD = ["design", "readers", "GB/s", "link GB/s", "of link (95% CI)", "server GB/s",
+                   "of server (95% CI)", "client CPU s/s", "server CPU s/s", "limited by"]
 
 
 def _f(v, fmt: str = ".3g") -> str:
@@ -566,14 +568,15 @@ def reach_md(table: pd.DataFrame, files: int) -> str:
               r["link"], r["cache"], _readers(r), r["concurrencies"], r["text"]]
              for _, r in table.iterrows()]
     return (f"**The concurrency that reaches {NEAR:.0%} of the link**: per design swept over "
-            f"`concurrency=N` (the rest of its spec the same), the lowest N whose × link is "
-            f"{NEAR} or more; else the best × link and its N.\n\n"
+            f"`concurrency=N` (the rest of its spec the same), the lowest N whose share of the "
+            f"link is {NEAR} or more; else the best share and its N.\n\n"
             + _table(["design", "link", "cache", "readers", "concurrency tried",
                       f"{NEAR:.0%} of the link at"], lines))
 
 
 HERDS_HEAD = ["design", "link", "cache", "readers", "rounds", "GB/s, all readers", "link GB/s",
-              "× link (95% CI)", "spread", "server CPU s", "on the wire / loaded"]
+              "of link (95% CI)", "spread: slowest / median reader's time", "server CPU s",
+              "on the wire / loaded"]
 
 
 def herds_md(table: pd.DataFrame, files: int) -> str:
@@ -596,8 +599,9 @@ def herds_md(table: pd.DataFrame, files: int) -> str:
             "in *Many readers* (from the first reader's start to the last one's end; a round "
             "with a reader that does not count has no figures), its single reader as the "
             "reference row. GB/s, all readers: every reader's tensor bytes over the round's "
-            "time, the median round; × link: each round's over that round's link ceiling "
-            "(iperf3 with as many streams as the readers keep requests in flight); spread: the "
+            "time, the median round; of link: each round's over that round's link ceiling "
+            "(iperf3 with as many streams as the readers keep requests in flight), higher is "
+            "nearer the limit; spread: the "
             "slowest reader's time over the median reader's; server CPU s: the server's CPU "
             "seconds in the round; on the wire / loaded: the bytes the client's end of the "
             "link received in the round (frames, headers included) over the bytes the readers "

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis import ceiling, paired
-from analysis.results import CONDITION, REPLICATED, Results, spec_label
+from analysis.results import CONDITION, REPLICATED, Results, ratio_text, spec_label
 
 TITLE = "Noise: rounds, ceiling, drift, outliers"
 
@@ -177,14 +177,34 @@ def outliers_md(r: Results, files: int) -> str:
             + "\n".join(lines))
 
 
+def wait_words(check: dict) -> str:
+    """How the check ended: quiet at once, settled after a wait (and for what), or still busy;
+    "" for a check from before it waited."""
+    if "settled" not in check:
+        return ""
+    waited = check.get("waited_s")
+    bound = _number(check.get("max_wait_s"), "g", " s")
+    if not check["settled"]:
+        return f"still busy after {_number(waited, '.0f', ' s')} of waiting (at most {bound}); "
+    if not waited:
+        return "quiet at once; "
+    return (f"settled after {_number(waited, '.1f', ' s')} of waiting (at most {bound}) for: "
+            f"{check.get('waited_for') or '?'}; ")
+
+
 def stability_lines(check: dict, name: str) -> list[str]:
     load = check.get("loadavg") or [None] * 3
     busy = ", ".join(f"{p.get('comm', '?')} ({_number(p.get('cpu_percent'), '.0f', '%')})"
                      for p in check.get("busy_processes") or []) or "none"
+    last = check.get("busy") or {}
+    other = (f"other work {_number(last.get('cpu_percent'), '.0f', '%')} of a CPU, "
+             f"{_number(last.get('runnable'), '.1f')} tasks runnable besides the check, "
+             f"{_number(last.get('io_in_flight'), '.1f')} I/Os in flight; " if last else "")
     thp = check.get("khugepaged") or {}
-    line = (f"- {name}: load average {' / '.join(_number(x, '.2f') for x in load)} on "
-            f"{check.get('cores', '?')} cores (window {_number(check.get('window_s'), 'g', ' s')})"
-            f"; busy processes: {busy}; dirty {_bytes(check.get('dirty_bytes'))}, writeback "
+    line = (f"- {name}: {wait_words(check)}{other}busy processes: {busy} (window "
+            f"{_number(check.get('window_s'), 'g', ' s')}); load average "
+            f"{' / '.join(_number(x, '.2f') for x in load)} on {check.get('cores', '?')} cores; "
+            f"dirty {_bytes(check.get('dirty_bytes'))}, writeback "
             f"{_bytes(check.get('writeback_bytes'))}; memory available "
             f"{_bytes(check.get('mem_available_bytes'))} of {_bytes(check.get('mem_total_bytes'))}"
             f"; swap used {_bytes(check.get('swap_used_bytes'))} of "
@@ -216,19 +236,21 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
             f"{adaptive.get('max_rounds', '?')} rounds, budget "
             f"{f'{budget:.0f} s' if budget else 'none'}: {adaptive.get('rounds', '?')} rounds in "
             f"{_number(adaptive.get('elapsed_s'), '.0f', ' s')}; target met: "
-            f"{'yes' if adaptive.get('met') else 'no'}; stopped: {adaptive.get('stopped', '?')}.")
-    lines = ["| strategy | condition | baseline | rounds | ratio (95% CI) | half width | met |",
-             "|---|---|---|---|---|---|---|"]
+            f"{'yes' if adaptive.get('met') else 'no'}; stopped: {adaptive.get('stopped', '?')}."
+            " × baseline's time: the strategy's time over the baseline's, paired (below 1: "
+            "faster).")
+    lines = ["| strategy | condition | baseline | rounds | × baseline's time (95% CI) | "
+             "half width | met |", "|---|---|---|---|---|---|---|"]
     for c in adaptive.get("comparisons") or []:
         row = {"cache": c.get("cache"), "file": c.get("file"), "procs": c.get("procs") or 1,
                "pattern": c.get("pattern") or REPLICATED,
                "memory_limit_bytes": c.get("memory_limit_bytes") or 0}
-        ci = ("(–)" if c.get("low") is None or c.get("high") is None else
-              f"({c['low']:.3f}–{c['high']:.3f})")
+        ratio = c.get("ratio")
         half = c.get("half_width")
         lines.append(f"| {c.get('strategy_spec')} | {condition(row, files)} | "
-                     f"{c.get('baseline')} | {c.get('n')} | {_number(c.get('ratio'), '.3f')} "
-                     f"{ci} | {'∞' if half is None else f'±{half:.1%}'} | "
+                     f"{c.get('baseline')} | {c.get('n')} | "
+                     f"{'?' if ratio is None else ratio_text(ratio, c.get('low'), c.get('high'))}"
+                     f" | {'∞' if half is None else f'±{half:.1%}'} | "
                      f"{'yes' if c.get('met') else 'no'} |")
     return head + "\n\n" + "\n".join(lines)
 
@@ -280,7 +302,7 @@ def plot_rounds(r: Results, figs) -> None:
             ax.plot([x_of[rep] for rep in g["rep"]], g["wall_s"] / g["wall_s"].median(),
                     marker=".", linewidth=0.8, label=spec_label(g.iloc[0]))
         ax.axhline(1, color="grey", linewidth=0.5)
-        ax.set_ylabel("time / its median")
+        ax.set_ylabel("time / its median (above 1: slower)")
         ax.set_title(condition(dict(zip(CONDITION, key)), files))
         c = ceilings[(ceilings[CONDITION] == pd.Series(key, index=CONDITION)).all(axis=1)]
         c = c[c["rep"].isin(x_of)]

@@ -170,7 +170,7 @@ def no_rounds(results: Results) -> str:
     if results.ok.empty or in_rounds(results.ok, results.env).any():
         return ""
     return ("The order was grouped (every run of a strategy back to back, not in rounds), so no "
-            "round-by-round comparison exists and no speed-up is given.")
+            "round-by-round comparison exists and no ratio to the baseline is given.")
 
 
 def _in_rounds(results: Results) -> pd.DataFrame:
@@ -277,8 +277,8 @@ def device_fraction(results: Results) -> pd.DataFrame:
 
 
 PAIRED_COLUMNS = GROUP + ["strategy", "timed", "verified", "baseline", "baseline_why", "n",
-                          "ratio", "ratio_low", "ratio_high", "speedup", "speedup_low", "speedup_high",
-                          "bounded", "significant", "verdict", "level", "half_width"]
+                          "ratio", "ratio_low", "ratio_high", "bounded", "significant", "verdict",
+                          "level", "half_width"]
 
 
 def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Index) -> dict:
@@ -292,19 +292,17 @@ def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Inde
             "role": runs["role"].iloc[0], "strategy": runs["strategy"].iloc[0],
             "timed": runs["timed"].iloc[0], "verified": bool(runs["verified"].all()), "n": iv.n,
             "ratio": math.exp(iv.estimate), "ratio_low": math.exp(iv.low),
-            "ratio_high": math.exp(iv.high), "speedup": math.exp(-iv.estimate),
-            "speedup_low": math.exp(-iv.high), "speedup_high": math.exp(-iv.low),
-            "bounded": iv.bounded, "significant": iv.significant,
+            "ratio_high": math.exp(iv.high), "bounded": iv.bounded, "significant": iv.significant,
             "verdict": verdict(iv), "level": iv.level, "half_width": iv.half_width}
 
 
 def paired_table(results: Results, baseline: str | None = None) -> pd.DataFrame:
     """Per condition, strategy spec and role (not the baseline, not the ceiling) with at least
     one round shared with the baseline: n pairs, ratio = strategy time / baseline time (the
-    Hodges–Lehmann estimate, exp of the log scale) with its interval, speedup = 1 / ratio with
-    its interval, whether the interval leaves out 1, the achieved test level and the relative
-    half width; with ceiling records, the strategy's fraction of device speed. Empty for runs
-    that ran in no round (no `position`)."""
+    Hodges–Lehmann estimate, exp of the log scale; below 1, faster) with its interval, whether
+    the interval leaves out 1, the achieved test level and the relative half width; with
+    ceiling records, the strategy's fraction of device speed. Empty for runs that ran in no
+    round (no `position`)."""
     values = run_values(results)
     rows = []
     chosen = baselines(results, baseline)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from analysis import paired, stats
 from analysis.noise import condition, records
-from analysis.results import CONDITION, EXEC, GROUP, Results, exec_label, spec_label
+from analysis.results import CONDITION, EXEC, GROUP, Results, exec_label, ratio_text, spec_label
 
 TITLE = "Peers"
 # The paired figures each peer's row takes from paired.paired_table.
@@ -186,10 +186,11 @@ def _text_field(frame: pd.DataFrame, column: str, key: str) -> pd.Series:
 INTRO = ("Commands that load the model their own way (`exec`), run in the same rounds as "
          "loadbench's strategies with the cache prepared the same way, each set beside the "
          "fastest loadbench strategy of its condition (by median time; its row comes first). "
-         "× fastest: over the rounds both ran in, the peer's time over the fastest strategy's "
-         "(above 1: the peer is slower), the Hodges–Lehmann estimate with the 95% interval of "
-         "the signed-rank test, as every paired figure of this report; *faster* / *slower*: "
-         "the interval leaves out 1; *n.s.*: it holds 1; *too few rounds*: under 6 pairs. Own "
+         "× fastest's time: over the rounds both ran in, the peer's time over the fastest "
+         "strategy's (below 1: the peer is faster), the Hodges–Lehmann estimate with the 95% "
+         "interval of the signed-rank test, as every paired figure of this report; *faster* / "
+         "*slower*: the interval leaves out 1; *n.s.*: it holds 1; *too few rounds*: under 6 "
+         "pairs, where the estimate shows with `(–)`. Own "
          "load: the median of the time the command reported itself (`done`); start-up share: "
          "the median over its runs of the rest of the whole command's time (interpreter, "
          "imports, exit) over that time, empty when it reported no `done`; peak RSS: its "
@@ -212,8 +213,8 @@ def _ratio_cell(r: pd.Series) -> str:
     if not r["pairs"]:
         return ""
     if not r["bounded"]:
-        return f"{r['ratio']:.2f} (–)"
-    return f"{r['ratio']:.2f} ({r['ratio_low']:.2f}–{r['ratio_high']:.2f})"
+        return ratio_text(r["ratio"])
+    return ratio_text(r["ratio"], r["ratio_low"], r["ratio_high"])
 
 
 def _seconds(v: float) -> str:
@@ -228,8 +229,8 @@ def condition_md(rows: pd.DataFrame, files: int) -> str:
                 f"loadbench strategy here (median {first['median_s']:.3f} s).")
     else:
         head = f"**{condition(first, files)}**: {first['verdict']}."
-    lines = ["| peer | n | median s | own load s | start-up share | × fastest, paired (95% CI) "
-             "| paired test | peak RSS | tree peak | verified |", "|" + "---|" * 10]
+    lines = ["| peer | n | median s | own load s | start-up share | × fastest's time, paired "
+             "(95% CI) | paired test | peak RSS | tree peak | verified |", "|" + "---|" * 10]
     for _, r in rows.iterrows():
         share = "" if math.isnan(r["startup_share"]) else f"{r['startup_share']:.1%}"
         verdict = "" if r["is_fastest"] or not r["pairs"] else r["verdict"]

@@ -33,7 +33,7 @@ import pandas as pd
 
 from analysis import noise, paired, stats
 from analysis.noise import records
-from analysis.results import CONDITION, EXEC, GROUP, Results, spec_label
+from analysis.results import CONDITION, EXEC, GROUP, Results, ratio_text, spec_label
 
 TITLE = "Remote"
 HTTP_STRATEGIES = ("http_get", "http_ranges", "http_stream")
@@ -407,10 +407,11 @@ def plot_ranges(results: Results, figs) -> None:
 INTRO = ("Models read through the experiment's server ({server}) instead of from the file: "
          "per condition the best local strategy (the fastest by median time that is neither "
          "remote nor a command; its row comes first), then every remote design and every peer "
-         "(a command reading through the server). × best local: over the rounds both ran in, "
-         "the row's time over the best local strategy's (above 1: slower), the Hodges–Lehmann "
-         "estimate with the 95% interval of the signed-rank test, as every paired figure of "
-         "this report; *faster* / *slower*: the interval leaves out 1; *n.s.*: it holds 1; "
+         "(a command reading through the server). × best local's time: over the rounds both "
+         "ran in, the row's time over the best local strategy's (below 1: faster), the "
+         "Hodges–Lehmann estimate with the 95% interval of the signed-rank test, as every "
+         "paired figure of this report; *faster* / *slower*: the interval leaves out 1; "
+         "*n.s.*: it holds 1; "
          "*too few rounds*: under 6 pairs, where the estimate shows with `(–)`. GB/s: file "
          "bytes over the median time. Client CPU: the reader's user + system time (a "
          "command's: its process tree's), per GB (10^9 bytes) of the file; server CPU: the "
@@ -421,7 +422,7 @@ INTRO = ("Models read through the experiment's server ({server}) instead of from
          "(a command's or the s3fs mount's requests are not seen by loadbench).")
 HEAD = ["design", "how it reads", "n", "median s", "GB/s", "client CPU s/GB", "server CPU s/GB",
         "requests", "connections", "over-read", "first byte ms", "latency p50 / p99 ms",
-        "× best local, paired (95% CI)", "paired test"]
+        "× best local's time, paired (95% CI)", "paired test"]
 
 
 def _f(v, fmt: str, scale: float = 1.0) -> str:
@@ -434,8 +435,8 @@ def _ratio_cell(r: pd.Series) -> str:
     if not r["pairs"]:
         return ""
     if not r["bounded"]:
-        return f"{r['ratio']:.2f} (–)"
-    return f"{r['ratio']:.2f} ({r['ratio_low']:.2f}–{r['ratio_high']:.2f})"
+        return ratio_text(r["ratio"])
+    return ratio_text(r["ratio"], r["ratio_low"], r["ratio_high"])
 
 
 def _cells(r: pd.Series) -> list[str]:
@@ -463,17 +464,17 @@ def condition_md(rows: pd.DataFrame, files: int) -> str:
 
 
 def _against(p, base: str) -> str:
-    """A paired ratio (PAIRED's figures) against `base`, in words."""
+    """A paired ratio (PAIRED's figures) against `base`, in words, as the verdict gives one."""
     if not p["pairs"]:
         return str(p["verdict"])
     n = int(p["pairs"])
     rounds = f"{n} round" + ("" if n == 1 else "s")
     if not p["bounded"]:
-        return (f"{p['ratio']:.2f}× the time of {base} ({rounds}: too few for a 95% "
+        return (f"{ratio_text(p['ratio'])} the time of {base} ({rounds}: too few for a 95% "
                 "interval, which needs 6)")
     sure = "a sure difference" if p["significant"] else f"not distinguishable in {rounds}"
-    return (f"{p['ratio']:.2f}× the time of {base} (95% {p['ratio_low']:.2f}–"
-            f"{p['ratio_high']:.2f}, {rounds}): {sure}")
+    return (f"{ratio_text(p['ratio'], p['ratio_low'], p['ratio_high'])} the time of {base} "
+            f"(95% interval, {rounds}): {sure}")
 
 
 def _prefixed(entry: pd.Series, prefix: str) -> dict:

@@ -34,7 +34,7 @@ from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  
                       peers, readers, remote, stats, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
                               Results, ResultsError, guard, json_default, load,
-                              problems_md, spec_label)
+                              problems_md, ratio_text, spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
@@ -350,15 +350,14 @@ def after_md(use: pd.DataFrame, files: int) -> str:
             + "\n".join(lines))
 
 
-def speedup_cells(r: pd.Series) -> tuple[str, str]:
-    """The paired speed-up with its interval, and the verdict of the paired test."""
+def ratio_cells(r: pd.Series) -> tuple[str, str]:
+    """A summary row's paired time ratio to its baseline with its interval (ratio_text, the
+    text the verdict and compare print too), and the verdict of the paired test."""
     if r["is_baseline"]:
         return "1 (baseline)", ""
-    if pd.isna(r["speedup"]):
+    if pd.isna(r["time_ratio"]):
         return "", ""
-    if not r["bounded"]:
-        return f"{r['speedup']:.2f} (–)", r["verdict"]
-    return (f"{r['speedup']:.2f} ({r['speedup_ci_low']:.2f}–{r['speedup_ci_high']:.2f})",
+    return (ratio_text(r["time_ratio"], r["time_ratio_ci_low"], r["time_ratio_ci_high"]),
             r["verdict"])
 
 
@@ -367,21 +366,28 @@ def baseline_of(t: pd.DataFrame) -> str:
     return names[0] if len(names) == 1 else "baseline"
 
 
+def ratio_head(t: pd.DataFrame) -> str:
+    """The paired column's name: whose time the strategy's is over."""
+    return f"× {baseline_of(t)}'s time, paired (95% CI)"
+
+
 def paired_note(t: pd.DataFrame, device: bool) -> str:
     base = baseline_of(t)
+    than = "the baseline" if base == "baseline" else base
     who = ("the condition's baseline's (its row says 1)" if base == "baseline" else
            f"{base}'s")
-    text = (f"× {base}, paired: over the rounds both ran in, {who} time over the strategy's, "
-            "the Hodges–Lehmann estimate with the 95% interval of the signed-rank test (exact, "
-            "distribution-free); n says how many of the strategy's rounds were paired when "
-            "not all were. *faster* / *slower*: the interval leaves out 1 (the "
-            "test at level ≤ 0.05); *n.s.*: it holds 1; *too few rounds*: under 6 pairs, where "
-            "no interval reaches 95%; empty: no round shared with the baseline.")
+    text = (f"× {base}'s time, paired: over the rounds both ran in, the strategy's time over "
+            f"{who} (below 1: faster than {than}; 0.50×: in half the time), the Hodges–Lehmann "
+            "estimate with the 95% interval of the signed-rank test (exact, distribution-free); "
+            "n says how many of the strategy's rounds were paired when not all were. *faster* "
+            "/ *slower*: the interval leaves out 1 (the test at level ≤ 0.05); *n.s.*: it "
+            "holds 1; *too few rounds*: under 6 pairs, where no interval reaches 95% and the "
+            "estimate shows with `(–)`; empty: no round shared with the baseline.")
     if device:
         text += (" Of device: the median over its rounds of the strategy's GB/s over the same "
                  "round's ceiling read (the file read cold by the fastest read recipe, the "
                  "device's speed then; *Noise* says which recipe, and names a strategy that "
-                 "beat it).")
+                 "beat it): a share of the limit, higher is nearer it.")
     return text
 
 
@@ -419,7 +425,7 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
     paired_columns = not no_rounds
     device = paired_columns and bool(t["of_device"].notna().any())
     head = ["strategy", "n", "median s (95% CI)", "GB/s"]
-    head += [f"× {baseline_of(t)}, paired (95% CI)", "paired test"] if paired_columns else []
+    head += [ratio_head(t), "paired test"] if paired_columns else []
     head += (["of device"] if device else []) + ["peak RSS", "why"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in t.iterrows():
@@ -428,13 +434,14 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
                 and r["pairs"] != r["n"]):
             n += f" ({r['pairs']:.0f} paired)"
         cells = [label(r, files), n, median_cell(r), gbps_cell(r)]
-        cells += list(speedup_cells(r)) if paired_columns else []
+        cells += list(ratio_cells(r)) if paired_columns else []
         if device:
             cells.append("" if pd.isna(r["of_device"]) else f"{r['of_device']:.0%}")
         cells += ["" if pd.isna(r["peak_rss_bytes"]) else gib(r["peak_rss_bytes"]), why(r)]
         lines.append("| " + " | ".join(cells) + " |")
     if not note:
-        text = f"× {baseline_of(t)}, paired: as above." if paired_columns else "Columns as above."
+        text = (f"× {baseline_of(t)}'s time, paired: as above (below 1: faster)."
+                if paired_columns else "Columns as above.")
     else:
         text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
     if note and (t["procs"] > 1).any():
@@ -449,9 +456,9 @@ def reference_md(table: pd.DataFrame) -> str:
     if set(cold["strategy_spec"]) != set(PUBLISHED):
         return ""
     by = cold.set_index("strategy_spec")
-    lines = ["| strategy | here: s | here: × fread time | published: s | published: × fread "
-             "time | here: peak RSS GB | published: GB | here: × fread RSS | published: × fread "
-             "RSS |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| strategy | here: s | here: × fread's time | published: s | published: × "
+             "fread's time | here: peak RSS GB | published: GB | here: × fread's RSS | "
+             "published: × fread's RSS |", "|---|---|---|---|---|---|---|---|---|"]
     f_here, f_rss = by.loc["fread", "median_s"], by.loc["fread", "peak_rss_bytes"]
     for spec, (sec, gb) in PUBLISHED.items():
         r = by.loc[spec]
@@ -464,7 +471,8 @@ def reference_md(table: pd.DataFrame) -> str:
     verdict = ("The order of the three holds here" if here_order == pub_order else
                "The order differs here: " + " < ".join(here_order))
     return ("The published cold-start table (about 26 s / 10 s / 8 s and 18 / 14 / 14 GB peak "
-            "RSS for a 14 GB file, on another machine) beside this run, as ratios to fread:\n\n"
+            "RSS for a 14 GB file, on another machine) beside this run, as ratios to fread's "
+            "median time and peak RSS (below 1: faster, or less memory):\n\n"
             + "\n".join(lines) + f"\n\n{verdict}.")
 
 
@@ -554,11 +562,11 @@ READERS_INTRO = (
     "total, and its spread is the slowest reader's time over the median reader's (1: all "
     "finished together). A round with a reader that failed, timed out, was not verified or is "
     "missing has none of these, and no paired value anywhere: a run counts only whole. "
-    "Figures are medians over the complete rounds; × one reader: the median duration over "
-    "the same strategy's with a single reader (the row with 1 reader); bytes: whether the "
-    "readers' bytes add up, the model once per reader for replicated and once in all for the "
-    "other patterns (*unknown* without the model's bytes: no single reader's record of the "
-    "file, nor env.json's).")
+    "Figures are medians over the complete rounds; × one reader's time: the median duration "
+    "over the same strategy's with a single reader (the row with 1 reader; below 1: faster "
+    "than one reader); bytes: whether the readers' bytes add up, the model once per reader "
+    "for replicated and once in all for the other patterns (*unknown* without the model's "
+    "bytes: no single reader's record of the file, nor env.json's).")
 
 
 def series_name(row: pd.Series, files: int) -> str:
@@ -579,7 +587,8 @@ def figure_cell(value, fmt: str) -> str:
 
 def readers_table_md(summary: pd.DataFrame, files: int) -> str:
     lines = ["| strategy | cache | pattern | readers | rounds | duration s | start ms | "
-             "GB/s, all readers | spread | × one reader | bytes |",
+             "GB/s, all readers | spread: slowest / median reader's time | × one reader's time "
+             "| bytes |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in summary.iterrows():
         single = r["procs"] == 1
@@ -848,7 +857,7 @@ def opening_md(r: Results, folder: str, verdicts: dict, no_rounds: str,
     counted = (f"{verdict.took(r)} {len(r.runs)} runs in `{folder}`{ceilings}: {len(r.ok)} ok"
                f"{unverified_count(r)}, {len(r.runs) - len(r.ok)} left out (below). Figures "
                "are medians of the ok runs with their exact 95% intervals (none for fewer than "
-               "6 runs)" + ("." if no_rounds else "; the speed-ups are paired, round by round, "
+               "6 runs)" + ("." if no_rounds else "; the time ratios are paired, round by round, "
                             "against a baseline (below each table's heading)."))
     return [r.env.get("experiment_file", {}).get("question") or "", "## Verdict",
             verdict.section_md(verdicts), counted.lstrip(), figs.md("time")]

@@ -231,6 +231,23 @@ def spec_label(row) -> str:
     return text
 
 
+def number(x: float) -> str:
+    """A ratio: two decimals, two significant digits below 0.1 (0.058), none from 10 up."""
+    return f"{x:.2g}" if x < 0.1 else f"{x:.2f}" if x < 10 else f"{x:.0f}"
+
+
+def _finite(x) -> bool:
+    return x is not None and not pd.isna(x) and np.isfinite(x)
+
+
+def ratio_text(ratio: float, low: float | None = None, high: float | None = None) -> str:
+    """A ratio with its 95% interval, as every table, the verdict, compare and the harness's
+    console print it: `0.61× (0.38–0.65)`, or `0.61× (–)` without an interval (None, NaN or an
+    unbounded end). Times are always one side's over the other's: below 1, faster."""
+    interval = (f"{number(low)}–{number(high)}" if _finite(low) and _finite(high) else "–")
+    return f"{number(ratio)}× ({interval})"
+
+
 def _column(runs: pd.DataFrame, name: str) -> pd.Series:
     """The column, or nulls where no record has it."""
     return runs[name] if name in runs else pd.Series(None, index=runs.index, dtype=object)

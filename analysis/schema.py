@@ -78,8 +78,11 @@ COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]
 _CEILING = {"gb_per_s": NUMBER, "median_gb_per_s": NUMBER, "reps_gb_per_s": [NUMBER],
             "reason": SCALAR}
 _STABILITY = {
-    **{k: NUMBER for k in ["window_s", "dirty_bytes", "writeback_bytes", "mem_available_bytes",
-                           "mem_total_bytes", "swap_total_bytes", "swap_used_bytes"]},
+    **{k: NUMBER for k in ["window_s", "max_wait_s", "waited_s", "dirty_bytes",
+                           "writeback_bytes", "mem_available_bytes", "mem_total_bytes",
+                           "swap_total_bytes", "swap_used_bytes"]},
+    "settled": BOOLEAN, "waited_for": SCALAR,
+    "busy": {"cpu_percent": NUMBER, "runnable": NUMBER, "io_in_flight": NUMBER},
     "cores": SCALAR, "loadavg": [NUMBER], "warnings": [SCALAR],
     "busy_processes": [{"comm": SCALAR, "cpu_percent": NUMBER}],
     "khugepaged": {"pages_collapsed_delta": NUMBER, "cpu_percent": NUMBER},

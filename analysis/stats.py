@@ -1,11 +1,11 @@
 """Aggregates of the runs that count, per group of comparable runs (strategy, options, role,
 cache state, file, workers, memory limit): median, min, max, IQR, the exact distribution-free 95%
 interval of the median (order statistics; none with fewer than 6 runs), GB/s, peak RSS, the
-speed-up over the condition's baseline: paired, from the rounds both ran in
-(analysis/paired.py: the baseline's time over the strategy's, the Hodges–Lehmann estimate with
-its signed-rank 95% interval), with ceiling reads the strategy's fraction of the device's
-speed, and where the group's runs were profiled each cause's share of its wall time, or of
-its CPU time when it has several threads (analysis/causes.py).
+time ratio to the condition's baseline: paired, from the rounds both ran in
+(analysis/paired.py: the strategy's time over the baseline's, below 1 faster, the
+Hodges–Lehmann estimate with its signed-rank 95% interval), with ceiling reads the strategy's
+fraction of the device's speed, and where the group's runs were profiled each cause's share of
+its wall time, or of its CPU time when it has several threads (analysis/causes.py).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from analysis.results import GROUP, REPLICATED, Results
 CONFIDENCE = 0.95
 
 # What summarize takes from paired.paired_table, as its own column names.
-PAIRED = {"baseline": "baseline", "n": "pairs", "speedup": "speedup",
-          "speedup_low": "speedup_ci_low", "speedup_high": "speedup_ci_high",
+PAIRED = {"baseline": "baseline", "n": "pairs", "ratio": "time_ratio",
+          "ratio_low": "time_ratio_ci_low", "ratio_high": "time_ratio_ci_high",
           "bounded": "bounded", "significant": "significant", "verdict": "verdict",
           "half_width": "half_width"}
+RATIO = ["time_ratio", "time_ratio_ci_low", "time_ratio_ci_high"]
 DEVICE = ["of_device", "of_device_min", "of_device_max", "of_device_rounds"]
 
 
@@ -74,9 +75,10 @@ def reader_bytes(group: pd.DataFrame, file_bytes: float) -> float:
 
 def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per group of comparable ok runs (GROUP), sorted by cache state then median time.
-    The interval columns are NaN for groups of fewer than 6 runs. The speed-up columns are NaN
-    where the group shares no round with its condition's baseline; the baseline's own row is 1
-    with `is_baseline` set where its condition ran in rounds. `cause_shares` is causes.shares'
+    The interval columns are NaN for groups of fewer than 6 runs. The time ratio columns are NaN
+    where the group shares no round with its condition's baseline, and its interval where under
+    6 rounds give none; the baseline's own row is 1 with `is_baseline` set where its condition
+    ran in rounds. `cause_shares` is causes.shares'
     (`of`: "wall" or "cpu", and `shares`: cause to share) where the group has profiled runs,
     else None;
     `profiled` is causes.summarize's table, when the caller has it."""
@@ -122,14 +124,15 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
     else:
         table = table.merge(pairs[GROUP + list(PAIRED)].rename(columns=PAIRED), on=GROUP,
                             how="left")
+        # An unbounded interval (0 to infinity) is none: null, as the verdict's.
+        table.loc[~table["bounded"].eq(True), RATIO[1:]] = np.nan
     chosen = paired.baselines(results)
     base = [chosen.get(tuple(r[c] for c in paired.CONDITION), (None, ""))[0]
             for _, r in table.iterrows()]
     table["is_baseline"] = table["strategy_spec"] == pd.Series(base, index=table.index)
     table["baseline"] = base
     # The baseline is 1 only where it ran in rounds: in grouped order nothing was paired.
-    table.loc[table["is_baseline"] & table.pop("in_rounds"),
-              ["speedup", "speedup_ci_low", "speedup_ci_high"]] = 1.0
+    table.loc[table["is_baseline"] & table.pop("in_rounds"), RATIO] = 1.0
     device = paired.device_fraction(results)
     if device.empty:
         table = table.assign(**{c: np.nan for c in DEVICE})

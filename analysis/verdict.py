@@ -1,10 +1,11 @@
 """The report's verdict: per condition (in most experiments, per cache state) the fastest
 strategy by median time, its paired ratio to the condition's baseline and to the runner-up
-(analysis/paired.py: its time over theirs within the rounds both ran in, the Hodges–Lehmann
-estimate with the exact signed-rank 95% interval), and how sure that is; and how long the
-experiment took. Commands that sent no checksum (unverified) are no candidates while a verified
-row exists: nothing checked what they loaded. `summarize` gives summary.json's `verdict`,
-`lines` the plain text `analysis.report --brief` prints, `section_md` the report's.
+(analysis/paired.py: its time over theirs within the rounds both ran in, below 1 faster, the
+Hodges–Lehmann estimate with the exact signed-rank 95% interval, in results.ratio_text's words
+as every table gives it), and how sure that is; and how long the experiment took. Commands that
+sent no checksum (unverified) are no candidates while a verified row exists: nothing checked
+what they loaded. `summarize` gives summary.json's `verdict`, `lines` the plain text
+`analysis.report --brief` prints, `section_md` the report's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import noise, paired
-from analysis.results import CONDITION, Results, exec_label, spec_label
+from analysis.results import CONDITION, Results, exec_label, ratio_text, spec_label
 
 # The fewest paired rounds that give a 95% interval (6).
 MIN_ROUNDS = next(n for n in range(1, 64) if paired.critical(n)[0])
@@ -76,23 +77,18 @@ def summarize(r: Results, table: pd.DataFrame) -> dict[str, dict]:
             for key, rows in ordered.groupby(CONDITION, sort=False)}
 
 
-def number(x: float) -> str:
-    """A ratio: two decimals, two significant digits below 0.1 (0.058), none from 10 up."""
-    return f"{x:.2g}" if x < 0.1 else f"{x:.2f}" if x < 10 else f"{x:.0f}"
-
-
 def against(c: dict, other: str, role: str) -> str:
     """A paired ratio to `other` (`role`: the baseline, the runner-up) in words, with its
-    interval and how sure it is."""
+    interval (ratio_text's, as the tables print it) and how sure it is."""
     if not c["rounds"]:
         return f"no round in which it and {other} ({role}) both ran ok, so no paired ratio"
-    ratio = f"{number(c['ratio'])}× the time of {other}, {role}"
+    ratio = f"{ratio_text(c['ratio'], c['lo'], c['hi'])} the time of {other}, {role}"
     rounds = noise.plural(c["rounds"], "round")
     if c["lo"] is None:
         return (f"{ratio} ({rounds}: too few for a 95% interval; {MIN_ROUNDS} rounds would "
                 "give one)")
     sure = "a sure difference" if c["sure"] else f"not distinguishable in {rounds}"
-    return f"{ratio} (95% {number(c['lo'])}–{number(c['hi'])}, {rounds}), {sure}"
+    return f"{ratio} (95% interval, {rounds}), {sure}"
 
 
 def phrase(e: dict) -> str:

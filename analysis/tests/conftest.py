@@ -25,8 +25,14 @@ def build_report_of(tmp_path_factory, fixture):
 
 
 def stability(warnings=()):
-    """A stability check shaped as the contract's (figures made up)."""
-    return {"window_s": 5, "loadavg": [0.12, 0.3, 0.25], "cores": 2,
+    """A stability check shaped as the contract's (figures made up): still busy after its wait
+    when there are warnings, else settled after one."""
+    wait = ({"settled": False, "waited_s": 60.2, "waited_for": "other work used 99% of a CPU"}
+            if warnings else {"settled": True, "waited_s": 3.5,
+                              "waited_for": "other work used 87% of a CPU over 0.5 s"})
+    return {"window_s": 0.5, "max_wait_s": 60, **wait,
+            "busy": {"cpu_percent": 4.0, "runnable": 0.2, "io_in_flight": 0.0},
+            "loadavg": [0.12, 0.3, 0.25], "cores": 2,
             "busy_processes": [{"pid": 812, "comm": "unattended-upgr", "cpu_percent": 41.0}],
             "dirty_bytes": 1258291, "writeback_bytes": 0, "mem_available_bytes": 6 << 30,
             "mem_total_bytes": 8 << 30, "swap_total_bytes": 0, "swap_used_bytes": 0,
@@ -90,7 +96,8 @@ def write_rounds(folder, *, rounds=12, times=None, caches=("cold", "warm"), drif
                          "baseline": baseline, "reps": "auto" if adaptive else rounds,
                          "auto": ({"target": 0.1, "min_rounds": 6, "max_rounds": 30,
                                    "budget_s": 0} if adaptive else None)}
-        env["stability"] = stability(["load average 2.1 over 2 cores: another process is busy"])
+        env["stability"] = stability(["The machine was still busy after 60 s of waiting: other "
+                                      "work used 99% of a CPU"])
         env["sessions"] = [{"started_at": "2026-12-01T10:00:00Z", "command_line": "x",
                             "runs_recorded_before": 0, "stability": stability()}]
     with open(os.path.join(folder, "env.json"), "w") as f:

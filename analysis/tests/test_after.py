@@ -79,13 +79,14 @@ def test_old_rounds_pair_but_too_few_for_an_interval(built):
     md = (built / "report.md").read_text()
     cold = md.split("## Cold start", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in cold.splitlines() if line.startswith("| mmap:consume=forward "))
-    # fread 12.02, 13.01 s; mmap 1.17, 1.22 s: the estimate is the mean of the two log ratios.
-    assert "| 3 (2 paired) |" in row and "| 10.47 (–) | too few rounds |" in row
+    # fread 12.02, 13.01 s; mmap 1.17, 1.22 s: the estimate is the mean of the two log ratios,
+    # mmap's time over fread's.
+    assert "| 3 (2 paired) |" in row and "| 0.096× (–) | too few rounds |" in row
     # 3 runs: the median, and no interval of it.
     assert "| 1.170 (–) |" in row
     # The other file has no fread: its one strategy is its own baseline, so the header names
     # none.
-    assert "× baseline, paired (95% CI)" in cold
+    assert "× baseline's time, paired (95% CI)" in cold
     assert "| 1 (baseline) |" in next(line for line in cold.splitlines()
                                       if line.startswith("| mmap:transform=byteswap"))
     assert "env.json has no `rounds`" in md and (built / "figures" / "rounds.png").exists()
@@ -187,8 +188,8 @@ def test_compare_takes_the_new_records(tmp_path):
     assert by[("fread", "llama-2GiB-bf16-s0.wlf")]["ratio"] == 1.0
     assert "| mmap:consume=forward:bind=copy | cold |" in compare.to_markdown(c)
     json.dumps(c, default=results.json_default)
-    # Old results against new ones: only fread cold in common, on another file (by throughput);
-    # the rest said so.
+    # Old results against new ones: only fread cold in common, on another file (by time per
+    # byte); the rest said so.
     mixed = compare.compare(OLD, str(a))
-    assert [(x["strategy_spec"], x["match"]) for x in mixed["rows"]] == [("fread", "throughput")]
+    assert [(x["strategy_spec"], x["match"]) for x in mixed["rows"]] == [("fread", "time per byte")]
     assert len(mixed["only_in_b"]) == 6

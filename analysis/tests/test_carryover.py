@@ -101,8 +101,9 @@ def test_the_command_pools_folders(tmp_path, capsys):
     assert carryover.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "fread, cold\n" in out
-    assert "  ceiling                          8     15.000     1.500" in out
-    assert "  odirect                         16     10.000     1.000" in out
+    assert "  after                            n   median s  × median time\n" in out
+    assert "  ceiling                          8     15.000          1.500" in out
+    assert "  odirect                         16     10.000          1.000" in out
     assert "depends on what ran before (p < 0.05); the slowest after ceiling, 1.500×" in out
     assert ("The ceiling's effect on the run that follows it: 1.500× (runs right after a "
             "ceiling read against runs after another run, each run's time over its group's "

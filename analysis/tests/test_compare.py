@@ -1,19 +1,22 @@
 """compare flags a planted 2x difference and leaves a 1.01x one alone, matches runs across
 machines by file name, and names how the machines differ; takes each row of a reference's
-results folders from the one that matches it best, compares rows of different files by
-throughput, and names a folder it cannot read; its interval is the exact
-Mann–Whitney (Hodges–Lehmann) one: the null distribution counted, literal intervals, the test
-it inverts, and its coverage."""
+results folders from the one that matches it best, compares rows of different files by time
+per byte (B slower: above 1, as on the same file), gives each side's own paired ratio to its
+baseline in the very text its report and verdict print, and names a folder it cannot read; its
+interval is the exact Mann–Whitney (Hodges–Lehmann) one: the null distribution counted,
+literal intervals, the test it inverts, and its coverage."""
 
 import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import write_rounds
 from scipy.stats import mannwhitneyu
 
 from analysis import compare, results
@@ -73,8 +76,10 @@ def test_the_command_writes_both_files_into_out(tmp_path):
     assert "too few runs (3 and 3) for p < 0.05" in p.stdout
     # Nor a 95% interval: the ratio is the estimate alone, and the interval is null.
     assert data["rows"][0]["ci_low"] is None and data["rows"][0]["ci_high"] is None
-    assert "| 2.000 s | 4.000 s | 2.00 (too few runs for a 95% interval) |" in p.stdout
-    assert data["rows"][0]["match"] == "same file" and "by throughput" not in p.stdout
+    assert "| 2.000 s | 4.000 s | 2.00× (–) |" in p.stdout
+    assert data["rows"][0]["match"] == "same file" and "by time per byte" not in p.stdout
+    # No round in either folder: no paired ratio to a baseline, and no column for one.
+    assert data["rows"][0]["paired_a"] is None and "paired" not in p.stdout
 
 
 def run_compare(a, b):
@@ -125,8 +130,9 @@ def test_a_reference_gives_each_row_the_subfolder_that_matches_best(tmp_path):
     assert c["machine_differences"]["kernel"] == {"a": "6.1", "b": "6.18"}
     md = compare.to_markdown(c)
     assert f"A ({tmp_path / 'ref'}) is a reference, a folder of results folders" in md
-    assert "| strategy | cache | file | A median | B median | B/A (95% CI) | p | | from |" in md
-    assert "| fread | cold | llama-2GiB.wlf | 11.500 s | 23.000 s | 2.00 (" in md
+    assert ("| strategy | cache | file | A median | B median | B's time / A's (95% CI) | p |  | "
+            "from |") in md
+    assert "| fread | cold | llama-2GiB.wlf | 11.500 s | 23.000 s | 2.00× (" in md
     assert "| A quick |\n" in md
     assert "Only in A: dd cold (all-strategies)" in md
     # The same file of the other subfolder, with the reference as B.
@@ -141,34 +147,85 @@ def test_a_reference_gives_each_row_the_subfolder_that_matches_best(tmp_path):
           4 << 30)
     c = compare.compare(str(tmp_path / "ref"), str(tmp_path / "big"))
     assert [(r["match"], os.path.basename(r["source_a"])) for r in c["rows"]] == [
-        ("throughput", "all-strategies")]
+        ("time per byte", "all-strategies")]
 
 
-def test_different_files_compare_by_throughput(tmp_path):
+def test_different_files_compare_by_time_per_byte_in_the_direction_of_time(tmp_path):
     rng = np.random.default_rng(5)
     base = rng.uniform(10, 12, 8)
-    # B reads half the bytes in a quarter of the time: twice the throughput.
-    write(tmp_path / "a", {"fread": base}, "6.1", "/d", "llama-4GiB.wlf", 4 << 30)
-    write(tmp_path / "b", {"fread": base / 4 * rng.uniform(0.99, 1.01, 8)}, "6.1", "/d",
+    # B reads half the bytes in a quarter of the time: half the time per byte, B faster.
+    write(tmp_path / "a", {"fread": base, "mmap": base}, "6.1", "/d", "llama-4GiB.wlf", 4 << 30)
+    write(tmp_path / "b", {"fread": base / 4 * rng.uniform(0.99, 1.01, 8),
+                           "mmap": base * rng.uniform(0.99, 1.01, 8)}, "6.1", "/d",
           "llama-2GiB.safetensors", 2 << 30)
     c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
-    (r,) = c["rows"]
-    assert r["match"] == "throughput" and r["significant"] and 1.95 < r["ratio"] < 2.05
+    r, slower = c["rows"]
+    assert r["match"] == "time per byte" and r["significant"] and 0.49 < r["ratio"] < 0.51
+    # B's mmap takes as long for half the bytes: twice the time per byte, slower, above 1.
+    assert slower["significant"] and 1.95 < slower["ratio"] < 2.05 and slower["ci_low"] > 1
     assert r["file_a"] == {"name": "llama-4GiB.wlf", "bytes": 4 << 30, "format": "wlf"}
     assert r["file_b"]["format"] == "safetensors" and c["only_in_a"] == c["only_in_b"] == []
-    # Medians of each run's throughput, file size / wall time in 10^9 bytes per second.
+    # Medians of each run's time per byte, wall time / file size in seconds per 10^9 bytes,
+    # and of its throughput.
+    assert r["median_a_s_per_gb"] == pytest.approx(np.median(base / (4 << 30) * 1e9))
     assert r["median_a_gb_s"] == pytest.approx(np.median((4 << 30) / base / 1e9))
-    # The statistics of time per byte, inverted: the ratio, and its interval's ends swapped.
+    # The statistics of time per byte, as on the same file.
     walls_b = compare.groups(results.load(str(tmp_path / "b")))[0].walls
     per_byte = compare.shift_row(base / (4 << 30), walls_b / (2 << 30))
-    assert r["ratio"] == pytest.approx(1 / per_byte["ratio"])
-    assert (r["ci_low"], r["ci_high"]) == pytest.approx((1 / per_byte["ci_high"],
-                                                         1 / per_byte["ci_low"]))
+    assert r["ratio"] == pytest.approx(per_byte["ratio"])
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((per_byte["ci_low"],
+                                                         per_byte["ci_high"]))
     assert r["p_value"] == pytest.approx(per_byte["p_value"])
     md = compare.to_markdown(c)
-    assert "1 of 1 rows compare *by throughput*" in md and "B's throughput over A's" in md
-    assert "| fread | cold | by throughput: A 4.0 GiB wlf, B 2.0 GiB safetensors | " in md
-    assert f"| {r['median_a_gb_s']:.2f} GB/s | {r['median_b_gb_s']:.2f} GB/s |" in md
+    assert "2 of 2 rows compare *by time per byte*" in md and "B's time per byte over A's" in md
+    assert "(below 1: B is faster)" in md and "throughput over" not in md
+    assert "| fread | cold | by time per byte: A 4.0 GiB wlf, B 2.0 GiB safetensors | " in md
+    assert (f"| {r['median_a_s_per_gb']:.3f} s/GB | {r['median_b_s_per_gb']:.3f} s/GB | "
+            f"{compare.ratio_text(r['ratio'], r['ci_low'], r['ci_high'])} |") in md
+
+
+def cell(md: str, head: str, first: str) -> str:
+    """The cell of column `head` in the first table row of `md` that starts with `first`."""
+    lines = md.splitlines()
+    header = next(x for x in lines if x.startswith("| ") and f"| {head} |" in x)
+    row = next(x for x in lines[lines.index(header):] if x.startswith(f"| {first} |"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    return [c.strip() for c in row.strip("|").split("|")][names.index(head)]
+
+
+def test_the_report_the_verdict_and_compare_print_one_text_for_one_pair(tmp_path):
+    """One pair of one folder (mmap_seq against fread, its baseline, cold): the report's table
+    cell, the verdict (`--brief`) and compare's column of that folder print the same text, the
+    strategy's time over the baseline's with its 95% interval."""
+    times = {"fread": 10.0, "mmap_seq": 6.1, "odirect": 8.0}
+    write_rounds(tmp_path / "x", rounds=12, times=times, seed=1)
+    write_rounds(tmp_path / "y", rounds=12, times=times, seed=2)
+    x = tmp_path / "x"
+
+    def run(*args):
+        p = subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    brief = run("analysis.report", "--brief", str(x))
+    v = json.loads((x / "summary.json").read_text())["verdict"]["cold"]
+    text = results.ratio_text(v["ratio"], v["lo"], v["hi"])
+    assert v["fastest"] == "mmap_seq" and re.fullmatch(r"0\.6\d× \(0\.\d\d–0\.\d\d\)", text)
+    verdict = next(line for line in brief.splitlines() if line.startswith("cold: "))
+    assert f": {text} the time of fread, the baseline (95% interval, 12 rounds)" in verdict
+    report_md = (x / "report.md").read_text()
+    assert f"- **cold**: {verdict[len('cold: '):]}" in report_md
+    cold = report_md.split("## Cold start", 1)[1].split("\n## ", 1)[0]
+    assert cell(cold, "× fread's time, paired (95% CI)", "mmap_seq") == text
+    out = run("analysis.compare", str(x), str(tmp_path / "y"), "--out", str(tmp_path / "c"))
+    assert cell(out, "A: × fread's time, paired (95% CI)", "mmap_seq") == text
+    assert cell(out, "A: × fread's time, paired (95% CI)", "fread") == "1 (baseline)"
+    row = next(r for r in json.loads((tmp_path / "c" / "compare.json").read_text())["rows"]
+               if (r["strategy_spec"], r["cache"]) == ("mmap_seq", "cold"))
+    assert row["paired_a"]["text"] == text and row["paired_a"]["baseline"] == "fread"
+    assert row["paired_a"]["time_ratio"] == pytest.approx(v["ratio"])
+    assert row["paired_b"]["text"] == cell(out, "B: × fread's time, paired (95% CI)", "mmap_seq")
 
 
 def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
@@ -176,7 +233,7 @@ def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
     write(tmp_path / "b", {"fread": [1, 2, 3, 4], "pread": [2, 2, 2, 2]}, "6.1", "/d",
           "llama-8GiB.wlf", 8 << 30)
     c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
-    assert [(r["strategy_spec"], r["match"]) for r in c["rows"]] == [("fread", "throughput")]
+    assert [(r["strategy_spec"], r["match"]) for r in c["rows"]] == [("fread", "time per byte")]
     assert [x["strategy_spec"] for x in c["only_in_a"]] == ["mmap"]
     assert [x["strategy_spec"] for x in c["only_in_b"]] == ["pread"]
     md = compare.to_markdown(c)
@@ -188,7 +245,7 @@ def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
         f.writelines(line for line in open(tmp_path / "b" / "runs.jsonl"))
     c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b2"))
     assert [(r["file_b"]["name"], r["match"]) for r in c["rows"]] == [
-        ("llama-4GiB.wlf", "same file"), ("llama-8GiB.wlf", "throughput")]
+        ("llama-4GiB.wlf", "same file"), ("llama-8GiB.wlf", "time per byte")]
 
 
 def test_the_null_distribution_of_u_is_the_count_of_orderings():

@@ -1,8 +1,9 @@
-"""The report on rounds: the cold and warm tables give the paired speed-up with its verdict and
-the fraction of the device's speed, ceiling reads never appear as a strategy, the section
-*Noise: rounds, ceiling, drift, outliers* renders in markdown and HTML with the rounds, the
-ceiling table, drift warnings, outliers, the stability check and the adaptive stop, summary.json
-carries them as strict JSON (old folders: test_report.py and test_after.py)."""
+"""The report on rounds: the cold and warm tables give the paired time ratio to the baseline
+(below 1: faster) with its verdict and the fraction of the device's speed, ceiling reads never
+appear as a strategy, the section *Noise: rounds, ceiling, drift, outliers* renders in markdown
+and HTML with the rounds, the ceiling table, drift warnings, outliers, the stability check and
+the adaptive stop, summary.json carries them as strict JSON (old folders: test_report.py and
+test_after.py)."""
 
 import json
 import os
@@ -57,21 +58,23 @@ def drifting(tmp_path_factory):
     return folder
 
 
-def test_the_tables_give_paired_speedups_and_the_fraction_of_the_device(drifting):
+def test_the_tables_give_paired_time_ratios_and_the_fraction_of_the_device(drifting):
     md = (drifting / "report.md").read_text()
     cold = section(md, "Cold start")
-    assert "| strategy | n | median s (95% CI) | GB/s | × fread, paired (95% CI) | paired test " \
-           "| of device | peak RSS | why |" in cold
+    assert "| strategy | n | median s (95% CI) | GB/s | × fread's time, paired (95% CI) | " \
+           "paired test | of device | peak RSS | why |" in cold
+    assert "the strategy's time over fread's (below 1: faster than fread" in cold
     assert "*faster* / *slower*: the interval leaves out 1" in cold
     by = rows(md, "Cold start")
-    # odirect takes half fread's time in every round: 2x exactly; the device reads 4 GB in
+    # odirect takes half fread's time in every round: 0.5 exactly; the device reads 4 GB in
     # 2 s then (at 2 GB/s) and fread in 10 s: a fifth of it, odirect two fifths.
-    assert by["odirect"][4:7] == ["2.00 (2.00–2.00)", "faster", "40%"]
-    assert by["mmap_seq"][4:6] == ["10.00 (10.00–10.00)", "faster"]
+    assert by["odirect"][4:7] == ["0.50× (0.50–0.50)", "faster", "40%"]
+    assert by["mmap_seq"][4].startswith("0.10× (0.1") and by["mmap_seq"][5] == "faster"
     assert by["fread"][4:7] == ["1 (baseline)", "", "20%"]
     warm = section(md, "Warm start")
     assert "of device" not in warm  # no ceiling read in a warm round
-    assert rows(md, "Warm start")["odirect"][4:6] == ["2.00 (2.00–2.00)", "faster"]
+    assert "× fread's time, paired: as above (below 1: faster)." in warm
+    assert rows(md, "Warm start")["odirect"][4:6] == ["0.50× (0.50–0.50)", "faster"]
 
 
 def test_ceiling_reads_never_appear_as_a_strategy(drifting):
@@ -98,14 +101,21 @@ def test_the_noise_section_renders_in_markdown(drifting):
             "last.") in noise
     assert "- **Warning: drift** in the round factor of warm over 12 rounds" in noise
     assert "Outliers: none" in noise
-    assert "- before the runs: load average 0.12 / 0.30 / 0.25 on 2 cores" in noise
-    assert "- **Warning** (before the runs): load average 2.1 over 2 cores" in noise
-    assert "- session 1 (2026-12-01T10:00:00Z): load average" in noise
+    assert ("- before the runs: still busy after 60 s of waiting (at most 60 s); other work 4% "
+            "of a CPU, 0.2 tasks runnable besides the check, 0.0 I/Os in flight; busy processes: "
+            "unattended-upgr (41%) (window 0.5 s); load average 0.12 / 0.30 / 0.25 on 2 "
+            "cores;") in noise
+    assert ("- **Warning** (before the runs): The machine was still busy after 60 s of waiting: "
+            "other work used 99% of a CPU") in noise
+    assert ("- session 1 (2026-12-01T10:00:00Z): settled after 3.5 s of waiting (at most 60 s) "
+            "for: other work used 87% of a CPU over 0.5 s; other work 4% of a CPU") in noise
     assert ("Adaptive rounds: target ±10% (the half width of every paired 95% interval), 6 to "
             "30 rounds, budget none: 12 rounds in 812 s; target met: no; stopped: max "
-            "rounds.") in noise
-    assert "| odirect | cold | fread | 12 | 0.500 (0.480–0.520) | ±4.0% | yes |" in noise
-    assert "| mmap_seq | warm | fread | 12 | 0.100 (0.070–0.150) | ±50.0% | no |" in noise
+            "rounds. × baseline's time: the strategy's time over the baseline's, paired (below 1: "
+            "faster).") in noise
+    assert "| rounds | × baseline's time (95% CI) | half width |" in noise
+    assert "| odirect | cold | fread | 12 | 0.50× (0.48–0.52) | ±4.0% | yes |" in noise
+    assert "| mmap_seq | warm | fread | 12 | 0.10× (0.07–0.15) | ±50.0% | no |" in noise
 
 
 def test_the_noise_section_and_its_figure_render_in_html(drifting):
@@ -127,7 +137,12 @@ def test_summary_json_carries_the_noise_figures(drifting):
     odirect = next(p for p in s["paired"] if (p["strategy_spec"], p["cache"]) ==
                    ("odirect", "cold"))
     assert odirect["n"] == 12 and odirect["significant"] is True
-    assert odirect["speedup"] == pytest.approx(2.0) and odirect["of_device"] == pytest.approx(0.4)
+    assert odirect["ratio"] == pytest.approx(0.5) and odirect["of_device"] == pytest.approx(0.4)
+    assert not any(k.startswith("speedup") for k in odirect)
+    group = next(g for g in s["groups"] if (g["strategy_spec"], g["cache"]) == ("odirect", "cold"))
+    assert (group["time_ratio"], group["time_ratio_ci_low"], group["time_ratio_ci_high"]) == \
+        pytest.approx((0.5, 0.5, 0.5))
+    assert not any(k.startswith("speedup") for g in s["groups"] for k in g)
     assert [d["series"] for d in s["drift"]] == ["ceiling", "round factor"]
     assert all(d["detected"] for d in s["drift"])
     assert s["ceiling"][0]["n"] == 12 and s["outliers"] == []
@@ -161,7 +176,10 @@ def test_outliers_verdicts_and_too_few_rounds(tmp_path):
     assert ("- the ceiling of llama-4GiB.wlf: 4 rounds, too few to test (6 needed)."
             in noise.section_md(r))
     row = noise.records(summary[summary["strategy_spec"] == "odirect"])[0]
-    assert row["speedup_ci_high"] is None and row["half_width"] is None
+    # 4 rounds: an estimate, and no interval (null, neither 0 nor infinity).
+    assert row["time_ratio"] == pytest.approx(0.5, rel=0.1)
+    assert row["time_ratio_ci_low"] is None and row["time_ratio_ci_high"] is None
+    assert row["half_width"] is None
     json.dumps(row, allow_nan=False)
 
 

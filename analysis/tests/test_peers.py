@@ -132,15 +132,17 @@ def test_the_section_shows_each_cache_state_against_its_fastest(built):
     cold = "**cold**"
     assert row_of(text, "mmap", cold)[5] == "1 (fastest)"
     assert row_of(text, "numpy-fromfile", cold) == [
-        "numpy-fromfile", "6", "4.000", "3.500", "12.5%", "2.00 (1.60–2.50)", "slower",
+        "numpy-fromfile", "6", "4.000", "3.500", "12.5%", "2.00× (1.60–2.50)", "slower",
         "1.96 GiB", "3.91 GiB", "yes"]
     assert row_of(text, "dd (unverified)", cold) == [
-        "dd (unverified)", "6", "3.030", "", "", "1.50 (1.43–1.57)", "slower", "2 MiB",
+        "dd (unverified)", "6", "3.030", "", "", "1.50× (1.43–1.57)", "slower", "2 MiB",
         "1.86 GiB", "no: no checksum sent"]
     warm = "**warm**"
     assert row_of(text, "numpy-fromfile", warm)[2:7] == [
-        "1.500", "1.200", "20.0%", "3.00 (2.40–3.75)", "slower"]
-    assert row_of(text, "dd (unverified)", warm)[5:7] == ["0.80 (0.76–0.84)", "faster"]
+        "1.500", "1.200", "20.0%", "3.00× (2.40–3.75)", "slower"]
+    assert row_of(text, "dd (unverified)", warm)[5:7] == ["0.80× (0.76–0.84)", "faster"]
+    assert "| × fastest's time, paired (95% CI) |" in text
+    assert "below 1: the peer is faster" in text
 
 
 def test_unverified_rows_are_marked_in_the_strategy_tables(built):
@@ -193,7 +195,7 @@ def test_under_six_rounds_a_peer_has_too_few_rounds(tmp_path):
     # of ln 2 and (ln(2 / 1.1) + ln 2.5) / 2, so the estimate is sqrt(2 sqrt(50 / 11)) = 2.065.
     assert numpy_cold["ratio"] == pytest.approx(math.sqrt(2 * math.sqrt(50 / 11)))
     text = peers.section_md(results.load(str(tmp_path)))
-    assert row_of(text, "numpy-fromfile")[5:7] == ["2.06 (–)", "too few rounds"]
+    assert row_of(text, "numpy-fromfile")[5:7] == ["2.06× (–)", "too few rounds"]
 
 
 def test_results_without_exec_runs_have_no_peers(tmp_path_factory):

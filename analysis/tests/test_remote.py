@@ -149,11 +149,12 @@ def test_the_section(built):
     row = dict(zip(head, cells(text, "http_get", after="**cold**")))
     assert row["median s"] == "3.075" and row["client CPU s/GB"] == "0.50"
     assert row["server CPU s/GB"] == "2.77" and row["requests"] == "2"
-    assert row["× best local, paired (95% CI)"] == "1.50 (1.50–1.50)"
+    assert row["× best local's time, paired (95% CI)"] == "1.50× (1.50–1.50)"
     assert dict(zip(head, cells(text, R16)))["over-read"] == "2.0%"
     assert cells(text, "fread (best local)")[-2] == "1 (best local)"
     assert "the fastest remote design, http_ranges:chunk=16MiB:concurrency=4" in text
-    assert "took 1.10× the time of fread, the best local strategy (95% 1.10–1.10" in text
+    assert ("took 1.10× (1.10–1.10) the time of fread, the best local strategy (95% interval"
+            in text)
     assert "the fastest peer, curl (whole command) (unverified)" in text
     assert "**The server's CPU may be the limit**" in text
     assert "- http_get, cold: the server used 2.77 s of CPU in a median 3.075 s" in text
@@ -179,7 +180,8 @@ def test_mmap_against_fread_through_s3fs(built_s3fs):
     assert pairs.loc["warm", "verdict"] == "too few rounds"
     text = section(built_s3fs)
     assert "**mmap against fread through the s3fs mount:**" in text
-    assert "- cold: mmap:via=s3fs (median 0.178 s) took 0.67× the time of fread:via=s3fs" in text
+    assert ("- cold: mmap:via=s3fs (median 0.178 s) took 0.67× (–) the time of fread:via=s3fs"
+            in text)
     assert remote.S3FS_NOTE in text
 
 

@@ -60,11 +60,12 @@ def test_summary_json_has_every_group(built):
                     ("io_uring:qd=4", "warm")}
     mmap = next(g for g in groups if g["strategy_spec"] == "mmap")
     assert mmap["n"] == 3 and mmap["median_s"] == 3.0
-    # No round holds both fread and mmap (reps 0-2 and 4-6): no paired speed-up, as null.
-    assert mmap["speedup"] is None and mmap["baseline"] == "fread"
+    # No round holds both fread and mmap (reps 0-2 and 4-6): no paired time ratio, as null.
+    assert mmap["time_ratio"] is None and mmap["baseline"] == "fread"
     assert mmap["ci_low_s"] is None and mmap["role"] == ""  # 3 runs: no interval
     fread = next(g for g in groups if (g["strategy_spec"], g["cache"]) == ("fread", "cold"))
-    assert fread["speedup"] == 1.0 and fread["is_baseline"] is True
+    assert fread["time_ratio"] == 1.0 and fread["is_baseline"] is True
+    assert not any(k.startswith("speedup") for g in groups for k in g)
 
 
 def test_the_noise_section_says_what_old_results_lack(built):
@@ -194,9 +195,9 @@ def test_the_verdict_is_paired_against_the_baseline_and_the_runner_up(rounds12):
     md = (rounds12 / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- **cold**: "))
     assert line.startswith("- **cold**: mmap_seq is fastest (median 1.0")
-    assert ("s): 0.10× the time of fread, the baseline (95% 0.099–0.10, 12 rounds), a sure "
-            "difference; 0.20× the time of odirect, the runner-up (95% 0.20–0.20, 12 rounds), a "
-            "sure difference.") in line
+    assert ("s): 0.10× (0.099–0.10) the time of fread, the baseline (95% interval, 12 rounds), "
+            "a sure difference; 0.20× (0.20–0.20) the time of odirect, the runner-up (95% "
+            "interval, 12 rounds), a sure difference.") in line
 
 
 def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
@@ -206,7 +207,7 @@ def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
     assert (cold["rounds"], cold["lo"], cold["hi"], cold["sure"]) == (3, None, None, False)
     assert cold["runner_up"]["rounds"] == 3 and cold["runner_up"]["lo"] is None
     md = (tmp_path / "report.md").read_text()
-    assert ("0.10× the time of fread, the baseline (3 rounds: too few for a 95% interval; 6 "
+    assert ("0.10× (–) the time of fread, the baseline (3 rounds: too few for a 95% interval; 6 "
             "rounds would give one).") in md
     assert "runner-up" not in md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
 

@@ -17,7 +17,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string Figure(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : "inf"; }
+// A ratio as the report, the verdict and compare write it (analysis/results.py ratio_text):
+// two decimals, two significant digits below 0.1, none from 10 up.
+std::string Figure(double v) {
+  if (!std::isfinite(v)) return "inf";
+  if (v < 0.1) return fmt::format("{:.2g}", v);
+  return v < 10 ? fmt::format("{:.2f}", v) : fmt::format("{:.0f}", v);
+}
 
 // The paired comparisons with the baseline, one line each; those with too few rounds for an
 // interval share one line, which says how many rounds would give one.
@@ -38,15 +44,16 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
       most = std::max(most, c.n);
     } else {
       lines +=
-          fmt::format("  {:<5} {}: {:.3f}x ({}-{}), {} rounds, {}\n", cond, spec, c.ratio,
+          fmt::format("  {:<5} {}: {}× ({}–{}), {} rounds, {}\n", cond, spec, Figure(c.ratio),
                       Figure(c.low), Figure(c.high), c.n,
                       c.significant ? (c.ratio < 1 ? "faster" : "slower") : "no difference shown");
     }
   }
   std::string out;
   if (!lines.empty()) {
-    out = fmt::format("paired, time over {}'s in the same round (95% interval):\n{}", baseline,
-                      lines);
+    out =
+        fmt::format("paired, time over {}'s in the same round (95% interval; below 1: faster):\n{}",
+                    baseline, lines);
   }
   if (too_few > 0) {
     out += fmt::format("paired with {}: {} {} too few for a 95% interval ({} of the ratios); 6 "
