@@ -1,13 +1,19 @@
 """What the tests here share: the checkout (REPO) and the loadbench binary they run (BIN:
-LOADBENCH_BIN, else build/loadbench of this checkout); every test here skips, with the reason,
-where there is no such binary."""
+LOADBENCH_BIN, else build/loadbench of this checkout; every test here skips, with the reason,
+where there is no such binary), a small model (`model`) and an environment with a lock folder
+of the test's own (`env`)."""
 import os
+import subprocess
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BIN = os.path.abspath(os.environ.get("LOADBENCH_BIN", os.path.join(REPO, "build", "loadbench")))
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Every command these tests start waits at most 5 s for a busy machine to settle (as under
+# ctest), so that a test's own deadline does not run out on a machine busy with a build; a test
+# of the wait itself gives --settle-wait.
+os.environ.setdefault("LOADBENCH_SETTLE_WAIT", "5")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -17,3 +23,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if str(item.path).startswith(HERE + os.sep):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A 16 MiB llama-shaped WLF, one per test module."""
+    path = str(tmp_path_factory.mktemp("model") / "m.wlf")
+    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "16MiB", "--out", path, "--quiet"],
+                   check=True)
+    return path
+
+
+@pytest.fixture
+def env(tmp_path):
+    """The environment with a lock folder of this test's own, outside any measurement."""
+    e = dict(os.environ, LOADBENCH_LOCK_DIR=str(tmp_path / "locks"))
+    e.pop("LOADBENCH_LOCK_FD", None)
+    return e

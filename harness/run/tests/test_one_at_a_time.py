@@ -32,23 +32,6 @@ name = "fread"
 PLAN_RUNS = 6  # 1 strategy x 1 cache state x 6 reps
 
 
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    d = tmp_path_factory.mktemp("model")
-    path = str(d / "m.wlf")
-    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "16MiB", "--out", path, "--quiet"],
-                   check=True)
-    return path
-
-
-@pytest.fixture
-def env(tmp_path):
-    e = dict(os.environ)
-    e["LOADBENCH_LOCK_DIR"] = str(tmp_path / "locks")
-    e.pop("LOADBENCH_LOCK_FD", None)
-    return e
-
-
 @pytest.fixture
 def plan(tmp_path, model):
     """The 6-run experiment on the model."""

@@ -23,12 +23,7 @@ def cell(md: str, column: str, first: str) -> str:
     return [c.strip() for c in row.strip("|").split("|")][index]
 
 
-def test_the_console_the_report_the_verdict_and_compare_print_one_text(tmp_path):
-    env = dict(os.environ, LOADBENCH_LOCK_DIR=str(tmp_path / "locks"))
-    env.pop("LOADBENCH_LOCK_FD", None)
-    model = str(tmp_path / "m.wlf")
-    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "32MiB", "--out", model,
-                    "--quiet"], check=True, env=env)
+def test_the_console_the_report_the_verdict_and_compare_print_one_text(tmp_path, model, env):
     out = str(tmp_path / "results")
     # Six rounds: the fewest that give a 95% interval. mmap_seq warm is the fastest by far.
     run = subprocess.run([BIN, "run", "--file", model, "--strategies", "fread,mmap_seq",

@@ -10,26 +10,9 @@ import os
 import signal
 import subprocess
 
-import pytest
 from conftest import BIN
 
 SPIN = ["sh", "-c", "while :; do :; done"]
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    d = tmp_path_factory.mktemp("settle")
-    path = str(d / "m.wlf")
-    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "8MiB", "--out", path, "--quiet"],
-                   check=True)
-    return path
-
-
-@pytest.fixture
-def env(tmp_path):
-    e = dict(os.environ, LOADBENCH_LOCK_DIR=str(tmp_path / "locks"))
-    e.pop("LOADBENCH_LOCK_FD", None)
-    return e
 
 
 def spinner(seconds=None):

@@ -57,12 +57,9 @@ def damon_names():
 
 
 @pytest.fixture
-def env(tmp_path):
-    e = dict(os.environ)
-    e["LOADBENCH_LOCK_DIR"] = str(tmp_path / "locks")
-    e["LOADBENCH_STATE_DIR"] = str(tmp_path / "state")
-    e.pop("LOADBENCH_LOCK_FD", None)
-    return e
+def env(env, tmp_path):
+    """conftest's, with a state folder of the test's own."""
+    return dict(env, LOADBENCH_STATE_DIR=str(tmp_path / "state"))
 
 
 @pytest.fixture
@@ -195,14 +192,6 @@ name = "fread"
 [system]
 tune = true
 """
-
-
-@pytest.fixture(scope="module")
-def model(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("model") / "m.wlf")
-    subprocess.run([BIN, "gen", "--preset", "llama", "--size", "16MiB", "--out", path, "--quiet"],
-                   check=True)
-    return path
 
 
 def experiment(tmp_path, model, reps):
