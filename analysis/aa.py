@@ -13,7 +13,7 @@ import json
 import sys
 
 from analysis import paired
-from analysis.results import guard, load, problems_md
+from analysis.results import guard, load, problems_md, ratio_text
 
 
 def calibrate(folders: list[str]) -> dict:
@@ -50,10 +50,12 @@ def run(args) -> int:
     for note in out["read_problems"]:
         print(note + "\n")
     for r in out["comparisons"]:
-        interval = f"{r['low']:.3f}–{r['high']:.3f}" if r["bounded"] else "no interval"
         mark = "MARKED" if r["significant"] else ("too few rounds" if not r["bounded"] else "n.s.")
-        print(f"{r['folder']}: {r['cache']} {r['strategy_spec']} / {r['baseline']}: "
-              f"{r['ratio']:.3f} ({interval}), {r['n']} rounds: {mark}")
+        # The strategy's time over the baseline's, in the text the reports give every ratio.
+        ratio = ratio_text(r["ratio"], r["low"], r["high"]) if r["bounded"] else \
+            ratio_text(r["ratio"])
+        print(f"{r['folder']}: {r['cache']} {r['strategy_spec']}: {ratio} the time of "
+              f"{r['baseline']}, {r['n']} rounds: {mark}")
     if out["tested"] == 0:
         print("no comparison had the 6 rounds a 95% interval needs")
         return 1

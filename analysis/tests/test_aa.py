@@ -4,7 +4,7 @@ too few rounds for an interval are counted apart, and a folder that is not one i
 
 from conftest import write_rounds
 
-from analysis import aa
+from analysis import aa, results
 
 SAME = {"mmap_seq:label=a": 1.0, "mmap_seq:label=b": 1.0}
 
@@ -31,6 +31,10 @@ def test_the_rate_counts_marked_comparisons(tmp_path, capsys):
     text = capsys.readouterr().out
     assert f"false positives: {out['marked']} of 3 A/A comparisons" in text
     assert "MARKED" in text
+    first = out["comparisons"][0]
+    assert (f"{dirs[0]}: cold mmap_seq:label=b: "
+            f"{results.ratio_text(first['ratio'], first['low'], first['high'])} the time of "
+            "mmap_seq:label=a, 12 rounds: ") in text
 
 
 def test_too_few_rounds_are_counted_apart(tmp_path, capsys):
