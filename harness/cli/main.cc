@@ -375,7 +375,8 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
       "settle", "Wait until the machine is quiet (the check run and experiment make before their "
                 "runs: other processes' CPU time, I/O in flight, dirty pages), saying what is "
                 "busy as it waits; then print how long it waited. Exit 0 when it settled, 1 when "
-                "still busy at the end of the wait; reads only");
+                "still busy at the end of the wait. It writes dirty pages back (sync) first, as "
+                "run and experiment do, and changes nothing else");
   settle
       ->add_option("--max-wait", f->settle_wait_s,
                    "Seconds to wait at most (default: LOADBENCH_SETTLE_WAIT, else 60)")

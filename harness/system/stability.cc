@@ -386,6 +386,9 @@ Window WaitForQuiet(const StabilityOptions& o, int self, std::optional<int64_t> 
       said = since();
       o.on_wait(said, busy);
     }
+    // Pages a writer that has stopped left dirty would sit until they expire (30 s); written
+    // back now, as before the check, so that only a writer still at work keeps it waiting.
+    if (w.busy_dirty) SyncDirtyPages(o.proc_dir);
     last_start = since();
     w = SampleWindow(o, self, cores);
   }
