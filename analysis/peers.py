@@ -24,7 +24,8 @@ import pandas as pd
 
 from analysis import paired, stats
 from analysis.noise import condition, records
-from analysis.results import CONDITION, EXEC, GROUP, Results, exec_label, ratio_text, spec_label
+from analysis.results import (CONDITION, EXEC, GROUP, Results, exec_label, paired_cell,
+                              spec_label)
 
 TITLE = "Peers"
 # The paired figures each peer's row takes from paired.paired_table.
@@ -207,18 +208,12 @@ def size_text(n: float) -> str:
     return f"{n / 2**20:.0f} MiB" if n < 2**30 else f"{n / 2**30:.2f} GiB"
 
 
-def _ratio_cell(r: pd.Series) -> str:
-    if r["is_fastest"]:
-        return "1 (fastest)"
-    if not r["pairs"]:
-        return ""
-    if not r["bounded"]:
-        return ratio_text(r["ratio"])
-    return ratio_text(r["ratio"], r["ratio_low"], r["ratio_high"])
-
-
 def _seconds(v: float) -> str:
     return "" if math.isnan(v) else f"{v:.3f}"
+
+
+def _ratio_cell(r: pd.Series) -> str:
+    return "1 (fastest)" if r["is_fastest"] else paired_cell(r)
 
 
 def condition_md(rows: pd.DataFrame, files: int) -> str:

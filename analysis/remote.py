@@ -33,7 +33,8 @@ import pandas as pd
 
 from analysis import noise, paired, stats
 from analysis.noise import records
-from analysis.results import CONDITION, EXEC, GROUP, Results, ratio_text, spec_label
+from analysis.results import (CONDITION, EXEC, GROUP, Results, paired_cell, ratio_text,
+                              spec_label)
 
 TITLE = "Remote"
 HTTP_STRATEGIES = ("http_get", "http_ranges", "http_stream")
@@ -430,13 +431,7 @@ def _f(v, fmt: str, scale: float = 1.0) -> str:
 
 
 def _ratio_cell(r: pd.Series) -> str:
-    if r["is_local"]:
-        return "1 (best local)"
-    if not r["pairs"]:
-        return ""
-    if not r["bounded"]:
-        return ratio_text(r["ratio"])
-    return ratio_text(r["ratio"], r["ratio_low"], r["ratio_high"])
+    return "1 (best local)" if r["is_local"] else paired_cell(r)
 
 
 def _cells(r: pd.Series) -> list[str]:

@@ -248,6 +248,17 @@ def ratio_text(ratio: float, low: float | None = None, high: float | None = None
     return f"{number(ratio)}× ({interval})"
 
 
+def paired_cell(r) -> str:
+    """A row of paired figures (`pairs`, `ratio`, `ratio_low`, `ratio_high`, `bounded`: as
+    paired.paired_table gives them) as a table cell: its ratio_text, without an interval where
+    none is bounded; empty where nothing was paired."""
+    if not r["pairs"]:
+        return ""
+    if not r["bounded"]:
+        return ratio_text(r["ratio"])
+    return ratio_text(r["ratio"], r["ratio_low"], r["ratio_high"])
+
+
 def _column(runs: pd.DataFrame, name: str) -> pd.Series:
     """The column, or nulls where no record has it."""
     return runs[name] if name in runs else pd.Series(None, index=runs.index, dtype=object)
