@@ -2,6 +2,7 @@
 
 #include <map>
 #include <mutex>
+#include <sstream>
 
 #include "loaders/remote/url.h"
 
@@ -22,6 +23,17 @@ std::map<std::string, Served>& Table() {
   return t;
 }
 
+// Whether a name's path has a `..` component, which would leave the served folder (a name like
+// `m..v2.wlf` has none: only a whole component counts).
+bool LeavesFolder(const std::string& rest) {
+  std::istringstream parts(rest);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part == "..") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void RegisterServed(const std::string& prefix, const std::string& folder,
@@ -40,7 +52,7 @@ std::string LocalFileOf(const std::string& shard_path) {
   for (const auto& [prefix, s] : Table()) {
     if (!shard_path.starts_with(prefix)) continue;
     const std::string rest = shard_path.substr(prefix.size());
-    if (rest.find("..") != std::string::npos) return "";
+    if (LeavesFolder(rest)) return "";
     return s.folder + "/" + rest + s.suffix;
   }
   return IsRemote(shard_path) ? "" : shard_path;
