@@ -99,6 +99,7 @@ Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
   LB_RETURN_IF_ERROR(ParseRoundOrder(f.order, &e->order));
   e->seed = f.seed;
   e->ceiling = f.ceiling;
+  if (Status s = CheckGroupedOrder(*e); !s.ok()) return Status::BadInput("--order: " + s.message());
   if (f.profile.hz && !f.profile.on) return Status::BadInput("--profile-hz: only with --profile");
   e->profile = f.profile.on;
   if (f.profile.hz) e->profile_hz = *f.profile.hz;

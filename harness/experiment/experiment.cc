@@ -212,6 +212,9 @@ class Reader {
                    "a [link] is between the readers and the experiment's server: it needs "
                    "[server] kind = \"http\" or \"s3\"");
     }
+    if (Status s = CheckGroupedOrder(*e); !s.ok()) {
+      return BadAt(path_, *order_where_, s.message());
+    }
     if (auto_where_ != nullptr && !e->auto_reps) {
       return BadAt(path_, *auto_where_, "auto_* keys need reps = \"auto\"");
     }
@@ -611,11 +614,13 @@ class Reader {
     return Status::Ok();
   }
 
+  // Option name to its values: one for a scalar, several for a grid axis.
+  using Axes = std::vector<std::pair<std::string, std::vector<std::string>>>;
+
   Status Strategy(const toml::table& t, std::vector<ExperimentStrategy>* out) {
     if (t["name"].value<std::string>() == kExec) return Exec(t, out);
     std::string name;
-    // Option name to its values: one for a scalar, several for a grid axis.
-    std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+    Axes axes;
     for (const auto& [key, node] : t) {
       const std::string k(key.str());
       if (k == "name") {
@@ -643,7 +648,27 @@ class Reader {
       axes.emplace_back(k, std::move(values));
     }
     if (name.empty()) return BadAt(path_, t.source(), "[[strategy]] has no name");
-    // The grid: every combination of the axes, the first axis varying slowest.
+    const StrategyInfo* info = FindStrategy(name);
+    if (info == nullptr && (CudaNotBuiltReason().empty() || !name.starts_with("cuda_"))) {
+      std::vector<std::string> known;
+      for (const StrategyInfo* s : Strategies()) known.push_back(s->name);
+      return BadAt(path_, t["name"].node()->source(),
+                   fmt::format("unknown strategy '{}' (known: {})", name, fmt::join(known, ", ")));
+    }
+    for (auto& options : Grid(axes)) {
+      ExperimentStrategy s;
+      s.spec.name = name;
+      s.spec.text = name;
+      for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
+      s.spec.options = std::move(options);
+      LB_RETURN_IF_ERROR(Point(t, info, &s));
+      out->push_back(std::move(s));
+    }
+    return Status::Ok();
+  }
+
+  // Every combination of the axes, the first axis varying slowest.
+  static std::vector<std::map<std::string, std::string>> Grid(const Axes& axes) {
     std::vector<std::map<std::string, std::string>> points = {{}};
     for (const auto& [option, values] : axes) {
       std::vector<std::map<std::string, std::string>> next;
@@ -656,29 +681,44 @@ class Reader {
       }
       points = std::move(next);
     }
-    const StrategyInfo* info = FindStrategy(name);
-    for (auto& options : points) {
-      ExperimentStrategy s;
-      s.spec.name = name;
-      s.spec.text = name;
-      for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
-      s.spec.options = std::move(options);
-      if (auto v = s.spec.options.find("via"); v != s.spec.options.end()) {
-        if (!IsVia(v->second)) return BadAt(path_, t.source(), ViaError(v->second));
-        s.spec.via = v->second == "local" ? "" : v->second;
-        s.spec.options.erase(v);
-      }
-      if (info == nullptr) {
-        s.unsupported = NotBuiltReason(name);
-      } else {
-        Params ignored;
-        UseOptions ignored_use;
-        Status st = ResolveSpec(*info, s.spec, &ignored, &ignored_use);
-        if (!st.ok()) s.unsupported = st.message();
-      }
-      out->push_back(std::move(s));
+    return points;
+  }
+
+  // One point of a [[strategy]] table checked as `run --strategies` checks it: an option the
+  // strategy does not take, or a value it cannot parse, is refused at the option's line; a
+  // combination that cannot work here (or a strategy not built: the CUDA ones without the
+  // toolkit) is a point recorded unsupported with its reason.
+  Status Point(const toml::table& t, const StrategyInfo* info, ExperimentStrategy* s) {
+    if (auto v = s->spec.options.find("via"); v != s->spec.options.end()) {
+      if (!IsVia(v->second)) return BadAt(path_, t["via"].node()->source(), ViaError(v->second));
+      s->spec.via = v->second == "local" ? "" : v->second;
+      s->spec.options.erase(v);
     }
+    if (info == nullptr) {
+      s->unsupported = NotBuiltReason(s->spec.name);
+      return Status::Ok();
+    }
+    Params ignored;
+    UseOptions ignored_use;
+    const Status st = ResolveSpec(*info, s->spec, &ignored, &ignored_use);
+    if (st.code() == Status::Code::kBadInput) {
+      return BadAt(path_, OptionNamed(t, st.message()).source(), st.message());
+    }
+    if (!st.ok()) s->unsupported = st.message();
     return Status::Ok();
+  }
+
+  // The option of `t` that a message of ResolveSpec's names ("option chunk: ...", "unknown
+  // option 'chunck'"), else the table itself.
+  static const toml::node& OptionNamed(const toml::table& t, const std::string& message) {
+    for (const auto& [key, node] : t) {
+      const std::string k(key.str());
+      if (message.find("option " + k + ":") != std::string::npos ||
+          message.find("option '" + k + "'") != std::string::npos) {
+        return node;
+      }
+    }
+    return t;
   }
 
   const std::string& path_;

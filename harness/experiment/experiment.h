@@ -204,6 +204,11 @@ inline bool IsCeilingRun(const Experiment& e, const ExperimentRun& r) {
   return r.strategy >= e.strategies.size();
 }
 
+// kBadInput when the order is grouped and the experiment asks for ceilings (ceiling = true, or
+// a [link], whose own ceilings run in every round): a ceiling is read in each round and compared
+// with that round's runs, and grouped order has no rounds.
+Status CheckGroupedOrder(const Experiment& e);
+
 // Expands the files, strategies, cache states, procs, memory limits and reps into e->runs in
 // the experiment's order (LoadExperiment does this; call it again after changing reps).
 void PlanRuns(Experiment* e);

@@ -82,6 +82,18 @@ void PlanRuns(Experiment* e) {
   }
 }
 
+Status CheckGroupedOrder(const Experiment& e) {
+  if (e.order != RoundOrder::kGrouped) return Status::Ok();
+  const char* what = e.ceiling               ? "a ceiling read in every cold round (ceiling)"
+                     : !e.link.rates.empty() ? "the link's and the server's ceilings ([link])"
+                                             : nullptr;
+  if (what == nullptr) return Status::Ok();
+  return Status::BadInput(
+      fmt::format("order grouped runs each strategy's runs back to back, in no rounds, and {} is "
+                  "read and compared within rounds: use order balanced, interleaved or shuffled",
+                  what));
+}
+
 bool RepsOverrides::any() const {
   return reps || auto_reps || target || budget_s || min_rounds || max_rounds;
 }

@@ -18,6 +18,7 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/point.h"
+#include "loaders/loader.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -196,6 +197,24 @@ TEST_F(ExperimentTest, GroupedOrderKeepsRepetitionsTogether) {
   EXPECT_EQ(e.runs[2].cache, "warm");
 }
 
+// A ceiling is read in each round and compared with that round's runs; grouped order has no
+// rounds, so it would plan none and still say it reads the device: the file is refused at the
+// order's line instead.
+TEST_F(ExperimentTest, GroupedOrderWithACeilingIsRefusedAtTheOrdersLine) {
+  std::string text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 2\nceiling = true\norder = \"grouped\"");
+  const std::string why = Refusal(text);
+  EXPECT_NE(why.find("e.toml:5: order grouped"), std::string::npos) << why;
+  EXPECT_NE(why.find("ceiling"), std::string::npos) << why;
+  text = kGrid;
+  text.replace(text.find("reps = 2"), 8, "reps = 2\nceiling = true\norder = \"balanced\"");
+  Experiment e;
+  ASSERT_TRUE(Load(text, &e).ok());
+  size_t ceilings = 0;
+  for (const ExperimentRun& r : e.runs) ceilings += IsCeilingRun(e, r) ? 1 : 0;
+  EXPECT_EQ(ceilings, 2u);  // one per cold round
+}
+
 TEST_F(ExperimentTest, GeneratedFilesAreNamedBySpecInTheDataFolder) {
   Experiment e;
   ASSERT_TRUE(Load(kGrid, &e).ok());
@@ -261,25 +280,46 @@ TEST_F(ExperimentTest, SizesCanBeMultiplesOfMemory) {
   EXPECT_NE(Refusal("[[file]]\nsize = \"twoxRAM\"\n").find("1.25xRAM"), std::string::npos);
 }
 
-// A strategy this build does not have, or an option it does not take, is planned: its runs
-// are reported unsupported with the reason, and the rest of the experiment runs.
-TEST_F(ExperimentTest, UnknownStrategiesAndOptionsArePlannedAsUnsupported) {
+// A typo in a strategy's name or options is refused as `run --strategies` refuses it, naming
+// the file, the line and what exists: planned, it would be an `unsupported` point that never
+// runs, and could be the baseline every ratio is against. A combination that cannot work here,
+// or a CUDA strategy in a build without the toolkit, is planned unsupported with the reason.
+TEST_F(ExperimentTest, TyposInStrategiesAreRefusedAtTheirLine) {
+  const std::string head = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"fread\"\n";
+  std::string why = Refusal(head + "chunck = \"4MiB\"\n");
+  EXPECT_NE(why.find("e.toml:5: strategy fread: unknown option 'chunck' (options: chunk"),
+            std::string::npos)
+      << why;
+  why = Refusal(head + "chunk = [\"1MiB\", \"lots\"]\n");
+  EXPECT_NE(why.find("e.toml:5: strategy fread: option chunk"), std::string::npos) << why;
+  why = Refusal("[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"fraed\"\n");
+  EXPECT_NE(why.find("e.toml:4: unknown strategy 'fraed' (known: "), std::string::npos) << why;
+  EXPECT_NE(why.find("fread"), std::string::npos) << why;
+}
+
+TEST_F(ExperimentTest, WhatCannotWorkHereIsPlannedAsUnsupported) {
   Experiment e;
+  // A CUDA strategy is one this build may lack (no toolkit at build time): then planned.
+  const std::string cuda = CudaNotBuiltReason().empty() ? "mmap_seq" : "cuda_pageable";
   const Status s = Load(R"([[file]]
 path = "x.wlf"
 [[strategy]]
-name = "nosuch"
+name = ")" + cuda + R"("
 [[strategy]]
 name = "fread"
-flavour = "sweet"
+transform = "bf16_to_f32"
+place = "inplace"
 [[strategy]]
 name = "mmap"
 )",
                         &e);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(e.strategies.size(), 3u);
-  EXPECT_NE(e.strategies[0].unsupported.find("'nosuch' does not exist"), std::string::npos);
-  EXPECT_NE(e.strategies[1].unsupported.find("unknown option 'flavour'"), std::string::npos)
+  if (!CudaNotBuiltReason().empty()) {
+    EXPECT_NE(e.strategies[0].unsupported.find("'cuda_pageable' is not built"), std::string::npos)
+        << e.strategies[0].unsupported;
+  }
+  EXPECT_NE(e.strategies[1].unsupported.find("place=inplace"), std::string::npos)
       << e.strategies[1].unsupported;
   EXPECT_EQ(e.strategies[2].unsupported, "");
   EXPECT_EQ(e.runs.size(), 3u * 2u * 3u);  // 3 reps, both cache states by default
