@@ -86,12 +86,34 @@ std::map<RunKey, RunReaders> RunsInRounds(const std::vector<Json>& records) {
   return runs;
 }
 
+// From the first reader's start to the last one's end where every one recorded its start, else
+// the largest wall_s; and how far apart they started.
+void Span(const std::vector<const Json*>& readers, RunTime* t) {
+  double first = kInf, last_start = -kInf, last_end = -kInf, most = 0;
+  bool starts = true;
+  for (const Json* r : readers) {
+    most = std::max(most, WallOf(*r));
+    const std::optional<double> start = StartOf(*r);
+    starts = starts && start.has_value();
+    if (!start) continue;
+    first = std::min(first, *start);
+    last_start = std::max(last_start, *start);
+    last_end = std::max(last_end, *start + WallOf(*r));
+  }
+  t->duration = starts ? last_end - first : most;
+  if (starts) t->start_spread = last_start - first;
+}
+
 }  // namespace
+
+std::string RoleOf(const Json& r) {
+  const auto d = r.find("details");
+  return d != r.end() && d->is_object() ? d->value("role", "") : "";
+}
 
 RunTime TimeOfRun(const RunReaders& run) {
   RunTime t;
-  double first = kInf, last_start = -kInf, last_end = -kInf, most = 0;
-  bool starts = true;
+  std::vector<const Json*> readers;
   for (int k = 0; k < run.readers; ++k) {
     const auto it = run.by_reader.find(k);
     if (it == run.by_reader.end()) {
@@ -106,24 +128,24 @@ RunTime TimeOfRun(const RunReaders& run) {
                                                                  : "no time");
       return t;
     }
-    most = std::max(most, WallOf(r));
-    const std::optional<double> start = StartOf(r);
-    starts = starts && start.has_value();
-    if (!start) continue;
-    first = std::min(first, *start);
-    last_start = std::max(last_start, *start);
-    last_end = std::max(last_end, *start + WallOf(r));
+    readers.push_back(&r);
   }
-  t.duration = starts ? last_end - first : most;
-  if (starts) t.start_spread = last_start - first;
+  Span(readers, &t);
   return t;
 }
 
 Rounds RoundsOf(const std::vector<Json>& records) {
   Rounds out;
   for (const auto& [key, run] : RunsInRounds(records)) {
-    const RunTime t = TimeOfRun(run);
-    if (t.duration) out[std::get<0>(key)][std::get<1>(key)][std::get<2>(key)] = *t.duration;
+    if (!TimeOfRun(run).duration) continue;  // a run counts only whole
+    // Its readers by role ("" for a run without roles): each role is timed on its own.
+    std::map<std::string, std::vector<const Json*>> roles;
+    for (const auto& [k, r] : run.by_reader) roles[RoleOf(*r)].push_back(r);
+    for (const auto& [role, readers] : roles) {
+      RunTime t;
+      Span(readers, &t);
+      out[std::get<0>(key)][{std::get<1>(key), role}][std::get<2>(key)] = *t.duration;
+    }
   }
   return out;
 }
@@ -140,8 +162,45 @@ std::vector<std::string> BrokenRuns(const std::vector<Json>& records, bool with_
 }
 
 std::string MarkedSpec(const Comparison& c) {
-  return c.marks.empty() ? c.spec : c.spec + " (" + c.marks + ")";
+  std::string out = c.marks.empty() ? c.spec : c.spec + " (" + c.marks + ")";
+  return c.role.empty() ? out : out + "[" + c.role + "]";
 }
+
+namespace {
+
+// The baseline's time in each round: its slowest role's (the whole run's, without roles).
+std::map<int, double> BaselineRounds(const std::map<Series, std::map<int, double>>& series,
+                                     const std::string& baseline) {
+  std::map<int, double> out;
+  for (const auto& [name, rounds] : series) {
+    if (name.first != baseline) continue;
+    for (const auto& [rep, t] : rounds) out[rep] = std::max(out[rep], t);
+  }
+  return out;
+}
+
+Comparison Compare(const Condition& condition, const Series& name,
+                   const std::map<int, double>& rounds, const std::map<int, double>& base) {
+  std::vector<double> d;
+  for (const auto& [rep, t] : rounds) {
+    const auto b = base.find(rep);
+    if (b != base.end()) d.push_back(std::log(t / b->second));
+  }
+  const paired::Interval i = paired::SignedRankInterval(d);
+  Comparison c;
+  std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link) = condition;
+  std::tie(c.spec, c.role) = name;
+  c.n = i.n;
+  c.ratio = i.n > 0 ? std::exp(i.estimate) : 0;
+  c.low = i.bounded ? std::exp(i.low) : 0;
+  c.high = i.bounded ? std::exp(i.high) : kInf;
+  c.level = i.bounded ? i.level : 0;
+  c.half_width = paired::HalfWidth(i);
+  c.significant = paired::Significant(i);
+  return c;
+}
+
+}  // namespace
 
 RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::string& baseline,
                                   double target) {
@@ -152,33 +211,17 @@ RoundsVerdict CompareWithBaseline(const std::vector<Json>& records, const std::s
     std::string& m = marks[{ConditionOf(r), r.value("strategy_spec", "")}];
     if (m.empty()) m = RowMarks(r);
   }
-  for (const auto& [condition, specs] : RoundsOf(records)) {
-    for (const auto& [spec, rounds] : specs) {
+  for (const auto& [condition, series] : RoundsOf(records)) {
+    for (const auto& [name, rounds] : series) {
       v.rounds = std::max(v.rounds, static_cast<int>(rounds.size()));
     }
-    const auto base = specs.find(baseline);
-    for (const auto& [spec, rounds] : specs) {
-      if (spec == baseline) continue;
-      std::vector<double> d;
-      if (base != specs.end()) {
-        for (const auto& [rep, t] : rounds) {
-          const auto b = base->second.find(rep);
-          if (b != base->second.end()) d.push_back(std::log(t / b->second));
-        }
-      }
-      const paired::Interval i = paired::SignedRankInterval(d);
-      Comparison c;
-      std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link) = condition;
-      c.spec = spec;
-      c.marks = marks[{condition, spec}];
+    const std::map<int, double> base = BaselineRounds(series, baseline);
+    for (const auto& [name, rounds] : series) {
+      if (name.first == baseline) continue;
+      Comparison c = Compare(condition, name, rounds, base);
+      c.marks = marks[{condition, name.first}];
       c.baseline = baseline;
-      c.n = i.n;
-      c.ratio = i.n > 0 ? std::exp(i.estimate) : 0;
-      c.low = i.bounded ? std::exp(i.low) : 0;
-      c.high = i.bounded ? std::exp(i.high) : kInf;
-      c.half_width = paired::HalfWidth(i);
       c.met = c.half_width <= target;
-      c.significant = paired::Significant(i);
       v.comparisons.push_back(c);
     }
   }

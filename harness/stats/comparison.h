@@ -47,9 +47,16 @@ struct RunTime {
 };
 RunTime TimeOfRun(const RunReaders& run);
 
-// Per condition, per strategy spec, per round: the run's time (TimeOfRun), from the records
-// made in rounds (those with a position; ceiling reads aside); a run that is not whole has none.
-using Rounds = std::map<Condition, std::map<std::string, std::map<int, double>>>;
+// A run's role ("creator", "attacher": the readers of shm), from its details; "" for none.
+std::string RoleOf(const nlohmann::ordered_json& record);
+
+// What is paired: a strategy spec and a role of its readers ("" for a run without roles).
+using Series = std::pair<std::string, std::string>;
+// Per condition, per series, per round: the time of the run's readers of that role (from the
+// first one's start to the last one's end, as TimeOfRun), from the records made in rounds
+// (those with a position; ceiling reads aside); a run that is not whole has none, in any role.
+// The analysis pairs the same way (analysis/paired.py run_values).
+using Rounds = std::map<Condition, std::map<Series, std::map<int, double>>>;
 Rounds RoundsOf(const std::vector<nlohmann::ordered_json>& records);
 
 // The runs of several readers made in rounds that have no time because some reader failed,
@@ -65,17 +72,19 @@ struct Comparison {
   int procs = 1;
   uint64_t memory_limit_bytes = 0;
   std::string pattern = "replicated";
-  std::string link;  // "" off a link
-  std::string spec, baseline;
+  std::string link;                  // "" off a link
+  std::string spec, role, baseline;  // role: "" for a run without roles
   std::string marks;  // what a reader must know to read the ratio: RowMarks of the spec's runs
   int n = 0;
   double ratio = 0, low = 0, high = 0;  // low/high: 0 and +inf when unbounded
+  double level = 0;                     // the interval's two-sided level; 0 when unbounded
   double half_width = 0;                // relative; +inf when unbounded
   bool met = false;                     // half_width <= target
   bool significant = false;
 };
 
-// The spec with its marks: "torch_load (unverified)".
+// The spec with its marks and role, as the summary's rows name it: "torch_load (unverified)",
+// "shm[attacher]".
 std::string MarkedSpec(const Comparison& c);
 
 struct RoundsVerdict {

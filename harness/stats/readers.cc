@@ -54,7 +54,8 @@ std::map<Key, std::map<std::pair<std::string, int>, RunReaders>> RoundsByRow(
   for (const Json& r : runs) {
     const int procs = r.value("procs", 1);
     if (procs < 2 || IsCeilingName(r.value("strategy", ""))) continue;
-    const Key key = {r.value("cache", "?"), RowLabel(r, files.size() > 1)};
+    // A round is every reader of the run, whatever its role (shm's creator and attacher).
+    const Key key = {r.value("cache", "?"), RowLabel(r, files.size() > 1, false)};
     if (!rows.count(key)) order->push_back(key);
     RunReaders& round = rows[key][{r.value("file", ""), r.value("rep", 0)}];
     round.readers = procs;

@@ -166,12 +166,10 @@ std::string NetCeilingLines(const Table& t) {
 // The row label: the strategy spec, its marks (RowMarks: an exec command unverified, the region
 // it timed), its role ([creator], [attacher]) when it has one, how many workers and under which
 // memory limit when those are set, and the file's name when the records hold more than one file.
-std::string RowLabel(const nlohmann::ordered_json& r, bool name_file) {
+std::string RowLabel(const nlohmann::ordered_json& r, bool name_file, bool with_role) {
   std::string label = r.value("strategy_spec", r.value("strategy", "?"));
   if (const std::string marks = RowMarks(r); !marks.empty()) label += " (" + marks + ")";
-  if (const auto d = r.find("details"); d != r.end() && d->is_object() && d->contains("role")) {
-    label += "[" + d->value("role", "?") + "]";
-  }
+  if (const std::string role = RoleOf(r); with_role && !role.empty()) label += "[" + role + "]";
   if (const auto procs = Num(r, "procs"); procs && *procs > 1) {
     label += fmt::format(" x{:.0f}", *procs);
   }

@@ -15,9 +15,10 @@ namespace loadbench {
 // ceiling reads when there were any.
 std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs);
 
-// A row's label: the strategy spec, its role, "(unverified)", " xN" readers and their read
-// pattern, the memory limit, and the file's name when `name_file`.
-std::string RowLabel(const nlohmann::ordered_json& r, bool name_file);
+// A row's label: the strategy spec, its role (unless `with_role` is false: a run's readers of
+// every role together, as the many-readers table has them), "(unverified)", " xN" readers and
+// their read pattern, the memory limit, and the file's name when `name_file`.
+std::string RowLabel(const nlohmann::ordered_json& r, bool name_file, bool with_role = true);
 
 // Runs of several readers, MLPerf Storage's way: a round (one run of N readers) lasts as long as
 // its slowest reader; its throughput is every byte the readers delivered over that time; its
