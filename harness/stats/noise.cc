@@ -4,26 +4,21 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/record/record.h"
 #include "harness/stats/comparison.h"
 #include "harness/stats/paired_stats.h"
+#include "harness/stats/ratio_text.h"
 
 namespace loadbench {
 namespace {
 
 using Json = nlohmann::ordered_json;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// A ratio as the report, the verdict and compare write it (analysis/results.py ratio_text):
-// two decimals, two significant digits below 0.1, none from 10 up.
-std::string Figure(double v) {
-  if (!std::isfinite(v)) return "inf";
-  if (v < 0.1) return fmt::format("{:.2g}", v);
-  return v < 10 ? fmt::format("{:.2f}", v) : fmt::format("{:.0f}", v);
-}
 
 // The paired comparisons with the baseline, one line each; those with too few rounds for an
 // interval share one line, which says how many rounds would give one.
@@ -44,16 +39,16 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
       most = std::max(most, c.n);
     } else {
       lines +=
-          fmt::format("  {:<5} {}: {}× ({}–{}), {} rounds, {}\n", cond, spec, Figure(c.ratio),
-                      Figure(c.low), Figure(c.high), c.n,
+          fmt::format("  {:<5} {}: {}, {} interval, {} rounds, {}\n", cond, spec,
+                      RatioText(c.ratio, c.low, c.high), LevelText(c.level), c.n,
                       c.significant ? (c.ratio < 1 ? "faster" : "slower") : "no difference shown");
     }
   }
   std::string out;
   if (!lines.empty()) {
-    out =
-        fmt::format("paired, time over {}'s in the same round (95% interval; below 1: faster):\n{}",
-                    baseline, lines);
+    out = fmt::format("paired, time over {}'s in the same round (exact signed-rank interval, at "
+                      "least 95%; below 1: faster):\n{}",
+                      baseline, lines);
   }
   if (too_few > 0) {
     out += fmt::format("paired with {}: {} {} too few for a 95% interval ({} of the ratios); 6 "
@@ -110,13 +105,77 @@ std::string DriftLines(const std::vector<Json>& records, const Rounds& rounds, b
   return out;
 }
 
+// A cold condition's ceiling reads: each round's GB/s, and the recipes they used.
+struct RoundCeilings {
+  std::map<int, double> gb_per_s;
+  std::set<std::string> recipes;
+};
+
+std::map<Condition, RoundCeilings> CeilingsByRound(const std::vector<Json>& records) {
+  std::map<Condition, RoundCeilings> out;
+  for (const Json& r : records) {
+    const auto g = r.find("gb_per_s");
+    if (r.value("strategy", "") != kCeiling || !IsOk(r) || g == r.end() || !g->is_number()) {
+      continue;
+    }
+    RoundCeilings& c = out[ConditionOf(r)];
+    c.gb_per_s[r.value("rep", 0)] = g->get<double>();
+    const auto p = r.find("params");
+    const bool named = p != r.end() && p->is_object() && p->contains("recipe");
+    c.recipes.insert(named ? p->value("recipe", "?") : "O_DIRECT io_uring (before recipes)");
+  }
+  return out;
+}
+
+// A ceiling that is not one: a series whose median GB/s over the rounds it shares with ceiling
+// reads is above the fastest of those reads beat the ceiling by more than the ceiling's own
+// spread. Said as the report says it (analysis/ceiling.py), one WARNING line each.
+std::string BeatenCeilingLines(const std::vector<Json>& records, const Rounds& rounds,
+                               bool many_files) {
+  const std::map<Condition, RoundCeilings> ceilings = CeilingsByRound(records);
+  std::map<Condition, double> bytes;
+  for (const Json& r : records) {
+    const auto b = r.find("file_bytes");
+    if (!IsCeilingName(r.value("strategy", "")) && b != r.end() && b->is_number()) {
+      bytes[ConditionOf(r)] = b->get<double>();
+    }
+  }
+  std::string out;
+  for (const auto& [cond, series] : rounds) {
+    const auto c = ceilings.find(cond);
+    if (c == ceilings.end() || !bytes.count(cond)) continue;
+    for (const auto& [name, times] : series) {
+      std::vector<double> gbps;
+      double fastest = 0;
+      for (const auto& [rep, t] : times) {
+        const auto read = c->second.gb_per_s.find(rep);
+        if (read == c->second.gb_per_s.end() || t <= 0) continue;
+        gbps.push_back(bytes.at(cond) / t / 1e9);
+        fastest = std::max(fastest, read->second);
+      }
+      if (gbps.empty() || paired::Median(gbps) <= fastest) continue;
+      out += fmt::format(
+          "WARNING a ceiling that is not one: {} {}{}'s median {:.2f} GB/s over {} rounds is above "
+          "the fastest ceiling read of those rounds ({:.2f} GB/s, {}): the ceiling is not the "
+          "device's limit here, and shares of it (of device) overstate how near the strategies "
+          "come to the limit\n",
+          ConditionText(cond, many_files), name.first,
+          name.second.empty() ? "" : "[" + name.second + "]", paired::Median(gbps), gbps.size(),
+          fastest, fmt::join(c->second.recipes, ", "));
+    }
+  }
+  return out;
+}
+
 // Outliers, per group (condition and strategy), on log time: flagged, kept in every figure;
 // listed when `list`, else counted.
 std::string OutlierLines(const std::vector<Json>& records, bool many_files, bool list) {
   std::map<std::pair<Condition, std::string>, std::vector<const Json*>> groups;
   for (const Json& r : records) {
     if (!IsOk(r) || WallOf(r) <= 0) continue;
-    groups[{ConditionOf(r), r.value("strategy_spec", "")}].push_back(&r);
+    const std::string role = RoleOf(r);
+    groups[{ConditionOf(r), r.value("strategy_spec", "") + (role.empty() ? "" : "[" + role + "]")}]
+        .push_back(&r);
   }
   std::vector<std::string> lines;
   for (const auto& [key, rs] : groups) {
@@ -162,7 +221,8 @@ std::string NoiseSummary(const std::vector<Json>& records, const std::string& ba
   for (const auto& [c, specs] : rounds) files[std::get<0>(c)] = true;
   const bool many_files = files.size() > 1;
   return PairedLines(records, baseline, many_files) + BrokenLines(records, many_files) +
-         DriftLines(records, rounds, many_files) + OutlierLines(records, many_files, list_outliers);
+         BeatenCeilingLines(records, rounds, many_files) + DriftLines(records, rounds, many_files) +
+         OutlierLines(records, many_files, list_outliers);
 }
 
 }  // namespace loadbench
