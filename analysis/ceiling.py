@@ -127,12 +127,13 @@ def check_md(results: Results, condition) -> str:
             lines.append(f"- **Warning: a ceiling that is not one**: {name} loaded the same "
                          f"bytes at {figures}, median over {b['n']} rounds: its time is "
                          f"{ratio_text(b['ratio'], b['ratio_low'], b['ratio_high'])} the "
-                         "ceiling's (95% interval). The ceiling is not the device's limit "
+                         f"ceiling's ({paired.coverage_text(b['n'])} interval). The ceiling is "
+                         "not the device's limit "
                          "here: its fractions (*of device*) overstate how near the strategies "
                          "come to the limit.")
         elif b["ratio"] < 1:
             low, high = (b["ratio_low"], b["ratio_high"]) if b["bounded"] else (None, None)
-            interval = ("its 95% interval holds 1" if b["bounded"]
+            interval = (f"its {paired.coverage_text(b['n'])} interval holds 1" if b["bounded"]
                         else f"{b['n']} rounds, too few for a 95% interval")
             lines.append(f"- {name}: faster than the ceiling in its estimate, {figures}, "
                          f"{ratio_text(b['ratio'], low, high)} its time ({interval}).")

@@ -17,6 +17,10 @@ baseline's value is its slowest worker's whatever their roles, as in the harness
 
 The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
 `fread` when the condition has it; else the condition's first strategy spec in runs.jsonl.
+
+The interval's exact level depends on the number of pairs and is at least 95% (96.9% at 6):
+`coverage_text` gives it as every sentence about one comparison prints it, `levels_note` as a
+table's legend does.
 """
 
 from __future__ import annotations
@@ -67,6 +71,26 @@ def critical(n: int) -> tuple[int, float]:
         return 0, math.nan
     t_star = int(within[-1])
     return t_star + 1, float(2 * cdf[t_star])
+
+
+def coverage_text(n: int) -> str:
+    """The exact level of the signed-rank interval of `n` pairs, 1 - its test level, as every
+    text that names one comparison and the harness's console print it: one decimal ("96.9%" at
+    6 pairs, 1 - 2/64), "95%" where that rounds to 95.0%; "" under 6 pairs, which have none."""
+    k, level = critical(n)
+    text = f"{100 * (1 - level):.1f}%" if k else ""
+    return "95%" if text == "95.0%" else text
+
+
+def levels_note(pairs) -> str:
+    """For the legend of a table of paired intervals of many numbers of rounds (`pairs`, one
+    per row): their exact level at the fewest rounds that give one; "" where none does."""
+    bounded = [int(n) for n in pairs if not pd.isna(n) and critical(int(n))[0]]
+    if not bounded:
+        return ""
+    n = min(bounded)
+    return ("The intervals' exact level is at least 95% and depends on the rounds: "
+            f"{coverage_text(n)} at {n} rounds, the fewest here.")
 
 
 @dataclass(frozen=True)

@@ -444,6 +444,8 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
                 if paired_columns else "Columns as above.")
     else:
         text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
+    levels = paired.levels_note(t["pairs"]) if paired_columns else ""
+    text += f" {levels}" if levels else ""
     if note and (t["procs"] > 1).any():
         text += " " + READER_NOTE
     if "verified" in t and not t["verified"].all():

@@ -88,7 +88,7 @@ def against(c: dict, other: str, role: str) -> str:
         return (f"{ratio} ({rounds}: too few for a 95% interval; {MIN_ROUNDS} rounds would "
                 "give one)")
     sure = "a sure difference" if c["sure"] else f"not distinguishable in {rounds}"
-    return f"{ratio} (95% interval, {rounds}), {sure}"
+    return f"{ratio} ({paired.coverage_text(c['rounds'])} interval, {rounds}), {sure}"
 
 
 def phrase(e: dict) -> str:

@@ -46,11 +46,11 @@ def test_the_report_warns_of_a_ceiling_that_is_not_one_with_both_figures(built):
     noise = md.split("## Noise", 1)[1].split("\n## ", 1)[0]
     assert ("- **Warning: a ceiling that is not one**: mmap_prefetch (cold) loaded the same "
             "bytes at 1.81 GB/s against the same rounds' ceiling 1.23 GB/s (direct_1m_qd32), "
-            "median over 6 rounds: its time is 0.67× (0.65–0.69) the ceiling's (95% "
+            "median over 6 rounds: its time is 0.67× (0.65–0.69) the ceiling's (96.9% "
             "interval).") in noise
     assert ("- odirect (cold): faster than the ceiling in its estimate, 1.33 GB/s against the "
             "same rounds' ceiling 1.23 GB/s (direct_1m_qd32), 0.92× (0.89–1.05) its time (its "
-            "95% interval holds 1).") in noise
+            "96.9% interval holds 1).") in noise
     assert "fread (cold)" not in noise
     assert noise.count("Warning: a ceiling that is not one") == 1
     page = (built / "report.html").read_text()

@@ -129,6 +129,7 @@ def test_the_section_shows_each_cache_state_against_its_fastest(built):
     assert "**cold**: against mmap, the fastest loadbench strategy here (median 2.000 s)." in text
     assert ("**warm**: against mmap_populate, the fastest loadbench strategy here (median "
             "0.500 s).") in text
+    assert "at least 95% and depends on the rounds: 96.9% at 6 rounds, the fewest here." in text
     cold = "**cold**"
     assert row_of(text, "mmap", cold)[5] == "1 (fastest)"
     assert row_of(text, "numpy-fromfile", cold) == [

@@ -195,9 +195,22 @@ def test_the_verdict_is_paired_against_the_baseline_and_the_runner_up(rounds12):
     md = (rounds12 / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- **cold**: "))
     assert line.startswith("- **cold**: mmap_seq is fastest (median 1.0")
-    assert ("s): 0.10× (0.099–0.11) the time of fread, the baseline (95% interval, 12 rounds), "
-            "a sure difference; 0.20× (0.19–0.21) the time of odirect, the runner-up (95% "
-            "interval, 12 rounds), a sure difference.") in line
+    # At 12 rounds the signed-rank interval's exact level is 95.8%, not 95%.
+    assert ("s): 0.10× (0.099–0.11) the time of fread, the baseline (95.8% interval, 12 "
+            "rounds), a sure difference; 0.20× (0.19–0.21) the time of odirect, the runner-up "
+            "(95.8% interval, 12 rounds), a sure difference.") in line
+
+
+def test_the_table_legend_gives_the_exact_level_of_the_fewest_rounds(rounds12, tmp_path):
+    cold = (rounds12 / "report.md").read_text().split("## Cold start", 1)[1]
+    assert ("The intervals' exact level is at least 95% and depends on the rounds: 95.8% at "
+            "12 rounds, the fewest here.") in cold.split("\n\n| strategy", 1)[0]
+    # 6 rounds, odirect's first failed: its 5 pairs have no interval, so the fewest with one
+    # are 6.
+    write_rounds(str(tmp_path), rounds=6, failed=[("odirect", "cold", 0)])
+    report.build(str(tmp_path))
+    cold = (tmp_path / "report.md").read_text().split("## Cold start", 1)[1]
+    assert "at least 95% and depends on the rounds: 96.9% at 6 rounds, the fewest here." in cold
 
 
 def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
@@ -218,7 +231,8 @@ def test_a_difference_the_rounds_cannot_tell(tmp_path):
     cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
     shown = cold if cold["fastest"] == "mmap" else cold["runner_up"]
     assert shown["rounds"] == 6 and shown["lo"] < 1 < shown["hi"] and not shown["sure"]
-    assert "not distinguishable in 6 rounds." in (tmp_path / "report.md").read_text()
+    assert ("(96.9% interval, 6 rounds), not distinguishable in 6 rounds."
+            in (tmp_path / "report.md").read_text())
 
 
 def test_the_verdict_says_how_long_the_experiment_took(tmp_path_factory):
