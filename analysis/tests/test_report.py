@@ -213,6 +213,30 @@ def test_the_table_legend_gives_the_exact_level_of_the_fewest_rounds(rounds12, t
     assert "at least 95% and depends on the rounds: 96.9% at 6 rounds, the fewest here." in cold
 
 
+def test_a_verdict_whose_medians_and_rounds_disagree_says_so(tmp_path):
+    """mmap fails in the 6 fast rounds of a drift to 3x: its median comes from the slow rounds
+    alone and is above mmap_seq's, which comes from all 12, though in the 6 rounds both ran in
+    mmap_seq took 1.05x mmap's time every round."""
+    write_rounds(str(tmp_path), rounds=12, times={"fread": 10.0, "mmap_seq": 1.0, "mmap": 0.95},
+                 drift=3.0, sigma=0.01, ceiling=False, caches=("cold",),
+                 failed=[("mmap", "cold", rep) for rep in range(6)])
+    report.build(str(tmp_path))
+    cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
+    assert cold["fastest"] == "mmap_seq" and cold["medians_and_rounds_disagree"] is True
+    faster = cold["faster_in_rounds"]
+    assert (faster["strategy"], faster["rounds"], faster["sure"]) == ("mmap", 6, True)
+    assert 1 < faster["lo"] < faster["ratio"] < faster["hi"] < 1.1
+    assert faster["median_s"] > cold["median_s"]
+    line = next(x for x in (tmp_path / "report.md").read_text().splitlines()
+                if x.startswith("- **cold**: "))
+    assert "is fastest" not in line
+    assert line.startswith(
+        f"- **cold**: the medians and the paired rounds disagree: mmap_seq has the lowest "
+        f"median ({cold['median_s']:.3f} s; mmap {faster['median_s']:.3f} s), but in the rounds "
+        "both ran in it took 1.05× (1.03–1.08) the time of mmap, the runner-up (96.9% interval, "
+        "6 rounds), a sure difference; neither is named fastest.")
+
+
 def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
     write_rounds(str(tmp_path), rounds=3)
     report.build(str(tmp_path))
