@@ -7,16 +7,17 @@ sent no checksum (unverified) are no candidates while a verified row exists: not
 what they loaded. The fastest by median is named only where the paired rounds agree: no other
 candidate surely faster than it in the rounds both ran in, and its estimate against the
 runner-up not above 1 (`faster_in_rounds`); where they disagree the verdict says so, with both
-strategies, both medians and the paired ratio, and names no fastest. `summarize` gives
-summary.json's `verdict`, `lines` the plain text `analysis.report --brief` prints, `section_md`
-the report's.
+strategies, both medians and the paired ratio, and names no fastest. Each condition's
+`caveats` (analysis/ceiling.py's: a ceiling that a strategy's median beat) close the verdict,
+in the report and in `lines`. `summarize` gives summary.json's `verdict`, `lines` the plain
+text `analysis.report --brief` prints, `section_md` the report's.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis import noise, paired
+from analysis import ceiling, noise, paired
 from analysis.results import CONDITION, Results, exec_label, ratio_text, spec_label
 
 # The fewest paired rounds that give a 95% interval (6).
@@ -83,7 +84,7 @@ def entry(r: Results, key: tuple, rows: pd.DataFrame, pairs: pd.DataFrame,
            "rounds": 0, "sure": False, "runner_up": None,
            "in_rounds": not paired.no_rounds(r),
            "medians_and_rounds_disagree": against_rounds is not None,
-           "faster_in_rounds": against_rounds}
+           "faster_in_rounds": against_rounds, "caveats": ceiling.caveats(rows)}
     if base and not out["is_baseline"]:
         out.update(comparison(pairs, key, fastest) or {})
     if len(candidates) > 1:
@@ -170,9 +171,14 @@ def phrase(e: dict) -> str:
     return text
 
 
+def caveats(verdicts) -> list[tuple[str, str]]:
+    """The caveats of the (condition, verdict) pairs, each with its condition."""
+    return [(cond, caveat) for cond, e in verdicts for caveat in e["caveats"]]
+
+
 def lines(summary: dict, most: int = 3) -> list[str]:
     """summary.json's verdict as plain-text lines, one per condition, at most `most` (the last
-    then says how many more the report has)."""
+    then says how many more the report has), then the caveats of the conditions shown."""
     verdicts = list((summary.get("verdict") or {}).items())
     if not verdicts:
         return ["no verdict: no ok run of a strategy"]
@@ -180,7 +186,7 @@ def lines(summary: dict, most: int = 3) -> list[str]:
     out = [f"{cond}: {phrase(e)}" for cond, e in shown]
     if len(shown) < len(verdicts):
         out.append(f"... and {len(verdicts) - len(shown)} more conditions: see the report")
-    return out
+    return out + [f"{cond}: {caveat}" for cond, caveat in caveats(shown)]
 
 
 def clock(seconds: float) -> str:
@@ -217,7 +223,9 @@ def took(r: Results) -> str:
 
 
 def section_md(verdicts: dict) -> str:
-    """The verdict (summarize's) as the report's list, one item per condition."""
+    """The verdict (summarize's) as the report's list, one item per condition, then one per
+    caveat."""
     if not verdicts:
         return "No verdict: no ok run of a strategy."
-    return "\n".join(f"- **{cond}**: {phrase(e)}" for cond, e in verdicts.items())
+    return "\n".join([f"- **{cond}**: {phrase(e)}" for cond, e in verdicts.items()]
+                     + [f"- **{cond}**: {caveat}" for cond, caveat in caveats(verdicts.items())])

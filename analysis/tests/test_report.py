@@ -270,16 +270,22 @@ def test_brief_prints_the_report_and_the_verdict_only(rounds12):
     p = subprocess.run([sys.executable, "-m", "analysis.report", "--brief", str(rounds12)],
                        cwd=REPO, capture_output=True, text=True, check=True)
     out = p.stdout.splitlines()
-    assert out[0] == f"report: {rounds12}/report.html" and len(out) == 3
+    assert out[0] == f"report: {rounds12}/report.html" and len(out) == 4
     assert out[1].startswith("cold: mmap_seq is fastest (median ")
     assert out[2].startswith("warm: mmap_seq is fastest (median ")
+    # mmap_seq loads 4 GB in 1 s against a ceiling of about 2 GB/s: the verdict ends with it.
+    assert out[3].startswith("cold: caveat: the ceiling (recipe O_DIRECT io_uring QD32 (before "
+                             "recipes), fastest read 2.")
 
 
 def test_the_verdict_lines_stay_few(rounds12):
     cold = json.loads((rounds12 / "summary.json").read_text())["verdict"]["cold"]
     lines = verdict.lines({"verdict": {f"cold [f{i}]": cold for i in range(5)}})
-    assert len(lines) == 3 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
+    assert len(lines) == 5 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
     assert lines[2] == "... and 3 more conditions: see the report"
+    # Then the caveats of the conditions shown, those of the others in the report only.
+    assert [line.split(": ", 2)[:2] for line in lines[3:]] == [["cold [f0]", "caveat"],
+                                                              ["cold [f1]", "caveat"]]
 
 
 def test_the_machine_facts_give_the_state_and_warn_when_it_was_not_the_tuned_one():
