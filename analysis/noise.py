@@ -239,6 +239,8 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
             f"{'yes' if adaptive.get('met') else 'no'}; stopped: {adaptive.get('stopped', '?')}."
             " × baseline's time: the strategy's time over the baseline's, paired (below 1: "
             "faster).")
+    levels = paired.levels_note([c.get("n") for c in adaptive.get("comparisons") or []])
+    head += f" {levels}" if levels else ""
     lines = ["| strategy | condition | baseline | rounds | × baseline's time (95% CI) | "
              "half width | met |", "|---|---|---|---|---|---|---|"]
     for c in adaptive.get("comparisons") or []:

@@ -17,6 +17,10 @@ baseline's value is its slowest worker's whatever their roles, as in the harness
 
 The baseline of a condition: env.json `rounds.baseline` when the harness recorded one; else
 `fread` when the condition has it; else the condition's first strategy spec in runs.jsonl.
+
+The interval's exact level depends on the number of pairs and is at least 95% (96.9% at 6):
+`coverage_text` gives it as every sentence about one comparison prints it, `levels_note` as a
+table's legend does.
 """
 
 from __future__ import annotations
@@ -67,6 +71,26 @@ def critical(n: int) -> tuple[int, float]:
         return 0, math.nan
     t_star = int(within[-1])
     return t_star + 1, float(2 * cdf[t_star])
+
+
+def coverage_text(n: int) -> str:
+    """The exact level of the signed-rank interval of `n` pairs, 1 - its test level, as every
+    text that names one comparison and the harness's console print it: one decimal ("96.9%" at
+    6 pairs, 1 - 2/64), "95%" where that rounds to 95.0%; "" under 6 pairs, which have none."""
+    k, level = critical(n)
+    text = f"{100 * (1 - level):.1f}%" if k else ""
+    return "95%" if text == "95.0%" else text
+
+
+def levels_note(pairs) -> str:
+    """For the legend of a table of paired intervals of many numbers of rounds (`pairs`, one
+    per row): their exact level at the fewest rounds that give one; "" where none does."""
+    bounded = [int(n) for n in pairs if not pd.isna(n) and critical(int(n))[0]]
+    if not bounded:
+        return ""
+    n = min(bounded)
+    return ("The intervals' exact level is at least 95% and depends on the rounds: "
+            f"{coverage_text(n)} at {n} rounds, the fewest here.")
 
 
 @dataclass(frozen=True)
@@ -296,6 +320,26 @@ def _paired_row(key: tuple, runs: pd.DataFrame, base: pd.Series, rounds: pd.Inde
             "verdict": verdict(iv), "level": iv.level, "half_width": iv.half_width}
 
 
+def _base_and_rounds(group: pd.DataFrame, base_spec: str | None) -> tuple[pd.Series, pd.Index]:
+    """A condition's run values (`group`): the baseline's time per rep, its slowest reader's
+    whatever their roles, and the reps in the rounds' time order."""
+    base = group[group["strategy_spec"] == base_spec].groupby("rep")["wall_s"].max()
+    return base, group.groupby("rep")["order"].min().sort_values().index
+
+
+def versus(values: pd.DataFrame, key: tuple, spec: str, role: str, other: str) -> dict | None:
+    """One group's comparison with `other` (a strategy spec) in condition `key`, from
+    run_values' `values`: the row paired_table gives it with `other` as the baseline (its time
+    over other's, below 1 faster); None where no round paired them or it is `other`'s own."""
+    group = values[(values[CONDITION] == pd.Series(key, index=CONDITION)).all(axis=1)]
+    runs = group[(group["strategy_spec"] == spec) & (group["role"] == role)]
+    base, rounds = _base_and_rounds(group, other)
+    if spec == other or runs.empty or base.empty:
+        return None
+    row = _paired_row(key, runs, base, rounds)
+    return row if row["n"] else None
+
+
 def paired_table(results: Results, baseline: str | None = None) -> pd.DataFrame:
     """Per condition, strategy spec and role (not the baseline, not the ceiling) with at least
     one round shared with the baseline: n pairs, ratio = strategy time / baseline time (the
@@ -308,12 +352,11 @@ def paired_table(results: Results, baseline: str | None = None) -> pd.DataFrame:
     chosen = baselines(results, baseline)
     for key, group in values.groupby(CONDITION, sort=False):
         base_spec, why = chosen.get(key, (None, ""))
-        is_base = group["strategy_spec"] == base_spec
-        base = group[is_base].groupby("rep")["wall_s"].max()
+        base, rounds = _base_and_rounds(group, base_spec)
         if base.empty:
             continue
-        rounds = group.groupby("rep")["order"].min().sort_values().index
-        for _, runs in group[~is_base].groupby(["strategy_spec", "role"], sort=False):
+        for _, runs in group[group["strategy_spec"] != base_spec].groupby(
+                ["strategy_spec", "role"], sort=False):
             row = _paired_row(key, runs, base, rounds)
             if row["n"]:
                 rows.append({**row, "baseline": base_spec, "baseline_why": why})

@@ -289,7 +289,7 @@ def not_run_md(results: Results, files: int) -> str:
 def section_md(results: Results, table: pd.DataFrame | None = None) -> str:
     files = max(results.runs["file"].nunique(), 1)
     rows = summarize(results, table)
-    parts = [INTRO]
+    parts = [" ".join(p for p in (INTRO, paired.levels_note(rows["pairs"])) if p)]
     if rows.empty:
         parts.append("No peer has an ok run.")
     for _, g in rows.groupby(CONDITION, sort=False):

@@ -469,7 +469,7 @@ def _against(p, base: str) -> str:
                 "interval, which needs 6)")
     sure = "a sure difference" if p["significant"] else f"not distinguishable in {rounds}"
     return (f"{ratio_text(p['ratio'], p['ratio_low'], p['ratio_high'])} the time of {base} "
-            f"(95% interval, {rounds}): {sure}")
+            f"({paired.coverage_text(n)} interval, {rounds}): {sure}")
 
 
 def _prefixed(entry: pd.Series, prefix: str) -> dict:
@@ -580,9 +580,10 @@ def section_md(results: Results, table: pd.DataFrame | None = None, figs=None) -
     files = max(results.runs["file"].nunique(), 1)
     rows = summarize(results, table)
     server = _server(results.env)
-    parts = [INTRO.format(server=", ".join(f"{k} {server[k]}" for k in ("kind", "program",
-                                                                          "version", "endpoint")
-                                           if server.get(k)) or "not in env.json")]
+    intro = INTRO.format(server=", ".join(f"{k} {server[k]}" for k in ("kind", "program",
+                                                                         "version", "endpoint")
+                                          if server.get(k)) or "not in env.json")
+    parts = [" ".join(p for p in (intro, paired.levels_note(rows["pairs"])) if p)]
     if rows.empty:
         parts.append("No remote run is ok.")
     for _, g in rows.groupby(CONDITION, sort=False):

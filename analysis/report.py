@@ -30,8 +30,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from analysis import (after, carryover, causes, gpu, html_page, noise, paired,  # noqa: E402
-                      peers, readers, remote, stats, verdict)
+from analysis import (after, carryover, causes, ceiling, gpu, html_page, noise,  # noqa: E402
+                      paired, peers, readers, remote, stats, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
                               Results, ResultsError, guard, json_default, load,
                               problems_md, ratio_text, spec_label)
@@ -387,7 +387,9 @@ def paired_note(t: pd.DataFrame, device: bool) -> str:
         text += (" Of device: the median over its rounds of the strategy's GB/s over the same "
                  "round's ceiling read (the file read cold by the fastest read recipe, the "
                  "device's speed then; *Noise* says which recipe, and names a strategy that "
-                 "beat it): a share of the limit, higher is nearer it.")
+                 "beat it): a share of the limit, higher is nearer it; a share marked "
+                 f"{ceiling.BEYOND} or {ceiling.WITHIN} (never one above 100% unmarked) is "
+                 "explained under the table's figure.")
     return text
 
 
@@ -428,7 +430,8 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
     head += [ratio_head(t), "paired test"] if paired_columns else []
     head += (["of device"] if device else []) + ["peak RSS", "why"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for _, r in t.iterrows():
+    marks = ceiling.share_marks(t)
+    for i, r in t.iterrows():
         n = str(r["n"])
         if (paired_columns and not r["is_baseline"] and not pd.isna(r["pairs"])
                 and r["pairs"] != r["n"]):
@@ -436,7 +439,7 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
         cells = [label(r, files), n, median_cell(r), gbps_cell(r)]
         cells += list(ratio_cells(r)) if paired_columns else []
         if device:
-            cells.append("" if pd.isna(r["of_device"]) else f"{r['of_device']:.0%}")
+            cells.append(ceiling.share_cell(r["of_device"], marks[i]))
         cells += ["" if pd.isna(r["peak_rss_bytes"]) else gib(r["peak_rss_bytes"]), why(r)]
         lines.append("| " + " | ".join(cells) + " |")
     if not note:
@@ -444,11 +447,20 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
                 if paired_columns else "Columns as above.")
     else:
         text = (paired_note(t, device) if paired_columns else no_rounds) + " " + MEDIAN_NOTE
+    levels = paired.levels_note(t["pairs"]) if paired_columns else ""
+    text += f" {levels}" if levels else ""
     if note and (t["procs"] > 1).any():
         text += " " + READER_NOTE
     if "verified" in t and not t["verified"].all():
         text += " " + UNVERIFIED_NOTE
     return text + "\n\n" + "\n".join(lines)
+
+
+def marks_md(table: pd.DataFrame, cache: str, files: int) -> str:
+    """What the marks of the cache state's shares of device say (ceiling.marks_md), for after
+    its table and the table's figure; "" without marks."""
+    t = table[table["cache"] == cache]
+    return ceiling.marks_md(t, ceiling.share_marks(t), lambda r: label(r, files))
 
 
 def reference_md(table: pd.DataFrame) -> str:
@@ -896,7 +908,8 @@ def build(folder: str) -> dict:
         md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections),
                       no_rounds=no_rounds)
         if md:
-            sections += [f"## {cache.capitalize()} start", md, figs.md(f"throughput-{cache}")]
+            sections += [f"## {cache.capitalize()} start", md, figs.md(f"throughput-{cache}"),
+                         marks_md(table, cache, files)]
     if len(table):
         # Every start table's rows: after the last one.
         sections += [figs.md("scaling", "sweep-"), "## Memory and reads",

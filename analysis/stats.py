@@ -4,7 +4,8 @@ interval of the median (order statistics; none with fewer than 6 runs), GB/s, pe
 time ratio to the condition's baseline: paired, from the rounds both ran in
 (analysis/paired.py: the strategy's time over the baseline's, below 1 faster, the
 Hodges–Lehmann estimate with its signed-rank 95% interval), with ceiling reads the strategy's
-fraction of the device's speed, and where the group's runs were profiled each cause's share of
+fraction of the device's speed and whether its median beat every ceiling read of its rounds
+(analysis/ceiling.py), and where the group's runs were profiled each cause's share of
 its wall time, or of its CPU time when it has several threads (analysis/causes.py).
 """
 
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binom
 
-from analysis import causes, paired
+from analysis import causes, ceiling, paired
 from analysis.results import GROUP, REPLICATED, Results
 
 CONFIDENCE = 0.95
@@ -71,6 +72,19 @@ def reader_bytes(group: pd.DataFrame, file_bytes: float) -> float:
     if (group["pattern"] == REPLICATED).all():
         return file_bytes
     return median_of(group.get("tensor_bytes"))
+
+
+def with_device(table: pd.DataFrame, results: Results) -> pd.DataFrame:
+    """The summary table with its groups' fractions of the device (DEVICE, paired's) and the
+    ceiling checked (ceiling.CHECKED, ceiling.beaten's): NaN without ceiling reads, and
+    `beats_ceiling` false."""
+    device = paired.device_fraction(results)
+    checked = ceiling.beaten(results)[GROUP + list(ceiling.CHECKED)].rename(
+        columns=ceiling.CHECKED)
+    for columns, frame in ((DEVICE, device), (list(ceiling.CHECKED.values()), checked)):
+        table = (table.assign(**{c: np.nan for c in columns}) if frame.empty else
+                 table.merge(frame, on=GROUP, how="left"))
+    return table.assign(beats_ceiling=table["beats_ceiling"].eq(True))
 
 
 def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -133,11 +147,7 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
     table["baseline"] = base
     # The baseline is 1 only where it ran in rounds: in grouped order nothing was paired.
     table.loc[table["is_baseline"] & table.pop("in_rounds"), RATIO] = 1.0
-    device = paired.device_fraction(results)
-    if device.empty:
-        table = table.assign(**{c: np.nan for c in DEVICE})
-    else:
-        table = table.merge(device, on=GROUP, how="left")
+    table = with_device(table, results)
     shares = causes.shares(causes.summarize(results) if profiled is None else profiled)
     table["cause_shares"] = [shares.get(tuple(r[GROUP])) for _, r in table.iterrows()]
     return table.sort_values(["cache", "median_s"], kind="stable").reset_index(drop=True)

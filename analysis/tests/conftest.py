@@ -43,13 +43,15 @@ def stability(warnings=()):
 
 def write_rounds(folder, *, rounds=12, times=None, caches=("cold", "warm"), drift=1.0,
                  sigma=0.02, ceiling=True, outliers=(), seed=0, rounds_env=True,
-                 adaptive=None, baseline="fread", failed=()):
+                 adaptive=None, baseline="fread", failed=(), device=None, recipe=None):
     """A synthetic results folder of `rounds` rounds per cache state, written as the harness
     writes them: per round (rep) of each condition, a ceiling read first (cold, with
     `ceiling`), then every strategy once in an order rotated by the round. Every time of round
     r is multiplied by drift ** (r / (rounds - 1)) (the ceiling's GB/s divided by it) and by
     log-normal noise of `sigma`; `outliers` are (spec, cache, rep, factor) multiplied in;
-    `failed` are (spec, cache, rep) written with status failed. Returns the records."""
+    `failed` are (spec, cache, rep) written with status failed; `device`, the ceiling's GB/s
+    per round instead (neither drift nor noise), read by `recipe` where one is named (else the
+    probe's read from before recipes). Returns the records."""
     times = times or {"fread": 10.0, "mmap_seq": 1.0, "odirect": 5.0}
     rng = np.random.default_rng(seed)
     specs = list(times)
@@ -66,12 +68,13 @@ def write_rounds(folder, *, rounds=12, times=None, caches=("cold", "warm"), drif
         for cache in caches:
             position = 0
             if ceiling and cache == "cold":
-                gbps = DEVICE_GB_PER_S / factor * float(np.exp(rng.normal(0, sigma)))
+                gbps = (device[rep] if device else
+                        DEVICE_GB_PER_S / factor * float(np.exp(rng.normal(0, sigma))))
                 records.append({**base(len(records), "ceiling", cache, rep, position),
                                 "wall_s": FILE_BYTES / gbps / 1e9, "ceiling_bytes": FILE_BYTES,
                                 "gb_per_s": gbps, "checksum_ok": None,
-                                "params": {"queue_depth": 32, "block_bytes": 1048576,
-                                           "direct": "on"}})
+                                "params": {"recipe": recipe, "chosen": "probe"} if recipe else
+                                {"queue_depth": 32, "block_bytes": 1048576, "direct": "on"}})
                 position += 1
             for k in range(len(specs)):
                 spec = specs[(k + rep) % len(specs)]

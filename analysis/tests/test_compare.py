@@ -213,7 +213,7 @@ def test_the_report_the_verdict_and_compare_print_one_text_for_one_pair(tmp_path
     text = results.ratio_text(v["ratio"], v["lo"], v["hi"])
     assert v["fastest"] == "mmap_seq" and re.fullmatch(r"0\.6\d× \(0\.\d\d–0\.\d\d\)", text)
     verdict = next(line for line in brief.splitlines() if line.startswith("cold: "))
-    assert f": {text} the time of fread, the baseline (95% interval, 12 rounds)" in verdict
+    assert f": {text} the time of fread, the baseline (95.8% interval, 12 rounds)" in verdict
     report_md = (x / "report.md").read_text()
     assert f"- **cold**: {verdict[len('cold: '):]}" in report_md
     cold = report_md.split("## Cold start", 1)[1].split("\n## ", 1)[0]

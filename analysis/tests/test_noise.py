@@ -115,7 +115,7 @@ def test_the_noise_section_renders_in_markdown(drifting):
             "faster).") in noise
     assert "| rounds | × baseline's time (95% CI) | half width |" in noise
     assert "| odirect | cold | fread | 12 | 0.50× (0.48–0.52) | ±4.0% | yes |" in noise
-    assert "| mmap_seq | warm | fread | 12 | 0.10× (0.07–0.15) | ±50.0% | no |" in noise
+    assert "| mmap_seq | warm | fread | 12 | 0.10× (0.070–0.15) | ±50.0% | no |" in noise
 
 
 def test_the_noise_section_and_its_figure_render_in_html(drifting):

@@ -153,8 +153,9 @@ def test_the_section(built):
     assert dict(zip(head, cells(text, R16)))["over-read"] == "2.0%"
     assert cells(text, "fread (best local)")[-2] == "1 (best local)"
     assert "the fastest remote design, http_ranges:chunk=16MiB:concurrency=4" in text
-    assert ("took 1.10× (1.10–1.10) the time of fread, the best local strategy (95% interval"
-            in text)
+    assert ("took 1.10× (1.10–1.10) the time of fread, the best local strategy (96.9% "
+            "interval, 6 rounds)" in text)
+    assert "at least 95% and depends on the rounds: 96.9% at 6 rounds, the fewest here." in text
     assert "the fastest peer, curl (whole command) (unverified)" in text
     assert "**The server's CPU may be the limit**" in text
     assert "- http_get, cold: the server used 2.77 s of CPU in a median 3.075 s" in text

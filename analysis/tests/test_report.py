@@ -195,9 +195,46 @@ def test_the_verdict_is_paired_against_the_baseline_and_the_runner_up(rounds12):
     md = (rounds12 / "report.md").read_text()
     line = next(x for x in md.splitlines() if x.startswith("- **cold**: "))
     assert line.startswith("- **cold**: mmap_seq is fastest (median 1.0")
-    assert ("s): 0.10× (0.099–0.10) the time of fread, the baseline (95% interval, 12 rounds), "
-            "a sure difference; 0.20× (0.20–0.20) the time of odirect, the runner-up (95% "
-            "interval, 12 rounds), a sure difference.") in line
+    # At 12 rounds the signed-rank interval's exact level is 95.8%, not 95%.
+    assert ("s): 0.10× (0.099–0.11) the time of fread, the baseline (95.8% interval, 12 "
+            "rounds), a sure difference; 0.20× (0.19–0.21) the time of odirect, the runner-up "
+            "(95.8% interval, 12 rounds), a sure difference.") in line
+
+
+def test_the_table_legend_gives_the_exact_level_of_the_fewest_rounds(rounds12, tmp_path):
+    cold = (rounds12 / "report.md").read_text().split("## Cold start", 1)[1]
+    assert ("The intervals' exact level is at least 95% and depends on the rounds: 95.8% at "
+            "12 rounds, the fewest here.") in cold.split("\n\n| strategy", 1)[0]
+    # 6 rounds, odirect's first failed: its 5 pairs have no interval, so the fewest with one
+    # are 6.
+    write_rounds(str(tmp_path), rounds=6, failed=[("odirect", "cold", 0)])
+    report.build(str(tmp_path))
+    cold = (tmp_path / "report.md").read_text().split("## Cold start", 1)[1]
+    assert "at least 95% and depends on the rounds: 96.9% at 6 rounds, the fewest here." in cold
+
+
+def test_a_verdict_whose_medians_and_rounds_disagree_says_so(tmp_path):
+    """mmap fails in the 6 fast rounds of a drift to 3x: its median comes from the slow rounds
+    alone and is above mmap_seq's, which comes from all 12, though in the 6 rounds both ran in
+    mmap_seq took 1.05x mmap's time every round."""
+    write_rounds(str(tmp_path), rounds=12, times={"fread": 10.0, "mmap_seq": 1.0, "mmap": 0.95},
+                 drift=3.0, sigma=0.01, ceiling=False, caches=("cold",),
+                 failed=[("mmap", "cold", rep) for rep in range(6)])
+    report.build(str(tmp_path))
+    cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
+    assert cold["fastest"] == "mmap_seq" and cold["medians_and_rounds_disagree"] is True
+    faster = cold["faster_in_rounds"]
+    assert (faster["strategy"], faster["rounds"], faster["sure"]) == ("mmap", 6, True)
+    assert 1 < faster["lo"] < faster["ratio"] < faster["hi"] < 1.1
+    assert faster["median_s"] > cold["median_s"]
+    line = next(x for x in (tmp_path / "report.md").read_text().splitlines()
+                if x.startswith("- **cold**: "))
+    assert "is fastest" not in line
+    assert line.startswith(
+        f"- **cold**: the medians and the paired rounds disagree: mmap_seq has the lowest "
+        f"median ({cold['median_s']:.3f} s; mmap {faster['median_s']:.3f} s), but in the rounds "
+        "both ran in it took 1.05× (1.03–1.08) the time of mmap, the runner-up (96.9% interval, "
+        "6 rounds), a sure difference; neither is named fastest.")
 
 
 def test_few_rounds_give_no_interval_and_say_how_many_would(tmp_path):
@@ -218,7 +255,8 @@ def test_a_difference_the_rounds_cannot_tell(tmp_path):
     cold = json.loads((tmp_path / "summary.json").read_text())["verdict"]["cold"]
     shown = cold if cold["fastest"] == "mmap" else cold["runner_up"]
     assert shown["rounds"] == 6 and shown["lo"] < 1 < shown["hi"] and not shown["sure"]
-    assert "not distinguishable in 6 rounds." in (tmp_path / "report.md").read_text()
+    assert ("(96.9% interval, 6 rounds), not distinguishable in 6 rounds."
+            in (tmp_path / "report.md").read_text())
 
 
 def test_the_verdict_says_how_long_the_experiment_took(tmp_path_factory):
@@ -232,16 +270,22 @@ def test_brief_prints_the_report_and_the_verdict_only(rounds12):
     p = subprocess.run([sys.executable, "-m", "analysis.report", "--brief", str(rounds12)],
                        cwd=REPO, capture_output=True, text=True, check=True)
     out = p.stdout.splitlines()
-    assert out[0] == f"report: {rounds12}/report.html" and len(out) == 3
+    assert out[0] == f"report: {rounds12}/report.html" and len(out) == 4
     assert out[1].startswith("cold: mmap_seq is fastest (median ")
     assert out[2].startswith("warm: mmap_seq is fastest (median ")
+    # mmap_seq loads 4 GB in 1 s against a ceiling of about 2 GB/s: the verdict ends with it.
+    assert out[3].startswith("cold: caveat: the ceiling (recipe O_DIRECT io_uring QD32 (before "
+                             "recipes), fastest read 2.")
 
 
 def test_the_verdict_lines_stay_few(rounds12):
     cold = json.loads((rounds12 / "summary.json").read_text())["verdict"]["cold"]
     lines = verdict.lines({"verdict": {f"cold [f{i}]": cold for i in range(5)}})
-    assert len(lines) == 3 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
+    assert len(lines) == 5 and lines[0].startswith("cold [f0]: mmap_seq is fastest")
     assert lines[2] == "... and 3 more conditions: see the report"
+    # Then the caveats of the conditions shown, those of the others in the report only.
+    assert [line.split(": ", 2)[:2] for line in lines[3:]] == [["cold [f0]", "caveat"],
+                                                              ["cold [f1]", "caveat"]]
 
 
 def test_the_machine_facts_give_the_state_and_warn_when_it_was_not_the_tuned_one():
