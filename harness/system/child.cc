@@ -9,12 +9,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "harness/system/cgroup.h"
+#include "harness/system/interrupt.h"
+#include "loaders/base/file_io.h"
 
 extern char** environ;
 
@@ -28,12 +32,13 @@ namespace {
   ::_exit(code);
 }
 
-// stdin from /dev/null; stdout and stderr as `s` says (-1: /dev/null, -2: left as they are).
+// stdin from /dev/null unless kept; stdout and stderr as `s` says (-1: /dev/null, -2: left as
+// they are).
 bool PlaceStdioFromChild(const ChildSetup& s) {
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) return false;
   const int out = s.out == -1 ? devnull : s.out, err = s.err == -1 ? devnull : s.err;
-  if (::dup2(devnull, 0) < 0) return false;
+  if (!s.keep_stdin && ::dup2(devnull, 0) < 0) return false;
   if (out >= 0 && out != 1 && ::dup2(out, 1) < 0) return false;
   if (err >= 0 && err != 2 && ::dup2(err, 2) < 0) return false;
   return true;
@@ -93,6 +98,51 @@ int Reap(pid_t pid, rusage* usage) {
   while (::wait4(pid, &wstatus, 0, usage) < 0 && errno == EINTR) {
   }
   return wstatus;
+}
+
+Status StartCommandGroup(std::vector<std::string> command, pid_t* pid) {
+  std::string path;
+  LB_RETURN_IF_ERROR(FindProgram(command[0], "", &path));
+  int status[2];
+  if (::pipe2(status, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
+  UniqueFd status_rd(status[0]), status_wr(status[1]);
+  std::vector<char*> argv;
+  for (std::string& a : command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ChildSetup setup;
+  setup.parent = ::getpid();
+  setup.own_group = true;
+  setup.keep_stdin = true;
+  setup.errno_fd = status_wr.get();
+  *pid = ::fork();
+  if (*pid < 0) return Status::FromErrno("fork", errno);
+  if (*pid == 0) ExecChild(setup, path.c_str(), argv.data());
+  ::setpgid(*pid, *pid);  // also here, so that no signal finds the group not made yet
+  status_wr.reset();
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(status_rd.get(), &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  if (n <= 0) return Status::Ok();
+  Reap(*pid);
+  return Status::FromErrno(fmt::format("cannot execute {}", path), child_errno);
+}
+
+int WaitForCommandGroup(pid_t pid) {
+  bool passed = false;
+  int status = 0;
+  for (;;) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (Interrupted() && !passed) {
+      ::kill(pid, InterruptSignal());
+      passed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(-pid, SIGKILL);  // whatever the command left running in its group
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
 Status FindProgram(const std::string& name, const std::string& package, std::string* path) {

@@ -1,13 +1,15 @@
 // Child processes: the one set-up every process the harness starts goes through between fork
 // and exec (workers, exec commands, perf record, perf script), and the one reaping. A child
 // never outlives the harness (PR_SET_PDEATHSIG, checked against a parent that died first), gets
-// the default SIGINT, SIGTERM and SIGPIPE, reads /dev/null, and finds its descriptors at 3, 4, ...
+// the default SIGINT, SIGTERM and SIGPIPE, reads /dev/null (the command of `loadbench lock`
+// keeps the terminal's), and finds its descriptors at 3, 4, ...
 #pragma once
 
 #include <sys/resource.h>
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "loaders/base/status.h"
 
@@ -22,8 +24,9 @@ struct ChildSetup {
   const char* cgroup_procs = nullptr;  // a cgroup's procs file to join; null for none
   const int* fds = nullptr;            // placed at 3, 4, ... (a -1 leaves its number free)
   int nfds = 0;
-  int out = -2, err = -2;  // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
-  int errno_fd = -1;       // where the errno of a failed set-up or exec goes; -1: nowhere
+  int out = -2, err = -2;   // stdout and stderr: a descriptor, -1 /dev/null, -2 inherited
+  bool keep_stdin = false;  // stdin inherited instead of /dev/null
+  int errno_fd = -1;        // where the errno of a failed set-up or exec goes; -1: nowhere
   // Where the child writes CLOCK_MONOTONIC (a timespec) right before its execve, so that the
   // parent knows when the program started however late it is scheduled itself; -1: nowhere.
   int exec_clock_fd = -1;
@@ -49,6 +52,16 @@ bool PlaceFdsFromChild(int* fds, int n);
 
 // Waits for `pid` to exit (through EINTR): its wait status, and its rusage when `usage` is set.
 int Reap(pid_t pid, rusage* usage = nullptr);
+
+// A user's command (`loadbench lock`'s, `system tune`'s) started with ExecChild in a process
+// group of its own, keeping the terminal's standard input, output and error, and waited for
+// until it has exec'd: one that cannot be run (not on PATH, not executable) is kUnsupported or
+// an errno Status naming it and why.
+Status StartCommandGroup(std::vector<std::string> argv, pid_t* pid);
+
+// Waits for such a command, passing an interruption (interrupt.h) on to it once; then kills what
+// is left of its group. Its exit code, 128 + the signal that killed it.
+int WaitForCommandGroup(pid_t pid);
 
 // A program as execve needs it: `name` as given when it holds a '/', else the first executable
 // of that name on PATH. kUnsupported "command not found" otherwise, naming `package` (the
