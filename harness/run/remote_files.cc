@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/record/results.h"
+#include "harness/system/leftovers.h"
 #include "harness/system/served.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
@@ -47,7 +48,10 @@ std::string ViaOf(const Experiment& e, const ExperimentStrategy& st) {
 RemoteFiles::~RemoteFiles() {
   if (mount_) UnregisterServed(mountpoint_ + "/");
   if (mount_) (void)mount_->Stop();
-  if (!mountpoint_.empty()) ::rmdir(mountpoint_.c_str());  // empty once unmounted, else kept
+  // Empty once unmounted, else kept, and journaled still for the next command to detach.
+  if (!mountpoint_.empty() && ::rmdir(mountpoint_.c_str()) == 0) {
+    UntrackLeftover(Leftover::kMount, mountpoint_);
+  }
   if (!prefix_.empty()) UnregisterServed(prefix_);
   if (server_) (void)server_->Stop();
 }
@@ -66,6 +70,9 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir, cons
   kind_ = e.server.kind;
   bucket_ = e.server.bucket;
   data_dir_ = std::filesystem::absolute(data_dir).lexically_normal().string();
+  // The server serves the data folder, where the experiment's files are generated (or copied):
+  // made here when it does not exist yet, as generation would make it.
+  LB_RETURN_IF_ERROR(MakeDirs(data_dir_));
   ServerSpec spec;
   spec.kind = kind_;
   spec.root = data_dir_;
@@ -102,6 +109,9 @@ Status RemoteFiles::Mount(const std::string& who) {
   std::string tmpl = "/tmp/loadbench-s3fs-mount-XXXXXX";
   if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(tmpl, errno);
   mountpoint_ = tmpl;
+  // Journaled before the mount: a command killed while it is up leaves it dead, and the next
+  // command that measures detaches it.
+  TrackLeftover(Leftover::kMount, mountpoint_);
   ServerSpec spec;
   spec.kind = "s3fs";
   spec.root = mountpoint_;

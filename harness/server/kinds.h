@@ -21,6 +21,9 @@ struct ServerLaunch {
   int port = 0;                   // 0: the server picks one and names it in its log (s3rver)
   std::string config_text;        // nginx: the configuration it runs with
   nlohmann::ordered_json config;  // Env()'s "config"
+  // A file of credentials the program reads once at its start (s3fs's password file): removed
+  // as soon as the server is up, so that a command killed while it serves leaves none behind.
+  std::string read_once;
 };
 
 // nginx serving spec.root read-only at / on a free port, its configuration, pid file, logs and

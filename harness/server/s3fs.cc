@@ -1,7 +1,8 @@
 // The s3fs kind: a FUSE mount of a bucket (s3fs-fuse, Debian's s3fs) at spec.root, an empty
 // folder the caller made, from the S3 endpoint spec.upstream, path-style, with s3fs's local
 // cache off (no use_cache): every read the kernel's page cache misses is a ranged GET. Its
-// password file (the endpoint's keys, from the environment) and log are in the temporary folder.
+// password file (the endpoint's keys, from the environment, mode 0600) is in the temporary
+// folder until the mount is up, its log for as long as it runs.
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -35,6 +36,7 @@ Status PrepareS3fs(const ServerSpec& spec, const std::string& temp_dir, ServerLa
   l.argv = {l.program, spec.buckets.at(0),      spec.root, "-f",
             "-o",      "url=" + spec.upstream,  "-o",      "use_path_request_style",
             "-o",      "passwd_file=" + passwd, "-o",      "dbglevel=warn"};
+  l.read_once = passwd;
   l.config = {{"bucket", spec.buckets.at(0)},
               {"upstream", spec.upstream},
               {"mountpoint", spec.root},

@@ -294,7 +294,9 @@ Status Server::Launch(const ServerLaunch& l) {
   while ((n = ::read(status_rd.get(), &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
   }
   if (n > 0) return Status::FromErrno(fmt::format("starting {}", l.program), child_errno);
-  return WaitReady();
+  LB_RETURN_IF_ERROR(WaitReady());
+  if (!l.read_once.empty()) ::unlink(l.read_once.c_str());
+  return Status::Ok();
 }
 
 std::string Server::LogTail() const {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,13 +31,14 @@
 namespace loadbench {
 namespace {
 
-constexpr const char* kKindNames[] = {"cgroup",  "file",   "strategy", "setting",
-                                      "process", "folder", "netns",    "netdev"};
+constexpr const char* kKindNames[] = {"cgroup", "file",  "strategy", "setting", "process",
+                                      "folder", "netns", "netdev",   "mount"};
 constexpr int kKinds = sizeof kKindNames / sizeof kKindNames[0];
 
 // Whether a journal line of this kind is one path (made absolute), not fields.
 bool IsPath(Leftover kind) {
-  return kind == Leftover::kCgroup || kind == Leftover::kFile || kind == Leftover::kFolder;
+  return kind == Leftover::kCgroup || kind == Leftover::kFile || kind == Leftover::kFolder ||
+         kind == Leftover::kMount;
 }
 
 std::string Absolute(const std::string& path) {
@@ -201,6 +203,35 @@ bool RemoveFolder(const std::string& dir, uid_t owner, std::vector<std::string>*
   return false;
 }
 
+// Whether something is mounted at `dir` (/proc/self/mounts: a dead FUSE mount, which stat and
+// statfs cannot reach, is listed there still).
+bool MountedAt(const std::string& dir) {
+  std::ifstream mounts("/proc/self/mounts");
+  for (std::string device, at, rest; mounts >> device >> at && std::getline(mounts, rest);) {
+    if (at == dir) return true;
+  }
+  return false;
+}
+
+// A bucket's mount a killed command left (its s3fs died with it, so the mount is dead: every
+// access fails with "Transport endpoint is not connected"): detached, then its empty folder
+// removed; by root's journal only, and only on a folder of loadbench's own.
+bool CleanMount(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
+  const std::string name = dir.substr(dir.rfind('/') + 1);
+  if (owner != 0 || !name.starts_with("loadbench-")) return true;  // the line is ignored
+  const bool mounted = MountedAt(dir);
+  if (mounted && ::umount2(dir.c_str(), MNT_DETACH) != 0) {
+    said->push_back(fmt::format("could not unmount {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  if (mounted) said->push_back("mount " + dir);
+  return true;
+}
+
 // `ip` with `args` run to its end; whether it exited 0.
 bool RunIp(std::vector<std::string> args) {
   std::string ip;
@@ -239,6 +270,7 @@ bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<s
   if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
   if (kind == Leftover::kProcess) return CleanProcessGroup(what, owner, said);
   if (kind == Leftover::kFolder) return RemoveFolder(what, owner, said);
+  if (kind == Leftover::kMount) return CleanMount(what, owner, said);
   if (kind == Leftover::kNetns || kind == Leftover::kNetDev)
     return CleanNet(kind, what, owner, said);
   if (kind == Leftover::kFile) {

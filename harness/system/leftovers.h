@@ -35,6 +35,9 @@ enum class Leftover {
               // (`ip netns del`); only from a journal of root's
   kNetDev,    // a network device of a link in this namespace ("lb*": a veth end, an IFB
               // device): deleted (`ip link del`); only from a journal of root's
+  kMount,     // a FUSE mount of a bucket on a folder of the harness's own ("loadbench-*": an s3fs
+              // mount, which a killed command leaves dead): detached, its folder removed; only
+              // from a journal of root's
 };
 
 // Into this process's journal, before `what` is made. Paths are made absolute. Does nothing

@@ -7,6 +7,7 @@ missing."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -146,3 +147,58 @@ def test_a_data_folder_given_relative_is_served(tmp_path):
     assert len(records) == 1 and records[0]["status"] == "ok", records
     assert records[0]["read_as"].startswith("s3://loadbench/"), records[0]
     no_leftovers()
+
+
+def test_a_server_without_a_data_folder_makes_it_and_says_what_it_is_for(tmp_path):
+    """The server serves the data folder: one that does not exist yet is made (not "No such file
+    or directory"), and a model outside it is refused, saying that only files in it are served."""
+    need("nginx", "Debian's nginx-light")
+    model = tmp_path / "m.wlf"
+    subprocess.run([BIN, "gen", "--size", "4MiB", "--out", str(model), "--quiet"], check=True)
+    text = SMALL.format(kind="http").replace('preset = "llama"\nsize = "4MiB"\n'
+                                             'format = "safetensors"', f'path = "{model}"')
+    p, records, _ = run_experiment(tmp_path, text + '[[strategy]]\nname = "http_get"\n')
+    assert p.returncode == 2 and not records, p.stderr
+    assert "No such file or directory" not in p.stderr
+    assert f"only files in the data folder {tmp_path / 'data'} can be served" in p.stderr
+    assert (tmp_path / "data").is_dir()
+    no_leftovers()
+
+
+def test_a_killed_experiment_leaves_its_mount_to_the_next_command(tmp_path):
+    """A command killed while the bucket is mounted leaves the mount dead (its s3fs dies with
+    it): it is journaled, and the next command that measures detaches it and says so. The
+    password file s3fs was given is gone as soon as the mount is up."""
+    need("s3rver", "npm install -g s3rver@3.7.1")
+    need("s3fs", "Debian's s3fs")
+    if not os.path.exists("/dev/fuse") or os.geteuid() != 0:
+        pytest.skip("an s3fs mount as made here needs root and /dev/fuse")
+    text = SMALL.format(kind="s3").replace("reps = 1", "reps = 1000") + \
+        '[[strategy]]\nname = "fread"\nvia = "s3fs"\n'
+    (tmp_path / "e.toml").write_text(text)
+    env = dict(os.environ, LOADBENCH_LOCK_DIR=str(tmp_path / "locks"))
+    p = subprocess.Popen([BIN, "experiment", str(tmp_path / "e.toml"), "--data",
+                          str(tmp_path / "data"), "--out", str(tmp_path / "out")], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    mount = None
+    for line in p.stderr:
+        if " mounted at " in line:
+            mount = line.split(" mounted at ")[1].split()[0]
+            break
+    if mount is None:
+        p.kill()
+        pytest.skip(f"no s3fs mount could be made here (exit {p.wait()})")
+    try:
+        assert not [f for f in os.listdir("/tmp") if f.startswith("loadbench-s3fs-")
+                    and f != os.path.basename(mount)
+                    and os.path.exists(f"/tmp/{f}/passwd")]
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+    assert mount in open("/proc/mounts").read()  # dead, not unmounted
+    model = next((tmp_path / "data").glob("*.safetensors"))
+    r = subprocess.run([BIN, "cache", "drop", str(model)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert f"mount {mount}" in r.stderr, r.stderr
+    assert mount not in open("/proc/mounts").read() and not os.path.exists(mount)
