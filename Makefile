@@ -115,14 +115,18 @@ fuzz:
 # times longer here); then ctest runs what drives the binaries (labelled `binary`: the scripts'
 # pytest, the real-file pytest, every microbenchmark once) and the analysis pytest (labelled
 # `python`). Line tables only (-g1): sanitizer reports keep file and line, the build is faster.
+# Both run with the machine tuned (`loadbench system tune -- COMMAND`: DAMON's pageout stopped,
+# free page reporting held off; restored when they end, or by the next measuring command after
+# a kill), so that no warm test's file leaves the page cache by itself; untuned where not root.
 ASAN_BUILD := $(BUILD)-asan
 test: $(BUILD)/.setup-done
 	bash scripts/format.sh check
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 LOADBENCH_SETTLE_WAIT=5 ./loadbench_tests --gtest_brief=1
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'
+	cd $(ASAN_BUILD) && ./loadbench system tune -- sh -c \
+	  "ASAN_OPTIONS=detect_leaks=1 LOADBENCH_SETTLE_WAIT=5 ./loadbench_tests --gtest_brief=1 && \
+	   ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'"
 
 # The C++ formatted by .clang-format, in place (`make test` fails on a file that is not).
 format: $(BUILD)/.setup-done

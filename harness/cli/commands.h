@@ -86,7 +86,8 @@ struct SystemFlags {
   std::string data_dir = "data";  // show: the read-ahead and scheduler of the device holding it
   std::string page_reporting = "off";
   bool json = false, no_wait = false;
-  double settle_wait_s = 60;  // settle: how long a busy machine is waited for
+  double settle_wait_s = 60;         // settle: how long a busy machine is waited for
+  std::vector<std::string> command;  // tune: what runs tuned, with its arguments
 };
 int SystemCommand(const SystemFlags& f, const std::string& command_line);
 

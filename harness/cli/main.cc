@@ -367,6 +367,14 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
       ->check(CLI::IsMember({"off", "keep"}))
       ->capture_default_str();
   AddNoWait(tune, &f->no_wait);
+  tune->add_option("command", f->command,
+                   "After --: a command to run tuned, the machine restored when it ends");
+  tune->footer(
+      "Usage: loadbench system tune [--page-reporting off|keep] [--no-wait] [-- COMMAND "
+      "[ARGS...]]\nWith a COMMAND, the machine is tuned while COMMAND runs and restored when it "
+      "ends (nothing is saved for `system reset`; a killed tune is restored by the next command "
+      "that measures), the machine lock held only while the settings change; where they cannot "
+      "be set (not root), it says why and COMMAND runs untuned. The exit code is COMMAND's.");
   auto* reset = cmd->add_subcommand(
       "reset", "Write back what `system tune` found, from its state file (says so when there is "
                "none)");

@@ -6,6 +6,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/record/record.h"
+#include "harness/system/child.h"
 #include "harness/system/interrupt.h"
 #include "harness/system/leftovers.h"
 #include "harness/system/stability.h"
@@ -75,11 +76,53 @@ int Lock(const std::string& cmd, const SystemFlags& f, const std::string& comman
   return Interrupted() ? 130 : code;
 }
 
+// `system tune -- COMMAND`: the machine tuned while COMMAND runs, the changes in this process's
+// leftovers journal alone (a killed tune is restored by the next command that measures), the
+// machine lock held only while they are made and undone. Where they cannot be made, COMMAND
+// runs untuned, and the line says why.
+int TuneDuring(const SystemFlags& f, PageReportingChoice choice, const std::string& command_line) {
+  const std::string cmd = "system tune";
+  std::string program;
+  if (Status s = FindProgram(f.command[0], "", &program); !s.ok()) {
+    ReportError(cmd, s);
+    return 127;  // as a shell says of a command it cannot run
+  }
+  InstallInterruptHandlers();  // passed on to the command
+  std::vector<SettingChange> done;
+  {
+    HeldLock machine;
+    if (int code = Lock(cmd, f, command_line, &machine); code != 0) return code;
+    if (Status s = TuneSystem(choice, {}, &done); !s.ok()) {
+      fmt::print(stderr, "loadbench {}: not tuned ({}); {} runs untuned\n", cmd, s.message(),
+                 f.command[0]);
+    }
+  }
+  for (const SettingChange& c : done) {
+    fmt::print(stderr, "loadbench {}: set {}: {} -> {} while {} runs\n", cmd, c.path, c.before,
+               c.after, f.command[0]);
+  }
+  pid_t pid = -1;
+  const Status started = StartCommandGroup(f.command, &pid);
+  const int code = started.ok() ? WaitForCommandGroup(pid) : 127;
+  if (!started.ok()) ReportError(cmd, started);
+  if (done.empty()) return code;
+  HeldLock machine;
+  SystemFlags waiting = f;
+  waiting.no_wait = false;  // what was changed is restored, after a measurement begun meanwhile
+  if (int locked = Lock(cmd, waiting, command_line, &machine); locked != 0) return locked;
+  std::vector<std::string> said;
+  const Status restored = RestoreSystem(done, &said);
+  for (const std::string& line : said) fmt::print(stderr, "loadbench {}: restored {}\n", cmd, line);
+  if (!restored.ok()) ReportError(cmd, restored);
+  return code;
+}
+
 int Tune(const SystemFlags& f, const std::string& command_line) {
   const std::string cmd = "system tune";
   PageReportingChoice choice = PageReportingChoice::kOff;
   Status s = ParsePageReportingChoice(f.page_reporting, "--page-reporting", &choice);
   if (!s.ok()) return ReportError(cmd, s);
+  if (!f.command.empty()) return TuneDuring(f, choice, command_line);
   HeldLock machine;
   if (int code = Lock(cmd, f, command_line, &machine); code != 0) return code;
   TuneRecord r{"system tune", NowStamp("%Y-%m-%dT%H:%M:%SZ"), choice, {}};

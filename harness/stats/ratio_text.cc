@@ -12,9 +12,11 @@ namespace {
 enum class Rounding { kNearest, kDown, kUp };
 constexpr int kMostDecimals = 6;
 
+// Two from 0.1 up to 10 (and for what is not above 0, which no ratio of times is), none from 10
+// up, below 0.1 two significant digits.
 int DecimalsFor(double x) {
   if (x >= 10) return 0;
-  if (x >= 0.1) return 2;
+  if (x >= 0.1 || !(x > 0)) return 2;
   return std::min(kMostDecimals, 1 - static_cast<int>(std::floor(std::log10(x))));
 }
 
@@ -29,12 +31,10 @@ std::string Fixed(double x, int decimals, Rounding mode) {
 }
 
 std::string Rounded(double x, Rounding mode) {
-  if (!std::isfinite(x)) return "inf";
-  if (x <= 0) return "0";
   int decimals = DecimalsFor(x);
   std::string text = Fixed(x, decimals, mode);
   // The regime of the rounded value: 9.996 rounds to 10.00, which is printed "10".
-  if (const int again = DecimalsFor(std::stod(text)); again < decimals) {
+  if (const int again = DecimalsFor(std::stod(text)); again != decimals) {
     decimals = again;
     text = Fixed(x, decimals, mode);
   }

@@ -62,18 +62,26 @@ def env(env, tmp_path):
     return dict(env, LOADBENCH_STATE_DIR=str(tmp_path / "state"))
 
 
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(value + "\n")
+
+
 @pytest.fixture
 def machine():
-    """The real tunable settings, written back however the test ends."""
+    """The real tunable settings, free page reporting untuned first (`make test` runs the suite
+    tuned, and these tests need a setting that tune changes), all written back as they were
+    found however the test ends."""
     why = cannot_tune_here()
     if why:
         pytest.skip(why)
-    saved = tunables()
-    yield saved
-    for path, value in saved.items():
+    found = tunables()
+    if read(ORDER) == str(largest_order() + 1):
+        write(ORDER, str(min(9, largest_order())))  # the kernel's default, pageblock_order
+    yield tunables()
+    for path, value in found.items():
         if read(path) != value:
-            with open(path, "w") as f:
-                f.write(value + "\n")
+            write(path, value)
 
 
 def lb(env, *args, timeout=120, **kw):
@@ -308,3 +316,36 @@ def test_after_a_kill_the_next_command_that_measures_restores_and_says_so(
     assert (f"pid {p.pid} ended without cleaning up: setting {ORDER} restored to "
             f"{machine[ORDER]}") in r.stderr
     assert tunables() == machine
+
+
+def test_tune_with_a_command_holds_while_it_runs_and_restores_after(env, machine):
+    r = lb(env, "system", "tune", "--", "sh", "-c", f"cat {ORDER}; exit 3")
+    assert r.returncode == 3, r.stderr  # the command's
+    assert r.stdout.strip() == str(largest_order() + 1)  # tuned while it ran
+    assert f"set {ORDER}: {machine[ORDER]} -> {largest_order() + 1} while sh runs" in r.stderr
+    assert f"restored {ORDER}: {largest_order() + 1} -> {machine[ORDER]}" in r.stderr
+    assert tunables() == machine
+    assert not os.path.exists(os.path.join(env["LOADBENCH_STATE_DIR"], "system-state.json"))
+    missing = lb(env, "system", "tune", "--", "no-such-command-here")
+    assert missing.returncode == 127 and "command not found: no-such-command-here" in \
+        missing.stderr, missing.stderr
+    assert "set " not in missing.stderr and tunables() == machine
+
+
+def test_a_tune_killed_with_its_command_is_restored_by_the_next_command(env, machine):
+    p = subprocess.Popen([BIN, "system", "tune", "--", "sleep", "60"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while read(ORDER) != str(largest_order() + 1) and time.monotonic() < deadline:
+        assert p.poll() is None, p.communicate()
+        time.sleep(0.05)
+    p.kill()
+    p.communicate(timeout=30)
+    assert read(ORDER) == str(largest_order() + 1)  # left tuned: nothing ran to restore it
+    r = lb(env, "system", "reset")
+    assert r.returncode == 0, r.stderr
+    assert (f"pid {p.pid} ended without cleaning up: setting {ORDER} restored to "
+            f"{machine[ORDER]}") in r.stderr
+    assert tunables() == machine
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 60" not in ps.splitlines()  # the command died with it
