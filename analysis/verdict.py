@@ -154,7 +154,11 @@ def disagreed(e: dict) -> str:
     role = {(True, True): "the baseline and runner-up", (True, False): "the baseline",
             (False, True): "the runner-up"}.get((f["is_baseline"], f["is_runner_up"]),
                                                 "slower by its median")
-    text = (f"the medians and the paired rounds disagree: {e['fastest']} has the lowest median "
+    # Surely slower in the rounds both ran: the two disagree. Not surely: the two are not told
+    # apart, the paired estimate leaning the other way.
+    head = ("the medians and the paired rounds disagree" if f["sure"] else
+            f"no fastest: {e['fastest']} and {f['strategy']} are not told apart")
+    text = (f"{head}: {e['fastest']} has the lowest median "
             f"({e['median_s']:.3f} s; {f['strategy']} {f['median_s']:.3f} s), but in the rounds "
             f"both ran in it took {against(f, f['strategy'], role)}; neither is named fastest.")
     if e["rounds"] and not f["is_baseline"]:
