@@ -200,7 +200,8 @@ def write_index(path, weight_map):
 @pytest.fixture(scope="module")
 def www(place):
     """nginx serving: a WLF; a safetensors model in two shards and its index, the second shard
-    missing; indexes naming a shard on another host and one above their folder."""
+    missing; indexes naming a shard on another host and one above their folder (plainly, and
+    percent-encoded)."""
     d = place / "www"
     (d / "sharded").mkdir(parents=True)
     env = rs.base_env(place / "srv")
@@ -217,6 +218,8 @@ def www(place):
     write_index(d / "elsewhere" / "model.safetensors.index.json",
                 {first[0]: "http://other.example/x.safetensors"})
     write_index(d / "elsewhere" / "up.safetensors.index.json", {first[0]: "../x.safetensors"})
+    write_index(d / "elsewhere" / "encoded.safetensors.index.json",
+                {first[0]: "%2e%2E/x.safetensors"})
     with rs.serve(["--kind", "http", "--root", str(d)], env) as (_, ep):
         yield ep, shards
 
@@ -230,6 +233,9 @@ def www(place):
      "outside its own prefix (a URL: another host)"),
     ("elsewhere/up.safetensors.index.json",
      "{ep}/elsewhere/up.safetensors.index.json: names '../x.safetensors', outside its own prefix"),
+    ("elsewhere/encoded.safetensors.index.json",
+     "{ep}/elsewhere/encoded.safetensors.index.json: names '%2e%2E/x.safetensors', outside its "
+     "own prefix (a '..', '.' or empty component)"),
 ])
 def test_a_model_that_cannot_be_read_is_exit_2_naming_it(www, env, tmp_path, path, says):
     ep, shards = www
@@ -238,6 +244,25 @@ def test_a_model_that_cannot_be_read_is_exit_2_naming_it(www, env, tmp_path, pat
     assert r.rc == 2, r
     print(f"{path}: {r.err}")
     assert says.format(ep=ep, shard=shards[1]) in rs.one_line(r), r
+    assert not (out / "runs.jsonl").exists()
+    no_secret(r, out)
+
+
+@pytest.mark.parametrize("name", ["http://{host}/a/../m.wlf", "http://{host}/ok/./m.wlf",
+                                  "http://{host}/ok/%2e%2E/m.wlf", "s3://ok/a/../../other/x.wlf"])
+def test_a_dot_segment_in_a_name_is_exit_2_before_any_request(place, env, tmp_path, name):
+    """libcurl would resolve the segment and fetch another object than the one named."""
+    log = tmp_path / "requests.jsonl"
+    with rs.fault_server(place / "m.wlf", log) as port:
+        name = name.format(host=f"127.0.0.1:{port}")
+        env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{port}"
+        out = tmp_path / "out"
+        r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env, limit_s=30)
+    assert r.rc == 2, r
+    print(f"{name}: {r.err}")
+    assert rs.one_line(r) == f"loadbench run: {name}: a '.' or '..' segment in its path " \
+                             "(it would be resolved away, and another object fetched)", r
+    assert not log.exists(), log.read_text()
     assert not (out / "runs.jsonl").exists()
     no_secret(r, out)
 
