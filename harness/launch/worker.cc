@@ -170,6 +170,24 @@ void Judge(const WorkerRequest& req, const TensorTable& table,
                   *expected);
 }
 
+// A remote load some of whose answers were not checked against the object's ETag (its details,
+// or a shard's, say etag_checked false; loaders/remote/http.h): a change of the object during the
+// load would have gone unseen, which the run's line says, and why.
+void EtagWarning(const std::string& file, const RunRecord::Json& details,
+                 std::vector<std::string>* warnings) {
+  std::vector<RunRecord::Json> all = {details};
+  if (details.is_object() && details.contains("shards") && details["shards"].is_array()) {
+    for (const RunRecord::Json& d : details["shards"]) all.push_back(d);
+  }
+  for (const RunRecord::Json& d : all) {
+    if (d.is_object() && d.value("etag_checked", true) == false) {
+      warnings->push_back(fmt::format("{}: not checked for a change during the load ({})", file,
+                                      d.value("etag_unchecked", "unknown why")));
+      return;
+    }
+  }
+}
+
 // The CPU time and faults of the timed region alone: a worker's whole-process figures (wait4)
 // also hold exec, dynamic loading and teardown.
 void LoadUsage(const rusage& start, const rusage& end, RunRecord* r) {
@@ -263,6 +281,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   LoadUsage(usage_start, usage_end, &r);
   r.details = pipeline.Details();
   if (!s.ok()) return Unfinished(r, s);
+  EtagWarning(req.file, r.details, &r.warnings);
   // ---- end of the timed region ----
   // Read while the loader still holds its memory: the I/O counters should include nothing the
   // teardown causes, and the memory figures describe the loaded state.

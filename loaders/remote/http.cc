@@ -53,7 +53,8 @@ long StallSeconds() {
   return *end == '\0' && s >= 1 && s <= 3600 ? s : 30;
 }
 
-void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
+void TransferStats::Add(const HttpGet& get) {
+  CURL* h = get.handle();
   long connects = 0;
   curl_off_t total_us = 0, first_us = 0;
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
@@ -61,14 +62,17 @@ void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
   curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &first_us);
   ++requests;
   connections += static_cast<uint64_t>(std::max(0L, connects));
-  bytes_requested += requested;
-  bytes_received += received;
+  bytes_requested += get.requested();
+  bytes_received += get.received();
   if (first_byte_s < 0) first_byte_s = static_cast<double>(first_us) / 1e6;
   latency_s.push_back(static_cast<double>(total_us) / 1e6);
+  if (get.etag_missing() && etag_unchecked.empty()) {
+    etag_unchecked = get.is_head() ? "the HEAD sent no ETag" : "a GET sent no ETag";
+  }
 }
 
 nlohmann::json TransferStats::ToJson() const {
-  return {
+  nlohmann::json j = {
       {"requests", requests},
       {"connections", connections},
       {"bytes_requested", bytes_requested},
@@ -78,7 +82,10 @@ nlohmann::json TransferStats::ToJson() const {
        {{"p50", Percentile(latency_s, 0.50)},
         {"p90", Percentile(latency_s, 0.90)},
         {"p99", Percentile(latency_s, 0.99)},
-        {"max", latency_s.empty() ? 0.0 : *std::max_element(latency_s.begin(), latency_s.end())}}}};
+        {"max", latency_s.empty() ? 0.0 : *std::max_element(latency_s.begin(), latency_s.end())}}},
+      {"etag_checked", etag_unchecked.empty()}};
+  if (!etag_unchecked.empty()) j["etag_unchecked"] = etag_unchecked;
+  return j;
 }
 
 HttpGet::HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst,
@@ -91,7 +98,7 @@ HttpGet::HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::by
   }
 }
 
-HttpGet::HttpGet(const RemoteObject& obj, const Timeouts& t) : obj_(obj) {
+HttpGet::HttpGet(const RemoteObject& obj, const Timeouts& t) : obj_(obj), is_head_(true) {
   Setup(t);
   curl_easy_setopt(h_, CURLOPT_NOBODY, 1L);
 }
@@ -172,12 +179,8 @@ size_t HttpGet::OnBody(char* p, size_t size, size_t n, void* self_ptr) {
     }
     return bytes;  // an error document: its status says what went wrong
   }
-  if (self->received_ == 0 && !self->expect_etag_.empty() &&
-      self->head_.etag != self->expect_etag_) {
-    self->refused_ = fmt::format("object changed during the load (ETag {}, then {})",
-                                 Printable(self->expect_etag_), Printable(self->head_.etag));
-    return 0;
-  }
+  if (self->received_ == 0) self->refused_ = self->Refusal();
+  if (!self->refused_.empty()) return 0;
   if (bytes > self->cap_ - self->received_) {
     self->refused_ = fmt::format("the server sent more than the {} bytes asked for", self->cap_);
     return 0;
@@ -185,6 +188,23 @@ size_t HttpGet::OnBody(char* p, size_t size, size_t n, void* self_ptr) {
   std::memcpy(self->dst_ + self->received_, p, bytes);
   self->received_ += bytes;
   return bytes;
+}
+
+std::string HttpGet::Refusal() {
+  if (expect_etag_.empty()) return "";
+  if (head_.etag.empty()) {
+    get_etag_missing_ = true;  // no ETag is no change: the load goes on, unchecked
+    return "";
+  }
+  if (head_.etag != expect_etag_) {
+    return fmt::format("object changed during the load (ETag {}, then {})", Printable(expect_etag_),
+                       Printable(head_.etag));
+  }
+  return "";
+}
+
+bool HttpGet::etag_missing() const {
+  return is_head_ ? status_ == 200 && head_.etag.empty() : get_etag_missing_;
 }
 
 Status HttpGet::Error(const std::string& why) const {
@@ -230,14 +250,16 @@ Status HttpGet::Finish(CURLcode code) {
   return Status::Ok();
 }
 
-Status HttpGet::Perform() { return Finish(curl_easy_perform(h_)); }
+Status HttpGet::Perform(TransferStats* stats) {
+  const CURLcode code = curl_easy_perform(h_);
+  if (stats) stats->Add(*this);
+  return Finish(code);
+}
 
 Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,
                   TransferStats* stats) {
   HttpGet head(obj, t);
-  const Status s = head.Perform();
-  if (stats) stats->Add(head.handle(), 0, 0);
-  LB_RETURN_IF_ERROR(s);
+  LB_RETURN_IF_ERROR(head.Perform(stats));
   *out = head.head();
   return Status::Ok();
 }
@@ -245,9 +267,7 @@ Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,
 Status GetRange(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst,
                 const std::string& etag, const Timeouts& t, TransferStats* stats) {
   HttpGet get(obj, offset, len, dst, len, etag, t);
-  const Status s = get.Perform();
-  if (stats) stats->Add(get.handle(), len, get.received());
-  return s;
+  return get.Perform(stats);
 }
 
 }  // namespace loadbench

@@ -3,9 +3,9 @@
 // request is checked: the status it must have (200 for a whole object, 206 for a range; a
 // server that answers a range with 200 and the whole object is refused, never mis-assembled),
 // the bytes it must carry (a body shorter than asked is an error), and the object's ETag (one
-// that changes between requests is "object changed during the load"). Redirects are not
-// followed: the error names where the server pointed. Errors name the object and the reason,
-// never a credential.
+// that changes between requests is "object changed during the load"; an answer without one is
+// no change, and leaves the load unchecked). Redirects are not followed: the error names where
+// the server pointed. Errors name the object and the reason, never a credential.
 #pragma once
 
 #include <curl/curl.h>
@@ -23,6 +23,8 @@
 
 namespace loadbench {
 
+class HttpGet;
+
 // What one load's requests did, for the run's `details` (docs/results-format.md).
 struct TransferStats {
   uint64_t requests = 0;
@@ -31,11 +33,15 @@ struct TransferStats {
   uint64_t bytes_received = 0;    // body bytes that arrived, over-read included
   double first_byte_s = -1;       // the first request's time to its first byte
   std::vector<double> latency_s;  // each request's whole time, in completion order
+  // Why some answer was not checked against the object's ETag ("the HEAD sent no ETag", "a GET
+  // sent no ETag": the first seen); empty when every one was.
+  std::string etag_unchecked;
 
-  // Adds the request that ended on `h`, which asked for `requested` bytes.
-  void Add(CURL* h, uint64_t requested, uint64_t received);
+  // Adds the request that ended on `get`'s handle.
+  void Add(const HttpGet& get);
   // {"requests", "connections", "bytes_requested", "bytes_received", "first_byte_s",
-  //  "request_latency_s": {"p50", "p90", "p99", "max"}}.
+  //  "request_latency_s": {"p50", "p90", "p99", "max"}, "etag_checked"}, and "etag_unchecked"
+  //  when it was not.
   nlohmann::json ToJson() const;
 };
 
@@ -65,7 +71,7 @@ class HttpGet {
  public:
   // A GET of [offset, offset + len) into dst (which holds len bytes), or with len == 0 of the
   // whole object into dst (which holds `cap` bytes). `etag`, when not empty, is what the object
-  // must still be.
+  // must still be: an answer with another is refused, one with none taken unchecked.
   HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst, uint64_t cap,
           const std::string& etag, const Timeouts& t);
   // A HEAD.
@@ -75,21 +81,27 @@ class HttpGet {
   HttpGet& operator=(const HttpGet&) = delete;
 
   CURL* handle() const { return h_; }
-  // Runs the request here, and Finish.
-  Status Perform();
+  // Runs the request here, and Finish; the request is added to `stats` when given.
+  Status Perform(TransferStats* stats = nullptr);
   // After the transfer ended with `code`: Ok when it delivered all it had to, else the reason.
   Status Finish(CURLcode code);
 
   uint64_t offset() const { return offset_; }
-  uint64_t requested() const { return len_; }
+  uint64_t requested() const { return len_ ? len_ : cap_; }  // 0 for a HEAD
   uint64_t received() const { return received_; }
   const ObjectHead& head() const { return head_; }
+  bool is_head() const { return is_head_; }
+  // Whether the answer carried no ETag where one was to be checked: a HEAD's that succeeded
+  // (nothing to check the load's answers against), or a GET's when an ETag was expected.
+  bool etag_missing() const;
 
  private:
   void Setup(const Timeouts& t);
   static size_t OnHeader(char* p, size_t size, size_t n, void* self);
   static size_t OnBody(char* p, size_t size, size_t n, void* self);
   Status Error(const std::string& why) const;
+  // Why the answer's first body byte is not to be taken, or "" (an ETag other than expected).
+  std::string Refusal();
 
   const RemoteObject& obj_;
   CURL* h_ = nullptr;
@@ -98,6 +110,8 @@ class HttpGet {
   std::byte* dst_ = nullptr;
   uint64_t cap_ = 0;
   std::string expect_etag_;
+  bool is_head_ = false;
+  bool get_etag_missing_ = false;
   long status_ = 0;
   std::string location_;
   std::string refused_;  // why the body was refused mid-transfer

@@ -79,7 +79,7 @@ Status RangeRunner::Run(const std::function<bool(RangeRequest*)>& next,
       flying.erase(it);
       curl_multi_remove_handle(m, msg->easy_handle);
       Status s = f.get->Finish(msg->data.result);
-      if (stats) stats->Add(f.get->handle(), f.req.len, f.get->received());
+      if (stats) stats->Add(*f.get);
       if (s.ok()) s = done(f.req);
       if (!s.ok() && failed.ok()) failed = s;
     }

@@ -18,6 +18,8 @@ the first label of the Host header, `ok.localhost:PORT`):
     stall           the status line and headers, then nothing (until the client goes, at most 60 s)
     loop            302 to itself
     forbidden       403 with an S3 XML error document
+    noetag          no ETag on any answer
+    getnoetag       an ETag on a HEAD's answer, none on a GET's
 
 The header of a model is read first (a HEAD, then ranged GETs of at least 1 MiB starting in
 the first MiB, and one of the last bytes: loaders/remote/source.cc), by the harness that
@@ -41,7 +43,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOAD_ONLY = {"short", "close", "norange", "etag", "stall"}
-MODES = {"ok", "loop", "forbidden"} | LOAD_ONLY
+MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag"} | LOAD_ONLY
 STALL_LIMIT_S = 60
 HEADER_BYTES = 1 << 20
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
@@ -134,14 +136,15 @@ class Handler(BaseHTTPRequestHandler):
             first, last, ranged = 0, size - 1, False
         if fault == "etag":
             etag = self.server.etag_replaced
-        self.send_head(etag, size, first, last, ranged)
+        self.send_head(mode, etag, size, first, last, ranged)
         if body:
             self.send_body(fault, data, first, last)
 
-    def send_head(self, etag, size, first, last, ranged):
+    def send_head(self, mode, etag, size, first, last, ranged):
         self.send_response(206 if ranged else 200)
         self.send_header("Accept-Ranges", "bytes")
-        self.send_header("ETag", etag)
+        if mode != "noetag" and not (mode == "getnoetag" and self.command == "GET"):
+            self.send_header("ETag", etag)
         self.send_header("Content-Type", "application/octet-stream")
         if ranged:
             self.send_header("Content-Range", f"bytes {first}-{last}/{size}")

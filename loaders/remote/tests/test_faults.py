@@ -99,6 +99,30 @@ def test_a_fault_in_the_load_is_a_failed_run_naming_the_object(faults, env, tmp_
     no_secret(r, out)
 
 
+@pytest.mark.parametrize("fault, why", [("ok", None), ("noetag", "the HEAD sent no ETag"),
+                                        ("getnoetag", "a GET sent no ETag")])
+def test_an_answer_without_an_etag_loads_unchecked_and_says_so(faults, env, tmp_path, fault, why):
+    """No ETag is no change: the load goes on, recorded and said to be unchecked."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    name = f"s3://{fault}/m.wlf"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env)
+    assert r.rc == 0, r
+    recs = rs.records(out)
+    for strategy in ("http_get", "http_ranges"):
+        rec = recs[strategy]
+        assert rec["status"] == "ok" and rec["checksum_ok"] is True, (strategy, rec.get("error"))
+        details = rec["details"]
+        assert details["etag_checked"] is (why is None), (strategy, details)
+        assert details.get("etag_unchecked") == why, (strategy, details)
+        warning = f"{name}: not checked for a change during the load ({why})"
+        assert rec.get("warnings", []) == ([] if why is None else [warning]), rec
+    warned = [ln for ln in r.err.splitlines() if "not checked for a change" in ln]
+    print("\n".join(warned))
+    assert len(warned) == (0 if why is None else 2), r
+    no_secret(r, out)
+
+
 @pytest.mark.parametrize("fault, says", [
     ("loop", "s3://loop/m.wlf: redirected (HTTP 302 to '/loop/m.wlf'); redirects are not followed"),
     ("forbidden", "s3://forbidden/m.wlf: HTTP 403 Forbidden: the credentials were refused"),
