@@ -36,6 +36,25 @@ std::string TrimLine(std::string_view s) {
   return std::string(s);
 }
 
+// "A-B" of a Content-Range "bytes A-B/SIZE" (SIZE a number, or '*' when unknown); "" for any
+// other value.
+std::string RangeOf(std::string_view v) {
+  const auto digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!v.starts_with("bytes ")) return "";
+  v.remove_prefix(6);
+  const size_t slash = v.find('/'), dash = v.find('-');
+  if (slash == std::string_view::npos || dash > slash) return "";
+  const std::string_view size = v.substr(slash + 1);
+  if (!digits(v.substr(0, dash)) || !digits(v.substr(dash + 1, slash - dash - 1)) ||
+      !(size == "*" || digits(size))) {
+    return "";
+  }
+  return std::string(v.substr(0, slash));
+}
+
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -154,6 +173,7 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
         sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
     self->head_ = {};
     self->location_.clear();
+    self->content_range_.reset();
     return size * n;
   }
   const size_t colon = line.find(':');
@@ -163,6 +183,7 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
   if (name == "etag") self->head_.etag = value;
   if (name == kChecksumMeta) self->head_.checksum = value;
   if (name == "location") self->location_ = value;
+  if (name == "content-range") self->content_range_ = value;
   if (name == "content-length") self->head_.size = std::strtoull(value.c_str(), nullptr, 10);
   return size * n;
 }
@@ -191,15 +212,23 @@ size_t HttpGet::OnBody(char* p, size_t size, size_t n, void* self_ptr) {
 }
 
 std::string HttpGet::Refusal() {
-  if (expect_etag_.empty()) return "";
-  if (head_.etag.empty()) {
+  if (!expect_etag_.empty() && head_.etag.empty()) {
     get_etag_missing_ = true;  // no ETag is no change: the load goes on, unchecked
-    return "";
-  }
-  if (head_.etag != expect_etag_) {
+  } else if (head_.etag != expect_etag_ && !expect_etag_.empty()) {
     return fmt::format("object changed during the load (ETag {}, then {})", Printable(expect_etag_),
                        Printable(head_.etag));
   }
+  if (len_ == 0) return "";  // a whole GET: no range to check
+  const std::string asked = fmt::format("{}-{}", offset_, offset_ + len_ - 1);
+  if (!content_range_) {
+    return fmt::format("the server sent a 206 without Content-Range for bytes {}", asked);
+  }
+  const std::string sent = RangeOf(*content_range_);
+  if (sent.empty()) {
+    return fmt::format("the server sent Content-Range '{}' for bytes {}",
+                       Printable(*content_range_), asked);
+  }
+  if (sent != asked) return fmt::format("the server sent bytes {} for {}", sent, asked);
   return "";
 }
 

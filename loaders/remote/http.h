@@ -2,7 +2,8 @@
 // (whole, or of a byte range) written straight into their place in the destination. Every
 // request is checked: the status it must have (200 for a whole object, 206 for a range; a
 // server that answers a range with 200 and the whole object is refused, never mis-assembled),
-// the bytes it must carry (a body shorter than asked is an error), and the object's ETag (one
+// the range a 206 says it holds (its Content-Range must be the one asked for), the bytes it must
+// carry (a body shorter than asked is an error), and the object's ETag (one
 // that changes between requests is "object changed during the load"; an answer without one is
 // no change, and leaves the load unchecked). Redirects are not followed: the error names where
 // the server pointed. Errors name the object and the reason, never a credential.
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,7 +102,8 @@ class HttpGet {
   static size_t OnHeader(char* p, size_t size, size_t n, void* self);
   static size_t OnBody(char* p, size_t size, size_t n, void* self);
   Status Error(const std::string& why) const;
-  // Why the answer's first body byte is not to be taken, or "" (an ETag other than expected).
+  // Why the answer's first body byte is not to be taken, or "": an ETag other than expected, a
+  // range's Content-Range missing or not the range asked for.
   std::string Refusal();
 
   const RemoteObject& obj_;
@@ -114,6 +117,7 @@ class HttpGet {
   bool get_etag_missing_ = false;
   long status_ = 0;
   std::string location_;
+  std::optional<std::string> content_range_;
   std::string refused_;  // why the body was refused mid-transfer
   uint64_t received_ = 0;
   ObjectHead head_;

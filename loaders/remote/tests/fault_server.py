@@ -16,6 +16,8 @@ the first label of the Host header, `ok.localhost:PORT`):
     norange         Range ignored: 200 and the whole file
     etag            the ETag changes: the object is replaced once its header has been read
     stall           the status line and headers, then nothing (until the client goes, at most 60 s)
+    wrongrange      a 206 of the bytes 4 KiB before the range asked, its Content-Range saying so
+    nocontentrange  a 206 of the bytes asked, without Content-Range
     loop            302 to itself
     forbidden       403 with an S3 XML error document
     noetag          no ETag on any answer
@@ -42,9 +44,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOAD_ONLY = {"short", "close", "norange", "etag", "stall"}
+LOAD_ONLY = {"short", "close", "norange", "etag", "stall", "wrongrange", "nocontentrange"}
 MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag"} | LOAD_ONLY
 STALL_LIMIT_S = 60
+SHIFT = 4096  # wrongrange: how far before the range asked its bytes start
 HEADER_BYTES = 1 << 20
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
@@ -134,19 +137,21 @@ class Handler(BaseHTTPRequestHandler):
         fault = None if header_read or mode not in LOAD_ONLY else mode
         if fault == "norange":
             first, last, ranged = 0, size - 1, False
+        if fault == "wrongrange" and ranged:
+            first, last = first - SHIFT, last - SHIFT
         if fault == "etag":
             etag = self.server.etag_replaced
-        self.send_head(mode, etag, size, first, last, ranged)
+        self.send_head(mode, etag, size, first, last, ranged, fault != "nocontentrange")
         if body:
             self.send_body(fault, data, first, last)
 
-    def send_head(self, mode, etag, size, first, last, ranged):
+    def send_head(self, mode, etag, size, first, last, ranged, content_range):
         self.send_response(206 if ranged else 200)
         self.send_header("Accept-Ranges", "bytes")
         if mode != "noetag" and not (mode == "getnoetag" and self.command == "GET"):
             self.send_header("ETag", etag)
         self.send_header("Content-Type", "application/octet-stream")
-        if ranged:
+        if ranged and content_range:
             self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
         self.send_header("Content-Length", str(last - first + 1))
         self.end_headers()

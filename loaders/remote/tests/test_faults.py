@@ -14,6 +14,7 @@ Run with /usr/bin/python3 -m pytest loaders/remote/tests. LOADBENCH_BIN names th
 (default build/loadbench of this checkout); a test whose server is not installed skips."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -68,6 +69,9 @@ RUN_FAULTS = {
                                 "ignores Range requests"),
     "etag": ("failed", "failed", "object changed during the load (ETag"),
     "stall": ("failed", "failed", "the server stalled"),
+    # A whole GET asks for no range: only the ranges' answers carry one.
+    "wrongrange": ("ok", "failed", "the server sent bytes "),
+    "nocontentrange": ("ok", "failed", "the server sent a 206 without Content-Range for bytes "),
 }
 
 
@@ -96,6 +100,11 @@ def test_a_fault_in_the_load_is_a_failed_run_naming_the_object(faults, env, tmp_
         assert (rec["wall_s"] or 0) < timeout_s, (strategy, rec["wall_s"])
     if fault == "stall":  # ended by the stall timer, not by the run's timeout
         assert "the last 2 seconds" in recs["http_ranges"]["error"]
+    if fault == "wrongrange":  # the bytes 4 KiB before those asked for
+        m = re.search(r"sent bytes (\d+)-(\d+) for (\d+)-(\d+)$", recs["http_ranges"]["error"])
+        assert m, recs["http_ranges"]["error"]
+        x, y, a, b = map(int, m.groups())
+        assert (x, y) == (a - 4096, b - 4096), m.group(0)
     no_secret(r, out)
 
 
