@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -55,6 +56,11 @@ std::string RangeOf(std::string_view v) {
   return std::string(v.substr(0, slash));
 }
 
+// The server's trouble, not the request's: worth asking again.
+bool RetriedStatus(long status) {
+  return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -72,7 +78,7 @@ long StallSeconds() {
   return *end == '\0' && s >= 1 && s <= 3600 ? s : 30;
 }
 
-void TransferStats::Add(const HttpGet& get) {
+void TransferStats::Add(const HttpGet& get, bool retried) {
   CURL* h = get.handle();
   long connects = 0;
   curl_off_t total_us = 0, first_us = 0;
@@ -81,10 +87,14 @@ void TransferStats::Add(const HttpGet& get) {
   curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &first_us);
   ++requests;
   connections += static_cast<uint64_t>(std::max(0L, connects));
+  latency_s.push_back(static_cast<double>(total_us) / 1e6);
+  if (retried) {
+    ++retries;
+    return;
+  }
   bytes_requested += get.requested();
   bytes_received += get.received();
   if (first_byte_s < 0) first_byte_s = static_cast<double>(first_us) / 1e6;
-  latency_s.push_back(static_cast<double>(total_us) / 1e6);
   if (get.etag_missing() && etag_unchecked.empty()) {
     etag_unchecked = get.is_head() ? "the HEAD sent no ETag" : "a GET sent no ETag";
   }
@@ -93,6 +103,7 @@ void TransferStats::Add(const HttpGet& get) {
 nlohmann::json TransferStats::ToJson() const {
   nlohmann::json j = {
       {"requests", requests},
+      {"retries", retries},
       {"connections", connections},
       {"bytes_requested", bytes_requested},
       {"bytes_received", bytes_received},
@@ -174,6 +185,7 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
     self->head_ = {};
     self->location_.clear();
     self->content_range_.reset();
+    self->retry_after_s_ = -1;
     return size * n;
   }
   const size_t colon = line.find(':');
@@ -184,6 +196,11 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
   if (name == kChecksumMeta) self->head_.checksum = value;
   if (name == "location") self->location_ = value;
   if (name == "content-range") self->content_range_ = value;
+  if (name == "retry-after") {  // seconds; a date is not waited for
+    char* end = nullptr;
+    const long secs = std::strtol(value.c_str(), &end, 10);
+    if (!value.empty() && *end == '\0' && secs >= 0) self->retry_after_s_ = secs;
+  }
   if (name == "content-length") self->head_.size = std::strtoull(value.c_str(), nullptr, 10);
   return size * n;
 }
@@ -271,6 +288,7 @@ Status HttpGet::Finish(CURLcode code) {
   if (status_ == 403) {
     return Error("HTTP 403 Forbidden: the credentials were refused or do not allow reading it");
   }
+  if (RetriedStatus(status_)) return Error(fmt::format("HTTP {} after {} tries", status_, tries_));
   const long want = len_ > 0 ? 206 : 200;
   if (status_ != want) return Error(fmt::format("HTTP {} (expected {})", status_, want));
   if (len_ > 0 && received_ != len_) {
@@ -279,10 +297,31 @@ Status HttpGet::Finish(CURLcode code) {
   return Status::Ok();
 }
 
+bool HttpGet::Retryable(CURLcode code) const {
+  return code == CURLE_OK && refused_.empty() && RetriedStatus(status_) && tries_ < kHttpTries;
+}
+
+std::chrono::milliseconds HttpGet::NextTry() {
+  const std::chrono::milliseconds backoff = kFirstRetryWait * (1 << (tries_ - 1));
+  const std::chrono::milliseconds asked = std::chrono::seconds(std::max(0L, retry_after_s_));
+  ++tries_;
+  status_ = 0;
+  head_ = {};
+  location_.clear();
+  content_range_.reset();
+  retry_after_s_ = -1;
+  error_[0] = '\0';
+  return std::min(std::max(backoff, asked), kLongestRetryWait);
+}
+
 Status HttpGet::Perform(TransferStats* stats) {
-  const CURLcode code = curl_easy_perform(h_);
-  if (stats) stats->Add(*this);
-  return Finish(code);
+  for (;;) {
+    const CURLcode code = curl_easy_perform(h_);
+    const bool again = Retryable(code);
+    if (stats) stats->Add(*this, again);
+    if (!again) return Finish(code);
+    std::this_thread::sleep_for(NextTry());
+  }
 }
 
 Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,

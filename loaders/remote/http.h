@@ -6,11 +6,14 @@
 // carry (a body shorter than asked is an error), and the object's ETag (one
 // that changes between requests is "object changed during the load"; an answer without one is
 // no change, and leaves the load unchecked). Redirects are not followed: the error names where
-// the server pointed. Errors name the object and the reason, never a credential.
+// the server pointed. A request answered 500, 502, 503 or 504 (S3's 503 SlowDown among them) is
+// made again, a few times, after a wait (kHttpTries); 4xx never. Errors name the object and the
+// reason, never a credential.
 #pragma once
 
 #include <curl/curl.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,9 +30,17 @@ namespace loadbench {
 
 class HttpGet;
 
+// A request answered 500, 502, 503 or 504 is made kHttpTries times in all before it fails: again
+// after kFirstRetryWait, then each time after twice the wait before, or after the answer's
+// Retry-After when that is longer, never after more than kLongestRetryWait.
+inline constexpr int kHttpTries = 4;
+inline constexpr std::chrono::milliseconds kFirstRetryWait{100};
+inline constexpr std::chrono::milliseconds kLongestRetryWait{2000};
+
 // What one load's requests did, for the run's `details` (docs/results-format.md).
 struct TransferStats {
   uint64_t requests = 0;
+  uint64_t retries = 0;           // requests answered 500, 502, 503 or 504, and made again
   uint64_t connections = 0;       // new connections opened (none kept from another run)
   uint64_t bytes_requested = 0;   // what the ranges asked for (the object's size for a whole GET)
   uint64_t bytes_received = 0;    // body bytes that arrived, over-read included
@@ -39,9 +50,10 @@ struct TransferStats {
   // sent no ETag": the first seen); empty when every one was.
   std::string etag_unchecked;
 
-  // Adds the request that ended on `get`'s handle.
-  void Add(const HttpGet& get);
-  // {"requests", "connections", "bytes_requested", "bytes_received", "first_byte_s",
+  // Adds the request that ended on `get`'s handle; `retried`: it is to be made again (counted
+  // in `retries`, its bytes not asked for, nor received, until then).
+  void Add(const HttpGet& get, bool retried);
+  // {"requests", "retries", "connections", "bytes_requested", "bytes_received", "first_byte_s",
   //  "request_latency_s": {"p50", "p90", "p99", "max"}, "etag_checked"}, and "etag_unchecked"
   //  when it was not.
   nlohmann::json ToJson() const;
@@ -83,8 +95,15 @@ class HttpGet {
   HttpGet& operator=(const HttpGet&) = delete;
 
   CURL* handle() const { return h_; }
-  // Runs the request here, and Finish; the request is added to `stats` when given.
+  // Runs the request here, again while Retryable (waiting NextTry's time between), and Finish;
+  // each try is added to `stats` when given.
   Status Perform(TransferStats* stats = nullptr);
+  // After a try that ended with `code`: whether it was answered 500, 502, 503 or 504 and has
+  // tries left.
+  bool Retryable(CURLcode code) const;
+  // Readies the handle for its next try (the answer's state cleared), and returns how long to
+  // wait before it.
+  std::chrono::milliseconds NextTry();
   // After the transfer ended with `code`: Ok when it delivered all it had to, else the reason.
   Status Finish(CURLcode code);
 
@@ -118,6 +137,8 @@ class HttpGet {
   long status_ = 0;
   std::string location_;
   std::optional<std::string> content_range_;
+  long retry_after_s_ = -1;  // the answer's Retry-After in seconds; -1 without one
+  int tries_ = 1;
   std::string refused_;  // why the body was refused mid-transfer
   uint64_t received_ = 0;
   ObjectHead head_;

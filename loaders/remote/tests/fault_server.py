@@ -18,10 +18,13 @@ the first label of the Host header, `ok.localhost:PORT`):
     stall           the status line and headers, then nothing (until the client goes, at most 60 s)
     wrongrange      a 206 of the bytes 4 KiB before the range asked, its Content-Range saying so
     nocontentrange  a 206 of the bytes asked, without Content-Range
+    unavailable     503 every time
     loop            302 to itself
     forbidden       403 with an S3 XML error document
     noetag          no ETag on any answer
     getnoetag       an ETag on a HEAD's answer, none on a GET's
+    slowdown        503 SlowDown (S3's XML error, Retry-After: 1) the first time each request (its
+                    method and Range) is made, then the answer of ok
 
 The header of a model is read first (a HEAD, then ranged GETs of at least 1 MiB starting in
 the first MiB, and one of the last bytes: loaders/remote/source.cc), by the harness that
@@ -44,8 +47,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOAD_ONLY = {"short", "close", "norange", "etag", "stall", "wrongrange", "nocontentrange"}
-MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag"} | LOAD_ONLY
+LOAD_ONLY = {"short", "close", "norange", "etag", "stall", "wrongrange", "nocontentrange",
+             "unavailable"}
+MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag", "slowdown"} | LOAD_ONLY
 STALL_LIMIT_S = 60
 SHIFT = 4096  # wrongrange: how far before the range asked its bytes start
 HEADER_BYTES = 1 << 20
@@ -96,12 +100,26 @@ class Handler(BaseHTTPRequestHandler):
         if body:
             self.wfile.write(doc)
 
-    def refused(self, mode, body):
+    def first_time(self, mode):
+        """Whether this request (its mode, method and Range) is made for the first time."""
+        key = (mode, self.command, self.headers.get("Range", ""))
+        with self.server.lock:
+            new = key not in self.server.seen
+            self.server.seen.add(key)
+        return new
+
+    def refused(self, mode, body, header_read):
         """Answers the modes that send no part of the file; True when it did."""
         if mode == "loop":
             self.send_error_answer(302, body, headers=[("Location", self.path)])
         elif mode == "forbidden":
             self.send_error_answer(403, body, s3_error("AccessDenied", "Access Denied"))
+        elif mode == "unavailable" and not header_read:
+            self.send_error_answer(503, body, s3_error("ServiceUnavailable", "Unavailable"))
+        elif mode == "slowdown" and self.first_time(mode):
+            self.send_error_answer(503, body,
+                                   s3_error("SlowDown", "Please reduce your request rate."),
+                                   [("Retry-After", "1")])
         else:
             return False
         return True
@@ -128,7 +146,7 @@ class Handler(BaseHTTPRequestHandler):
         # the file (its tail sentinel).
         header_read = not body or (m is not None and (
             int(m.group(1)) < HEADER_BYTES or not m.group(2) or int(m.group(2)) >= size - 1))
-        if self.refused(mode, body):
+        if self.refused(mode, body, header_read):
             return
         asked = self.asked(size)
         if asked is None:
@@ -219,6 +237,7 @@ def main():
     server.etag_replaced = f'"{server.etag[1:-1][::-1]}"'
     server.log = os.path.abspath(args.log) if args.log else None
     server.lock = threading.Lock()
+    server.seen = set()
     print(server.server_address[1], flush=True)
     if args.until_stdin_closes:
         def watch():

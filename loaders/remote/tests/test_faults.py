@@ -69,6 +69,7 @@ RUN_FAULTS = {
                                 "ignores Range requests"),
     "etag": ("failed", "failed", "object changed during the load (ETag"),
     "stall": ("failed", "failed", "the server stalled"),
+    "unavailable": ("failed", "failed", "HTTP 503 after 4 tries"),
     # A whole GET asks for no range: only the ranges' answers carry one.
     "wrongrange": ("ok", "failed", "the server sent bytes "),
     "nocontentrange": ("ok", "failed", "the server sent a 206 without Content-Range for bytes "),
@@ -129,6 +130,26 @@ def test_an_answer_without_an_etag_loads_unchecked_and_says_so(faults, env, tmp_
     warned = [ln for ln in r.err.splitlines() if "not checked for a change" in ln]
     print("\n".join(warned))
     assert len(warned) == (0 if why is None else 2), r
+    no_secret(r, out)
+
+
+def test_a_503_once_is_retried_and_counted(faults, env, tmp_path):
+    """S3's 503 SlowDown to the first try of every request (the runner's HEAD and header reads
+    included), with Retry-After: 1."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args("s3://slowdown/m.wlf", out, STRATEGIES), env)
+    assert r.rc == 0, r
+    recs = rs.records(out)
+    for strategy in ("http_get", "http_ranges"):
+        rec = recs[strategy]
+        assert rec["status"] == "ok" and rec["checksum_ok"] is True, (strategy, rec.get("error"))
+        print(f"{strategy}: {rec['details']['retries']} retries, {rec['wall_s']:.2f} s")
+        assert rec["details"]["retries"] >= 1, (strategy, rec["details"])
+        assert rec["wall_s"] >= 1.0, (strategy, rec["wall_s"])  # Retry-After: 1 waited for
+    get, ranges = recs["http_get"]["details"], recs["http_ranges"]["details"]
+    assert (get["retries"], get["requests"]) == (1, 3), get  # a HEAD, its one GET twice
+    assert ranges["requests"] == 1 + 2 * ranges["retries"], ranges  # a HEAD, each range twice
     no_secret(r, out)
 
 
