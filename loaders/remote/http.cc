@@ -94,7 +94,7 @@ void TransferStats::Add(const HttpGet& get, bool retried) {
   }
   bytes_requested += get.requested();
   bytes_received += get.received();
-  if (first_byte_s < 0) first_byte_s = static_cast<double>(first_us) / 1e6;
+  if (first_byte_s < 0 && !get.is_head()) first_byte_s = static_cast<double>(first_us) / 1e6;
   if (get.etag_missing() && etag_unchecked.empty()) {
     etag_unchecked = get.is_head() ? "the HEAD sent no ETag" : "a GET sent no ETag";
   }

@@ -44,7 +44,7 @@ struct TransferStats {
   uint64_t connections = 0;       // new connections opened (none kept from another run)
   uint64_t bytes_requested = 0;   // what the ranges asked for (the object's size for a whole GET)
   uint64_t bytes_received = 0;    // body bytes that arrived, over-read included
-  double first_byte_s = -1;       // the first request's time to its first byte
+  double first_byte_s = -1;       // the first GET's time to its first byte (a HEAD's is not)
   std::vector<double> latency_s;  // each request's whole time, in completion order
   // Why some answer was not checked against the object's ETag ("the HEAD sent no ETag", "a GET
   // sent no ETag": the first seen); empty when every one was.

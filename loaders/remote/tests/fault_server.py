@@ -25,6 +25,7 @@ the first label of the Host header, `ok.localhost:PORT`):
     getnoetag       an ETag on a HEAD's answer, none on a GET's
     slowdown        503 SlowDown (S3's XML error, Retry-After: 1) the first time each request (its
                     method and Range) is made, then the answer of ok
+    late            an answer to a GET only after 1 s (a HEAD at once)
 
 The header of a model is read first (a HEAD, then ranged GETs of at least 1 MiB starting in
 the first MiB, and one of the last bytes: loaders/remote/source.cc), by the harness that
@@ -49,8 +50,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOAD_ONLY = {"short", "close", "norange", "etag", "stall", "wrongrange", "nocontentrange",
              "unavailable"}
-MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag", "slowdown"} | LOAD_ONLY
+MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag", "slowdown", "late"} | LOAD_ONLY
 STALL_LIMIT_S = 60
+LATE_S = 1.0
 SHIFT = 4096  # wrongrange: how far before the range asked its bytes start
 HEADER_BYTES = 1 << 20
 RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
@@ -159,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
             first, last = first - SHIFT, last - SHIFT
         if fault == "etag":
             etag = self.server.etag_replaced
+        if mode == "late" and body:
+            time.sleep(LATE_S)
         self.send_head(mode, etag, size, first, last, ranged, fault != "nocontentrange")
         if body:
             self.send_body(fault, data, first, last)

@@ -153,6 +153,18 @@ def test_a_503_once_is_retried_and_counted(faults, env, tmp_path):
     no_secret(r, out)
 
 
+def test_the_first_byte_is_the_first_gets(faults, env, tmp_path):
+    """`late` answers each GET of the load after 1 s, a HEAD at once."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args("s3://late/m.wlf", out, STRATEGIES), env)
+    assert r.rc == 0, r
+    for strategy, rec in rs.records(out).items():
+        assert rec["status"] == "ok", (strategy, rec.get("error"))
+        print(f"{strategy}: first byte after {rec['details']['first_byte_s']} s")
+        assert rec["details"]["first_byte_s"] >= 1.0, (strategy, rec["details"])
+
+
 @pytest.mark.parametrize("fault, says", [
     ("loop", "s3://loop/m.wlf: redirected (HTTP 302 to '/loop/m.wlf'); redirects are not followed"),
     ("forbidden", "s3://forbidden/m.wlf: HTTP 403 Forbidden: the credentials were refused"),
