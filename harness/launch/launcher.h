@@ -36,7 +36,7 @@ struct LaunchRequest {
   std::vector<std::string> file_paths;   // its files, for the timeline
   std::string strategy, cache;           // the spec text; "cold" or "warm"
   std::string counters = "none";         // libpfm4 events, comma-separated
-  std::string expect_checksum = "none";  // hex, for a file that stores no checksum
+  std::string expect_checksum = "none";  // hex: the model's, as the runner read it
   // Readers of parts (harness/../loaders/use/part.h): reader k loads part k of
   // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.
   std::string pattern = "replicated";

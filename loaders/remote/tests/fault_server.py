@@ -1,6 +1,6 @@
 """An HTTP/1.1 server of one file that misbehaves on demand, for the remote client's tests.
 
-    /usr/bin/python3 fault_server.py FILE [--log LOG.jsonl] [--until-stdin-closes]
+    /usr/bin/python3 fault_server.py FILE [--other OTHER] [--log LOG.jsonl] [--until-stdin-closes]
 
 Listens on 127.0.0.1, port 0; prints the port on stdout, then serves until killed (or, with
 --until-stdin-closes, until its standard input ends: it goes with the test that started it,
@@ -25,6 +25,11 @@ the first label of the Host header, `ok.localhost:PORT`):
     getnoetag       an ETag on a HEAD's answer, none on a GET's
     slowdown        503 SlowDown (S3's XML error, Retry-After: 1) the first time each request (its
                     method and Range) is made, then the answer of ok
+    swap            FILE to the first two HEADs and the requests after them (the runner's two
+                    reads of the header: its check of the given file, then its preparation),
+                    then, from the third HEAD (the first reader's) on, OTHER (--other: another
+                    file of the same size) with an ETag of its own: the object replaced between
+                    the runner's read of it and the readers'
     late            an answer to a GET only after 1 s (a HEAD at once)
 
 The header of a model is read first (a HEAD, then ranged GETs of at least 1 MiB starting in
@@ -50,7 +55,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOAD_ONLY = {"short", "close", "norange", "etag", "stall", "wrongrange", "nocontentrange",
              "unavailable"}
-MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag", "slowdown", "late"} | LOAD_ONLY
+MODES = {"ok", "loop", "forbidden", "noetag", "getnoetag", "slowdown", "late",
+         "swap"} | LOAD_ONLY
 STALL_LIMIT_S = 60
 LATE_S = 1.0
 SHIFT = 4096  # wrongrange: how far before the range asked its bytes start
@@ -110,6 +116,16 @@ class Handler(BaseHTTPRequestHandler):
             self.server.seen.add(key)
         return new
 
+    def file_for(self, mode):
+        """The bytes and ETag this request is answered with (swap: OTHER from the third
+        HEAD on)."""
+        if mode == "swap":
+            with self.server.lock:
+                self.server.swap_heads += self.command == "HEAD"
+                if self.server.swap_heads >= 3:
+                    return self.server.other, self.server.other_etag
+        return self.server.data, self.server.etag
+
     def refused(self, mode, body, header_read):
         """Answers the modes that send no part of the file; True when it did."""
         if mode == "loop":
@@ -141,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
     def answer(self, body):
         mode = self.mode()
         self.record(mode)
-        data, etag = self.server.data, self.server.etag
+        data, etag = self.file_for(mode)
         size = len(data)
         m = RANGE.match(self.headers.get("Range", ""))
         # The header's own requests: a HEAD, a range starting in the first MiB, one that ends
@@ -229,6 +245,7 @@ def etag_of(data):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
+    ap.add_argument("--other", default=None, help="what swap serves after the second HEAD")
     ap.add_argument("--log", default=None, help="append each request as a JSON line here")
     ap.add_argument("--until-stdin-closes", action="store_true",
                     help="also stop when standard input ends")
@@ -239,9 +256,15 @@ def main():
     server.data = data
     server.etag = etag_of(data)
     server.etag_replaced = f'"{server.etag[1:-1][::-1]}"'
+    server.other = data
+    if args.other:
+        with open(args.other, "rb") as f:
+            server.other = f.read()
+    server.other_etag = etag_of(server.other)
     server.log = os.path.abspath(args.log) if args.log else None
     server.lock = threading.Lock()
     server.seen = set()
+    server.swap_heads = 0
     print(server.server_address[1], flush=True)
     if args.until_stdin_closes:
         def watch():

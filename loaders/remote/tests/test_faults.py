@@ -35,17 +35,21 @@ NGINX = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not i
 @pytest.fixture(scope="module")
 def place(tmp_path_factory):
     """A folder with a 3.5 MiB WLF (more than the 1 MiB the header reads, so that the faults
-    that spare those reads trip in the load)."""
+    that spare those reads trip in the load), and another of the same size and shapes whose
+    bytes and checksum differ (what `swap` serves)."""
     d = tmp_path_factory.mktemp("remote")
     env = rs.base_env(d)
-    r = rs.loadbench(["gen", "--size", "3MiB", "--out", str(d / "m.wlf"), "--quiet"], env)
-    assert r.rc == 0, r
+    for name, seed in (("m.wlf", "1"), ("other.wlf", "2")):
+        r = rs.loadbench(["gen", "--size", "3MiB", "--seed", seed, "--out", str(d / name),
+                          "--quiet"], env)
+        assert r.rc == 0, r
+    assert os.path.getsize(d / "m.wlf") == os.path.getsize(d / "other.wlf")
     return d
 
 
 @pytest.fixture(scope="module")
 def faults(place):
-    with rs.fault_server(place / "m.wlf") as port:
+    with rs.fault_server(place / "m.wlf", other=place / "other.wlf") as port:
         yield port
 
 
@@ -163,6 +167,24 @@ def test_the_first_byte_is_the_first_gets(faults, env, tmp_path):
         assert rec["status"] == "ok", (strategy, rec.get("error"))
         print(f"{strategy}: first byte after {rec['details']['first_byte_s']} s")
         assert rec["details"]["first_byte_s"] >= 1.0, (strategy, rec["details"])
+
+
+def test_another_model_than_the_runner_read_fails_the_run(faults, env, tmp_path):
+    """`swap` serves another WLF, whole and consistent in itself, once the runner has read the
+    header: the readers get another model than the one the runner read the checksum of."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    name = "s3://swap/m.wlf"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env)
+    assert r.rc == 1, r
+    with open(out / "env.json") as f:
+        want = json.load(f)["file"]["checksum"]
+    for strategy, rec in rs.records(out).items():
+        print(f"{strategy}: {rec.get('error')}")
+        assert rec["status"] == "failed", (strategy, rec)
+        assert rec["error"].startswith(f"{name}: the model stores checksum "), rec["error"]
+        assert rec["error"].endswith(f", {want} when the runner read it: it changed in between")
+    no_secret(r, out)
 
 
 @pytest.mark.parametrize("fault, says", [
