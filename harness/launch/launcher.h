@@ -42,6 +42,9 @@ struct LaunchRequest {
   std::string pattern = "replicated";
   std::vector<std::string> part_checksums;
   int readers = 1;
+  // The endpoint of the experiment's own s3rver, which the readers are pointed at
+  // (server/server.h PointAtS3rver); "" for none: they read as their environment says.
+  std::string s3rver;
   double timeout_s = 0;  // 0: none
   double sample_s = 0;   // the timeline's interval; 0: no timeline
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
