@@ -5,11 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/server/server.h"
+#include "tests/support/saved_env.h"
 
 namespace loadbench {
 namespace {
@@ -80,34 +80,19 @@ TEST_F(RankDifferenceTest, AnotherSizeOrChecksumNamesThePathAndBothFigures) {
   EXPECT_TRUE(Has(d, "0000000000000abc")) << d;
 }
 
-// The variables of rank 0's remote environment, set for one test and restored afterwards.
+// Rank 0's remote environment, with marker credentials, set for one test and restored afterwards.
 class RunMessageTest : public ::testing::Test {
  protected:
-  static constexpr const char* kNames[] = {"AWS_ENDPOINT_URL",  "AWS_ENDPOINT_URL_S3",
-                                           "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                           "AWS_SESSION_TOKEN", "LOADBENCH_S3_ADDRESSING"};
   void SetUp() override {
-    for (const char* n : kNames) {
-      const char* v = std::getenv(n);
-      saved_.push_back(v ? std::optional<std::string>(v) : std::nullopt);
-    }
     ::setenv("AWS_ENDPOINT_URL", "https://store.example:9000", 1);
     ::setenv("AWS_ACCESS_KEY_ID", "AKIAMARKERKEYID", 1);
     ::setenv("AWS_SECRET_ACCESS_KEY", "marker-secret-key", 1);
     ::setenv("AWS_SESSION_TOKEN", "marker-session-token", 1);
   }
-  void TearDown() override {
-    for (size_t i = 0; i < std::size(kNames); ++i) {
-      if (saved_[i]) {
-        ::setenv(kNames[i], saved_[i]->c_str(), 1);
-      } else {
-        ::unsetenv(kNames[i]);
-      }
-    }
-  }
 
  private:
-  std::vector<std::optional<std::string>> saved_;
+  test::SavedEnv saved_{{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                         "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "LOADBENCH_S3_ADDRESSING"}};
 };
 
 TEST_F(RunMessageTest, CarriesNoSecret) {

@@ -10,12 +10,11 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/support/saved_env.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -39,29 +38,16 @@ class RemoteEnv : public ::testing::Test {
   };
 
   void SetUp() override {
-    for (const char* n : kNames) {
-      const char* v = std::getenv(n);
-      saved_.push_back(v ? std::optional<std::string>(v) : std::nullopt);
-      ::unsetenv(n);
-    }
+    for (const char* n : kNames) ::unsetenv(n);
     // No ~/.aws/credentials of the machine's: HOME is an empty folder.
     Set("HOME", home_.path());
-  }
-  void TearDown() override {
-    for (size_t i = 0; i < std::size(kNames); ++i) {
-      if (saved_[i]) {
-        ::setenv(kNames[i], saved_[i]->c_str(), 1);
-      } else {
-        ::unsetenv(kNames[i]);
-      }
-    }
   }
   static void Set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
   test::TempDir home_;
 
  private:
-  std::vector<std::optional<std::string>> saved_;
+  test::SavedEnv saved_{{std::begin(kNames), std::end(kNames)}};
 };
 
 using ResolveRemoteTest = RemoteEnv;
