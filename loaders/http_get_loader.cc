@@ -23,9 +23,7 @@ class HttpGetLoader final : public Loader {
     etag_ = head.etag;
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, head.size, path, &region_));
     HttpGet get(obj, 0, 0, region_.data(), head.size, head.etag, Timeouts{});
-    const Status s = get.Perform();
-    stats_.Add(get.handle(), head.size, get.received());
-    LB_RETURN_IF_ERROR(s);
+    LB_RETURN_IF_ERROR(get.Perform(&stats_));
     if (get.received() != head.size) {
       return Status::IOError(
           fmt::format("{}: the body ended after {} of {} bytes", path, get.received(), head.size));

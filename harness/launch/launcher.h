@@ -36,12 +36,15 @@ struct LaunchRequest {
   std::vector<std::string> file_paths;   // its files, for the timeline
   std::string strategy, cache;           // the spec text; "cold" or "warm"
   std::string counters = "none";         // libpfm4 events, comma-separated
-  std::string expect_checksum = "none";  // hex, for a file that stores no checksum
+  std::string expect_checksum = "none";  // hex: the model's, as the runner read it
   // Readers of parts (harness/../loaders/use/part.h): reader k loads part k of
   // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.
   std::string pattern = "replicated";
   std::vector<std::string> part_checksums;
   int readers = 1;
+  // The endpoint of the experiment's own s3rver, which the readers are pointed at
+  // (server/server.h PointAtS3rver); "" for none: they read as their environment says.
+  std::string s3rver;
   double timeout_s = 0;  // 0: none
   double sample_s = 0;   // the timeline's interval; 0: no timeline
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.

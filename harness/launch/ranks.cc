@@ -1,11 +1,10 @@
 #include "harness/launch/ranks.h"
 #include "loadbench_commit.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include "harness/launch/workers.h"
+#include "harness/server/server.h"
 #include "harness/system/interrupt.h"
 
 namespace loadbench {
@@ -261,28 +260,9 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
   return Assemble(job, req.readers, starts, all);
 }
 
-namespace {
-
-// What a remote model is reached by: the endpoint, the keys and the addressing an experiment's
-// server set in rank 0's environment (harness/run/remote_files.cc), which the other ranks,
-// started by the launcher before it, do not have.
-constexpr const char* kRemoteEnv[] = {"AWS_ENDPOINT_URL",  "AWS_ENDPOINT_URL_S3",
-                                      "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                      "AWS_SESSION_TOKEN", "LOADBENCH_S3_ADDRESSING"};
-
-RankJson RemoteEnv() {
-  RankJson env = RankJson::object();
-  for (const char* name : kRemoteEnv) {
-    if (const char* v = std::getenv(name)) env[name] = v;
-  }
-  return env;
-}
-
-}  // namespace
-
 RankJson RunMessage(const LaunchRequest& req) {
   return {{"type", "run"},
-          {"env", RemoteEnv()},
+          {"s3rver", req.s3rver},
           {"path", req.file},
           {"strategy", req.strategy},
           {"cache", req.cache},
@@ -295,17 +275,11 @@ RankJson RunMessage(const LaunchRequest& req) {
 }
 
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe) {
-  // Rank 0's remote environment, as its own readers have it.
-  if (const auto env = run.find("env"); env != run.end() && env->is_object()) {
-    for (const char* name : kRemoteEnv) {
-      if (env->contains(name) && (*env)[name].is_string()) {
-        ::setenv(name, (*env)[name].get<std::string>().c_str(), 1);
-      } else {
-        ::unsetenv(name);
-      }
-    }
-  }
   LaunchRequest r;
+  r.s3rver = run.value("s3rver", "");
+  // The experiment's s3rver, started after this rank: pointed at as rank 0 is, with its public
+  // keys. Any other store's credentials are this rank's own, as it was started.
+  if (!r.s3rver.empty()) PointAtS3rver(r.s3rver);
   r.exe = exe;
   r.file = run.value("path", "");
   r.file_paths = {r.file};

@@ -47,7 +47,9 @@ std::string RankDifference(int k, const std::string& host, const RankJson& check
 std::unique_ptr<Launcher> RanksLauncher(const Job& job);
 
 // The run message rank 0 sends for a run, and the request every other rank makes of it for its
-// own reader (no timeline, no profile).
+// own reader (no timeline, no profile). It carries no credential: a rank reads a remote model
+// with the credentials of its own environment, or, for the experiment's own s3rver (which the
+// message names by its endpoint), with s3rver's public keys, set by the rank itself.
 RankJson RunMessage(const LaunchRequest& req);
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe);
 

@@ -137,12 +137,27 @@ Status SetUp(const WorkerRequest& req, Setup* s, RunRecord* r) {
   return Status::Ok();
 }
 
-// The checksum the loaded bytes gave against what they must give: what the file stores, else
-// the runner's reference read. Sets status, error, checksum and checksum_ok.
+// The model this worker read against the one the runner prepared: a checksum stored in it other
+// than the one the runner read (req.expect_checksum) is another model, changed or replaced in
+// between (a remote object, most likely), however consistent in itself.
+Status SameModel(const WorkerRequest& req, const TensorTable& table) {
+  if (req.parts > 1 || !req.expect_checksum || !table.expected_checksum ||
+      *table.expected_checksum == *req.expect_checksum) {
+    return Status::Ok();  // a part's checksum is the part's, not the model's
+  }
+  return Status::Failed(fmt::format(
+      "{}: the model stores checksum {:016x} now, {:016x} when the runner read it: it changed in "
+      "between",
+      req.file, *table.expected_checksum, *req.expect_checksum));
+}
+
+// The checksum the loaded bytes gave against what they must give: what the runner read (stored
+// in the file, or its reference read), else, run on its own, what the file stores. Sets status,
+// error, checksum and checksum_ok.
 void Judge(const WorkerRequest& req, const TensorTable& table,
            const std::vector<uint64_t>& checksums, RunRecord* r) {
   const std::optional<uint64_t> expected =
-      table.expected_checksum ? table.expected_checksum : req.expect_checksum;
+      req.expect_checksum ? req.expect_checksum : table.expected_checksum;
   // The first that does not match, if any: the one an error should name.
   uint64_t checksum = checksums.empty() ? 0 : checksums.front();
   for (uint64_t c : checksums) {
@@ -168,6 +183,24 @@ void Judge(const WorkerRequest& req, const TensorTable& table,
       fmt::format("checksum mismatch: loaded bytes give {:016x}, {} {:016x}", checksum,
                   table.expected_checksum ? "file stores" : "the reference read of the file gives",
                   *expected);
+}
+
+// A remote load some of whose answers were not checked against the object's ETag (its details,
+// or a shard's, say etag_checked false; loaders/remote/http.h): a change of the object during the
+// load would have gone unseen, which the run's line says, and why.
+void EtagWarning(const std::string& file, const RunRecord::Json& details,
+                 std::vector<std::string>* warnings) {
+  std::vector<RunRecord::Json> all = {details};
+  if (details.is_object() && details.contains("shards") && details["shards"].is_array()) {
+    for (const RunRecord::Json& d : details["shards"]) all.push_back(d);
+  }
+  for (const RunRecord::Json& d : all) {
+    if (d.is_object() && d.value("etag_checked", true) == false) {
+      warnings->push_back(fmt::format("{}: not checked for a change during the load ({})", file,
+                                      d.value("etag_unchecked", "unknown why")));
+      return;
+    }
+  }
 }
 
 // The CPU time and faults of the timed region alone: a worker's whole-process figures (wait4)
@@ -249,6 +282,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   Status s;
   std::string path = req.file;
   s = ReadModel(req.file, &table);
+  if (s.ok()) s = SameModel(req, table);
   if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path);
   r.open_s = Seconds(t0, Clock::now());
   if (!s.ok()) return Unfinished(r, s);
@@ -263,6 +297,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   LoadUsage(usage_start, usage_end, &r);
   r.details = pipeline.Details();
   if (!s.ok()) return Unfinished(r, s);
+  EtagWarning(req.file, r.details, &r.warnings);
   // ---- end of the timed region ----
   // Read while the loader still holds its memory: the I/O counters should include nothing the
   // teardown causes, and the memory figures describe the loaded state.

@@ -26,7 +26,9 @@ struct WorkerRequest {
   // starts; EOF instead (the runner gave up on the run) ends it unloaded. The runner releases
   // the readers of a run together, once every one is ready.
   int start_fd = -1;
-  // The checksum a file that stores none must give: the runner's reference read of it.
+  // The checksum the model must give, as the runner read it (the one stored in it, or the
+  // runner's reference read of a file that stores none): a model that stores another is not the
+  // one the runner read, and fails. Unset (run on its own): what the file stores, if anything.
   std::optional<uint64_t> expect_checksum;
   // One of several readers (loaders/use/part.h): the read pattern and which part of how
   // many this worker loads; with parts > 1 the checksum to give is the part's.

@@ -101,6 +101,7 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
     }
   }
   req.readers = p.procs;
+  req.s3rver = s.s3rver;
   req.timeout_s = s.timeout_s;
   req.sample_s = s.sample_ms / 1000.0;
   if (p.exec) {

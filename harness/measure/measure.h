@@ -39,6 +39,8 @@ struct MeasureSettings {
   int profile_hz = 0;
   std::string perf, profile_unavailable;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
+  // The endpoint of the experiment's own s3rver, which the readers are pointed at; "" for none.
+  std::string s3rver;
   std::shared_ptr<CeilingChoices> ceilings = std::make_shared<CeilingChoices>();
   // The CPU seconds the experiment's server has used so far; empty without one. A run's record
   // gets what it used during the run (the server's whole work, every reader's).

@@ -450,6 +450,7 @@ Status Executor::OpenResults() {
   rs_.measure.sample_ms = o_.sample_ms;
   rs_.measure.timeout_s = e_.timeout_s;
   if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
+  rs_.measure.s3rver = remote_.s3rver();
   if (remote_.mounted()) rs_.measure.mount_cpu_s = [this] { return remote_.MountCpuSeconds(); };
   link_.Wire(remote_, &rs_.measure);
   rs_.reporter.out = &out_;

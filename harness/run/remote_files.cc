@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -19,20 +18,9 @@
 namespace loadbench {
 namespace {
 
-// s3rver's own fixed credentials (it accepts no others) and its layout: an object KEY of a
-// bucket is the file BUCKET/KEY._S3rver_object under its folder.
-constexpr const char* kS3rverKey = "S3RVER";
+// s3rver's layout: an object KEY of a bucket is the file BUCKET/KEY._S3rver_object under its
+// folder.
 constexpr const char* kS3rverSuffix = "._S3rver_object";
-
-// The process environment the workers inherit, pointed at s3rver: its endpoint and keys.
-void PointAtS3rver(const std::string& endpoint) {
-  ::setenv("AWS_ENDPOINT_URL", endpoint.c_str(), 1);
-  ::setenv("AWS_ACCESS_KEY_ID", kS3rverKey, 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", kS3rverKey, 1);
-  ::setenv("LOADBENCH_S3_ADDRESSING", "path", 1);
-  ::unsetenv("AWS_ENDPOINT_URL_S3");
-  ::unsetenv("AWS_SESSION_TOKEN");
-}
 
 std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 

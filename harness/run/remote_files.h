@@ -47,6 +47,9 @@ class RemoteFiles {
                           const ExperimentRun& r) const;
 
   bool serving() const { return server_ != nullptr; }
+  // The endpoint of the experiment's s3rver, which this process's environment (and so the
+  // readers') points at; "" without one.
+  std::string s3rver() const { return kind_ == "s3" ? server_->endpoint() : ""; }
   // The server's CPU seconds so far (its processes' user and system time).
   double ServerCpuSeconds() const { return server_ ? server_->CpuSeconds() : 0.0; }
   // The s3fs mount's, when there is one (else nullopt).

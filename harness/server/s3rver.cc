@@ -1,6 +1,8 @@
 // The s3 kind: s3rver (the npm package, 3.7.1), an S3 API over a folder whose subfolders are
 // its buckets, on 127.0.0.1 at a port of its own choosing, read back from what it prints.
 // It takes any well-formed signature of access key S3RVER (--allow-mismatched-signatures).
+#include <stdlib.h>
+
 #include <charconv>
 
 #include <fmt/format.h>
@@ -33,12 +35,21 @@ Status PrepareS3rver(const ServerSpec& spec, const std::string& temp_dir, Server
     l.argv.push_back(b);
   }
   l.config = {{"buckets", spec.buckets},
-              {"access_key_id", "S3RVER"},
-              {"secret_access_key", "S3RVER"},
+              {"access_key_id", kS3rverKey},
+              {"secret_access_key", kS3rverKey},
               {"signatures_checked", false},
               {"vhost_buckets", true}};
   *out = std::move(l);
   return Status::Ok();
+}
+
+void PointAtS3rver(const std::string& endpoint) {
+  ::setenv("AWS_ENDPOINT_URL", endpoint.c_str(), 1);
+  ::setenv("AWS_ACCESS_KEY_ID", kS3rverKey, 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", kS3rverKey, 1);
+  ::setenv("LOADBENCH_S3_ADDRESSING", "path", 1);
+  ::unsetenv("AWS_ENDPOINT_URL_S3");
+  ::unsetenv("AWS_SESSION_TOKEN");
 }
 
 int S3rverPortInLog(const std::string& log, const std::string& address) {

@@ -22,6 +22,16 @@ namespace loadbench {
 
 struct ServerLaunch;  // harness/server/kinds.h
 
+// s3rver's own keys (ID and secret): it takes no others, and they are public, the same in every
+// build of loadbench, so that they are no one's secret.
+inline constexpr const char* kS3rverKey = "S3RVER";
+
+// Points this process's environment, which its workers and commands inherit, at the s3rver at
+// `endpoint`: AWS_ENDPOINT_URL, s3rver's keys, path-style addressing (AWS_ENDPOINT_URL_S3 and
+// AWS_SESSION_TOKEN unset). The runner of an experiment with its own s3rver does it, and every
+// other rank of an MPI job when rank 0's run message names that server (launch/ranks.h).
+void PointAtS3rver(const std::string& endpoint);
+
 // What to serve, and how.
 struct ServerSpec {
   std::string kind;         // "http" (nginx), "s3" (s3rver), "s3fs" (a mount of a bucket), or

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -36,6 +37,30 @@ std::string TrimLine(std::string_view s) {
   return std::string(s);
 }
 
+// "A-B" of a Content-Range "bytes A-B/SIZE" (SIZE a number, or '*' when unknown); "" for any
+// other value.
+std::string RangeOf(std::string_view v) {
+  const auto digits = [](std::string_view d) {
+    return !d.empty() &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!v.starts_with("bytes ")) return "";
+  v.remove_prefix(6);
+  const size_t slash = v.find('/'), dash = v.find('-');
+  if (slash == std::string_view::npos || dash > slash) return "";
+  const std::string_view size = v.substr(slash + 1);
+  if (!digits(v.substr(0, dash)) || !digits(v.substr(dash + 1, slash - dash - 1)) ||
+      !(size == "*" || digits(size))) {
+    return "";
+  }
+  return std::string(v.substr(0, slash));
+}
+
+// The server's trouble, not the request's: worth asking again.
+bool RetriedStatus(long status) {
+  return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -53,7 +78,8 @@ long StallSeconds() {
   return *end == '\0' && s >= 1 && s <= 3600 ? s : 30;
 }
 
-void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
+void TransferStats::Add(const HttpGet& get, bool retried) {
+  CURL* h = get.handle();
   long connects = 0;
   curl_off_t total_us = 0, first_us = 0;
   curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
@@ -61,15 +87,23 @@ void TransferStats::Add(CURL* h, uint64_t requested, uint64_t received) {
   curl_easy_getinfo(h, CURLINFO_STARTTRANSFER_TIME_T, &first_us);
   ++requests;
   connections += static_cast<uint64_t>(std::max(0L, connects));
-  bytes_requested += requested;
-  bytes_received += received;
-  if (first_byte_s < 0) first_byte_s = static_cast<double>(first_us) / 1e6;
   latency_s.push_back(static_cast<double>(total_us) / 1e6);
+  if (retried) {
+    ++retries;
+    return;
+  }
+  bytes_requested += get.requested();
+  bytes_received += get.received();
+  if (first_byte_s < 0 && !get.is_head()) first_byte_s = static_cast<double>(first_us) / 1e6;
+  if (get.etag_missing() && etag_unchecked.empty()) {
+    etag_unchecked = get.is_head() ? "the HEAD sent no ETag" : "a GET sent no ETag";
+  }
 }
 
 nlohmann::json TransferStats::ToJson() const {
-  return {
+  nlohmann::json j = {
       {"requests", requests},
+      {"retries", retries},
       {"connections", connections},
       {"bytes_requested", bytes_requested},
       {"bytes_received", bytes_received},
@@ -78,7 +112,10 @@ nlohmann::json TransferStats::ToJson() const {
        {{"p50", Percentile(latency_s, 0.50)},
         {"p90", Percentile(latency_s, 0.90)},
         {"p99", Percentile(latency_s, 0.99)},
-        {"max", latency_s.empty() ? 0.0 : *std::max_element(latency_s.begin(), latency_s.end())}}}};
+        {"max", latency_s.empty() ? 0.0 : *std::max_element(latency_s.begin(), latency_s.end())}}},
+      {"etag_checked", etag_unchecked.empty()}};
+  if (!etag_unchecked.empty()) j["etag_unchecked"] = etag_unchecked;
+  return j;
 }
 
 HttpGet::HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst,
@@ -91,7 +128,7 @@ HttpGet::HttpGet(const RemoteObject& obj, uint64_t offset, uint64_t len, std::by
   }
 }
 
-HttpGet::HttpGet(const RemoteObject& obj, const Timeouts& t) : obj_(obj) {
+HttpGet::HttpGet(const RemoteObject& obj, const Timeouts& t) : obj_(obj), is_head_(true) {
   Setup(t);
   curl_easy_setopt(h_, CURLOPT_NOBODY, 1L);
 }
@@ -147,6 +184,8 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
         sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
     self->head_ = {};
     self->location_.clear();
+    self->content_range_.reset();
+    self->retry_after_s_ = -1;
     return size * n;
   }
   const size_t colon = line.find(':');
@@ -156,6 +195,12 @@ size_t HttpGet::OnHeader(char* p, size_t size, size_t n, void* self_ptr) {
   if (name == "etag") self->head_.etag = value;
   if (name == kChecksumMeta) self->head_.checksum = value;
   if (name == "location") self->location_ = value;
+  if (name == "content-range") self->content_range_ = value;
+  if (name == "retry-after") {  // seconds; a date is not waited for
+    char* end = nullptr;
+    const long secs = std::strtol(value.c_str(), &end, 10);
+    if (!value.empty() && *end == '\0' && secs >= 0) self->retry_after_s_ = secs;
+  }
   if (name == "content-length") self->head_.size = std::strtoull(value.c_str(), nullptr, 10);
   return size * n;
 }
@@ -172,12 +217,8 @@ size_t HttpGet::OnBody(char* p, size_t size, size_t n, void* self_ptr) {
     }
     return bytes;  // an error document: its status says what went wrong
   }
-  if (self->received_ == 0 && !self->expect_etag_.empty() &&
-      self->head_.etag != self->expect_etag_) {
-    self->refused_ = fmt::format("object changed during the load (ETag {}, then {})",
-                                 Printable(self->expect_etag_), Printable(self->head_.etag));
-    return 0;
-  }
+  if (self->received_ == 0) self->refused_ = self->Refusal();
+  if (!self->refused_.empty()) return 0;
   if (bytes > self->cap_ - self->received_) {
     self->refused_ = fmt::format("the server sent more than the {} bytes asked for", self->cap_);
     return 0;
@@ -185,6 +226,31 @@ size_t HttpGet::OnBody(char* p, size_t size, size_t n, void* self_ptr) {
   std::memcpy(self->dst_ + self->received_, p, bytes);
   self->received_ += bytes;
   return bytes;
+}
+
+std::string HttpGet::Refusal() {
+  if (!expect_etag_.empty() && head_.etag.empty()) {
+    get_etag_missing_ = true;  // no ETag is no change: the load goes on, unchecked
+  } else if (head_.etag != expect_etag_ && !expect_etag_.empty()) {
+    return fmt::format("object changed during the load (ETag {}, then {})", Printable(expect_etag_),
+                       Printable(head_.etag));
+  }
+  if (len_ == 0) return "";  // a whole GET: no range to check
+  const std::string asked = fmt::format("{}-{}", offset_, offset_ + len_ - 1);
+  if (!content_range_) {
+    return fmt::format("the server sent a 206 without Content-Range for bytes {}", asked);
+  }
+  const std::string sent = RangeOf(*content_range_);
+  if (sent.empty()) {
+    return fmt::format("the server sent Content-Range '{}' for bytes {}",
+                       Printable(*content_range_), asked);
+  }
+  if (sent != asked) return fmt::format("the server sent bytes {} for {}", sent, asked);
+  return "";
+}
+
+bool HttpGet::etag_missing() const {
+  return is_head_ ? status_ == 200 && head_.etag.empty() : get_etag_missing_;
 }
 
 Status HttpGet::Error(const std::string& why) const {
@@ -222,6 +288,7 @@ Status HttpGet::Finish(CURLcode code) {
   if (status_ == 403) {
     return Error("HTTP 403 Forbidden: the credentials were refused or do not allow reading it");
   }
+  if (RetriedStatus(status_)) return Error(fmt::format("HTTP {} after {} tries", status_, tries_));
   const long want = len_ > 0 ? 206 : 200;
   if (status_ != want) return Error(fmt::format("HTTP {} (expected {})", status_, want));
   if (len_ > 0 && received_ != len_) {
@@ -230,14 +297,37 @@ Status HttpGet::Finish(CURLcode code) {
   return Status::Ok();
 }
 
-Status HttpGet::Perform() { return Finish(curl_easy_perform(h_)); }
+bool HttpGet::Retryable(CURLcode code) const {
+  return code == CURLE_OK && refused_.empty() && RetriedStatus(status_) && tries_ < kHttpTries;
+}
+
+std::chrono::milliseconds HttpGet::NextTry() {
+  const std::chrono::milliseconds backoff = kFirstRetryWait * (1 << (tries_ - 1));
+  const std::chrono::milliseconds asked = std::chrono::seconds(std::max(0L, retry_after_s_));
+  ++tries_;
+  status_ = 0;
+  head_ = {};
+  location_.clear();
+  content_range_.reset();
+  retry_after_s_ = -1;
+  error_[0] = '\0';
+  return std::min(std::max(backoff, asked), kLongestRetryWait);
+}
+
+Status HttpGet::Perform(TransferStats* stats) {
+  for (;;) {
+    const CURLcode code = curl_easy_perform(h_);
+    const bool again = Retryable(code);
+    if (stats) stats->Add(*this, again);
+    if (!again) return Finish(code);
+    std::this_thread::sleep_for(NextTry());
+  }
+}
 
 Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,
                   TransferStats* stats) {
   HttpGet head(obj, t);
-  const Status s = head.Perform();
-  if (stats) stats->Add(head.handle(), 0, 0);
-  LB_RETURN_IF_ERROR(s);
+  LB_RETURN_IF_ERROR(head.Perform(stats));
   *out = head.head();
   return Status::Ok();
 }
@@ -245,9 +335,7 @@ Status HeadObject(const RemoteObject& obj, const Timeouts& t, ObjectHead* out,
 Status GetRange(const RemoteObject& obj, uint64_t offset, uint64_t len, std::byte* dst,
                 const std::string& etag, const Timeouts& t, TransferStats* stats) {
   HttpGet get(obj, offset, len, dst, len, etag, t);
-  const Status s = get.Perform();
-  if (stats) stats->Add(get.handle(), len, get.received());
-  return s;
+  return get.Perform(stats);
 }
 
 }  // namespace loadbench

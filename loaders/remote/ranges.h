@@ -37,8 +37,10 @@ Status OpenObject(const std::string& path, uint64_t size, RemoteObject* obj, Obj
 
 // Runs requests in flight, at most `concurrency` at a time, in the order `next` hands them out
 // (it returns false when it has none to give now; `next` is asked again as requests end).
-// `done` is called after each request that delivered all its bytes, in completion order. The
-// first failure stops every request and is returned.
+// `done` is called after each request that delivered all its bytes, in completion order. A
+// request answered 500, 502, 503 or 504 is made again after its wait (loaders/remote/http.h,
+// kHttpTries), the others going on meanwhile. The first failure stops every request and is
+// returned.
 struct RangeRunner {
   const std::vector<RemoteObject>& objects;
   const std::vector<std::string>& etags;  // what each object must still be

@@ -1,9 +1,11 @@
 #include "loaders/remote/url.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +28,35 @@ bool HasControl(std::string_view s) {
 
 Status Bad(const std::string& name, const std::string& why) {
   return Status::BadInput(fmt::format("{}: {}", Printable(name), why));
+}
+
+// The '/'-separated segments of `path` ("a//b": "a", "", "b").
+std::vector<std::string_view> Segments(std::string_view path) {
+  std::vector<std::string_view> out;
+  for (size_t at = 0; at <= path.size();) {
+    const size_t end = std::min(path.find('/', at), path.size());
+    out.push_back(path.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// "." or "..", also with a dot percent-encoded (%2e, %2E): a segment libcurl resolves away
+// before it sends the request (RFC 3986's remove_dot_segments) and servers after decoding, so
+// that the request names another object than the name does.
+bool IsDotSegment(std::string_view part) {
+  std::string plain;
+  for (size_t i = 0; i < part.size(); ++i) {
+    const bool encoded = part.substr(i, 3) == "%2e" || part.substr(i, 3) == "%2E";
+    plain += encoded ? '.' : part[i];
+    if (encoded) i += 2;
+  }
+  return plain == "." || plain == "..";
+}
+
+bool HasDotSegment(std::string_view path) {
+  const std::vector<std::string_view> parts = Segments(path);
+  return std::any_of(parts.begin(), parts.end(), IsDotSegment);
 }
 
 // "http://host:port" and the rest ("/path"): kBadInput for what is not http(s)://HOST[:PORT].
@@ -182,6 +213,10 @@ Status ResolveRemote(const std::string& name, RemoteObject* out) {
   } else {
     return Bad(name, "not an s3://, http:// or https:// name");
   }
+  if (HasDotSegment(o.bucket.empty() ? o.key : o.bucket + "/" + o.key)) {
+    return Bad(name, "a '.' or '..' segment in its path (it would be resolved away, and another "
+                     "object fetched)");
+  }
   *out = std::move(o);
   return Status::Ok();
 }
@@ -197,12 +232,8 @@ Status RemoteSibling(const std::string& base, const std::string& relative, std::
   if (relative.find_first_of("\\?#") != std::string::npos || HasControl(relative)) {
     return outside("a backslash, query, fragment or control character");
   }
-  for (size_t at = 0; at <= relative.size();) {
-    const size_t end = std::min(relative.find('/', at), relative.size());
-    const std::string_view part(relative.data() + at, end - at);
-    if (part == ".." || part == "." || part.empty())
-      return outside("a '..', '.' or empty component");
-    at = end + 1;
+  for (const std::string_view part : Segments(relative)) {
+    if (IsDotSegment(part) || part.empty()) return outside("a '..', '.' or empty component");
   }
   *out = base.substr(0, base.rfind('/') + 1) + relative;
   return Status::Ok();

@@ -30,13 +30,15 @@ struct RemoteObject {
 
 // Resolves `name` from the environment (above). kBadInput naming it for a malformed URL (no
 // bucket or key, credentials inside the URL, a query or fragment, an endpoint that is not
-// http(s)://HOST[:PORT]); a credentials file that cannot be read or parsed is kBadInput too.
+// http(s)://HOST[:PORT]) and for a '.' or '..' segment in its path, also percent-encoded (%2e),
+// which libcurl or the server would resolve into another object's name; a credentials file
+// that cannot be read or parsed is kBadInput too.
 Status ResolveRemote(const std::string& name, RemoteObject* out);
 
 // The name of `relative` (a file name an index or a split names) beside `base` (a remote name):
 // in the same folder ("prefix"), never outside it. kBadInput naming `base` for an absolute
-// name, a URL (another host), a '..' or '.' component, a backslash, a query or fragment, or
-// a control character.
+// name, a URL (another host), a '..' or '.' component (also percent-encoded, as ResolveRemote
+// refuses it), a backslash, a query or fragment, or a control character.
 Status RemoteSibling(const std::string& base, const std::string& relative, std::string* out);
 
 // The last component of a remote name's path ("model-00001-of-00002.gguf").

@@ -1,10 +1,15 @@
-// The check of an MPI job: how a rank's answer differs from what rank 0 asked, in one line.
+// The messages of an MPI job: how a rank's answer differs from what rank 0 asked, in one line;
+// and the run message, which carries no secret of rank 0's.
 #include "harness/launch/ranks.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "harness/server/server.h"
+#include "tests/support/saved_env.h"
 
 namespace loadbench {
 namespace {
@@ -73,6 +78,56 @@ TEST_F(RankDifferenceTest, AnotherSizeOrChecksumNamesThePathAndBothFigures) {
   EXPECT_TRUE(Has(d, "/models/a.wlf")) << d;
   EXPECT_TRUE(Has(d, "0000000000000abd")) << d;
   EXPECT_TRUE(Has(d, "0000000000000abc")) << d;
+}
+
+// Rank 0's remote environment, with marker credentials, set for one test and restored afterwards.
+class RunMessageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("AWS_ENDPOINT_URL", "https://store.example:9000", 1);
+    ::setenv("AWS_ACCESS_KEY_ID", "AKIAMARKERKEYID", 1);
+    ::setenv("AWS_SECRET_ACCESS_KEY", "marker-secret-key", 1);
+    ::setenv("AWS_SESSION_TOKEN", "marker-session-token", 1);
+  }
+
+ private:
+  test::SavedEnv saved_{{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID",
+                         "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "LOADBENCH_S3_ADDRESSING"}};
+};
+
+TEST_F(RunMessageTest, CarriesNoSecret) {
+  LaunchRequest req;
+  req.file = "s3://models/m.wlf";
+  req.strategy = "http_ranges";
+  const RankJson message = RunMessage(req);
+  const std::string m = message.dump();
+  EXPECT_FALSE(Has(m, "marker-secret-key")) << m;
+  EXPECT_FALSE(Has(m, "marker-session-token")) << m;
+  EXPECT_FALSE(Has(m, "AWS_SECRET_ACCESS_KEY")) << m;
+  EXPECT_FALSE(Has(m, "AWS_SESSION_TOKEN")) << m;
+  // Another rank keeps the credentials it was started with.
+  ::setenv("AWS_SECRET_ACCESS_KEY", "the-rank's-own", 1);
+  ::unsetenv("AWS_SESSION_TOKEN");
+  const LaunchRequest back = RequestOf(message, "loadbench");
+  EXPECT_EQ(back.file, "s3://models/m.wlf");
+  EXPECT_STREQ(std::getenv("AWS_SECRET_ACCESS_KEY"), "the-rank's-own");
+  EXPECT_EQ(std::getenv("AWS_SESSION_TOKEN"), nullptr);
+}
+
+TEST_F(RunMessageTest, NamesTheExperimentsS3rverWhoseKeysEachRankSetsItself) {
+  LaunchRequest req;
+  req.file = "s3://loadbench/m.wlf";
+  req.s3rver = "http://127.0.0.1:4568";
+  const RankJson message = RunMessage(req);
+  EXPECT_FALSE(Has(message.dump(), "marker-secret-key")) << message.dump();
+  EXPECT_EQ(message["s3rver"], "http://127.0.0.1:4568");
+  const LaunchRequest back = RequestOf(message, "loadbench");
+  EXPECT_EQ(back.s3rver, "http://127.0.0.1:4568");
+  EXPECT_STREQ(std::getenv("AWS_ENDPOINT_URL"), "http://127.0.0.1:4568");
+  EXPECT_STREQ(std::getenv("AWS_ACCESS_KEY_ID"), kS3rverKey);
+  EXPECT_STREQ(std::getenv("AWS_SECRET_ACCESS_KEY"), kS3rverKey);
+  EXPECT_STREQ(std::getenv("LOADBENCH_S3_ADDRESSING"), "path");
+  EXPECT_EQ(std::getenv("AWS_SESSION_TOKEN"), nullptr);
 }
 
 }  // namespace

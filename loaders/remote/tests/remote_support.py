@@ -50,11 +50,13 @@ def stop_group(p, timeout=10):
 
 
 @contextlib.contextmanager
-def fault_server(path, log=None):
-    """fault_server.py serving `path`: yields its port; killed at the end (and gone with this
-    process however it ends: its standard input is a pipe from here)."""
+def fault_server(path, log=None, other=None):
+    """fault_server.py serving `path` (and `other` where its mode swap says): yields its port;
+    killed at the end (and gone with this process however it ends: its standard input is a
+    pipe from here)."""
     args = [sys.executable, FAULT_SERVER, str(path), "--until-stdin-closes"]
     args += ["--log", str(log)] if log else []
+    args += ["--other", str(other)] if other else []
     p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -14,6 +14,7 @@ Run with /usr/bin/python3 -m pytest loaders/remote/tests. LOADBENCH_BIN names th
 (default build/loadbench of this checkout); a test whose server is not installed skips."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,17 +35,21 @@ NGINX = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is not i
 @pytest.fixture(scope="module")
 def place(tmp_path_factory):
     """A folder with a 3.5 MiB WLF (more than the 1 MiB the header reads, so that the faults
-    that spare those reads trip in the load)."""
+    that spare those reads trip in the load), and another of the same size and shapes whose
+    bytes and checksum differ (what `swap` serves)."""
     d = tmp_path_factory.mktemp("remote")
     env = rs.base_env(d)
-    r = rs.loadbench(["gen", "--size", "3MiB", "--out", str(d / "m.wlf"), "--quiet"], env)
-    assert r.rc == 0, r
+    for name, seed in (("m.wlf", "1"), ("other.wlf", "2")):
+        r = rs.loadbench(["gen", "--size", "3MiB", "--seed", seed, "--out", str(d / name),
+                          "--quiet"], env)
+        assert r.rc == 0, r
+    assert os.path.getsize(d / "m.wlf") == os.path.getsize(d / "other.wlf")
     return d
 
 
 @pytest.fixture(scope="module")
 def faults(place):
-    with rs.fault_server(place / "m.wlf") as port:
+    with rs.fault_server(place / "m.wlf", other=place / "other.wlf") as port:
         yield port
 
 
@@ -68,6 +73,10 @@ RUN_FAULTS = {
                                 "ignores Range requests"),
     "etag": ("failed", "failed", "object changed during the load (ETag"),
     "stall": ("failed", "failed", "the server stalled"),
+    "unavailable": ("failed", "failed", "HTTP 503 after 4 tries"),
+    # A whole GET asks for no range: only the ranges' answers carry one.
+    "wrongrange": ("ok", "failed", "the server sent bytes "),
+    "nocontentrange": ("ok", "failed", "the server sent a 206 without Content-Range for bytes "),
 }
 
 
@@ -96,6 +105,85 @@ def test_a_fault_in_the_load_is_a_failed_run_naming_the_object(faults, env, tmp_
         assert (rec["wall_s"] or 0) < timeout_s, (strategy, rec["wall_s"])
     if fault == "stall":  # ended by the stall timer, not by the run's timeout
         assert "the last 2 seconds" in recs["http_ranges"]["error"]
+    if fault == "wrongrange":  # the bytes 4 KiB before those asked for
+        m = re.search(r"sent bytes (\d+)-(\d+) for (\d+)-(\d+)$", recs["http_ranges"]["error"])
+        assert m, recs["http_ranges"]["error"]
+        x, y, a, b = map(int, m.groups())
+        assert (x, y) == (a - 4096, b - 4096), m.group(0)
+    no_secret(r, out)
+
+
+@pytest.mark.parametrize("fault, why", [("ok", None), ("noetag", "the HEAD sent no ETag"),
+                                        ("getnoetag", "a GET sent no ETag")])
+def test_an_answer_without_an_etag_loads_unchecked_and_says_so(faults, env, tmp_path, fault, why):
+    """No ETag is no change: the load goes on, recorded and said to be unchecked."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    name = f"s3://{fault}/m.wlf"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env)
+    assert r.rc == 0, r
+    recs = rs.records(out)
+    for strategy in ("http_get", "http_ranges"):
+        rec = recs[strategy]
+        assert rec["status"] == "ok" and rec["checksum_ok"] is True, (strategy, rec.get("error"))
+        details = rec["details"]
+        assert details["etag_checked"] is (why is None), (strategy, details)
+        assert details.get("etag_unchecked") == why, (strategy, details)
+        warning = f"{name}: not checked for a change during the load ({why})"
+        assert rec.get("warnings", []) == ([] if why is None else [warning]), rec
+    warned = [ln for ln in r.err.splitlines() if "not checked for a change" in ln]
+    print("\n".join(warned))
+    assert len(warned) == (0 if why is None else 2), r
+    no_secret(r, out)
+
+
+def test_a_503_once_is_retried_and_counted(faults, env, tmp_path):
+    """S3's 503 SlowDown to the first try of every request (the runner's HEAD and header reads
+    included), with Retry-After: 1."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args("s3://slowdown/m.wlf", out, STRATEGIES), env)
+    assert r.rc == 0, r
+    recs = rs.records(out)
+    for strategy in ("http_get", "http_ranges"):
+        rec = recs[strategy]
+        assert rec["status"] == "ok" and rec["checksum_ok"] is True, (strategy, rec.get("error"))
+        print(f"{strategy}: {rec['details']['retries']} retries, {rec['wall_s']:.2f} s")
+        assert rec["details"]["retries"] >= 1, (strategy, rec["details"])
+        assert rec["wall_s"] >= 1.0, (strategy, rec["wall_s"])  # Retry-After: 1 waited for
+    get, ranges = recs["http_get"]["details"], recs["http_ranges"]["details"]
+    assert (get["retries"], get["requests"]) == (1, 3), get  # a HEAD, its one GET twice
+    assert ranges["requests"] == 1 + 2 * ranges["retries"], ranges  # a HEAD, each range twice
+    no_secret(r, out)
+
+
+def test_the_first_byte_is_the_first_gets(faults, env, tmp_path):
+    """`late` answers each GET of the load after 1 s, a HEAD at once."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args("s3://late/m.wlf", out, STRATEGIES), env)
+    assert r.rc == 0, r
+    for strategy, rec in rs.records(out).items():
+        assert rec["status"] == "ok", (strategy, rec.get("error"))
+        print(f"{strategy}: first byte after {rec['details']['first_byte_s']} s")
+        assert rec["details"]["first_byte_s"] >= 1.0, (strategy, rec["details"])
+
+
+def test_another_model_than_the_runner_read_fails_the_run(faults, env, tmp_path):
+    """`swap` serves another WLF, whole and consistent in itself, once the runner has read the
+    header: the readers get another model than the one the runner read the checksum of."""
+    env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{faults}"
+    name = "s3://swap/m.wlf"
+    out = tmp_path / "out"
+    r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env)
+    assert r.rc == 1, r
+    with open(out / "env.json") as f:
+        want = json.load(f)["file"]["checksum"]
+    for strategy, rec in rs.records(out).items():
+        print(f"{strategy}: {rec.get('error')}")
+        assert rec["status"] == "failed", (strategy, rec)
+        assert rec["error"].startswith(f"{name}: the model stores checksum "), rec["error"]
+        assert rec["error"].endswith(f", {want} when the runner read it: it changed in between")
     no_secret(r, out)
 
 
@@ -200,7 +288,8 @@ def write_index(path, weight_map):
 @pytest.fixture(scope="module")
 def www(place):
     """nginx serving: a WLF; a safetensors model in two shards and its index, the second shard
-    missing; indexes naming a shard on another host and one above their folder."""
+    missing; indexes naming a shard on another host and one above their folder (plainly, and
+    percent-encoded)."""
     d = place / "www"
     (d / "sharded").mkdir(parents=True)
     env = rs.base_env(place / "srv")
@@ -217,6 +306,8 @@ def www(place):
     write_index(d / "elsewhere" / "model.safetensors.index.json",
                 {first[0]: "http://other.example/x.safetensors"})
     write_index(d / "elsewhere" / "up.safetensors.index.json", {first[0]: "../x.safetensors"})
+    write_index(d / "elsewhere" / "encoded.safetensors.index.json",
+                {first[0]: "%2e%2E/x.safetensors"})
     with rs.serve(["--kind", "http", "--root", str(d)], env) as (_, ep):
         yield ep, shards
 
@@ -230,6 +321,9 @@ def www(place):
      "outside its own prefix (a URL: another host)"),
     ("elsewhere/up.safetensors.index.json",
      "{ep}/elsewhere/up.safetensors.index.json: names '../x.safetensors', outside its own prefix"),
+    ("elsewhere/encoded.safetensors.index.json",
+     "{ep}/elsewhere/encoded.safetensors.index.json: names '%2e%2E/x.safetensors', outside its "
+     "own prefix (a '..', '.' or empty component)"),
 ])
 def test_a_model_that_cannot_be_read_is_exit_2_naming_it(www, env, tmp_path, path, says):
     ep, shards = www
@@ -238,6 +332,25 @@ def test_a_model_that_cannot_be_read_is_exit_2_naming_it(www, env, tmp_path, pat
     assert r.rc == 2, r
     print(f"{path}: {r.err}")
     assert says.format(ep=ep, shard=shards[1]) in rs.one_line(r), r
+    assert not (out / "runs.jsonl").exists()
+    no_secret(r, out)
+
+
+@pytest.mark.parametrize("name", ["http://{host}/a/../m.wlf", "http://{host}/ok/./m.wlf",
+                                  "http://{host}/ok/%2e%2E/m.wlf", "s3://ok/a/../../other/x.wlf"])
+def test_a_dot_segment_in_a_name_is_exit_2_before_any_request(place, env, tmp_path, name):
+    """libcurl would resolve the segment and fetch another object than the one named."""
+    log = tmp_path / "requests.jsonl"
+    with rs.fault_server(place / "m.wlf", log) as port:
+        name = name.format(host=f"127.0.0.1:{port}")
+        env["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{port}"
+        out = tmp_path / "out"
+        r = rs.loadbench(rs.run_args(name, out, STRATEGIES), env, limit_s=30)
+    assert r.rc == 2, r
+    print(f"{name}: {r.err}")
+    assert rs.one_line(r) == f"loadbench run: {name}: a '.' or '..' segment in its path " \
+                             "(it would be resolved away, and another object fetched)", r
+    assert not log.exists(), log.read_text()
     assert not (out / "runs.jsonl").exists()
     no_secret(r, out)
 

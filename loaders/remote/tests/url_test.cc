@@ -10,12 +10,11 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "tests/support/saved_env.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -39,29 +38,16 @@ class RemoteEnv : public ::testing::Test {
   };
 
   void SetUp() override {
-    for (const char* n : kNames) {
-      const char* v = std::getenv(n);
-      saved_.push_back(v ? std::optional<std::string>(v) : std::nullopt);
-      ::unsetenv(n);
-    }
+    for (const char* n : kNames) ::unsetenv(n);
     // No ~/.aws/credentials of the machine's: HOME is an empty folder.
     Set("HOME", home_.path());
-  }
-  void TearDown() override {
-    for (size_t i = 0; i < std::size(kNames); ++i) {
-      if (saved_[i]) {
-        ::setenv(kNames[i], saved_[i]->c_str(), 1);
-      } else {
-        ::unsetenv(kNames[i]);
-      }
-    }
   }
   static void Set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
   test::TempDir home_;
 
  private:
-  std::vector<std::optional<std::string>> saved_;
+  test::SavedEnv saved_{{std::begin(kNames), std::end(kNames)}};
 };
 
 using ResolveRemoteTest = RemoteEnv;
@@ -172,6 +158,25 @@ TEST_F(ResolveRemoteTest, MalformedNamesAreRefusedNamingThem) {
   ExpectRefused("ftp://127.0.0.1/m.wlf", "not an s3://, http:// or https:// name");
 }
 
+// libcurl resolves "." and ".." segments before it sends a request (RFC 3986's
+// remove_dot_segments), and servers decode %2e first: such a name would fetch another object than
+// the one its records name.
+TEST_F(ResolveRemoteTest, ADotSegmentIsRefusedNamingTheName) {
+  Set("AWS_ENDPOINT_URL", "http://127.0.0.1:9000");
+  for (const std::string name :
+       {"s3://ok/a/../../other/x.wlf", "s3://b/./k", "s3://b/k/..", "s3://../k",
+        "http://127.0.0.1:8080/a/../x.wlf", "http://127.0.0.1:8080/a/./x.wlf",
+        "http://127.0.0.1:8080/a/%2e%2E/x.wlf", "http://127.0.0.1:8080/a/.%2e/x.wlf",
+        "http://127.0.0.1:8080/%2E/x.wlf", "https://h/a/.."}) {
+    ExpectRefused(name, name + ": a '.' or '..' segment in its path");
+  }
+  RemoteObject o;
+  for (const std::string name : {"s3://b/a/..x/.y.wlf", "http://127.0.0.1:8080/a/.../x%2e.wlf",
+                                 "http://127.0.0.1:8080/a%2e%2e/x.wlf"}) {
+    EXPECT_TRUE(ResolveRemote(name, &o).ok()) << name;
+  }
+}
+
 TEST_F(ResolveRemoteTest, ABadEndpointIsRefusedNamingTheObject) {
   Set("AWS_ENDPOINT_URL", "127.0.0.1:9000");
   ExpectRefused("s3://b/k", "s3://b/k: the endpoint '127.0.0.1:9000' is not http(s)://HOST[:PORT]");
@@ -196,7 +201,7 @@ TEST(RemoteSibling, ANameOutsideThePrefixIsRefusedNamingTheBase) {
   for (const std::string rel :
        {"/abs.safetensors", "../x.safetensors", "a/../../x.safetensors", "./x.safetensors",
         "http://other.example/x.safetensors", "s3://other/x.safetensors", "dir\\x.safetensors",
-        "x?y", "a//b", ""}) {
+        "x?y", "a//b", "", "%2e%2e/x.safetensors", "a/.%2E/x.safetensors", "%2e/x.safetensors"}) {
     std::string out = "untouched";
     const Status s = RemoteSibling(base, rel, &out);
     ASSERT_FALSE(s.ok()) << rel;
