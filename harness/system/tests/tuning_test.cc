@@ -304,7 +304,7 @@ TEST_F(RealMachine, TuneThenRestoreLeavesEverySettingAsItWas) {
 // so.
 TEST_F(RealMachine, TheJournalOfAKilledCommandRestoresItsSettings) {
   OwnLockDir locks;
-  const std::string order = saved_[kOrder];
+  const std::string order = Slurp(kOrder);  // as SetUp left it: untuned
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
