@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -493,6 +494,14 @@ Json SyncDirtyPages(const std::string& proc_dir) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return {{"bytes", *dirty + *writeback}, {"seconds", seconds}};
+}
+
+double DefaultWindowSeconds() {
+  const char* v = std::getenv("LOADBENCH_SETTLE_WINDOW_S");
+  if (v == nullptr || *v == '\0') return 0.5;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return *end == '\0' && s >= 0.05 && s <= 5 ? s : 0.5;
 }
 
 Json CheckStability(const StabilityOptions& o) {

@@ -13,10 +13,15 @@
 
 namespace loadbench {
 
+// How long a window lasts by default: 0.5 s, or LOADBENCH_SETTLE_WINDOW_S (0.05 to 5 s) where
+// set, as the test suite sets it so that its hundreds of commands do not each spend half a
+// second sampling.
+double DefaultWindowSeconds();
+
 struct StabilityOptions {
-  double window_s = 0.5;    // how long each sample lasts; CPU figures are null unless it is > 0
-  double max_wait_s = 0;    // how long a busy machine is waited for; 0: one window, no wait
-  uint64_t file_bytes = 0;  // the file to be loaded, 0 when unknown (for the memory warning)
+  double window_s = DefaultWindowSeconds();  // each sample's length; CPU figures null unless > 0
+  double max_wait_s = 0;           // how long a busy machine is waited for; 0: one window, no wait
+  uint64_t file_bytes = 0;         // the file to be loaded, 0 when unknown (for the memory warning)
   std::string proc_dir = "/proc";  // roots, so tests can give fake trees
   std::string sys_dir = "/sys";
   int self_pid = 0;  // 0: getpid(); this process and its descendants are loadbench's own work,
