@@ -33,12 +33,12 @@ void Host::CleanUp(const std::string& who) const {
 }
 
 // The cgroup first: where none can be made under a limit, the run is unsupported before any
-// work. The drop method: drop_caches as root, else posix_fadvise.
+// work. The drop method: drop_caches as root (DropsWholeCache), else posix_fadvise.
 Status Host::Make(HostState* h) {
   if (plan_.table == nullptr) return Status::Failed("the file was not prepared");
   if (plan_.memory_limit > 0)
     LB_RETURN_IF_ERROR(MemoryCgroup::Create(plan_.memory_limit, &cgroup_));
-  DropMethod drop = ::geteuid() == 0 ? DropMethod::kDropCaches : DropMethod::kFadvise;
+  DropMethod drop = DropsWholeCache() ? DropMethod::kDropCaches : DropMethod::kFadvise;
   if (plan_.cache == "cold" && plan_.info != nullptr) {
     LB_RETURN_IF_ERROR(CleanUpAfter(*plan_.info, plan_.path, ""));
   }

@@ -28,15 +28,17 @@ std::string SelfExe() {
 
 void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& counters,
                        double sample_ms, nlohmann::ordered_json* env) {
-  const bool root = ::geteuid() == 0;
+  const bool whole = DropsWholeCache();
   // The machine's ceilings, to read every figure against: the last full probe of this boot,
   // or a quick memory-only one made now (before any cold run).
   (*env)["probe"] = ProbeForRun(file);
   (*env)["cache_control"] = {
-      {"drop_method", root ? "drop_caches" : "fadvise"},
+      {"drop_method", whole ? "drop_caches" : "fadvise"},
       {"residency_method", ResidencyMethod()},
-      {"note", root
-                   ? "sync; echo 3 > /proc/sys/vm/drop_caches before every cold run"
+      {"note", whole ? "sync; echo 3 > /proc/sys/vm/drop_caches before every cold run"
+               : ::geteuid() == 0
+                   ? "LOADBENCH_NO_DROP_CACHES: cold runs drop their files' pages alone, with "
+                     "posix_fadvise(POSIX_FADV_DONTNEED); residency is still checked"
                    : "not root: /proc/sys/vm/drop_caches is not writable, so cold runs rely on "
                      "posix_fadvise(POSIX_FADV_DONTNEED) on the file; residency is still checked"}};
   // Which counters count here, and why the others read null in every run: said once, here.

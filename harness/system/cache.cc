@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -229,8 +231,13 @@ const char* DropMethodName(DropMethod m) {
   return "unknown";
 }
 
+bool DropsWholeCache() {
+  const char* v = std::getenv("LOADBENCH_NO_DROP_CACHES");
+  return ::geteuid() == 0 && (v == nullptr || *v == '\0' || std::string_view(v) == "0");
+}
+
 Status DropFileCache(const std::string& path, DropMethod* used) {
-  return cache_internal::DropFileCacheImpl(path, /*try_drop_caches=*/true, used);
+  return cache_internal::DropFileCacheImpl(path, DropsWholeCache(), used);
 }
 
 Status MeasureModelResidency(const TensorTable& model, ModelResidency* out) {
@@ -261,7 +268,7 @@ Status DropModelCache(const TensorTable& model, DropMethod* used) {
     if (local.empty()) continue;  // a server elsewhere: its cache is its own
     DropMethod m = DropMethod::kFadvise;
     // drop_caches empties the whole cache: once, for the first shard; fadvise for the others.
-    LB_RETURN_IF_ERROR(cache_internal::DropFileCacheImpl(local, first, &m));
+    LB_RETURN_IF_ERROR(cache_internal::DropFileCacheImpl(local, first && DropsWholeCache(), &m));
     if (first && used != nullptr) *used = m;
     first = false;
   }

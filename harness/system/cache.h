@@ -57,9 +57,16 @@ enum class DropMethod {
 };
 const char* DropMethodName(DropMethod m);  // "drop_caches", "fadvise"
 
-// Evicts `path` from the page cache: drop_caches where permitted, else the fadvise fallback.
+// Evicts `path` from the page cache: drop_caches where permitted (DropsWholeCache), else the
+// fadvise fallback.
 // `used` tells which method took effect. Does not check the result: call MeasureResidency.
 Status DropFileCache(const std::string& path, DropMethod* used);
+
+// Whether a cold run empties the whole page cache (drop_caches, as root), not only its files'
+// pages (posix_fadvise): false unless root, and false with LOADBENCH_NO_DROP_CACHES=1, which
+// `make test` sets for the tests it runs side by side, so that none takes another's warm file
+// away. Either way the drop is checked (at most 1% resident).
+bool DropsWholeCache();
 
 // Reads `path` fully through the page cache so that it becomes resident.
 Status WarmFile(const std::string& path);
