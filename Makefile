@@ -107,26 +107,23 @@ fuzz:
 	bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)-fuzz
 
 # First the check that every C++ file is formatted (.clang-format, scripts/format.sh; `make
-# format` applies it). Then the tests, one at a time (some drop the page cache, which would
-# disturb a warm-cache test running beside them), all in one build under AddressSanitizer and
-# UndefinedBehaviorSanitizer: every parser of untrusted files must survive them, and on two
-# cores one build is most of the time `make test` takes. The GoogleTest suite runs in one
-# process (an ASan binary starts slowly, and ctest would start it once per test: three to four
-# times longer here); then ctest runs what drives the binaries (labelled `binary`: the scripts'
-# pytest, the real-file pytest, every microbenchmark once) and the analysis pytest (labelled
-# `python`). Line tables only (-g1): sanitizer reports keep file and line, the build is faster.
-# Both run with the machine tuned (`loadbench system tune -- COMMAND`: DAMON's pageout stopped,
-# free page reporting held off; restored when they end, or by the next measuring command after
-# a kill), so that no warm test's file leaves the page cache by itself; untuned where not root.
+# format` applies it). Then one build under AddressSanitizer and UndefinedBehaviorSanitizer:
+# every parser of untrusted files must survive them, and on two cores one build is most of the
+# time `make test` takes. Then ctest runs every test, two at a time (CMakeLists.txt says which
+# may run side by side and which run alone: a cold run beside another test drops only its own
+# files' pages), the GoogleTest suite in one process (an ASan binary starts slowly, and a
+# process per case takes three to four times longer here). Line tables only (-g1): sanitizer
+# reports keep file and line, the build is faster. The suite runs with the machine tuned
+# (`loadbench system tune -- COMMAND`: DAMON's pageout stopped, free page reporting held off;
+# restored when it ends, or by the next measuring command after a kill), so that no warm test's
+# file leaves the page cache by itself; untuned where not root.
 ASAN_BUILD := $(BUILD)-asan
 test: $(BUILD)/.setup-done
 	bash scripts/format.sh check
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DLOADBENCH_SANITIZE=ON \
 	  -DCMAKE_CXX_FLAGS_DEBUG=-g1
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ./loadbench system tune -- sh -c \
-	  "ASAN_OPTIONS=detect_leaks=1 LOADBENCH_SETTLE_WAIT=5 ./loadbench_tests --gtest_brief=1 && \
-	   ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -L 'binary|python'"
+	cd $(ASAN_BUILD) && ./loadbench system tune -- ctest -j 2 --output-on-failure -L 'binary|python'
 
 # The C++ formatted by .clang-format, in place (`make test` fails on a file that is not).
 format: $(BUILD)/.setup-done
