@@ -33,16 +33,20 @@ def need(program, why):
         pytest.skip(f"{program} is not installed ({why})")
 
 
+TAG = "LOADBENCH_TEST_TAG"
+
+
 def run_experiment(tmp_path, text, out="out", relative=False):
     """The experiment `text` run in tmp_path; relative: its file, data and results folders
-    named relative to tmp_path, where the command runs."""
+    named relative to tmp_path, where the command runs. The command's environment holds
+    TAG=tmp_path, so that what it leaves running is found (no_leftovers)."""
     toml = tmp_path / "e.toml"
     toml.write_text(text)
     args = ["e.toml", "--data", "data", "--out", out] if relative else [
         str(toml), "--data", str(tmp_path / "data"), "--out", str(tmp_path / out)]
     out = tmp_path / out
     p = subprocess.run([BIN, "experiment", *args, "--quiet"], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path)
+                       timeout=300, cwd=tmp_path, env=dict(os.environ, **{TAG: str(tmp_path)}))
     records = []
     if (out / "runs.jsonl").exists():
         records = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
@@ -50,12 +54,25 @@ def run_experiment(tmp_path, text, out="out", relative=False):
     return p, records, env
 
 
-def no_leftovers():
-    """No server or mount of a loadbench command is left (every test's own command ended)."""
+def no_leftovers(tmp_path, *commands):
+    """Nothing of the test's own commands is left: no process of theirs (their servers and
+    s3fs inherit TAG=tmp_path), no mount one of them said it made. Other tests may run beside
+    this one, with servers and mounts of their own."""
+    want = f"{TAG}={tmp_path}".encode()
+    left = []
+    for d in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if want in f.read().split(b"\0"):
+                    left.append(open(f"/proc/{d}/cmdline", "rb").read().replace(b"\0", b" "))
+        except OSError:
+            continue
+    assert not left, left
     mounts = open("/proc/mounts").read()
-    assert "loadbench-s3fs-mount" not in mounts
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "loadbench-nginx" not in ps and "s3rver --address" not in ps
+    for p in commands:
+        for line in p.stderr.splitlines():
+            if " mounted at " in line:
+                assert line.split(" mounted at ")[1].split()[0] not in mounts, line
 
 
 def test_http_server_serves_the_remote_strategies_and_a_command(tmp_path):
@@ -94,7 +111,7 @@ command = ["curl", "-sSf", "-o", "/dev/null", "{file}"]
             assert r["checksum_ok"] is True
             d = r["details"]
             assert d["requests"] >= 5 and d["bytes_received"] == d["bytes_requested"]
-    no_leftovers()
+    no_leftovers(tmp_path, p)
 
 
 def test_s3_server_and_an_s3fs_mount(tmp_path):
@@ -127,13 +144,13 @@ via = "s3fs"
         assert "server_resident_before" in r, r
     mounted = [r for r in records if ":via=s3fs" in r["strategy_spec"]]
     assert len(mounted) == 4 and all("/loadbench-s3fs-mount-" in r["read_as"] for r in mounted)
-    no_leftovers()
+    no_leftovers(tmp_path, p)
     # A second command finds the object in the bucket by size and checksum: no second put.
     p2, records2, _ = run_experiment(tmp_path, text, out="again")
     assert p2.returncode == 0, p2.stderr
     assert "already in the bucket: s3://loadbench/" in p2.stderr and "put s3://" not in p2.stderr
     assert len(records2) == 6
-    no_leftovers()
+    no_leftovers(tmp_path, p2)
 
 
 def test_a_data_folder_given_relative_is_served(tmp_path):
@@ -146,7 +163,7 @@ def test_a_data_folder_given_relative_is_served(tmp_path):
     assert p.returncode == 0, p.stderr
     assert len(records) == 1 and records[0]["status"] == "ok", records
     assert records[0]["read_as"].startswith("s3://loadbench/"), records[0]
-    no_leftovers()
+    no_leftovers(tmp_path, p)
 
 
 def test_a_server_without_a_data_folder_makes_it_and_says_what_it_is_for(tmp_path):
@@ -162,7 +179,7 @@ def test_a_server_without_a_data_folder_makes_it_and_says_what_it_is_for(tmp_pat
     assert "No such file or directory" not in p.stderr
     assert f"only files in the data folder {tmp_path / 'data'} can be served" in p.stderr
     assert (tmp_path / "data").is_dir()
-    no_leftovers()
+    no_leftovers(tmp_path, p)
 
 
 def test_a_killed_experiment_leaves_its_mount_to_the_next_command(tmp_path):
