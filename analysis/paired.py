@@ -235,6 +235,10 @@ def run_values(results: Results) -> pd.DataFrame:
     of their wall_s: readers.duration), file_bytes, `order`, its place in runs.jsonl, and
     `verified`. A run counts only whole: one with a reader that did not count or left no record
     has no value (broken_rounds says why). Runs without `position` ran in no round."""
+    return results.kept("run_values", _run_values)
+
+
+def _run_values(results: Results) -> pd.DataFrame:
     columns = CONDITION + ["strategy_spec", "role", "strategy", "timed", "rep", "wall_s",
                            "file_bytes", "order", "verified"]
     runs = _in_rounds(results)

@@ -105,6 +105,17 @@ class Results:
     adaptive: dict | None = None  # adaptive.json, when the experiment ran with reps = "auto"
     # What could not be read and was left out (lines skipped, values of the wrong type).
     problems: list[Problem] = field(default_factory=list)
+    # What is derived from `runs` and read by several sections (paired.run_values), kept with
+    # the frame it came from: a new `runs` frame makes it again.
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def kept(self, name: str, make):
+        """make(self), made once per `runs` frame; a copy, so that a caller may change it."""
+        frame, value = self.derived.get(name, (None, None))
+        if frame is not self.runs:
+            value = make(self)
+            self.derived[name] = (self.runs, value)
+        return value.copy()
 
     def timeline(self, run_id: str) -> pd.DataFrame | None:
         """The run's timeline CSV (TIMELINE as numbers), or None when it has none, none of
