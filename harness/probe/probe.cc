@@ -303,12 +303,12 @@ std::string ProbeCachePath() {
   return base + "/loadbench/probe.json";
 }
 
-std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, std::string* why) {
-  const std::string path = ProbeCachePath();
-  if (path.empty()) {
-    *why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
-    return std::nullopt;
-  }
+namespace {
+
+// The probe cached at `path` when it is from this boot, with "source" (the path), "age_s" and
+// "same_device" added; else nullopt and *why says why (missing, corrupt, another boot).
+std::optional<Json> ReadCachedProbe(const std::string& path, const std::string& file_path,
+                                    std::string* why) {
   std::ifstream in(path);
   if (!in) {
     *why = fmt::format("no probe of this machine cached at {}", path);
@@ -335,10 +335,42 @@ std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, 
   return cached;
 }
 
+}  // namespace
+
+std::string QuickProbeCachePath() {
+  const std::string full = ProbeCachePath();
+  return full.empty() ? "" : (fs::path(full).parent_path() / "probe-quick.json").string();
+}
+
+std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, std::string* why) {
+  const std::string path = ProbeCachePath();
+  if (path.empty()) {
+    *why = "no cache directory (neither XDG_CACHE_HOME nor HOME is set)";
+    return std::nullopt;
+  }
+  return ReadCachedProbe(path, file_path, why);
+}
+
 nlohmann::ordered_json ProbeForRun(const std::string& file_path) {
   std::string why;
   if (auto cached = CachedProbe(file_path, &why)) return *cached;
+  const std::string quick_path = QuickProbeCachePath();
+  std::string unused;
+  if (!quick_path.empty()) {
+    std::optional<Json> quick = ReadCachedProbe(quick_path, file_path, &unused);
+    if (quick && quick->value("kind", "") == "quick") {
+      (*quick)["note"] = fmt::format(
+          "{}: the quick probe of this boot instead (an earlier command's), without the device "
+          "figures; {}",
+          why, kRunProbe);
+      return *quick;
+    }
+  }
   Json p = QuickProbe(file_path);
+  // Kept for the next command of this boot; one that cannot be written is made again then.
+  if (!quick_path.empty() && MakeDirs(fs::path(quick_path).parent_path().string()).ok()) {
+    (void)WriteJsonFile(quick_path, p);
+  }
   p["source"] = "quick";
   p["age_s"] = 0;
   p["same_device"] = nullptr;

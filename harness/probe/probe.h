@@ -65,6 +65,9 @@ int ProbeMain(const ProbeOptions& opts);
 // directory.
 std::string ProbeCachePath();
 
+// Beside it, probe-quick.json: the quick probe that ProbeForRun made first in this boot.
+std::string QuickProbeCachePath();
+
 // The probe cached at ProbeCachePath() when it is from this boot, with "source", "age_s" and
 // "same_device" (whether `file_path` lives on the device it measured) added; else nullopt and
 // *why says why (missing, corrupt, another boot).
@@ -77,7 +80,10 @@ std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, 
 // without device I/O: memcpy and the three fault costs on small sizes (the file fault on an
 // unnamed 16 MiB file beside `file_path`, else in $TMPDIR or /tmp), the facts, and the device
 // and warm-read figures null; "source" is "quick" and "note" says why the cache was not used
-// (missing, corrupt, another boot) and to run `loadbench probe`. Never throws.
+// (missing, corrupt, another boot) and to run `loadbench probe`. That quick probe is kept at
+// QuickProbeCachePath(), and the runs after it in the same boot take it from there ("source"
+// its path, "age_s", "same_device"), as they would a full one: a command's memory figures are
+// then the boot's, not made again by every command. Never throws.
 nlohmann::ordered_json ProbeForRun(const std::string& file_path);
 
 }  // namespace loadbench

@@ -30,7 +30,8 @@ void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& 
                        double sample_ms, nlohmann::ordered_json* env) {
   const bool whole = DropsWholeCache();
   // The machine's ceilings, to read every figure against: the last full probe of this boot,
-  // or a quick memory-only one made now (before any cold run).
+  // else the quick memory-only one of this boot (made now, before any cold run, if none is
+  // kept).
   (*env)["probe"] = ProbeForRun(file);
   (*env)["cache_control"] = {
       {"drop_method", whole ? "drop_caches" : "fadvise"},
