@@ -171,16 +171,13 @@ TEST_F(CliTest, RunBadCacheIsUsageError) {
 
 // ---- a model's file or shard that is no regular file: refused at once, never waited on ----
 
-// `args` exits 2 with one line naming `path` as a FIFO, within a second: killed after 5 s, so
-// that an open that blocks fails the test instead of hanging the suite.
+// `args` exits 2 with one line naming `path` as a FIFO, never waiting on it: killed after 20 s,
+// so that an open that blocks ends as a signal and fails the test instead of hanging the suite.
+// No bound on the time it took: the suite's machine is shared, and a loaded one takes seconds
+// to start an ASan binary.
 void ExpectFifoRefusedAtOnce(const std::vector<std::string>& args, const std::string& path) {
-  const auto start = std::chrono::steady_clock::now();
-  const ProcessResult r = RunLoadbench(args, {}, std::chrono::seconds(5));
-  const auto took = std::chrono::steady_clock::now() - start;
-  ExpectBadInput(r, {path + ": a FIFO (named pipe), not a regular file"});
-  EXPECT_LT(took, std::chrono::seconds(1))
-      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n"
-      << Describe(r);
+  ExpectBadInput(RunLoadbench(args, {}, std::chrono::seconds(20)),
+                 {path + ": a FIFO (named pipe), not a regular file"});
 }
 
 TEST_F(CliTest, AFifoAsTheFileIsRefusedAtOnce) {
