@@ -25,9 +25,13 @@ for name in quick all-strategies; do
   "$bin" experiment "experiments/$name.toml" --data "$data" --out "$new/runs-$name"
   rm -rf "$new/$name"
   /usr/bin/python3 -m analysis.trim "$new/runs-$name" "$new/$name"
-  /usr/bin/python3 -m analysis.report "$new/$name" --brief
 done
-/usr/bin/python3 scripts/reference_readme.py "$new" quick all-strategies >"$new/README.md"
 rm -rf "$new/runs-quick" "$new/runs-all-strategies" results/reference
 mv "$new" results/reference
+# Reported where they stay, so that each report names its own folder.
+for name in quick all-strategies; do
+  /usr/bin/python3 -m analysis.report "results/reference/$name" --brief
+done
+/usr/bin/python3 scripts/reference_readme.py results/reference quick all-strategies \
+  >results/reference/README.md
 echo "reference: results/reference/README.md"
