@@ -1,7 +1,9 @@
 """The link: models read through the experiment's server over a shaped network link (the
 experiment's `[link] rate = [...]`: a veth pair into a network namespace, shaped with tc TBF),
 each design set against the link's own limit and the server's. Part of the report's *Remote*
-section (analysis/remote.py calls it), shown only where records carry `link`.
+section (analysis/remote.py calls it), shown only where records carry `link`. It imports
+nothing of remote.py: it is given remote.summarize's rows, and it holds SERVER_BUSY, the server's
+CPU per second of the run at which the server may be the limit, which remote.py uses too.
 
 The records. Every record of such an experiment names its link condition (`link`: "1gbit",
 "unshaped", as the experiment wrote it); results.load makes it part of GROUP and CONDITION, so
@@ -34,7 +36,7 @@ link.
    interval ("unpaired"); with no link ceiling at all, none: "no link ceiling". Of server: the
    same against the server ceiling. Limited by, the first that holds: "link" where of link ≥
    0.9; "server" where of server ≥ 0.9, or where the server's CPU seconds per second of the run
-   (remote.py's server_busy, the median over the runs) ≥ remote.SERVER_BUSY; "client CPU"
+   (remote.py's server_busy, the median over the runs) ≥ SERVER_BUSY (0.8); "client CPU"
    where the client's CPU seconds per second of the run ((user_s + sys_s, plus the s3fs
    mount's mount_cpu_s) / wall_s: remote.py's client_busy) ≥ 0.9; else "design" (none of them
    held it back: the way it reads did), or "unknown: no link ceiling" where there is no link
@@ -75,12 +77,16 @@ from matplotlib.transforms import offset_copy
 import numpy as np
 import pandas as pd
 
-from analysis import readers, remote, stats
+from analysis import readers, stats
 from analysis.noise import records
 from analysis.results import CONDITION, GROUP, REPLICATED, Results, spec_label
 
 NEAR = 0.9  # the share of a ceiling at which it is the limit
 CLIENT_BUSY = 0.9  # client CPU seconds per second of the run at which its CPU is the limit
+# Server CPU seconds per second of the run's wall time above which the server may be the
+# limit: most of one core busy serving. Kept here, below remote.py, whose own server figures
+# (server_limited, the server's paragraph) take it from this module, which needs nothing of it.
+SERVER_BUSY = 0.8
 FIGURE = "link-throughput"
 HERDS_FIGURE = "link-herds"
 ROUND = CONDITION + ["rep"]
@@ -184,7 +190,7 @@ def limited_by(row: dict) -> str:
         return "— (local read, not over the link)"
     if row["of_link"] >= NEAR:
         return "link"
-    if row["of_server"] >= NEAR or row["server_busy"] >= remote.SERVER_BUSY:
+    if row["of_server"] >= NEAR or row["server_busy"] >= SERVER_BUSY:
         return "server"
     if row["client_busy"] >= CLIENT_BUSY:
         return "client CPU"
@@ -507,7 +513,7 @@ INTRO = ("**Against the link's own ceiling.** Per link and cache state, each des
          "over the condition's median ceiling). CPU s/s: CPU "
          f"seconds per second of the run (client: the reader's, plus the s3fs mount's). Limited "
          f"by: *link* at {NEAR:.0%} of the link's ceiling or more, else *server* at {NEAR:.0%} "
-         f"of the server's or with its CPU busy {remote.SERVER_BUSY} s/s or more, else *client "
+         f"of the server's or with its CPU busy {SERVER_BUSY} s/s or more, else *client "
          f"CPU* at {CLIENT_BUSY} s/s or more, else *design*: the way it reads held it back.")
 THROUGHPUT_HEAD = ["design", "readers", "GB/s", "link GB/s", "of link (95% CI)", "server GB/s",
                    "of server (95% CI)", "client CPU s/s", "server CPU s/s", "limited by"]

@@ -31,16 +31,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis import noise, paired, stats
+# link.py sits below this module (the link's part of the section) and imports nothing of it.
+from analysis import link, noise, paired, stats
+from analysis.link import SERVER_BUSY
 from analysis.noise import records
 from analysis.results import (CONDITION, EXEC, GROUP, Results, paired_cell, ratio_text,
                               spec_label)
 
 TITLE = "Remote"
 HTTP_STRATEGIES = ("http_get", "http_ranges", "http_stream")
-# Server CPU seconds per second of the run's wall time above which the server may be the
-# limit: most of one core busy serving.
-SERVER_BUSY = 0.8
 PAIRED = ["pairs", "ratio", "ratio_low", "ratio_high", "bounded", "significant", "verdict"]
 FIGURE = "remote-ranges"
 
@@ -384,10 +383,10 @@ def plot_ranges(results: Results, figs) -> None:
                              sharey=True)
     for ax, cache in zip(axes[0], caches):
         t = points[points["cache"] == cache]
-        for (chunk, file, link), g in t.groupby(["chunk", "file", "link"], sort=True):
+        for (chunk, file, rate), g in t.groupby(["chunk", "file", "link"], sort=True):
             g = g.sort_values("concurrency")
             name = f"chunk {_size(chunk)}" + (f" [{os.path.basename(file)}]" if files > 1 else "") \
-                + (f", link {link}" if link else "")
+                + (f", link {rate}" if rate else "")
             ax.plot(g["concurrency"], g["gb_per_s"], marker="o", label=name)
         ax.set_xscale("log", base=2)
         ticks = sorted(t["concurrency"].unique())
@@ -576,7 +575,6 @@ def section_md(results: Results, table: pd.DataFrame | None = None, figs=None) -
     design and peer, the server, s3fs, residency, the remote runs that did not run; on a link,
     analysis/link.py's part (its figures drawn and shown where `figs`, report.Figures, is
     given)."""
-    from analysis import link  # link.py builds on this module's rows
     files = max(results.runs["file"].nunique(), 1)
     rows = summarize(results, table)
     server = _server(results.env)
@@ -602,7 +600,6 @@ def summary(results: Results, table: pd.DataFrame | None = None) -> dict:
     against it; `remote_s3fs`, mmap against fread through the s3fs mount; `remote_not_run`,
     the remote runs that do not count, with why; on a link, analysis/link.py's
     `link_throughput`, `link_reach` and `link_herds`."""
-    from analysis import link  # link.py builds on this module's rows
     rows = summarize(results, table)
     empty = pd.DataFrame()
     return {"remote": records(rows),
