@@ -6,7 +6,7 @@
 
 #include "harness/bench/bench_util.h"
 #include "loaders/format/checksum.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench::bench {
 namespace {

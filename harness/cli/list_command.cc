@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/commands.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "loaders/use/use.h"
 
 namespace loadbench::cli {

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "loaders/base/status.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

@@ -9,7 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/experiment/experiment.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

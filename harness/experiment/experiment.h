@@ -84,7 +84,8 @@
 #include "harness/gen/generator.h"
 #include "harness/system/tuning.h"
 #include "loaders/base/status.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

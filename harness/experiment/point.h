@@ -11,7 +11,8 @@
 #include "harness/experiment/experiment.h"
 #include "harness/record/record.h"
 #include "harness/record/results.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

@@ -20,7 +20,7 @@
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"
 #include "loaders/format/model.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "loaders/use/part.h"
 #include "loaders/use/pipeline.h"
 #include "loaders/use/use.h"

@@ -12,7 +12,7 @@
 #include "harness/experiment/point.h"
 #include "harness/launch/launcher.h"
 #include "harness/record/record.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 

@@ -13,7 +13,7 @@
 #include "harness/launch/launcher.h"
 #include "harness/system/cgroup.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 

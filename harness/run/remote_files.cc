@@ -12,7 +12,7 @@
 #include "harness/system/served.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "loaders/remote/put.h"
 
 namespace loadbench {

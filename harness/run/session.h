@@ -9,7 +9,8 @@
 
 #include "harness/measure/measure.h"
 #include "harness/record/reporter.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

@@ -26,7 +26,7 @@
 #include "harness/system/tuning.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 namespace {

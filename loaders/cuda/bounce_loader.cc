@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/base/destination.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
 #include "loaders/cuda/device.h"

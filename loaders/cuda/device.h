@@ -13,7 +13,7 @@
 
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/strategy.h"
 
 namespace loadbench::cuda {
 

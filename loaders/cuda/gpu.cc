@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 #ifdef LOADBENCH_HAVE_CUDA
 #include "loaders/cuda/device.h"

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "loaders/cuda/device.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <xxhash.h>
 
-#include "loaders/use/layers.h"
+#include "loaders/format/layers.h"
 
 namespace loadbench {
 namespace {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "loaders/format/tensor_table.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "loaders/use/layers.h"
+#include "loaders/format/layers.h"
 
 namespace loadbench {
 namespace {

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
-#include "loaders/base/destination.h"
-#include "loaders/loader.h"
+#include "loaders/blocks/destination.h"
+#include "loaders/strategy/registry.h"
 #include "loaders/use/consume.h"
 #include "loaders/use/model_registry.h"
 #include "loaders/use/use.h"

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 

@@ -13,7 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loaders/base/status.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/strategy.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench {
 

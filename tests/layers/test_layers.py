@@ -1,40 +1,76 @@
-"""The harness's folders build on each other in one direction (docs/design.md, "Shape"): a
-source file includes from its own folder and the folders below it, never from one above. A
-folder not in the list fails the test too, so that a new one is placed on purpose."""
+"""The source folders build on each other in one direction (docs/design.md, "Shape"): a source
+file of loaders/ or harness/ includes from its own folder and the folders below it, never from
+one above, and loaders/ (tests included) never includes harness/. A folder not in the lists
+fails the test too, so that a new one is placed on purpose."""
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lowest first: each folder may include from the folders before it.
-FLOORS = ["system", "server", "link", "record", "stats", "probe", "gen", "experiment", "profile", "launch",
-          "measure", "run", "cli", "bench"]
-INCLUDE = re.compile(r'^\s*#\s*include\s+"harness/([a-z_]+)/')
+FLOORS = {
+    "loaders": ["base", "remote", "format", "strategy", "blocks", "use", "strategies", "cuda"],
+    "harness": ["system", "server", "link", "record", "stats", "probe", "gen", "experiment",
+                "profile", "launch", "measure", "run", "cli", "bench"],
+}
+# Folders of a tree that hold no C++ of the floors (the Python peers).
+NOT_FLOORS = {"loaders": {"peers"}, "harness": set()}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"(loaders|harness)/([a-z_]+)/')
 
 
-def sources():
-    for path in sorted((ROOT / "harness").glob("*/*")):
+def sources(tree):
+    for path in sorted((ROOT / tree).glob("*/*")):
+        if path.suffix in (".cc", ".h", ".cu"):
+            yield path
+
+
+def sources_of_tests(tree):
+    for path in sorted((ROOT / tree).glob("**/tests/*")):
         if path.suffix in (".cc", ".h"):
             yield path
 
 
-def test_every_folder_is_on_a_floor():
-    folders = {p.name for p in (ROOT / "harness").iterdir() if p.is_dir()}
-    assert folders <= set(FLOORS), f"folders without a floor: {sorted(folders - set(FLOORS))}"
+def includes(path):
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        m = INCLUDE.match(line)
+        if m:
+            yield n, m.group(1), m.group(2)
 
 
-def test_no_include_runs_back_up():
+@pytest.mark.parametrize("tree", sorted(FLOORS))
+def test_every_folder_is_on_a_floor(tree):
+    folders = {p.name for p in (ROOT / tree).iterdir() if p.is_dir()} - NOT_FLOORS[tree]
+    assert folders <= set(FLOORS[tree]), f"folders without a floor: {sorted(folders - set(FLOORS[tree]))}"
+    loose = [p.name for p in (ROOT / tree).iterdir() if p.suffix in (".cc", ".h")]
+    assert not loose, f"sources outside every floor of {tree}/: {loose}"
+
+
+@pytest.mark.parametrize("tree", sorted(FLOORS))
+def test_no_include_runs_back_up(tree):
+    floors = FLOORS[tree]
     up = []
-    for path in sources():
+    for path in sources(tree):
         own = path.parent.name
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            m = INCLUDE.match(line)
-            if m and m.group(1) != own and FLOORS.index(m.group(1)) > FLOORS.index(own):
-                up.append(f"{path.relative_to(ROOT)}:{n} includes harness/{m.group(1)}/")
+        for n, top, folder in includes(path):
+            if top == "harness" and tree == "loaders":
+                up.append(f"{path.relative_to(ROOT)}:{n} includes harness/")
+            elif top == tree and folder != own and floors.index(folder) > floors.index(own):
+                up.append(f"{path.relative_to(ROOT)}:{n} includes {tree}/{folder}/")
     assert not up, "includes that run back up:\n" + "\n".join(up)
 
 
-def test_the_check_sees_the_sources():
+def test_the_loaders_tests_include_no_harness_header():
+    # They build what they need from loaders/ or from tests/support/.
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sources_of_tests("loaders")
+             for n, top, _ in includes(p) if top == "harness"]
+    assert not found, "loaders/ tests that include harness/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("tree,least", [("loaders", 60), ("harness", 100)])
+def test_the_check_sees_the_sources(tree, least):
     # A pattern that matched nothing would pass every tree.
-    assert sum(1 for _ in sources()) > 50
-    hits = [p for p in sources() if any(INCLUDE.match(l) for l in p.read_text().splitlines())]
-    assert len(hits) > 50
+    assert sum(1 for _ in sources(tree)) > least
+    hits = [p for p in sources(tree) if any(includes(p))]
+    assert len(hits) > least
+    assert sum(1 for _ in sources_of_tests(tree)) > 10

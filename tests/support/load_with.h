@@ -7,7 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench::test {
 

@@ -10,6 +10,7 @@
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
+#include "loaders/use/spec.h"
 
 namespace loadbench::test {
 

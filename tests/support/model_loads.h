@@ -10,7 +10,7 @@
 
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench::test {

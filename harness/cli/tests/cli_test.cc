@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/system/cache.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "tests/support/format_builders.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"

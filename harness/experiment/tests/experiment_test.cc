@@ -18,7 +18,7 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/point.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

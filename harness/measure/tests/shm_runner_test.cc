@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "loaders/shm_loader.h"
+#include "loaders/strategies/shm.h"
 #include "tests/support/run_cli.h"
 
 namespace loadbench {

@@ -12,13 +12,14 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
-#include "harness/launch/worker.h"
 #include "loaders/cuda/device.h"
 #include "loaders/cuda/device_checksum.h"
 #include "loaders/format/format.h"
-#include "loaders/loader.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 #include "loaders/use/use.h"
 #include "tests/support/load_with.h"
+#include "tests/support/generated_model.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -139,10 +140,7 @@ TEST(CudaStrategies, AreUnsupportedWithTheReasonWithoutAGpu) {
   test::WriteWlfFile(path, test::OddTensors());
   for (const std::string& name : kDeviceStrategies) {
     EXPECT_NE(FindStrategy(name)->unsupported_reason(), "") << name;
-    WorkerRequest req;
-    req.file = path;
-    req.strategy = name;
-    const auto r = RecordJson(RunWorker(req, -1));
+    const auto r = test::WorkerRecord(path, name);
     EXPECT_EQ(r["status"], "unsupported") << r.dump();
     EXPECT_TRUE(r["wall_s"].is_null()) << r.dump();  // never a number
     EXPECT_NE(r["error"].get<std::string>().find("CUDA"), std::string::npos) << r.dump();
@@ -242,10 +240,7 @@ TEST_P(CudaLoad, PutsEveryTensorOnTheDeviceWithTheFilesChecksum) {
   for (uint64_t align : {64u, 4096u}) {
     const std::string path = dir.File("big.wlf");
     const test::WrittenWlf w = test::WriteWlfFile(path, tensors, align, /*seed=*/7);
-    WorkerRequest req;
-    req.file = path;
-    req.strategy = GetParam();
-    const auto r = RecordJson(RunWorker(req, -1));
+    const auto r = test::WorkerRecord(path, GetParam());
     ASSERT_EQ(r["status"], "ok") << r.dump();
     EXPECT_EQ(r["checksum_ok"], true) << r.dump();
     EXPECT_EQ(r["verify"], "device");

@@ -13,10 +13,9 @@
 
 #include <fmt/format.h>
 
-#include "harness/experiment/file.h"
-#include "harness/gen/generator.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
+#include "tests/support/generated_model.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {
@@ -157,17 +156,9 @@ class PartTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::make_unique<test::TempDir>();
-    GenOptions o;
-    o.preset = "llama";
-    o.size_bytes = 2ull << 20;
-    o.out_path = dir_->File("m.wlf");
-    o.seed = 3;
-    o.threads = 1;
-    GenResult r;
-    Status s = Generate(o, &r);
-    ASSERT_TRUE(s.ok()) << s.message();
+    test::WriteModel({.path = path(), .seed = 3});
     model_ = std::make_unique<TensorTable>();
-    s = ReadModel(o.out_path, model_.get());
+    const Status s = ReadModel(path(), model_.get());
     ASSERT_TRUE(s.ok()) << s.message();
   }
   static void TearDownTestSuite() {
@@ -409,38 +400,6 @@ TEST_F(PartTest, ReplicatedReadersEachLoadTheWholeModel) {
     EXPECT_EQ(part.tensor_bytes, model().tensor_bytes);
     EXPECT_EQ(part.file_size, model().file_size);
   }
-}
-
-// ---- the parts' checksums ----
-
-TEST_F(PartTest, PreparePartsGivesEachReaderTheChecksumOfItsPart) {
-  EXPECT_EQ(PartsKey("tp", 4), "tp/4");
-  PreparedFile f;
-  Status s = PrepareFile(path(), "part_test", &f);
-  ASSERT_TRUE(s.ok()) << s.message();
-
-  ASSERT_TRUE(PrepareParts("replicated", 2, &f).ok());
-  EXPECT_TRUE(f.part_checksums.empty());
-
-  s = PrepareParts("tp", 2, &f);
-  ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_EQ(f.part_checksums.size(), 1u);
-  const std::vector<uint64_t>& sums = f.part_checksums.at("tp/2");
-  ASSERT_EQ(sums.size(), 2u);
-  for (int k = 0; k < 2; ++k) {
-    TensorTable part;
-    ASSERT_TRUE(PartOf(path(), f.table, Pattern("tp"), k, 2, &part).ok());
-    uint64_t sum = 0;
-    ASSERT_TRUE(ChecksumModel(part, &sum).ok());
-    EXPECT_EQ(sums[static_cast<size_t>(k)], sum) << "reader " << k;
-    EXPECT_NE(sum, *f.table.expected_checksum) << "reader " << k;
-  }
-  EXPECT_NE(sums[0], sums[1]);
-
-  s = PrepareParts("pp", 1000, &f);
-  EXPECT_EQ(s.code(), Status::Code::kBadInput);
-  EXPECT_TRUE(Has(s.message(), f.path + ": pp cannot split")) << s.message();
-  EXPECT_EQ(f.part_checksums.size(), 1u);
 }
 
 }  // namespace

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/gen/generator.h"
 #include "loaders/base/file_io.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
+#include "tests/support/generated_model.h"
 #include "tests/support/run_cli.h"
 
 namespace loadbench {
@@ -37,16 +37,9 @@ class UseTest : public ::testing::Test {
   }
 
   std::string Generate(const std::string& name, const std::string& endian = "little") {
-    GenOptions g;
-    g.preset = "llama";
-    g.size_bytes = kSize;
-    g.out_path = dir_ + "/" + name;
-    g.seed = 5;
-    g.endian = endian;
-    GenResult r;
-    Status s = loadbench::Generate(g, &r);
-    EXPECT_TRUE(s.ok()) << s.message();
-    return g.out_path;
+    const std::string path = dir_ + "/" + name;
+    test::WriteModel({.path = path, .size = kSize, .seed = 5, .endian = endian});
+    return path;
   }
 
   // Runs `strategies` warm, once each, and returns the records by strategy_spec.
