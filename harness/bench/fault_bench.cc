@@ -128,14 +128,14 @@ Mapping MapCachedFile(benchmark::State& state, const CachedFile& file, int extra
   return Mapping(p, file.size);
 }
 
-// Read faults on the cached file. Fault-around and large folios map many pages per fault, so
-// faults is far below pages.
-void BM_FaultFileMinor(benchmark::State& state) {
+// Each iteration maps the cached file (MapCachedFile with `extra_flags`) and reads one byte of
+// every page; only that touch loop is timed, and its faults are tallied.
+void TouchCachedFile(benchmark::State& state, int extra_flags) {
   const CachedFile* file = WarmScratchFile(state);
   if (file == nullptr) return;
   FaultTally tally;
   for (auto _ : state) {
-    Mapping m = MapCachedFile(state, *file, 0);
+    Mapping m = MapCachedFile(state, *file, extra_flags);
     if (m.size() == 0) break;
     const FaultCount before = ThreadFaults();
     const double s = TouchPages(m.mutable_data(), m.size(), /*write=*/false);
@@ -145,25 +145,15 @@ void BM_FaultFileMinor(benchmark::State& state) {
   }
   tally.Report(state);
 }
+
+// Read faults on the cached file. Fault-around and large folios map many pages per fault, so
+// faults is far below pages.
+void BM_FaultFileMinor(benchmark::State& state) { TouchCachedFile(state, 0); }
 BENCHMARK(BM_FaultFileMinor)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // The same touch loop over a mapping populated beforehand (untimed): no fault, only the loop's
 // own TLB and cache misses, to subtract from BM_FaultFileMinor's time.
-void BM_TouchMappedFile(benchmark::State& state) {
-  const CachedFile* file = WarmScratchFile(state);
-  if (file == nullptr) return;
-  FaultTally tally;
-  for (auto _ : state) {
-    Mapping m = MapCachedFile(state, *file, MAP_POPULATE);
-    if (m.size() == 0) break;
-    const FaultCount before = ThreadFaults();
-    const double s = TouchPages(m.mutable_data(), m.size(), /*write=*/false);
-    const FaultCount after = ThreadFaults();
-    state.SetIterationTime(s);
-    tally.Add(s, before, after, m.size());
-  }
-  tally.Report(state);
-}
+void BM_TouchMappedFile(benchmark::State& state) { TouchCachedFile(state, MAP_POPULATE); }
 BENCHMARK(BM_TouchMappedFile)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
