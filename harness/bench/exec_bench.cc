@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "harness/launch/command.h"
-#include "harness/system/cgroup.h"
+#include "harness/process/cgroup.h"
 
 namespace loadbench {
 namespace {

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/commands.h"
-#include "harness/system/cache.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/leftovers.h"
+#include "harness/cache/cache.h"
+#include "harness/process/interrupt.h"
+#include "harness/leftovers/leftovers.h"
 #include "loaders/format/model.h"
 
 namespace loadbench::cli {

@@ -4,7 +4,7 @@
 #include "harness/cli/reps_options.h"
 #include "harness/run/dry_run.h"
 #include "harness/run/executor.h"
-#include "harness/system/counters.h"
+#include "harness/machine/counters.h"
 
 namespace loadbench::cli {
 

@@ -6,7 +6,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/gen/generator.h"
-#include "harness/system/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "loaders/base/units.h"
 
 namespace loadbench::cli {

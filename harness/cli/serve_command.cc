@@ -1,5 +1,5 @@
 // `loadbench serve --kind http|s3 --root DIR`: a real server for remote models on 127.0.0.1
-// (harness/server/server.h), for as long as the command runs. It prints one line with the
+// (harness/net/server.h), for as long as the command runs. It prints one line with the
 // endpoint once the server answers, and at SIGINT or SIGTERM (or, when asked, the end of its
 // standard input) stops it and removes everything it made, exit 0. This is how tests of the
 // remote client and scripts get a server.
@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
-#include "harness/server/server.h"
-#include "harness/system/interrupt.h"
+#include "harness/net/server.h"
+#include "harness/process/interrupt.h"
 #include "loaders/base/units.h"
 
 namespace loadbench::cli {

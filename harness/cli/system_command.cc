@@ -1,17 +1,17 @@
-// `loadbench system show|tune|reset|settle`: the machine's state (harness/system/tuning.h),
+// `loadbench system show|tune|reset|settle`: the machine's state (harness/machine/tuning.h),
 // shown, set for measurements and restored, as pyperf's `system` command does; and the wait for
-// a busy machine to settle (harness/system/stability.h).
+// a busy machine to settle (harness/machine/stability.h).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
 #include "harness/record/record.h"
-#include "harness/system/child.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/leftovers.h"
-#include "harness/system/stability.h"
-#include "harness/system/tune_state.h"
-#include "harness/system/tuning.h"
+#include "harness/process/child.h"
+#include "harness/process/interrupt.h"
+#include "harness/leftovers/leftovers.h"
+#include "harness/machine/stability.h"
+#include "harness/machine/tune_state.h"
+#include "harness/machine/tuning.h"
 #include "loaders/base/units.h"
 
 namespace loadbench::cli {

@@ -6,7 +6,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/launch/worker.h"
-#include "harness/system/counters.h"
+#include "harness/machine/counters.h"
 
 namespace loadbench::cli {
 

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "harness/experiment/command.h"
-#include "harness/system/child.h"
+#include "harness/process/child.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {

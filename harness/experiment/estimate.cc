@@ -1,6 +1,6 @@
 #include "harness/experiment/estimate.h"
 
-#include "harness/link/link.h"
+#include "harness/net/link.h"
 
 namespace loadbench {
 

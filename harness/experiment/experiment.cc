@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
-#include "harness/link/link.h"
+#include "harness/net/link.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
 #include "loaders/use/part.h"

@@ -26,13 +26,13 @@
 //   memory_limit = ["8GiB", "2GiB"]  # each run in a memory cgroup of this limit, as in a
 //                                  # container; "none" for no cgroup (default none)
 //
-//   [link]                         # the server behind a shaped link (harness/link/link.h); the
+//   [link]                         # the server behind a shaped link (harness/net/link.h); the
 //   rate = ["1gbit", "unshaped"]   #   rates are a condition of the plan, each round on a link
 //   delay = "1ms"                  #   measures the link (iperf3) and the server's own limit
 //   streams = 8                    #   iperf3's streams (default: the most concurrency of the
 //   seconds = 3                    #   strategy points, times the condition's procs); its time
 //
-//   [system]                       # the machine's state for the runs (harness/system/tuning.h)
+//   [system]                       # the machine's state for the runs (harness/machine/tuning.h)
 //   tune = true                    # tuned before the first run, restored at the end (default
 //                                  #   false: recorded as found)
 //   page_reporting = "off"         # "off" (held off, the default) or "keep" (left on, recorded)
@@ -82,7 +82,7 @@
 #include "harness/experiment/command.h"
 #include "harness/experiment/rounds.h"
 #include "harness/gen/generator.h"
-#include "harness/system/tuning.h"
+#include "harness/machine/tuning.h"
 #include "loaders/base/status.h"
 #include "loaders/strategy/registry.h"
 #include "loaders/use/spec.h"
@@ -132,7 +132,7 @@ struct ExperimentSystem {
   // values), else said on stderr and run in the state found, which env.json records.
   bool tune_auto = false;
   // Touch as much new memory as a run uses, and give it back, just before the first run
-  // (harness/system/settle.h), so that it starts as the runs after it do.
+  // (harness/machine/settle.h), so that it starts as the runs after it do.
   bool settle = true;
   PageReportingChoice page_reporting = PageReportingChoice::kOff;
 };

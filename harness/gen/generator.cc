@@ -33,8 +33,8 @@
 
 #include "harness/gen/presets.h"
 #include "harness/gen/shards.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/leftovers.h"
+#include "harness/process/interrupt.h"
+#include "harness/process/journal.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 #include "loaders/format/format.h"

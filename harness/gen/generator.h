@@ -86,7 +86,7 @@ std::string ModelPath(const GenOptions& opts);
 // free space for all of it before writing and refuses with kBadInput naming the folder and both
 // sizes when it is short. Everything is written under temporary names and renamed only when
 // all of it is complete (the shards, then the index); on interruption (SIGINT/SIGTERM, see
-// harness/system/interrupt.h) or error, the temporary files are removed.
+// harness/process/interrupt.h) or error, the temporary files are removed.
 Status Generate(const GenOptions& opts, GenResult* result);
 
 // The content of tensor number `tensor_index` of a file generated with `seed`: writes bytes

@@ -20,7 +20,8 @@
 #include <fmt/format.h>
 
 #include "harness/launch/watch.h"
-#include "harness/system/child.h"
+#include "harness/process/child.h"
+#include "harness/process/program.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 
@@ -46,13 +47,6 @@ std::vector<std::string> CommandEnv() {
   }
   env.push_back(fmt::format("LOADBENCH_FD={}", kReportFd));
   return env;
-}
-
-std::vector<char*> CStrings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (std::string& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 // The pids of `cgroup_dir` (none without one) or, without a cgroup, of process group `pgid`,

@@ -15,7 +15,7 @@
 
 #include "harness/launch/launcher.h"
 #include "harness/record/record.h"
-#include "harness/system/timeline.h"
+#include "harness/machine/timeline.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {

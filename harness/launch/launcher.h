@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "harness/record/record.h"
-#include "harness/system/timeline.h"
+#include "harness/machine/timeline.h"
 
 namespace loadbench {
 
@@ -64,7 +64,7 @@ struct HostState {
   std::string error;
   double resident_before = 0, worst = 0;  // the model's residency; its farthest shard's
   // A remote model: the residency of the files a server on this machine reads it from; unset
-  // when it is served from elsewhere (harness/system/served.h).
+  // when it is served from elsewhere (harness/cache/served.h).
   bool remote = false;
   std::optional<double> server_resident_before;
   uint64_t pages_before = 0;

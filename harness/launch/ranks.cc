@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "harness/launch/workers.h"
-#include "harness/server/server.h"
-#include "harness/system/interrupt.h"
+#include "harness/net/server.h"
+#include "harness/process/interrupt.h"
 
 namespace loadbench {
 namespace {

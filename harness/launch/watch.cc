@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "harness/system/interrupt.h"
-#include "harness/system/timeline.h"
+#include "harness/process/interrupt.h"
+#include "harness/machine/timeline.h"
 
 namespace loadbench {
 

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "harness/profile/profile.h"
-#include "harness/system/counters.h"
+#include "harness/machine/counters.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"

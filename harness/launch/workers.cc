@@ -20,7 +20,7 @@
 
 #include "harness/launch/watch.h"
 #include "harness/profile/profile.h"
-#include "harness/system/child.h"
+#include "harness/process/child.h"
 #include "loaders/base/file_io.h"
 
 namespace loadbench {

@@ -14,8 +14,8 @@
 #include "harness/measure/measure.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/read_recipes.h"
-#include "harness/system/cache.h"
-#include "harness/system/interrupt.h"
+#include "harness/cache/cache.h"
+#include "harness/process/interrupt.h"
 
 namespace loadbench {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/system/cache.h"
+#include "harness/cache/cache.h"
 #include "loaders/base/units.h"
 
 namespace loadbench {

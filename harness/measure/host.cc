@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/system/cache.h"
-#include "harness/system/served.h"
+#include "harness/cache/cache.h"
+#include "harness/cache/served.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/remote/url.h"
 

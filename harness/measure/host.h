@@ -11,7 +11,7 @@
 #include <string>
 
 #include "harness/launch/launcher.h"
-#include "harness/system/cgroup.h"
+#include "harness/process/cgroup.h"
 #include "loaders/format/tensor_table.h"
 #include "loaders/strategy/registry.h"
 

@@ -16,8 +16,8 @@
 #include "harness/measure/complete.h"
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/timeline.h"
+#include "harness/process/interrupt.h"
+#include "harness/machine/timeline.h"
 #include "loaders/remote/url.h"
 #include "loaders/use/use.h"
 

@@ -48,7 +48,7 @@ struct MeasureSettings {
   // The same of the s3fs mount the readers of via=s3fs read through (its process is the client's
   // side, not the server's); empty without one.
   std::function<double()> mount_cpu_s;
-  // On a link (harness/link/link.h): the bytes its client end has received so far (a run's
+  // On a link (harness/net/link.h): the bytes its client end has received so far (a run's
   // record gets what all its readers received), and its two ceilings, each filling a record
   // (status, gb_per_s, wall_s, ceiling_bytes, params, details) for a run of `point`.
   std::function<uint64_t()> link_rx_bytes;

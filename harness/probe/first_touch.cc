@@ -17,8 +17,8 @@
 #include <fmt/format.h>
 
 #include "harness/probe/probe_measure.h"
-#include "harness/system/cache.h"
-#include "harness/system/interrupt.h"
+#include "harness/cache/cache.h"
+#include "harness/process/interrupt.h"
 
 namespace loadbench::probe {
 namespace {

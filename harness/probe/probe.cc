@@ -26,9 +26,9 @@
 #include "harness/probe/probe_measure.h"
 #include "harness/probe/read_recipes.h"
 #include "harness/record/results.h"
-#include "harness/system/env.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/leftovers.h"
+#include "harness/machine/env.h"
+#include "harness/process/interrupt.h"
+#include "harness/leftovers/leftovers.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 

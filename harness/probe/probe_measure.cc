@@ -25,8 +25,8 @@
 #include <fmt/format.h>
 
 #include "harness/stats/paired_stats.h"
-#include "harness/system/cache.h"
-#include "harness/system/interrupt.h"
+#include "harness/cache/cache.h"
+#include "harness/process/interrupt.h"
 #include "loaders/cuda/gpu.h"
 
 namespace loadbench::probe {

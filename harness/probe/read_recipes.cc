@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "harness/probe/probe_measure.h"
-#include "harness/system/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
 #include "loaders/base/units.h"

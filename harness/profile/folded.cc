@@ -16,8 +16,7 @@
 #include <fmt/format.h>
 
 #include "harness/profile/profile.h"
-#include "harness/system/child.h"
-#include "harness/system/interrupt.h"
+#include "harness/process/program.h"
 
 namespace loadbench {
 namespace {
@@ -178,44 +177,14 @@ Status FoldPerfScript(std::istream& in, const std::optional<Window>& window, Fol
 
 Status FoldPerfData(const std::string& perf, const std::string& data_path,
                     const std::optional<Window>& window, FoldedProfile* out) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
-  const char* argv[] = {"perf",
-                        "script",
-                        "-i",
-                        data_path.c_str(),
-                        "--show-task-events",
-                        "-F",
-                        "comm,pid,tid,time,period,ip,sym,dso",
-                        nullptr};
-  ChildSetup setup;
-  setup.parent = ::getpid();
-  setup.own_group = true;
-  setup.out = fds[1];
-  setup.err = -1;
-  const pid_t pid = ::fork();
-  if (pid == 0) ExecChild(setup, perf.c_str(), const_cast<char* const*>(argv));
-  ::close(fds[1]);
-  if (pid < 0) {
-    ::close(fds[0]);
-    return Status::FromErrno("fork for perf script", errno);
-  }
   std::string text;
-  char buf[1 << 16];
-  ssize_t n;
-  while (!Interrupted()) {
-    n = ::read(fds[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  ::kill(-pid, SIGKILL);  // done or interrupted: nothing of it outlives this
-  const int wstatus = Reap(pid);
-  if (Interrupted()) return Status::Failed("interrupted");
-  if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-    return Status::Failed(fmt::format("perf script {} failed (status {})", data_path, wstatus));
-  }
+  const Status s = RunToEnd({.argv = {perf, "script", "-i", data_path, "--show-task-events", "-F",
+                                      "comm,pid,tid,time,period,ip,sym,dso"},
+                             .stderr_too = false,
+                             .stop_on_interrupt = true},
+                            &text);
+  if (!s.ok() && s.code() == Status::Code::kFailed) return s;  // interrupted
+  if (!s.ok()) return Status::Failed(fmt::format("perf script {}: {}", data_path, s.message()));
   std::istringstream in(std::move(text));
   return FoldPerfScript(in, window, out);
 }

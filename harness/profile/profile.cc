@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/system/child.h"
+#include "harness/process/child.h"
 
 namespace loadbench {
 namespace {

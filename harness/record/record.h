@@ -139,7 +139,7 @@ struct RunRecord {
 // that every strategy's time can also be read as a fraction of the device's speed at that
 // moment. Not a strategy: analyses keep its records apart.
 inline constexpr const char* kCeiling = "ceiling";
-// On a link (harness/link/link.h), in every round: the link's own limit (iperf3 over it) and
+// On a link (harness/net/link.h), in every round: the link's own limit (iperf3 over it) and
 // the server's (the model fetched from it into nothing, the link's shaping lifted). Not
 // strategies either.
 inline constexpr const char* kLinkCeiling = "link_ceiling";

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/system/leftovers.h"
+#include "harness/process/journal.h"
 
 namespace loadbench {
 Status MakeDirs(const std::string& dir) {

@@ -17,7 +17,7 @@
 #include "harness/record/results.h"
 #include "harness/run/progress.h"
 #include "harness/run/session.h"
-#include "harness/system/cgroup.h"
+#include "harness/process/cgroup.h"
 #include "loaders/base/units.h"
 
 namespace loadbench {

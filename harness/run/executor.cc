@@ -28,13 +28,13 @@
 #include "harness/run/session.h"
 #include "harness/stats/noise.h"
 #include "harness/stats/summary.h"
-#include "harness/system/env.h"
-#include "harness/system/interrupt.h"
-#include "harness/system/leftovers.h"
-#include "harness/system/locks.h"
-#include "harness/system/settle.h"
-#include "harness/system/stability.h"
-#include "harness/system/tuning.h"
+#include "harness/machine/env.h"
+#include "harness/process/interrupt.h"
+#include "harness/leftovers/leftovers.h"
+#include "harness/process/locks.h"
+#include "harness/machine/settle.h"
+#include "harness/machine/stability.h"
+#include "harness/machine/tuning.h"
 #include "loaders/base/units.h"
 #include "loaders/format/model.h"
 
@@ -303,7 +303,7 @@ Status Executor::PrepareFiles() {
   return remote_.Prepare(e_, files_, o_.who);
 }
 
-// [system] tune = true: the machine set for the runs (harness/system/tuning.h), each change in
+// [system] tune = true: the machine set for the runs (harness/machine/tuning.h), each change in
 // the journal before it is made; nothing set when one cannot be (exit 2, nothing run; with
 // tune = "auto", said, and the runs go on in the state found).
 Status Executor::TuneMachine() {
@@ -331,7 +331,7 @@ Status Executor::TuneMachine() {
 }
 
 // [system] settle (the default): as much new memory as a run uses, touched and given back just
-// before the runs (harness/system/settle.h); what was touched, or null when nothing was (a
+// before the runs (harness/machine/settle.h); what was touched, or null when nothing was (a
 // model under 32 MiB: its first run faults too little to matter).
 Json Executor::SettleBeforeRuns() {
   if (!e_.system.settle) return nullptr;
@@ -384,7 +384,7 @@ Json Executor::NewEnv(const Json& stability) const {
   return env;
 }
 
-// The stability check (harness/system/stability.h): a busy machine is waited for, up to
+// The stability check (harness/machine/stability.h): a busy machine is waited for, up to
 // --settle-wait, with what is busy said as it waits, and how long it took said after.
 Json Executor::CheckMachine() const {
   StabilityOptions check;

@@ -36,7 +36,7 @@ struct ExecuteOptions {
 // across the job's ranks (harness/launch/ranks.h), the others follow it, and every rank ends
 // with rank 0's exit code; an experiment that does not set procs gets the job's size.
 // Holds the results folder for this command alone and the machine for this measurement alone
-// while it runs (harness/system/locks.h).
+// while it runs (harness/process/locks.h).
 // Returns the exit code of the CLI contract: 0 every run ok (unsupported ones aside), 1 some
 // run failed or was invalid, 2 bad input (nothing run), 3 the results could not be written
 // (what was written is whole; the printed command resumes), 130 interrupted (finished runs

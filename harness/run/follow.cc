@@ -5,8 +5,8 @@
 #include "harness/launch/ranks.h"
 #include "harness/measure/host.h"
 #include "harness/run/session.h"
-#include "harness/system/leftovers.h"
-#include "harness/system/locks.h"
+#include "harness/leftovers/leftovers.h"
+#include "harness/process/locks.h"
 
 namespace loadbench {
 namespace {

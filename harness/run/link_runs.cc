@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "harness/link/fetch.h"
-#include "harness/system/cache.h"
-#include "harness/system/served.h"
+#include "harness/net/fetch.h"
+#include "harness/cache/cache.h"
+#include "harness/cache/served.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {

@@ -1,4 +1,4 @@
-// An experiment's [link] (harness/link/link.h) through a command: made before the server starts
+// An experiment's [link] (harness/net/link.h) through a command: made before the server starts
 // (the server listens at the link's far end, in its namespace), shaped for each run's
 // condition, the link's and the server's ceilings measured in every round of every condition
 // on it (record/record.h kLinkCeiling, kServerCeiling), and removed when the command ends,
@@ -14,8 +14,8 @@
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/file.h"
 #include "harness/experiment/point.h"
-#include "harness/link/iperf.h"
-#include "harness/link/link.h"
+#include "harness/net/iperf.h"
+#include "harness/net/link.h"
 #include "harness/measure/measure.h"
 #include "harness/run/remote_files.h"
 

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "harness/record/results.h"
-#include "harness/system/leftovers.h"
-#include "harness/system/served.h"
+#include "harness/process/journal.h"
+#include "harness/cache/served.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/registry.h"

@@ -15,8 +15,8 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/file.h"
-#include "harness/link/link.h"
-#include "harness/server/server.h"
+#include "harness/net/link.h"
+#include "harness/net/server.h"
 
 namespace loadbench {
 

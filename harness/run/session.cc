@@ -9,10 +9,10 @@
 
 #include "harness/measure/host.h"
 #include "harness/probe/probe.h"
-#include "harness/system/cache.h"
-#include "harness/system/cgroup.h"
-#include "harness/system/counters.h"
-#include "harness/system/interrupt.h"
+#include "harness/cache/cache.h"
+#include "harness/process/cgroup.h"
+#include "harness/machine/counters.h"
+#include "harness/process/interrupt.h"
 
 namespace loadbench {
 namespace {

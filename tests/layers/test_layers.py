@@ -11,8 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lowest first: each folder may include from the folders before it.
 FLOORS = {
     "loaders": ["base", "remote", "format", "strategy", "blocks", "use", "strategies", "cuda"],
-    "harness": ["system", "server", "link", "record", "stats", "probe", "gen", "experiment",
-                "profile", "launch", "measure", "run", "cli", "bench"],
+    "harness": ["process", "cache", "machine", "net", "leftovers", "record", "stats", "probe", "gen",
+                "experiment", "profile", "launch", "measure", "run", "cli", "bench"],
 }
 # Folders of a tree that hold no C++ of the floors (the Python peers).
 NOT_FLOORS = {"loaders": {"peers"}, "harness": set()}
@@ -74,3 +74,40 @@ def test_the_check_sees_the_sources(tree, least):
     hits = [p for p in sources(tree) if any(includes(p))]
     assert len(hits) > least
     assert sum(1 for _ in sources_of_tests(tree)) > 10
+
+
+def test_private_headers_stay_private():
+    # A header that says it is private to its folder ("// Inside harness/net: ...") is included
+    # from that folder alone; one of internals exposed for tests, from there and its tests.
+    private = {}
+    for tree in FLOORS:
+        for path in sources(tree):
+            first = path.read_text().splitlines()[:1]
+            if path.suffix == ".h" and first and re.match(r"// (Inside|Internals of) ", first[0]):
+                private[f"{tree}/{path.parent.name}/{path.name}"] = path.parent
+    assert private, "no private header found: the check would pass any tree"
+    found = []
+    for tree in FLOORS:
+        for path in list(sources(tree)) + list(sources_of_tests(tree)):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                m = re.match(r'^\s*#\s*include\s+"([^"]+)"', line)
+                if m and m.group(1) in private and private[m.group(1)] not in path.parents:
+                    found.append(f"{path.relative_to(ROOT)}:{n} includes {m.group(1)}")
+    assert not found, "private headers included from outside their folder:\n" + "\n".join(found)
+
+
+def test_every_child_goes_through_the_one_set_up():
+    # docs/design.md: every process the harness starts is set up by ExecChild (process/child.h)
+    # between fork and exec; nothing execs or spawns another way.
+    forks, other = [], []
+    for tree in FLOORS:
+        for path in sources(tree):
+            text = path.read_text()
+            if "::fork()" in text and "ExecChild(" not in text:
+                forks.append(str(path.relative_to(ROOT)))
+            if path.name != "child.cc" and re.search(
+                    r"\b(execv|execvp|execl|execlp|execve|posix_spawn|popen|system)\s*\(", text):
+                other.append(str(path.relative_to(ROOT)))
+    assert not forks, "forks without ExecChild: " + ", ".join(forks)
+    assert not other, "processes started another way: " + ", ".join(other)
+    assert "::fork()" in (ROOT / "harness/process/program.cc").read_text()

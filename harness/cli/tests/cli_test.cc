@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/system/cache.h"
+#include "harness/cache/cache.h"
 #include "loaders/strategy/registry.h"
 #include "tests/support/format_builders.h"
 #include "tests/support/machine.h"

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/system/cgroup.h"
+#include "harness/process/cgroup.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 

@@ -20,7 +20,7 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/gen/presets.h"
-#include "harness/system/interrupt.h"
+#include "harness/process/interrupt.h"
 #include "loaders/base/file_io.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"

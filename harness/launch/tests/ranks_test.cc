@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/server/server.h"
+#include "harness/net/server.h"
 #include "tests/support/saved_env.h"
 
 namespace loadbench {

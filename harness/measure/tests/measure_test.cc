@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "harness/system/counters.h"
-#include "harness/system/timeline.h"
+#include "harness/machine/counters.h"
+#include "harness/machine/timeline.h"
 #include "tests/support/run_cli.h"
 
 namespace loadbench {

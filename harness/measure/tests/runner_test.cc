@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
-#include "harness/system/cache.h"
+#include "harness/cache/cache.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
 

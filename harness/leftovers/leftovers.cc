@@ -1,0 +1,230 @@
+#include "harness/leftovers/leftovers.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/net/netns.h"
+#include "harness/process/child.h"
+#include "harness/machine/tuning.h"
+#include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
+#include "loaders/strategy/registry.h"
+
+namespace loadbench {
+namespace {
+
+// A cgroup of a killed command: its tasks (workers that outlived it) killed, then removed.
+bool CleanCgroup(const std::string& dir, std::vector<std::string>* said) {
+  std::ifstream procs(dir + "/cgroup.procs");
+  if (!procs) return true;  // gone already
+  for (long pid; procs >> pid;) ::kill(static_cast<pid_t>(pid), SIGKILL);
+  for (int retry = 0; retry < 50; ++retry) {  // a killed task leaves its group in a moment
+    if (::rmdir(dir.c_str()) == 0) {
+      said->push_back("memory cgroup " + dir);
+      return true;
+    }
+    if (errno == ENOENT) return true;
+    if (errno != EBUSY) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  said->push_back(fmt::format("could not remove memory cgroup {}: {}", dir, std::strerror(errno)));
+  return false;
+}
+
+// A setting a killed command tuned, written back. Only root can tune, so a journal of another
+// owner naming one is not followed (the lock folder is writable by every user).
+bool RestoreSetting(const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  const size_t tab = what.find('\t');
+  const std::string path = what.substr(0, tab),
+                    value = tab == what.npos ? "" : what.substr(tab + 1);
+  Status s = owner == 0 ? WriteTunableSetting(path, value)
+                        : Status::BadInput(fmt::format("{}: in a journal not of root's", path));
+  if (s.ok()) {
+    said->push_back(fmt::format("setting {} restored to {}", path, value));
+    return true;
+  }
+  said->push_back(fmt::format("could not restore a setting: {}", s.message()));
+  return owner != 0;  // a journal that is not root's is removed, its line ignored
+}
+
+// The owner of process `pid` (its effective uid, as /proc shows it); -1 when it is gone.
+uid_t ProcessOwner(pid_t pid) {
+  struct stat st {};
+  return ::stat(fmt::format("/proc/{}", pid).c_str(), &st) == 0 ? st.st_uid
+                                                                : static_cast<uid_t>(-1);
+}
+
+// A process group a killed command started ("PGID\tSTARTTIME"): its processes killed. A pid
+// is never handed out again while a process group of that number has a member, so a leader pid
+// that names a younger process means that the group ended long ago. A journal not of root's
+// may only name its owner's processes.
+bool CleanProcessGroup(const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  const size_t tab = what.find('\t');
+  const pid_t pgid = static_cast<pid_t>(std::strtol(what.c_str(), nullptr, 10));
+  const std::string start = tab == what.npos ? "" : what.substr(tab + 1);
+  const std::string now = ProcessStartTime(pgid);
+  if (pgid <= 1 || (!now.empty() && now != start)) return true;
+  int killed = 0;
+  for (int retry = 0; retry < 100; ++retry) {
+    int left = 0;
+    for (const pid_t p : ProcessGroupMembers(pgid)) {
+      if (owner != 0 && ProcessOwner(p) != owner) continue;
+      ::kill(p, SIGKILL);
+      ++left;
+    }
+    if (retry == 0) killed = left;
+    if (left == 0) {
+      if (killed > 0) said->push_back(fmt::format("process group {} ({} killed)", pgid, killed));
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  said->push_back(fmt::format("could not kill process group {}: processes left", pgid));
+  return false;
+}
+
+int RemoveOne(const char* path, const struct stat*, int type, FTW*) {
+  return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+}
+
+// A folder a killed command made for itself (a server's configuration and logs): removed with
+// what it holds, when it is one of the harness's own ("loadbench-*") and the journal owner's.
+bool RemoveFolder(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return true;
+    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  const std::string name = dir.substr(dir.rfind('/') + 1);
+  if (!S_ISDIR(st.st_mode) || !name.starts_with("loadbench-") ||
+      (owner != 0 && st.st_uid != owner)) {
+    said->push_back(fmt::format("did not remove {}: not a folder of loadbench's own", dir));
+    return true;  // the line is ignored, the journal removed
+  }
+  if (::nftw(dir.c_str(), RemoveOne, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0) {
+    said->push_back("folder " + dir);
+    return true;
+  }
+  said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+  return false;
+}
+
+// Whether something is mounted at `dir` (/proc/self/mounts: a dead FUSE mount, which stat and
+// statfs cannot reach, is listed there still).
+bool MountedAt(const std::string& dir) {
+  std::ifstream mounts("/proc/self/mounts");
+  for (std::string device, at, rest; mounts >> device >> at && std::getline(mounts, rest);) {
+    if (at == dir) return true;
+  }
+  return false;
+}
+
+// A bucket's mount a killed command left (its s3fs died with it, so the mount is dead: every
+// access fails with "Transport endpoint is not connected"): detached, then its empty folder
+// removed; by root's journal only, and only on a folder of loadbench's own.
+bool CleanMount(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
+  const std::string name = dir.substr(dir.rfind('/') + 1);
+  if (owner != 0 || !name.starts_with("loadbench-")) return true;  // the line is ignored
+  const bool mounted = MountedAt(dir);
+  if (mounted && ::umount2(dir.c_str(), MNT_DETACH) != 0) {
+    said->push_back(fmt::format("could not unmount {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
+    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    return false;
+  }
+  if (mounted) said->push_back("mount " + dir);
+  return true;
+}
+
+// A link's namespace or device a killed command made ("loadbench-*" namespaces, "lb*" devices):
+// deleted, by root's journal only; one that is gone already is clean.
+bool CleanNet(Leftover kind, const std::string& name, uid_t owner, std::vector<std::string>* said) {
+  const bool netns = kind == Leftover::kNetns;
+  const std::string where = netns ? "/run/netns/" + name : "/sys/class/net/" + name;
+  const bool ours = netns ? name.starts_with("loadbench-") : name.starts_with("lb");
+  if (owner != 0 || !ours || name.find('/') != name.npos) return true;  // the line is ignored
+  if (::access(where.c_str(), F_OK) != 0) return true;
+  const bool gone = RemoveNet(kind, name);
+  said->push_back(gone ? fmt::format("{} {}", netns ? "network namespace" : "network device", name)
+                       : fmt::format("could not delete {}", where));
+  return gone;
+}
+
+bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
+  if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
+  if (kind == Leftover::kProcess) return CleanProcessGroup(what, owner, said);
+  if (kind == Leftover::kFolder) return RemoveFolder(what, owner, said);
+  if (kind == Leftover::kMount) return CleanMount(what, owner, said);
+  if (kind == Leftover::kNetns || kind == Leftover::kNetDev)
+    return CleanNet(kind, what, owner, said);
+  if (kind == Leftover::kFile) {
+    if (::unlink(what.c_str()) == 0) {
+      said->push_back("partly written file " + what);
+      return true;
+    }
+    if (errno == ENOENT) return true;
+    said->push_back(fmt::format("could not remove {}: {}", what, std::strerror(errno)));
+    return false;
+  }
+  const size_t tab = what.find('\t');
+  const std::string name = what.substr(0, tab);
+  const StrategyInfo* info = FindStrategy(name);
+  if (tab == std::string::npos || info == nullptr || info->cleanup == nullptr) return true;
+  Status s = info->cleanup(what.substr(tab + 1), said);
+  if (s.ok()) return true;
+  said->push_back(fmt::format("could not clean up after {}: {}", name, s.message()));
+  return false;
+}
+
+// The things a journal still lists, in the order they were made.
+}  // namespace
+
+std::vector<std::string> CleanLeftovers() {
+  std::vector<std::string> out;
+  for (const StaleJournal& j : StaleJournals()) {
+    std::vector<std::string> said;
+    bool all = true;
+    for (const auto& [kind, what] : j.outstanding) {
+      all = CleanOne(kind, what, j.owner, &said) && all;
+    }
+    if (all) ::unlink(j.path.c_str());
+    if (!said.empty()) {
+      out.push_back(
+          fmt::format("pid {} ended without cleaning up: {}", j.pid, fmt::join(said, "; ")));
+    }
+  }
+  return out;
+}
+
+Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait, HeldLock* lock) {
+  LB_RETURN_IF_ERROR(LockMachine(who, me, wait, lock));
+  for (const std::string& line : CleanLeftovers()) {
+    fmt::print(stderr, "{}: cleaned up: {}\n", who, line);
+  }
+  return Status::Ok();
+}
+
+}  // namespace loadbench
