@@ -1,5 +1,6 @@
 #include "harness/measure/measure.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <unistd.h>
@@ -210,35 +211,40 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled, con
   return Status::Ok();
 }
 
-// The readers launched with the host prepared around them, their records completed into
-// `batch`, their timelines and profiles written; interrupted, leaves `batch` alone.
+// What moved on the meters between two readings, on a run's record; CPU in 10 ms ticks.
+void AddMetered(const MeterReading& before, const MeterReading& after, RunRecord* r) {
+  const auto ticks = [](double v) { return std::round(std::max(0.0, v) * 100) / 100; };
+  if (after.server_cpu_s) {
+    r->server_cpu_s = ticks(*after.server_cpu_s - before.server_cpu_s.value_or(0));
+  }
+  if (after.mount_cpu_s) {
+    r->mount_cpu_s = ticks(*after.mount_cpu_s - before.mount_cpu_s.value_or(0));
+  }
+  if (after.link_rx_bytes) {
+    r->link_rx_bytes = *after.link_rx_bytes - before.link_rx_bytes.value_or(0);
+  }
+}
+
+// The readers launched with the host prepared around them and the meters read from the end of
+// its preparation to their end, their records completed into `batch`, their timelines and
+// profiles written; interrupted, leaves `batch` alone.
 Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p,
                          const Resolved& res, Launcher& launcher, const LaunchRequest& req,
                          std::vector<RunRecord>* batch, bool* interrupted) {
   Host host(
       {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
-  // The server's and the mount's CPU from the end of the host's preparation (a warm start's
-  // read through the server is not the run's) to the readers' end, in 10 ms ticks.
-  // So are the bytes the link carried to the readers.
-  double server_cpu = 0, mount_cpu = 0;
-  uint64_t rx = 0;
+  const Meters* meters = s.meters;
+  MeterReading before, after;
   HostSteps steps = host.Steps();
-  if (s.server_cpu_s) {
+  if (meters != nullptr) {
     steps.prepare = [&, prepare = steps.prepare] {
       HostState h = prepare();
-      server_cpu = s.server_cpu_s();
-      if (s.mount_cpu_s) mount_cpu = s.mount_cpu_s();
-      if (s.link_rx_bytes) rx = s.link_rx_bytes();
+      before = meters->Read();
       return h;
     };
   }
   std::vector<ReaderOutcome> outcomes = launcher.Launch(req, steps, interrupted);
-  const auto ticks = [](double v) { return std::round(std::max(0.0, v) * 100) / 100; };
-  for (RunRecord& r : *batch) {
-    if (s.server_cpu_s) r.server_cpu_s = ticks(s.server_cpu_s() - server_cpu);
-    if (s.mount_cpu_s) r.mount_cpu_s = ticks(s.mount_cpu_s() - mount_cpu);
-    if (s.link_rx_bytes) r.link_rx_bytes = s.link_rx_bytes() - rx;
-  }
+  if (meters != nullptr) after = meters->Read();
   host.CleanUp("loadbench");
   if (*interrupted) {
     for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
@@ -251,12 +257,8 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
                            launcher.checks_cold_reads() && !remote};
   for (size_t k = 0; k < batch->size(); ++k) {
     RunRecord& r = (*batch)[k];
-    const std::optional<double> server_cpu_s = r.server_cpu_s, mount_cpu_s = r.mount_cpu_s;
-    const std::optional<uint64_t> link_rx_bytes = r.link_rx_bytes;
     r = Complete(r, judging, k, outcomes[k]);
-    r.server_cpu_s = server_cpu_s;
-    r.mount_cpu_s = mount_cpu_s;
-    r.link_rx_bytes = link_rx_bytes;
+    AddMetered(before, after, &r);
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }

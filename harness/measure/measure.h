@@ -6,9 +6,11 @@
 // raw device read, in this process) is measured here too (measure/ceiling.cc).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,22 @@ namespace loadbench {
 // first ceiling run of it, which measured them all (measure/ceiling.cc).
 struct CeilingChoices {
   std::map<std::string, std::string> recipe_of_file;
+};
+
+// What the runner meters outside the readers, beside their host: the experiment's server's CPU
+// seconds so far (its processes' user and system time), the s3fs mount's the readers of
+// via=s3fs read through (the client's side, not the server's), and the bytes the link's client
+// end has received (harness/link/link.h); each unset where the experiment has none.
+struct MeterReading {
+  std::optional<double> server_cpu_s, mount_cpu_s;
+  std::optional<uint64_t> link_rx_bytes;
+};
+
+// The meters of an experiment's server, its mount and its link (harness/run/executor.cc).
+class Meters {
+ public:
+  virtual ~Meters() = default;
+  virtual MeterReading Read() const = 0;
 };
 
 // How a command's runs are measured.
@@ -42,16 +60,12 @@ struct MeasureSettings {
   // The endpoint of the experiment's own s3rver, which the readers are pointed at; "" for none.
   std::string s3rver;
   std::shared_ptr<CeilingChoices> ceilings = std::make_shared<CeilingChoices>();
-  // The CPU seconds the experiment's server has used so far; empty without one. A run's record
-  // gets what it used during the run (the server's whole work, every reader's).
-  std::function<double()> server_cpu_s;
-  // The same of the s3fs mount the readers of via=s3fs read through (its process is the client's
-  // side, not the server's); empty without one.
-  std::function<double()> mount_cpu_s;
-  // On a link (harness/link/link.h): the bytes its client end has received so far (a run's
-  // record gets what all its readers received), and its two ceilings, each filling a record
-  // (status, gb_per_s, wall_s, ceiling_bytes, params, details) for a run of `point`.
-  std::function<uint64_t()> link_rx_bytes;
+  // Read around every run's readers, from the end of the host's preparation (a warm start's
+  // read through the server is not the run's) to their end: a run's records get what moved (the
+  // server's whole work, every reader's). Null without a server.
+  const Meters* meters = nullptr;
+  // On a link (harness/link/link.h): its two ceilings, each filling a record (status, gb_per_s,
+  // wall_s, ceiling_bytes, params, details) for a run of `point`.
   std::function<void(const PreparedFile&, const RunPoint&, RunRecord*)> link_ceiling,
       server_ceiling;
 };

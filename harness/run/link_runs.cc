@@ -59,7 +59,6 @@ Status LinkRuns::ShapeFor(const Experiment& e, const ExperimentRun& r) {
 
 void LinkRuns::Wire(const RemoteFiles& remote, MeasureSettings* s) {
   if (!link_) return;
-  s->link_rx_bytes = [this] { return link_->ClientRxBytes(); };
   s->link_ceiling = [this](const PreparedFile&, const RunPoint& p, RunRecord* r) {
     LinkCeiling(p, r);
   };

@@ -32,7 +32,7 @@ class LinkRuns {
   Status ShapeFor(const Experiment& e, const ExperimentRun& r);
   // The round-trip time, measured once the server listens at `port`.
   Status MeasureRtt(int port) { return link_->MeasureRtt(port, 10); }
-  // The settings' link figures and ceilings, for the runs through `remote`.
+  // The settings' link ceilings, for the runs through `remote`.
   void Wire(const RemoteFiles& remote, MeasureSettings* s);
   // env.json's `link`: the link's settings, iperf3's, the ceilings' streams and chunk.
   nlohmann::ordered_json Env() const;
