@@ -17,6 +17,7 @@
 #include "harness/experiment/estimate.h"
 #include "harness/experiment/rounds.h"
 #include "harness/launch/ranks.h"
+#include "harness/measure/ceiling.h"
 #include "harness/measure/measure.h"
 #include "harness/probe/probe.h"
 #include "harness/profile/profile.h"
@@ -177,6 +178,7 @@ class Executor {
   LinkRuns link_;       // the experiment's [link]; removed after the server (declared before)
   RemoteFiles remote_;  // the experiment's [server], and the files as read through it
   ServedMeters meters_{remote_, link_};
+  DiskCeiling disk_ceiling_;
   Json stability_;
   JsonlWriter out_;
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
@@ -469,6 +471,7 @@ Status Executor::OpenResults() {
   rs_.measure.timeout_s = e_.timeout_s;
   rs_.measure.s3rver = remote_.s3rver();
   if (remote_.serving()) rs_.measure.meters = &meters_;
+  rs_.measure.ceilings[kCeiling] = &disk_ceiling_;
   link_.Wire(remote_, &rs_.measure);
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
