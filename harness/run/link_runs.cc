@@ -1,9 +1,11 @@
 #include "harness/run/link_runs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "harness/experiment/file.h"
 #include "harness/link/fetch.h"
 #include "harness/system/cache.h"
 #include "harness/system/served.h"

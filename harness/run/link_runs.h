@@ -12,8 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/experiment/experiment.h"
-#include "harness/experiment/file.h"
-#include "harness/experiment/point.h"
 #include "harness/launch/ceiling.h"
 #include "harness/link/iperf.h"
 #include "harness/link/link.h"
