@@ -9,10 +9,15 @@
 //            from storage; no warm-read check, no profile;
 //   ranks    a reader on each rank of an MPI job (launch/ranks.h): one host preparation per
 //            host (by its first rank), all ranks released at once, rank 0's reader sampled and
-//            profiled.
+//            profiled;
+//   ceiling  a ceiling's read in this process (launch/ceiling.h): the device's, the link's or
+//            the server's limit, one read for the run whatever its readers, which makes its own
+//            start state and reports every figure itself: no host step, nothing measured around
+//            it.
 // A launcher gets the run as plain data (LaunchRequest) and the host's steps (HostSteps),
 // which it calls at the right moment: prepare right before its readers start, after once all
-// have ended. It gives back one ReaderOutcome per reader, completed into records by the caller.
+// have ended. It gives back one ReaderOutcome per reader (for a ceiling, one), completed into
+// records by the caller.
 #pragma once
 
 #include <sys/resource.h>
@@ -45,6 +50,7 @@ struct LaunchRequest {
   // The endpoint of the experiment's own s3rver, which the readers are pointed at
   // (server/server.h PointAtS3rver); "" for none: they read as their environment says.
   std::string s3rver;
+  std::string link;      // the link's rate, on a link (harness/net/link.h); "" without one
   double timeout_s = 0;  // 0: none
   double sample_s = 0;   // the timeline's interval; 0: no timeline
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
@@ -118,6 +124,11 @@ class Launcher {
   virtual bool checks_cold_reads() const { return false; }
   // Why reader k cannot be profiled, or "".
   virtual std::string unprofiled(size_t k) const = 0;
+  // Whether its reader is a read in this process that reports every figure itself (a
+  // ceiling's): its record is what it reports under the run's identity, with nothing the
+  // runner measures around readers (the host's state, process usage, the server's and the
+  // link's meters, a profile).
+  virtual bool in_process() const { return false; }
 
   // Runs the readers to the end: host.prepare, the readers, host.after; one outcome per reader
   // (each with host.ok false when the host could not be prepared, and none started). On

@@ -1,9 +1,7 @@
-// The ceiling run: the device's limit over the bytes a load reads (every shard, whole), read
-// cold by the recipes of harness/probe/read_recipes.h, in this process, beside the strategies'
-// runs of a round (record/record.h kCeiling). Which recipe: the one the cached probe of this
-// boot found fastest on the file's device; without one, every recipe in the command's first
-// ceiling run of the file (the fastest gives the figure), and that fastest in the later ones.
+#include "harness/measure/ceiling.h"
+
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,7 +9,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "harness/measure/measure.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/read_recipes.h"
 #include "harness/cache/cache.h"
@@ -37,18 +34,17 @@ std::optional<double> Settle(const std::vector<std::string>& paths) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The recipe a ceiling run of `file` repeats, and *by where it was chosen ("first_ceiling":
-// the command's first ceiling run of the file; "probe": the cached probe of this boot, made on
-// the file's device); nullptr where neither chose one.
-const probe::ReadRecipe* Chosen(const MeasureSettings& s, const PreparedFile& file,
-                                std::string* by) {
-  if (const auto it = s.ceilings->recipe_of_file.find(file.path);
-      it != s.ceilings->recipe_of_file.end()) {
+// The recipe a ceiling run of `req` repeats, and *by where it was chosen ("first_ceiling":
+// the command's first ceiling run of the file, in `recipe_of_file`; "probe": the cached probe
+// of this boot, made on the file's device); nullptr where neither chose one.
+const probe::ReadRecipe* Chosen(const std::map<std::string, std::string>& recipe_of_file,
+                                const LaunchRequest& req, std::string* by) {
+  if (const auto it = recipe_of_file.find(req.file); it != recipe_of_file.end()) {
     *by = "first_ceiling";
     return probe::FindRecipe(it->second);
   }
   std::string why;
-  const std::optional<Json> cached = CachedProbe(file.table.shards.at(0).path, &why);
+  const std::optional<Json> cached = CachedProbe(req.file_paths.at(0), &why);
   if (!cached || cached->value("same_device", Json()) != true) return nullptr;
   const Json limit = (*cached)["ceilings"].value("device_limit", Json());
   const Json name = limit.is_object() ? limit.value("recipe", Json()) : Json();
@@ -101,31 +97,23 @@ void Fill(const std::vector<Json>& measured, const std::string& by, RunRecord* r
 
 }  // namespace
 
-Status MeasureCeiling(const MeasureSettings& s, RunRecord r, Reporter& out,
-                      const PreparedFile& file, bool* interrupted) {
-  std::vector<std::string> paths;
-  for (const ShardInfo& shard : file.table.shards) paths.push_back(shard.path);
+void DiskCeiling::Read(const LaunchRequest& req, RunRecord* r) {
   std::string by = "measured";
   std::vector<Json> measured;
-  if (const probe::ReadRecipe* chosen = Chosen(s, file, &by)) {
-    measured.push_back(probe::ColdRecipeRead(*chosen, paths, 1));
+  if (const probe::ReadRecipe* chosen = Chosen(recipe_of_file_, req, &by)) {
+    measured.push_back(probe::ColdRecipeRead(*chosen, req.file_paths, 1));
   } else {
     for (const probe::ReadRecipe& recipe : probe::kReadRecipes) {
-      if (Interrupted()) break;
-      measured.push_back(probe::ColdRecipeRead(recipe, paths, 1));
+      if (Interrupted()) return;
+      measured.push_back(probe::ColdRecipeRead(recipe, req.file_paths, 1));
     }
   }
-  if (Interrupted()) {
-    *interrupted = true;
-    return Status::Ok();  // no record: the run did not finish
+  if (Interrupted()) return;
+  Fill(measured, by, r);
+  if (r->status == "ok") {
+    if (by == "measured") recipe_of_file_[req.file] = r->params["recipe"];
+    r->settle_s = Settle(req.file_paths);
   }
-  Fill(measured, by, &r);
-  if (r.status == "ok") {
-    if (by == "measured") s.ceilings->recipe_of_file[file.path] = r.params["recipe"];
-    r.settle_s = Settle(paths);
-  }
-  std::vector<RunRecord> batch = {std::move(r)};
-  return out.Write(batch);
 }
 
 }  // namespace loadbench

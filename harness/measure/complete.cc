@@ -104,6 +104,7 @@ RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutc
   const RunPoint& p = *j.point;
   RunRecord r = o.error.empty() && o.host.ok ? std::move(o.record) : RunRecord{};
   CopyIdentity(base, &r);
+  if (j.in_process) return r;
   if (p.procs > 1) r.proc = static_cast<int>(k);
   r.host = o.host_name;
   r.rank = o.rank;

@@ -1,9 +1,10 @@
 // A reader's record completed, the same for every launcher: the identity the runner gave the
-// run, what the reader reported (or why it left nothing), its process's usage, its host's state
-// before and after, then judged: failed when the reader was, by the OOM killer when it was its
-// work; invalid when the run did not start from the cache state it promised, when a warm run
-// read from storage (the runner's own readers only), or when a cold run read too little of the
-// model from storage to have loaded it (commands only).
+// run and what the reader reported (or why it left nothing); then, for a reader in a process of
+// its own (all but a ceiling's read), its process's usage and its host's state before and
+// after, and the judgement: failed when the reader was, by the OOM killer when it was its work;
+// invalid when the run did not start from the cache state it promised, when a warm run read from
+// storage (the runner's own readers only), or when a cold run read too little of the model from
+// storage to have loaded it (commands only).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,9 @@ struct Judging {
   const StrategyInfo* info = nullptr;  // null for an exec command
   bool check_warm_reads = true;
   bool check_cold_reads = false;
+  // A ceiling's read in this process (launch/ceiling.h): its record is what it reported under
+  // the run's identity, with nothing of what is measured around readers.
+  bool in_process = false;
 };
 
 // Reader k's record from `base` (the run's identity) and its outcome.

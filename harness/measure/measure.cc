@@ -1,5 +1,6 @@
 #include "harness/measure/measure.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <unistd.h>
@@ -10,13 +11,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/launch/ceiling.h"
 #include "harness/launch/command.h"
 #include "harness/launch/ranks.h"
 #include "harness/launch/workers.h"
 #include "harness/measure/complete.h"
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
-#include "harness/process/interrupt.h"
 #include "harness/machine/timeline.h"
 #include "loaders/remote/url.h"
 #include "loaders/use/use.h"
@@ -50,15 +51,22 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   return r;
 }
 
-// The strategy's options as the run resolves them, or why it cannot run here.
+// What the run runs: a ceiling's read, or the strategy with its options as the run resolves
+// them, or why it cannot run here; nothing for an exec command.
 struct Resolved {
+  CeilingRead* ceiling = nullptr;
   const StrategyInfo* info = nullptr;
   nlohmann::ordered_json params = nlohmann::ordered_json::object(), use;
   std::string unsupported;
 };
 
-Resolved Resolve(const RunPoint& p) {
+Resolved Resolve(const MeasureSettings& s, const RunPoint& p) {
   Resolved out;
+  if (p.exec) return out;
+  if (const auto it = s.ceilings.find(p.spec.name); it != s.ceilings.end()) {
+    out.ceiling = it->second;
+    return out;
+  }
   out.info = FindStrategy(p.spec.name);
   out.unsupported = p.unsupported;
   if (out.info == nullptr && out.unsupported.empty()) out.unsupported = NotBuiltReason(p.spec.name);
@@ -76,8 +84,11 @@ Resolved Resolve(const RunPoint& p) {
   return out;
 }
 
-// The launcher of `p`'s readers: its command, the job's ranks, or workers on this machine.
-std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& p) {
+// The launcher of `p`'s readers: a ceiling's read, its command, the job's ranks, or workers on
+// this machine.
+std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& p,
+                                      const Resolved& res) {
+  if (res.ceiling != nullptr) return CeilingLauncher(*res.ceiling);
   if (p.exec) return CommandLauncher();
   if (s.job != nullptr) return RanksLauncher(*s.job);
   return WorkersLauncher();
@@ -102,6 +113,7 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
   }
   req.readers = p.procs;
   req.s3rver = s.s3rver;
+  req.link = p.link;
   req.timeout_s = s.timeout_s;
   req.sample_s = s.sample_ms / 1000.0;
   if (p.exec) {
@@ -210,35 +222,40 @@ Status WriteProfile(const MeasureSettings& s, const std::string& unprofiled, con
   return Status::Ok();
 }
 
-// The readers launched with the host prepared around them, their records completed into
-// `batch`, their timelines and profiles written; interrupted, leaves `batch` alone.
+// What moved on the meters between two readings, on a run's record; CPU in 10 ms ticks.
+void AddMetered(const MeterReading& before, const MeterReading& after, RunRecord* r) {
+  const auto ticks = [](double v) { return std::round(std::max(0.0, v) * 100) / 100; };
+  if (after.server_cpu_s) {
+    r->server_cpu_s = ticks(*after.server_cpu_s - before.server_cpu_s.value_or(0));
+  }
+  if (after.mount_cpu_s) {
+    r->mount_cpu_s = ticks(*after.mount_cpu_s - before.mount_cpu_s.value_or(0));
+  }
+  if (after.link_rx_bytes) {
+    r->link_rx_bytes = *after.link_rx_bytes - before.link_rx_bytes.value_or(0);
+  }
+}
+
+// The readers launched with the host prepared around them and the meters read from the end of
+// its preparation to their end, their records completed into `batch`, their timelines and
+// profiles written; interrupted, leaves `batch` alone.
 Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p,
                          const Resolved& res, Launcher& launcher, const LaunchRequest& req,
                          std::vector<RunRecord>* batch, bool* interrupted) {
   Host host(
       {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
-  // The server's and the mount's CPU from the end of the host's preparation (a warm start's
-  // read through the server is not the run's) to the readers' end, in 10 ms ticks.
-  // So are the bytes the link carried to the readers.
-  double server_cpu = 0, mount_cpu = 0;
-  uint64_t rx = 0;
+  const Meters* meters = launcher.in_process() ? nullptr : s.meters;
+  MeterReading before, after;
   HostSteps steps = host.Steps();
-  if (s.server_cpu_s) {
+  if (meters != nullptr) {
     steps.prepare = [&, prepare = steps.prepare] {
       HostState h = prepare();
-      server_cpu = s.server_cpu_s();
-      if (s.mount_cpu_s) mount_cpu = s.mount_cpu_s();
-      if (s.link_rx_bytes) rx = s.link_rx_bytes();
+      before = meters->Read();
       return h;
     };
   }
   std::vector<ReaderOutcome> outcomes = launcher.Launch(req, steps, interrupted);
-  const auto ticks = [](double v) { return std::round(std::max(0.0, v) * 100) / 100; };
-  for (RunRecord& r : *batch) {
-    if (s.server_cpu_s) r.server_cpu_s = ticks(s.server_cpu_s() - server_cpu);
-    if (s.mount_cpu_s) r.mount_cpu_s = ticks(s.mount_cpu_s() - mount_cpu);
-    if (s.link_rx_bytes) r.link_rx_bytes = s.link_rx_bytes() - rx;
-  }
+  if (meters != nullptr) after = meters->Read();
   host.CleanUp("loadbench");
   if (*interrupted) {
     for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
@@ -248,16 +265,13 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
   // own are their programs' code), so the read counters judge nothing.
   const bool remote = !file.read_as.empty() || IsRemote(file.path);
   const Judging judging = {&p, res.info, launcher.checks_warm_reads() && !remote,
-                           launcher.checks_cold_reads() && !remote};
+                           launcher.checks_cold_reads() && !remote, launcher.in_process()};
   for (size_t k = 0; k < batch->size(); ++k) {
     RunRecord& r = (*batch)[k];
-    const std::optional<double> server_cpu_s = r.server_cpu_s, mount_cpu_s = r.mount_cpu_s;
-    const std::optional<uint64_t> link_rx_bytes = r.link_rx_bytes;
     r = Complete(r, judging, k, outcomes[k]);
-    r.server_cpu_s = server_cpu_s;
-    r.mount_cpu_s = mount_cpu_s;
-    r.link_rx_bytes = link_rx_bytes;
+    AddMetered(before, after, &r);
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
+    if (launcher.in_process()) continue;  // a ceiling's read: no profile, none missing
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }
   if (batch->size() > 1) SetStartSpread(batch);
@@ -269,23 +283,8 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
 Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
                   const RunPoint& p, bool* interrupted) {
   RunRecord base = BaseRecord(s, out, file, p);
-  if (p.spec.name == kCeiling) return MeasureCeiling(s, std::move(base), out, file, interrupted);
-  if (p.spec.name == kLinkCeiling || p.spec.name == kServerCeiling) {
-    const auto& measure = p.spec.name == kLinkCeiling ? s.link_ceiling : s.server_ceiling;
-    if (measure) {
-      measure(file, p, &base);
-    } else {
-      base.status = "unsupported", base.error = "no link to measure";
-    }
-    if (Interrupted()) {
-      *interrupted = true;
-      return Status::Ok();  // no record: the run did not finish
-    }
-    std::vector<RunRecord> batch = {std::move(base)};
-    return out.Write(batch);
-  }
-  const std::unique_ptr<Launcher> launcher = LauncherFor(s, p);
-  const Resolved res = p.exec ? Resolved{} : Resolve(p);
+  const Resolved res = Resolve(s, p);
+  const std::unique_ptr<Launcher> launcher = LauncherFor(s, p, res);
   LaunchRequest req = RequestOf(s, file, p);
   if (p.exec) {
     base.command = req.argv;
@@ -293,7 +292,8 @@ Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& f
     base.params = res.params;
     base.use = res.use;
   }
-  std::vector<RunRecord> batch(static_cast<size_t>(p.procs), base);
+  // A record per reader; a ceiling's read is one for its run.
+  std::vector<RunRecord> batch(launcher->in_process() ? 1 : static_cast<size_t>(p.procs), base);
   for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = out.RunId(i);
   if (std::string why = NotOffered(p, res, *launcher, &req); !why.empty()) {
     for (RunRecord& r : batch) r.status = "unsupported", r.error = why;

@@ -1,29 +1,40 @@
 // One measured run, the same sequence for every kind of reader: its identity; the launcher that
 // starts its readers (launch/launcher.h: workers on this machine, an exec command, the ranks of
-// an MPI job); the host prepared before them and measured after (measure/host.h); each
+// an MPI job, a ceiling's read in this process); the host prepared before them and measured
+// after (measure/host.h), and the server's and the link's meters read around them; each
 // reader's record completed and judged (measure/complete.h); timelines and profiles written
-// beside the results; the records appended and logged (record/reporter.h). The ceiling run (a
-// raw device read, in this process) is measured here too (measure/ceiling.cc).
+// beside the results; the records appended and logged (record/reporter.h).
 #pragma once
 
-#include <functional>
+#include <cstdint>
 #include <map>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/experiment/file.h"
 #include "harness/experiment/point.h"
+#include "harness/launch/ceiling.h"
 #include "harness/launch/job.h"
 #include "harness/record/reporter.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {
 
-// The read recipe each file's later ceiling runs repeat, by file: the fastest of the command's
-// first ceiling run of it, which measured them all (measure/ceiling.cc).
-struct CeilingChoices {
-  std::map<std::string, std::string> recipe_of_file;
+// What the runner meters outside the readers, beside their host: the experiment's server's CPU
+// seconds so far (its processes' user and system time), the s3fs mount's the readers of
+// via=s3fs read through (the client's side, not the server's), and the bytes the link's client
+// end has received (harness/net/link.h); each unset where the experiment has none.
+struct MeterReading {
+  std::optional<double> server_cpu_s, mount_cpu_s;
+  std::optional<uint64_t> link_rx_bytes;
+};
+
+// The meters of an experiment's server, its mount and its link (harness/run/executor.cc).
+class Meters {
+ public:
+  virtual ~Meters() = default;
+  virtual MeterReading Read() const = 0;
 };
 
 // How a command's runs are measured.
@@ -41,29 +52,20 @@ struct MeasureSettings {
   const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
   // The endpoint of the experiment's own s3rver, which the readers are pointed at; "" for none.
   std::string s3rver;
-  std::shared_ptr<CeilingChoices> ceilings = std::make_shared<CeilingChoices>();
-  // The CPU seconds the experiment's server has used so far; empty without one. A run's record
-  // gets what it used during the run (the server's whole work, every reader's).
-  std::function<double()> server_cpu_s;
-  // The same of the s3fs mount the readers of via=s3fs read through (its process is the client's
-  // side, not the server's); empty without one.
-  std::function<double()> mount_cpu_s;
-  // On a link (harness/net/link.h): the bytes its client end has received so far (a run's
-  // record gets what all its readers received), and its two ceilings, each filling a record
-  // (status, gb_per_s, wall_s, ceiling_bytes, params, details) for a run of `point`.
-  std::function<uint64_t()> link_rx_bytes;
-  std::function<void(const PreparedFile&, const RunPoint&, RunRecord*)> link_ceiling,
-      server_ceiling;
+  // The ceilings' reads by their strategy names (record/record.h): the device's
+  // (measure/ceiling.h), and on a link its own and the server's (harness/run/link_runs.h); a
+  // run of one of these names is that read, in this process (launch/ceiling.h).
+  std::map<std::string, CeilingRead*> ceilings;
+  // Read around every run's readers, from the end of the host's preparation (a warm start's
+  // read through the server is not the run's) to their end: a run's records get what moved (the
+  // server's whole work, every reader's). Null without a server.
+  const Meters* meters = nullptr;
 };
 
-// One run of `p` on `file`: one record per reader, written by `out`. Interrupted
+// One run of `p` on `file`: one record per reader (a ceiling: one), written by `out`. Interrupted
 // (*interrupted set), it writes no record. Fails only when a record, a timeline or a profile
 // cannot be written.
 Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& file,
                   const RunPoint& p, bool* interrupted);
-
-// The ceiling run of `base` (measure/ceiling.cc): the device's limit over the file's bytes.
-Status MeasureCeiling(const MeasureSettings& s, RunRecord base, Reporter& out,
-                      const PreparedFile& file, bool* interrupted);
 
 }  // namespace loadbench

@@ -1,6 +1,6 @@
 // Real servers on this machine for remote models: nginx serving a folder over HTTP, s3rver
 // serving a folder as S3 buckets. Each listens on 127.0.0.1 only, on a port free when it
-// starts, runs in a process group of its own through the one child set-up (harness/system/
+// starts, runs in a process group of its own through the one child set-up (harness/process/
 // child.h), is journaled as a leftover so that a killed harness never leaves one running, and
 // is stopped, with the temporary folder that holds its configuration and logs, when its Server
 // goes. Tests and experiments get one with Server::Start, or from the command line with

@@ -17,6 +17,7 @@
 #include "harness/experiment/estimate.h"
 #include "harness/experiment/rounds.h"
 #include "harness/launch/ranks.h"
+#include "harness/measure/ceiling.h"
 #include "harness/measure/measure.h"
 #include "harness/probe/probe.h"
 #include "harness/profile/profile.h"
@@ -64,6 +65,23 @@ Json MpiEnv(const Job& job) {
   for (int k = 0; k < job.size(); ++k) hosts.push_back(job.host_of(k));
   return {{"ranks", job.size()}, {"hosts", job.hosts()}, {"rank_hosts", hosts}};
 }
+
+// The meters of an experiment's server, its s3fs mount and its link (measure/measure.h).
+class ServedMeters final : public Meters {
+ public:
+  ServedMeters(const RemoteFiles& remote, const LinkRuns& link) : remote_(remote), link_(link) {}
+  MeterReading Read() const override {
+    MeterReading m;
+    m.server_cpu_s = remote_.ServerCpuSeconds();
+    if (remote_.mounted()) m.mount_cpu_s = remote_.MountCpuSeconds();
+    if (link_.link() != nullptr) m.link_rx_bytes = link_.link()->ClientRxBytes();
+    return m;
+  }
+
+ private:
+  const RemoteFiles& remote_;
+  const LinkRuns& link_;
+};
 
 // One command's execution of a plan, phase by phase (Run reads as the table of contents).
 class Executor {
@@ -159,6 +177,8 @@ class Executor {
   std::vector<PreparedFile> files_;
   LinkRuns link_;       // the experiment's [link]; removed after the server (declared before)
   RemoteFiles remote_;  // the experiment's [server], and the files as read through it
+  ServedMeters meters_{remote_, link_};
+  DiskCeiling disk_ceiling_;
   Json stability_;
   JsonlWriter out_;
   std::vector<const ExperimentRun*> todo_;  // in plan order: round by round
@@ -449,9 +469,9 @@ Status Executor::OpenResults() {
   rs_.measure.counters = o_.counters;
   rs_.measure.sample_ms = o_.sample_ms;
   rs_.measure.timeout_s = e_.timeout_s;
-  if (remote_.serving()) rs_.measure.server_cpu_s = [this] { return remote_.ServerCpuSeconds(); };
   rs_.measure.s3rver = remote_.s3rver();
-  if (remote_.mounted()) rs_.measure.mount_cpu_s = [this] { return remote_.MountCpuSeconds(); };
+  if (remote_.serving()) rs_.measure.meters = &meters_;
+  rs_.measure.ceilings[kCeiling] = &disk_ceiling_;
   link_.Wire(remote_, &rs_.measure);
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;

@@ -1,9 +1,11 @@
 #include "harness/run/link_runs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "harness/experiment/file.h"
 #include "harness/net/fetch.h"
 #include "harness/cache/cache.h"
 #include "harness/cache/served.h"
@@ -59,31 +61,28 @@ Status LinkRuns::ShapeFor(const Experiment& e, const ExperimentRun& r) {
 
 void LinkRuns::Wire(const RemoteFiles& remote, MeasureSettings* s) {
   if (!link_) return;
-  s->link_rx_bytes = [this] { return link_->ClientRxBytes(); };
-  s->link_ceiling = [this](const PreparedFile&, const RunPoint& p, RunRecord* r) {
-    LinkCeiling(p, r);
-  };
-  s->server_ceiling = [this, &remote](const PreparedFile& f, const RunPoint&, RunRecord* r) {
-    ServerCeiling(remote, f, r);
-  };
+  remote_ = &remote;
+  s->ceilings[kLinkCeiling] = &link_ceiling_;
+  s->ceilings[kServerCeiling] = &server_ceiling_;
 }
 
 // iperf3 over the link as the run's condition shapes it, with as many streams as the most
 // concurrent strategy point keeps in flight per reader, times the readers.
-void LinkRuns::LinkCeiling(const RunPoint& p, RunRecord* r) const {
+void LinkRuns::LinkCeiling::Read(const LaunchRequest& req, RunRecord* r) {
+  const ExperimentLink& link = runs_.e_->link;
   const int streams =
-      e_->link.streams > 0 ? e_->link.streams : std::min(kMaxStreams, concurrency_ * p.procs);
+      link.streams > 0 ? link.streams : std::min(kMaxStreams, runs_.concurrency_ * req.readers);
   uint64_t bits = 0;
-  (void)ParseLinkRate(p.link, &bits);
+  (void)ParseLinkRate(req.link, &bits);
   r->params = {{"tool", "iperf3"},
-               {"version", meter_->Env()["version"]},
+               {"version", runs_.meter_->Env()["version"]},
                {"streams", streams},
-               {"seconds", e_->link.seconds},
+               {"seconds", link.seconds},
                {"direction", "server to client"},
-               {"rate", p.link},
+               {"rate", req.link},
                {"bits_per_s", bits > 0 ? Json(bits) : Json(nullptr)}};
   Json m;
-  if (Status s = meter_->Measure(streams, e_->link.seconds, &m); !s.ok()) {
+  if (Status s = runs_.meter_->Measure(streams, link.seconds, &m); !s.ok()) {
     r->status = "failed", r->error = s.message();
     return;
   }
@@ -98,10 +97,10 @@ void LinkRuns::LinkCeiling(const RunPoint& p, RunRecord* r) const {
 
 // The model's objects through the server, warm at the server (its own limit, not the disk's),
 // the link unshaped (ShapeFor), with the most concurrency of the strategy points.
-void LinkRuns::ServerCeiling(const RemoteFiles& remote, const PreparedFile& file,
-                             RunRecord* r) const {
-  const PreparedFile* view = remote.ViewOf(file.path);
-  r->params = {{"concurrency", concurrency_}, {"chunk", kChunk}, {"link", "unshaped for it"}};
+void LinkRuns::ServerCeiling::Read(const LaunchRequest& req, RunRecord* r) {
+  const RemoteFiles& remote = *runs_.remote_;
+  const PreparedFile* view = remote.ViewOf(req.file);
+  r->params = {{"concurrency", runs_.concurrency_}, {"chunk", kChunk}, {"link", "unshaped for it"}};
   if (view == nullptr) {
     r->status = "unsupported", r->error = "no strategy point reads the model through the server";
     return;
@@ -116,7 +115,7 @@ void LinkRuns::ServerCeiling(const RemoteFiles& remote, const PreparedFile& file
   }
   const double cpu0 = remote.ServerCpuSeconds();
   FetchResult f;
-  if (Status s = FetchIntoNothing(names, sizes, concurrency_, kChunk, &f); !s.ok()) {
+  if (Status s = FetchIntoNothing(names, sizes, runs_.concurrency_, kChunk, &f); !s.ok()) {
     r->status = "failed", r->error = s.message();
     return;
   }
