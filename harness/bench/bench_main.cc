@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 
 #include "harness/bench/bench_util.h"
+#include "harness/leftovers/leftovers.h"
 #include "harness/machine/env.h"
 #include "harness/process/interrupt.h"
-#include "harness/leftovers/leftovers.h"
 
 namespace {
 

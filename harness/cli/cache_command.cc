@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/cli/commands.h"
 #include "harness/cache/cache.h"
-#include "harness/process/interrupt.h"
+#include "harness/cli/commands.h"
 #include "harness/leftovers/leftovers.h"
+#include "harness/process/interrupt.h"
 #include "loaders/format/model.h"
 
 namespace loadbench::cli {

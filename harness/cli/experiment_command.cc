@@ -2,9 +2,9 @@
 // folder that a later invocation resumes; or, with --dry-run, the plan printed.
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
+#include "harness/machine/counters.h"
 #include "harness/run/dry_run.h"
 #include "harness/run/executor.h"
-#include "harness/machine/counters.h"
 
 namespace loadbench::cli {
 

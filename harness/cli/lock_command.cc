@@ -6,9 +6,9 @@
 // stops its own children as it sees fit), the whole group is killed when COMMAND ends, and a
 // killed `loadbench lock` takes COMMAND with it.
 #include "harness/cli/commands.h"
+#include "harness/leftovers/leftovers.h"
 #include "harness/process/child.h"
 #include "harness/process/interrupt.h"
-#include "harness/leftovers/leftovers.h"
 
 namespace loadbench::cli {
 

@@ -7,9 +7,9 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
+#include "harness/machine/counters.h"
 #include "harness/record/record.h"
 #include "harness/run/executor.h"
-#include "harness/machine/counters.h"
 #include "loaders/base/units.h"
 #include "loaders/use/part.h"
 #include "loaders/use/use.h"

@@ -5,13 +5,13 @@
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
-#include "harness/record/record.h"
-#include "harness/process/child.h"
-#include "harness/process/interrupt.h"
 #include "harness/leftovers/leftovers.h"
 #include "harness/machine/stability.h"
 #include "harness/machine/tune_state.h"
 #include "harness/machine/tuning.h"
+#include "harness/process/child.h"
+#include "harness/process/interrupt.h"
+#include "harness/record/record.h"
 #include "loaders/base/units.h"
 
 namespace loadbench::cli {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "harness/launch/launcher.h"
-#include "harness/record/record.h"
 #include "harness/machine/timeline.h"
+#include "harness/record/record.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {

@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/record/record.h"
 #include "harness/machine/timeline.h"
+#include "harness/record/record.h"
 
 namespace loadbench {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "harness/process/interrupt.h"
 #include "harness/machine/timeline.h"
+#include "harness/process/interrupt.h"
 
 namespace loadbench {
 

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/profile/profile.h"
 #include "harness/machine/counters.h"
+#include "harness/profile/profile.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/cuda/gpu.h"

@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 
 #include "harness/launch/watch.h"
-#include "harness/profile/profile.h"
 #include "harness/process/child.h"
+#include "harness/profile/profile.h"
 #include "loaders/base/file_io.h"
 
 namespace loadbench {

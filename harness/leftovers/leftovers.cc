@@ -22,9 +22,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/machine/tuning.h"
 #include "harness/net/netns.h"
 #include "harness/process/child.h"
-#include "harness/machine/tuning.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/strategy/registry.h"

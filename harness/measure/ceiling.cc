@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/cache/cache.h"
 #include "harness/probe/probe.h"
 #include "harness/probe/read_recipes.h"
-#include "harness/cache/cache.h"
 #include "harness/process/interrupt.h"
 
 namespace loadbench {

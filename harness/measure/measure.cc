@@ -15,10 +15,10 @@
 #include "harness/launch/command.h"
 #include "harness/launch/ranks.h"
 #include "harness/launch/workers.h"
+#include "harness/machine/timeline.h"
 #include "harness/measure/complete.h"
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
-#include "harness/machine/timeline.h"
 #include "loaders/remote/url.h"
 #include "loaders/use/use.h"
 

@@ -1,7 +1,7 @@
 // A link's own limit, measured: iperf3 over the link, both its ends written here: its server in
 // the link's namespace (started once for the command, a server like the others:
-// harness/net/server.h), its client here, the server sending (--reverse: the way a model's bytes go), with as many TCP
-// streams as the reads it is set beside.
+// harness/net/server.h), its client here, the server sending (--reverse: the way a model's bytes
+// go), with as many TCP streams as the reads it is set beside.
 #pragma once
 
 #include <memory>

@@ -16,9 +16,9 @@
 
 #include "harness/net/kinds.h"
 #include "harness/net/netns.h"
-#include "harness/process/program.h"
 #include "harness/process/child.h"
 #include "harness/process/journal.h"
+#include "harness/process/program.h"
 #include "loaders/base/file_io.h"
 
 namespace loadbench {

@@ -30,8 +30,8 @@
 
 #include "harness/net/kinds.h"
 #include "harness/process/child.h"
-#include "harness/process/program.h"
 #include "harness/process/journal.h"
+#include "harness/process/program.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 

@@ -16,8 +16,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/probe/probe_measure.h"
 #include "harness/cache/cache.h"
+#include "harness/probe/probe_measure.h"
 #include "harness/process/interrupt.h"
 
 namespace loadbench::probe {

@@ -23,12 +23,12 @@
 
 #include <fmt/format.h>
 
+#include "harness/leftovers/leftovers.h"
+#include "harness/machine/env.h"
 #include "harness/probe/probe_measure.h"
 #include "harness/probe/read_recipes.h"
-#include "harness/record/results.h"
-#include "harness/machine/env.h"
 #include "harness/process/interrupt.h"
-#include "harness/leftovers/leftovers.h"
+#include "harness/record/results.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
 

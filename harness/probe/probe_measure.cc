@@ -24,9 +24,9 @@
 
 #include <fmt/format.h>
 
-#include "harness/stats/paired_stats.h"
 #include "harness/cache/cache.h"
 #include "harness/process/interrupt.h"
+#include "harness/stats/paired_stats.h"
 #include "loaders/cuda/gpu.h"
 
 namespace loadbench::probe {

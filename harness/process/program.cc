@@ -70,8 +70,8 @@ Status RunToEnd(const ProgramRun& r, std::string* output) {
   if (stopped) return Status::Failed("interrupted");
   if (late) return Status::IOError(fmt::format("{} ran past {} s", r.argv[0], r.timeout_s));
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return Status::Ok();
-  return Status::IOError(fmt::format("{} ended with {}: {}", r.argv[0], DescribeExit(wstatus),
-                                     LastLines(*output, 4)));
+  return Status::IOError(
+      fmt::format("{} ended with {}: {}", r.argv[0], DescribeExit(wstatus), LastLines(*output, 4)));
 }
 
 std::string LastLines(const std::string& text, int n) {

@@ -12,9 +12,9 @@ namespace loadbench {
 
 struct ProgramRun {
   std::vector<std::string> argv = {};  // argv[0] a path (FindProgram)
-  double timeout_s = 0;           // killed after this long; 0: no limit
-  std::string netns = "";         // a network namespace to run in (a /run/netns path); "": this
-  bool stderr_too = true;         // stderr into the output too; else to /dev/null
+  double timeout_s = 0;                // killed after this long; 0: no limit
+  std::string netns = "";          // a network namespace to run in (a /run/netns path); "": this
+  bool stderr_too = true;          // stderr into the output too; else to /dev/null
   bool stop_on_interrupt = false;  // killed at an interruption (interrupt.h)
 };
 

@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/profile/profile.h"
 #include "harness/process/program.h"
+#include "harness/profile/profile.h"
 
 namespace loadbench {
 namespace {

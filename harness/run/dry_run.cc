@@ -14,10 +14,10 @@
 #include "harness/experiment/estimate.h"
 #include "harness/gen/generator.h"
 #include "harness/probe/probe.h"
+#include "harness/process/cgroup.h"
 #include "harness/record/results.h"
 #include "harness/run/progress.h"
 #include "harness/run/session.h"
-#include "harness/process/cgroup.h"
 #include "loaders/base/units.h"
 
 namespace loadbench {

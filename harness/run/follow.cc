@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include "harness/launch/ranks.h"
-#include "harness/measure/host.h"
-#include "harness/run/session.h"
 #include "harness/leftovers/leftovers.h"
+#include "harness/measure/host.h"
 #include "harness/process/locks.h"
+#include "harness/run/session.h"
 
 namespace loadbench {
 namespace {

@@ -5,10 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "harness/experiment/file.h"
-#include "harness/net/fetch.h"
 #include "harness/cache/cache.h"
 #include "harness/cache/served.h"
+#include "harness/experiment/file.h"
+#include "harness/net/fetch.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {

@@ -13,9 +13,9 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/launch/ceiling.h"
+#include "harness/measure/measure.h"
 #include "harness/net/iperf.h"
 #include "harness/net/link.h"
-#include "harness/measure/measure.h"
 #include "harness/run/remote_files.h"
 
 namespace loadbench {

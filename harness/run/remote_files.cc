@@ -7,13 +7,13 @@
 
 #include <fmt/format.h>
 
-#include "harness/record/results.h"
-#include "harness/process/journal.h"
 #include "harness/cache/served.h"
+#include "harness/process/journal.h"
+#include "harness/record/results.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/model.h"
-#include "loaders/strategy/registry.h"
 #include "loaders/remote/put.h"
+#include "loaders/strategy/registry.h"
 
 namespace loadbench {
 namespace {

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "harness/cache/cache.h"
+#include "harness/machine/counters.h"
 #include "harness/measure/host.h"
 #include "harness/probe/probe.h"
-#include "harness/cache/cache.h"
 #include "harness/process/cgroup.h"
-#include "harness/machine/counters.h"
 #include "harness/process/interrupt.h"
 
 namespace loadbench {

@@ -60,8 +60,8 @@ class TensorBuffers final {
   std::byte* at(size_t i) const { return slots_[i]; }
 
   // Reads a tensor's bytes [at, at + len) of the file into dst.
-  using ChunkRead = std::function<Status(const TensorInfo& t, uint64_t at, std::byte* dst,
-                                         uint64_t len)>;
+  using ChunkRead =
+      std::function<Status(const TensorInfo& t, uint64_t at, std::byte* dst, uint64_t len)>;
   // Fills every tensor's destination (after Allocate), in table order, `chunk` bytes a call of
   // `read` at the most, and adds one view per tensor to `views`.
   Status Fill(const TensorTable& table, uint64_t chunk, const ChunkRead& read,

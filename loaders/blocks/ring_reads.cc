@@ -33,8 +33,8 @@ Status RingReads::Run(io_uring* ring, const std::string& path) {
     if (const int ret = ::io_uring_wait_cqe(ring, &cqe); ret < 0) {
       if (ret == -EINTR) continue;
       // Nothing more can be reaped; what is still in flight is the ring teardown's to cancel.
-      return error.ok() ? Status::IOError(fmt::format("{}: io_uring_wait_cqe: {}", path,
-                                                      std::strerror(-ret)))
+      return error.ok() ? Status::IOError(
+                              fmt::format("{}: io_uring_wait_cqe: {}", path, std::strerror(-ret)))
                         : error;
     }
     do {

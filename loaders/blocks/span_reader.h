@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/status.h"
+#include "loaders/blocks/destination.h"
 
 namespace loadbench {
 

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/cuda/device.h"
 
 namespace loadbench {

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/cuda/device.h"
 
 namespace loadbench {

@@ -20,11 +20,11 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/file_io.h"
+#include "loaders/base/io_ring.h"
 #include "loaders/blocks/destination.h"
 #include "loaders/blocks/ring_reads.h"
 #include "loaders/blocks/shards.h"
-#include "loaders/base/file_io.h"
-#include "loaders/base/io_ring.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/strategy.h"
 

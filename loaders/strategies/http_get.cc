@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "loaders/blocks/object_load.h"
-#include "loaders/strategy/strategy.h"
 #include "loaders/remote/http.h"
 #include "loaders/remote/ranges.h"
+#include "loaders/strategy/strategy.h"
 
 namespace loadbench {
 namespace {

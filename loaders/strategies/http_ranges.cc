@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "loaders/blocks/object_load.h"
-#include "loaders/strategy/strategy.h"
 #include "loaders/remote/ranges.h"
+#include "loaders/strategy/strategy.h"
 
 namespace loadbench {
 namespace {

@@ -12,8 +12,8 @@
 
 #include "loaders/blocks/destination.h"
 #include "loaders/format/model.h"
-#include "loaders/strategy/strategy.h"
 #include "loaders/remote/ranges.h"
+#include "loaders/strategy/strategy.h"
 
 namespace loadbench {
 namespace {

@@ -13,10 +13,10 @@
 
 #include <fmt/format.h>
 
-#include "loaders/blocks/destination.h"
-#include "loaders/blocks/ring_reads.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
+#include "loaders/blocks/destination.h"
+#include "loaders/blocks/ring_reads.h"
 #include "loaders/strategy/strategy.h"
 
 namespace loadbench {

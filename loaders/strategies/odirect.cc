@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/blocks/span_reader.h"
 #include "loaders/strategy/strategy.h"
 

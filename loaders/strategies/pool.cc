@@ -23,9 +23,9 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/file_io.h"
 #include "loaders/blocks/destination.h"
 #include "loaders/blocks/shards.h"
-#include "loaders/base/file_io.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/strategy.h"
 
@@ -96,7 +96,6 @@ class PoolLoader final : public Loader {
   }
 
  private:
-
   // The bytes of the shard's tensors, widened to multiples of `align`; empty without any.
   static FileSpan ShardSpan(const TensorTable& table, const Shard& s, uint64_t align) {
     uint64_t lo = UINT64_MAX, hi = 0;

@@ -2,8 +2,8 @@
 // and without the temporary copy, so that the two side by side price the copy.
 #include <memory>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/strategy/strategy.h"
 
 namespace loadbench {

@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/blocks/span_reader.h"
 #include "loaders/strategy/strategy.h"
 

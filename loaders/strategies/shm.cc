@@ -22,9 +22,9 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/units.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/strategy.h"
 

@@ -11,9 +11,9 @@ namespace loadbench::test {
 
 struct ModelFile {
   std::string path;
-  std::string format = "wlf";     // wlf, safetensors or gguf
-  std::string preset = "llama";   // a preset of `loadbench gen`
-  uint64_t size = 2ull << 20;     // bytes, about
+  std::string format = "wlf";    // wlf, safetensors or gguf
+  std::string preset = "llama";  // a preset of `loadbench gen`
+  uint64_t size = 2ull << 20;    // bytes, about
   uint64_t seed = 1;
   std::string endian = "little";  // "big": WLF only
 };

@@ -21,8 +21,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "harness/machine/env.h"
 #include "harness/leftovers/leftovers.h"
+#include "harness/machine/env.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/gen/generator.h"
 #include "harness/cache/cache.h"
+#include "harness/gen/generator.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
 

@@ -20,8 +20,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "harness/process/child.h"
 #include "harness/leftovers/leftovers.h"
+#include "harness/process/child.h"
 #include "loaders/base/file_io.h"
 #include "tests/support/wlf_fixture.h"
 

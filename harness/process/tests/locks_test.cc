@@ -14,8 +14,8 @@
 
 #include <gtest/gtest.h>
 
-#include "harness/record/results.h"
 #include "harness/leftovers/leftovers.h"
+#include "harness/record/results.h"
 #include "tests/support/run_cli.h"
 #include "tests/support/wlf_fixture.h"
 

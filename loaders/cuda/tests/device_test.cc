@@ -18,8 +18,8 @@
 #include "loaders/strategy/registry.h"
 #include "loaders/use/spec.h"
 #include "loaders/use/use.h"
-#include "tests/support/load_with.h"
 #include "tests/support/generated_model.h"
+#include "tests/support/load_with.h"
 #include "tests/support/wlf_fixture.h"
 
 namespace loadbench {

@@ -11,11 +11,11 @@
 
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
+#include "loaders/format/layers.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/registry.h"
-#include "loaders/use/spec.h"
-#include "loaders/format/layers.h"
 #include "loaders/use/shard_by_shard.h"
+#include "loaders/use/spec.h"
 #include "tests/support/sharded_model.h"
 #include "tests/support/wlf_fixture.h"
 

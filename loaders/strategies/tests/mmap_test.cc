@@ -15,8 +15,8 @@
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/strategy/registry.h"
-#include "loaders/use/spec.h"
 #include "loaders/use/shard_by_shard.h"
+#include "loaders/use/spec.h"
 #include "tests/support/sharded_model.h"
 #include "tests/support/wlf_fixture.h"
 

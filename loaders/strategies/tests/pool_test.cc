@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "loaders/strategy/registry.h"
-#include "loaders/use/spec.h"
 #include "loaders/use/pipeline.h"
+#include "loaders/use/spec.h"
 #include "loaders/use/use.h"
 #include "tests/support/load_with.h"
 #include "tests/support/sharded_model.h"

@@ -21,14 +21,14 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
 
-#include "loaders/blocks/destination.h"
 #include "loaders/base/units.h"
+#include "loaders/blocks/destination.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
-#include "loaders/strategy/registry.h"
-#include "loaders/use/spec.h"
 #include "loaders/strategies/shm.h"
+#include "loaders/strategy/registry.h"
 #include "loaders/use/shard_by_shard.h"
+#include "loaders/use/spec.h"
 #include "tests/support/sharded_model.h"
 #include "tests/support/wlf_fixture.h"
 
