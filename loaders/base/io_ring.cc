@@ -29,4 +29,13 @@ std::string RingSetupFailure(int err) {
   return why;
 }
 
+std::string IoUringUnsupportedReason() {
+  if (IoUringDisabledSetting() == "2") {
+    return "io_uring is disabled (kernel.io_uring_disabled = 2)";
+  }
+  IoRing ring;
+  if (const int ret = ring.Init(2); ret < 0) return RingSetupFailure(-ret);
+  return "";
+}
+
 }  // namespace loadbench

@@ -36,6 +36,10 @@ class IoRing final {
 // (kernel.io_uring_disabled, a kernel built without it).
 std::string RingSetupFailure(int err);
 
+// Why io_uring cannot be used here (disabled, or a ring cannot be set up), "" when it can: the
+// unsupported reason of the strategies that read through a ring.
+std::string IoUringUnsupportedReason();
+
 // kernel.io_uring_disabled as written in /proc ("0", "1", "2"), or "" where the kernel has no
 // such switch (before Linux 6.6).
 std::string IoUringDisabledSetting();

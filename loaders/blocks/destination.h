@@ -76,6 +76,19 @@ class TensorBuffers final {
   std::vector<std::byte*> slots_;
 };
 
+// The base of the strategies that copy each tensor into a buffer of its own, in chunks (fread,
+// pread): their `chunk` and `buffer` options, and the buffers.
+class ChunkedCopy : public Loader {
+ public:
+  explicit ChunkedCopy(const Params& params)
+      : chunk_bytes_(params.Bytes("chunk")), kind_(BufferKindOf(params)) {}
+
+ protected:
+  const uint64_t chunk_bytes_;
+  const BufferKind kind_;
+  TensorBuffers buffers_;
+};
+
 // The byte range of the file that holds every tensor, widened to multiples of `align`:
 // [begin, end). Empty (begin == end) for a table without tensor bytes. `end` may pass the end
 // of the file by less than `align`.

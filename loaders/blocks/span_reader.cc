@@ -66,6 +66,12 @@ Status ReadSpan(const SpanRead& r) {
   return first;
 }
 
+SpanLoad SpanLoadOf(const Params& params) {
+  return {.threads = static_cast<unsigned>(params.Int("threads")),
+          .chunk = params.Bytes("chunk"),
+          .kind = BufferKindOf(params)};
+}
+
 Status LoadSpan(int fd, const std::string& path, const TensorTable& table, const SpanLoad& how,
                 Region* region, std::vector<TensorBytes>* views) {
   const FileSpan span = TensorSpan(table, how.align);

@@ -38,6 +38,10 @@ struct SpanLoad {
   BufferKind kind = BufferKind::kMalloc;
 };
 
+// The `threads`, `chunk` and `buffer` options of a span strategy; the alignments at their
+// defaults (4096).
+SpanLoad SpanLoadOf(const Params& params);
+
 // A span strategy's load: the tensors' span of the open file `fd` into a fresh `region`, and one
 // view per tensor into it.
 Status LoadSpan(int fd, const std::string& path, const TensorTable& table, const SpanLoad& how,

@@ -37,15 +37,6 @@ constexpr uint64_t kMaxWindow = 1ull << 30;
 
 uint64_t RoundUp(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
 
-std::string UnsupportedReason() {
-  if (IoUringDisabledSetting() == "2") {
-    return "io_uring is disabled (kernel.io_uring_disabled = 2)";
-  }
-  IoRing ring;
-  if (const int ret = ring.Init(2); ret < 0) return RingSetupFailure(-ret);
-  return "";
-}
-
 // One file of the model as this strategy reads it.
 struct Shard : ShardFile {
   uint64_t align = kPage;  // its O_DIRECT alignment
@@ -325,7 +316,7 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
       return std::make_unique<DirectRingLoader>(p);
     },
     .flags = kEager | kAllocates | kDirectIO | kModel,
-    .unsupported_reason = UnsupportedReason,
+    .unsupported_reason = IoUringUnsupportedReason,
 }));
 
 }  // namespace loadbench

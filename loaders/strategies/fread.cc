@@ -20,10 +20,9 @@ struct FileCloser {
   void operator()(FILE* f) const { std::fclose(f); }
 };
 
-class FreadLoader final : public Loader {
+class FreadLoader final : public ChunkedCopy {
  public:
-  explicit FreadLoader(const Params& params)
-      : chunk_bytes_(params.Bytes("chunk")), kind_(BufferKindOf(params)) {}
+  using ChunkedCopy::ChunkedCopy;
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
@@ -58,11 +57,6 @@ class FreadLoader final : public Loader {
     };
     return buffers_.Fill(table, chunk_bytes_, read, views);
   }
-
- private:
-  uint64_t chunk_bytes_;
-  BufferKind kind_;
-  TensorBuffers buffers_;
 };
 
 }  // namespace

@@ -29,15 +29,6 @@ constexpr uint64_t kDirectAlign = 4096;
 // (the kernel's limit for one), and a read returns at most 2 GiB - 4 KiB anyway.
 constexpr uint64_t kIovecBytes = 1ull << 30;
 
-std::string UnsupportedReason() {
-  if (IoUringDisabledSetting() == "2") {
-    return "io_uring is disabled (kernel.io_uring_disabled = 2)";
-  }
-  IoRing ring;
-  if (const int ret = ring.Init(2); ret < 0) return RingSetupFailure(-ret);
-  return "";
-}
-
 class IoUringLoader final : public Loader, private RingReads {
  public:
   explicit IoUringLoader(const Params& params)
@@ -267,7 +258,7 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
       return std::make_unique<IoUringLoader>(p);
     },
     .flags = kEager | kAllocates | kDirectIO,
-    .unsupported_reason = UnsupportedReason,
+    .unsupported_reason = IoUringUnsupportedReason,
 }));
 
 }  // namespace loadbench

@@ -22,36 +22,27 @@ namespace {
 
 class OdirectLoader final : public Loader {
  public:
-  explicit OdirectLoader(const Params& params)
-      : threads_(static_cast<unsigned>(params.Int("threads"))),
-        chunk_bytes_(params.Bytes("chunk")),
-        kind_(BufferKindOf(params)) {}
+  explicit OdirectLoader(const Params& params) : how_(SpanLoadOf(params)) {}
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, O_DIRECT, &fd));
-    const uint64_t align = DirectIoAlignment(fd.get());
-    if (chunk_bytes_ % align != 0) {
+    SpanLoad how = how_;
+    how.align = DirectIoAlignment(fd.get());
+    how.slice_align = how.chunk;
+    if (how.chunk % how.align != 0) {
       return Status::BadInput(
           fmt::format("{}: odirect: chunk={} is not a multiple of the {}-byte O_DIRECT alignment",
-                      path, chunk_bytes_, align));
+                      path, how.chunk, how.align));
     }
-    return LoadSpan(fd.get(), path, table,
-                    {.threads = threads_,
-                     .chunk = chunk_bytes_,
-                     .align = align,
-                     .slice_align = chunk_bytes_,
-                     .kind = kind_},
-                    &region_, views);
+    return LoadSpan(fd.get(), path, table, how, &region_, views);
   }
 
   nlohmann::json Details() const override { return {{"region_bytes", region_.size()}}; }
 
  private:
-  unsigned threads_;
-  uint64_t chunk_bytes_;
-  BufferKind kind_;
+  const SpanLoad how_;
   Region region_;
 };
 

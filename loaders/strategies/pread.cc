@@ -9,10 +9,9 @@
 namespace loadbench {
 namespace {
 
-class PreadLoader final : public Loader {
+class PreadLoader final : public ChunkedCopy {
  public:
-  explicit PreadLoader(const Params& params)
-      : chunk_bytes_(params.Bytes("chunk")), kind_(BufferKindOf(params)) {}
+  using ChunkedCopy::ChunkedCopy;
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
@@ -24,11 +23,6 @@ class PreadLoader final : public Loader {
     };
     return buffers_.Fill(table, chunk_bytes_, read, views);
   }
-
- private:
-  uint64_t chunk_bytes_;
-  BufferKind kind_;
-  TensorBuffers buffers_;
 };
 
 }  // namespace

@@ -16,24 +16,17 @@ namespace {
 
 class PreadMtLoader final : public Loader {
  public:
-  explicit PreadMtLoader(const Params& params)
-      : threads_(static_cast<unsigned>(params.Int("threads"))),
-        chunk_bytes_(params.Bytes("chunk")),
-        kind_(BufferKindOf(params)) {}
+  explicit PreadMtLoader(const Params& params) : how_(SpanLoadOf(params)) {}
 
   Status Load(const std::string& path, const TensorTable& table,
               std::vector<TensorBytes>* views) override {
     UniqueFd fd;
     LB_RETURN_IF_ERROR(OpenReadOnly(path, 0, &fd));
-    return LoadSpan(fd.get(), path, table,
-                    {.threads = threads_, .chunk = chunk_bytes_, .align = 4096, .kind = kind_},
-                    &region_, views);
+    return LoadSpan(fd.get(), path, table, how_, &region_, views);
   }
 
  private:
-  unsigned threads_;
-  uint64_t chunk_bytes_;
-  BufferKind kind_;
+  const SpanLoad how_;
   Region region_;
 };
 
