@@ -1,6 +1,6 @@
 // An experiment's [server]: the server started for the command on loopback (nginx serving the
 // data folder, or s3rver holding a bucket the files are put into), and each run's file as its
-// strategy reaches it: the file itself, or its name through the server (`via`, loaders/loader.h).
+// strategy reaches it: the file itself, or its name through the server (`via`, loaders/use/spec.h).
 // A run through the server is recorded under the file's own path, so that it pairs with the
 // local runs of the same bytes in the same rounds, with `read_as` naming what it read.
 #pragma once

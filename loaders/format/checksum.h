@@ -14,7 +14,7 @@
 
 namespace loadbench {
 
-// Over the bytes of each tensor, in order (a view is loaders/loader.h's TensorBytes).
+// Over the bytes of each tensor, in order (a view is loaders/strategy/strategy.h's TensorBytes).
 uint64_t ChecksumTensors(const std::vector<std::span<const std::byte>>& views);
 
 // The same checksum read straight from the file (plain preads, or ranged GETs of a remote

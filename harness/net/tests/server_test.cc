@@ -1,4 +1,4 @@
-// The servers of harness/server against a small folder: a file fetched whole and by range over
+// The servers of harness/net against a small folder: a file fetched whole and by range over
 // a raw socket, nothing left once stopped (no process, no folder, no journal line), and a
 // server whose harness was SIGKILLed ended by the next CleanLeftovers. A test whose program is
 // not installed skips, naming it.
