@@ -20,7 +20,7 @@ class CeilingRead {
   virtual ~CeilingRead() = default;
   // Reads for the run `req` (its files, its readers, its link) and fills `r`: status, error,
   // params and the ceiling's figures (gb_per_s, wall_s, ceiling_bytes, details). It stops once
-  // the command is interrupted (system/interrupt.h), and what it filled then means nothing.
+  // the command is interrupted (process/interrupt.h), and what it filled then means nothing.
   virtual void Read(const LaunchRequest& req, RunRecord* r) = 0;
 };
 

@@ -48,7 +48,7 @@ struct LaunchRequest {
   std::vector<std::string> part_checksums;
   int readers = 1;
   // The endpoint of the experiment's own s3rver, which the readers are pointed at
-  // (server/server.h PointAtS3rver); "" for none: they read as their environment says.
+  // (net/server.h PointAtS3rver); "" for none: they read as their environment says.
   std::string s3rver;
   std::string link;      // the link's rate, on a link (harness/net/link.h); "" without one
   double timeout_s = 0;  // 0: none
