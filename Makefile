@@ -113,7 +113,8 @@ fuzz:
 # may run side by side and which run alone: a cold run beside another test drops only its own
 # files' pages), the GoogleTest suite in one process (an ASan binary starts slowly, and a
 # process per case takes three to four times longer here). Line tables only (-g1): sanitizer
-# reports keep file and line, the build is faster. The suite runs with the machine tuned
+# reports keep file and line, the build is faster; the headers nearly every file includes come
+# precompiled (CMakeLists.txt, loadbench_pch). The suite runs with the machine tuned
 # (`loadbench system tune -- COMMAND`: DAMON's pageout stopped, free page reporting held off;
 # restored when it ends, or by the next measuring command after a kill), so that no warm test's
 # file leaves the page cache by itself; untuned where not root.
