@@ -129,14 +129,6 @@ bool Exited(pid_t pid, int* wstatus) {
   return true;
 }
 
-// The network namespace at `path` (a /run/netns path) opened for a child to enter; nothing for
-// "" (the child stays in this one).
-Status OpenNetns(const std::string& path, UniqueFd* fd) {
-  if (path.empty()) return Status::Ok();
-  fd->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  return fd->valid() ? Status::Ok() : Status::FromErrno(path, errno);
-}
-
 }  // namespace
 
 Status FreeLoopbackPort(int* port) {

@@ -24,10 +24,7 @@ using Clock = std::chrono::steady_clock;
 // Starts `r` with its stdout (and stderr) into `out`; the child is a group of its own.
 Status Start(const ProgramRun& r, int out, pid_t* pid) {
   UniqueFd ns;
-  if (!r.netns.empty()) {
-    ns.reset(::open(r.netns.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!ns.valid()) return Status::FromErrno(r.netns, errno);
-  }
+  LB_RETURN_IF_ERROR(OpenNetns(r.netns, &ns));
   std::vector<std::string> args = r.argv;
   std::vector<char*> cargs = CStrings(args);
   ChildSetup setup;
@@ -72,6 +69,12 @@ Status RunToEnd(const ProgramRun& r, std::string* output) {
   if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) return Status::Ok();
   return Status::IOError(
       fmt::format("{} ended with {}: {}", r.argv[0], DescribeExit(wstatus), LastLines(*output, 4)));
+}
+
+Status OpenNetns(const std::string& path, UniqueFd* fd) {
+  if (path.empty()) return Status::Ok();
+  fd->reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return fd->valid() ? Status::Ok() : Status::FromErrno(path, errno);
 }
 
 std::string LastLines(const std::string& text, int n) {

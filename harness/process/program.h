@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "loaders/base/file_io.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {
@@ -21,6 +22,10 @@ struct ProgramRun {
 // Runs `r` to its end: what it wrote into `output`. kIOError when it could not run, exited other
 // than 0 or ran past its limit, with its last lines; kFailed "interrupted" when stopped so.
 Status RunToEnd(const ProgramRun& r, std::string* output);
+
+// The network namespace at `path` (a /run/netns path) opened for a child to enter
+// (ChildSetup::netns_fd); nothing for "" (the child stays in this one).
+Status OpenNetns(const std::string& path, UniqueFd* fd);
 
 // The last `n` lines of `text`, joined by " | " (for one-line messages).
 std::string LastLines(const std::string& text, int n);
