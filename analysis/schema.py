@@ -48,7 +48,7 @@ RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
                          "profile_error", "started_at", "ended_at", "read_as", "link"]},
-    **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks",
+    **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks", "nodes",
                             "memory_limit_bytes"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
     "cache": frozenset({"cold", "warm"}),  # a run of another is in no table
@@ -62,7 +62,11 @@ RECORD = {
                 "request_latency_s": {"*": NUMBER},
                 # A link ceiling's (iperf3): what its receiver and sender counted.
                 "receiver_bits_per_s": NUMBER, "sender_bits_per_s": NUMBER,
-                "retransmits": NUMBER},
+                "retransmits": NUMBER,
+                # A fleet node's (loaders/strategies/fleet.cc): what analysis/fleet.py reads.
+                "design": TEXT, "node": INTEGER, "nodes": INTEGER, "ready_s": NUMBER,
+                "store_bytes": NUMBER, "peer_rx_bytes": NUMBER, "peer_tx_bytes": NUMBER,
+                "store_requests": NUMBER, "connect_s": NUMBER},
     "memory": {"*": NUMBER},
     "device": {"*": NUMBER},
     "exec": {"timed": frozenset({"command", "region"}), "command_s": NUMBER,
@@ -124,6 +128,11 @@ ENV = {
     "files": [_FILE],
     "experiment_file": {"question": TEXT},
     "link": _LINK,
+    # A cluster on one machine (harness/net/cluster.h): what analysis/fleet.py reads.
+    "cluster": {"nodes": INTEGER, "nic": TEXT, "uplink": TEXT, "nic_bits_per_s": NUMBER,
+                "uplink_bits_per_s": NUMBER, "cores": NUMBER,
+                "links": [{"name": TEXT, "rate": TEXT, "bits_per_s": NUMBER,
+                           "iperf3": {"down_bits_per_s": NUMBER, "up_bits_per_s": NUMBER}}]},
 }
 ADAPTIVE = {
     "target": NUMBER, "budget_s": NUMBER, "elapsed_s": NUMBER,

@@ -81,6 +81,12 @@ struct LockFlags {
 };
 int LockCommand(const LockFlags& f, const std::string& command_line);
 
+struct NetnsExecFlags {
+  std::string netns;
+  std::vector<std::string> command;  // joined by spaces for /bin/sh -c
+};
+int NetnsExecCommand(const NetnsExecFlags& f);
+
 struct SystemFlags {
   std::string action;             // show, tune, reset or settle
   std::string data_dir = "data";  // show: the read-ahead and scheduler of the device holding it
@@ -108,6 +114,9 @@ struct WorkerFlags {
   int result_fd = 1;
   std::string counters = "none", expect_checksum = "none";
   std::string part = "0/1";  // K/N: the part of the model this worker loads
+  // K/N: this worker is reader K of the run's N, which the strategy finds in its environment
+  // (LOADBENCH_READER: loaders/blocks/peers.h)
+  std::string reader = "0/1";
 };
 int WorkerCommand(WorkerFlags& f);
 

@@ -338,6 +338,17 @@ CLI::App* AddLock(CLI::App& app, LockFlags* f) {
   return cmd;
 }
 
+CLI::App* AddNetnsExec(CLI::App& app, NetnsExecFlags* f) {
+  auto* cmd = app.add_subcommand(
+      "netns-exec",
+      "Run a command line in one of loadbench's network namespaces, as a remote shell runs one "
+      "on a host: mpirun's remote shell for the nodes of a [cluster] (docs/fleet.md)");
+  cmd->add_option("netns", f->netns, "The namespace (loadbench-..., as `ip netns list` names it)")
+      ->required();
+  cmd->footer("Usage: loadbench netns-exec NETNS COMMAND [ARGS...] (run by /bin/sh -c)");
+  return cmd;
+}
+
 CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
   auto* cmd = app.add_subcommand(
       "system", "The machine's state: show every kernel setting that changes a load's time, tune "
@@ -440,6 +451,7 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   cmd->add_option("--expect-checksum", f->expect_checksum)->capture_default_str();
   cmd->add_option("--pattern", f->req.pattern)->capture_default_str();
   cmd->add_option("--part", f->part)->capture_default_str();
+  cmd->add_option("--reader", f->reader)->capture_default_str();
   cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
   cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
   cmd->add_option("--start-fd", f->req.start_fd)->capture_default_str();
@@ -480,6 +492,7 @@ int main(int argc, char** argv) {
   ServeFlags serve;
   PutFlags put;
   WorkerFlags worker;
+  NetnsExecFlags netns_exec;
   const auto* gen_cmd = AddGen(app, &gen);
   const auto* inspect_cmd = AddInspect(app, &inspect);
   const auto* run_cmd = AddRun(app, &run);
@@ -492,6 +505,7 @@ int main(int argc, char** argv) {
   const auto* serve_cmd = AddServe(app, &serve);
   const auto* put_cmd = AddPut(app, &put);
   const auto* worker_cmd = AddWorker(app, &worker);
+  const auto* netns_exec_cmd = AddNetnsExec(app, &netns_exec);
   // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
   int parsed_argc = argc;
   for (int i = 2; argc > 1 && std::string(argv[1]) == "lock" && i < argc; ++i) {
@@ -499,6 +513,11 @@ int main(int argc, char** argv) {
     lock.command.assign(argv + i + 1, argv + argc);
     parsed_argc = i;
     break;
+  }
+  // `netns-exec NETNS COMMAND...`: the command line is a remote shell's, never parsed here.
+  if (argc > 3 && std::string(argv[1]) == "netns-exec" && argv[2][0] != '-') {
+    netns_exec.command.assign(argv + 3, argv + argc);
+    parsed_argc = 3;
   }
   try {
     app.parse(parsed_argc, argv);
@@ -526,5 +545,6 @@ int main(int argc, char** argv) {
   if (*serve_cmd) return ServeCommand(serve);
   if (*put_cmd) return PutCommand(put);
   if (*worker_cmd) return WorkerCommand(worker);
+  if (*netns_exec_cmd) return NetnsExecCommand(netns_exec);
   return 2;
 }

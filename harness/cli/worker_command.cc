@@ -1,12 +1,14 @@
 // `loadbench worker` (internal): one load in the worker process the runner forks and execs
 // (harness/launch/worker.h).
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
 #include "harness/launch/worker.h"
 #include "harness/machine/counters.h"
+#include "loaders/blocks/peers.h"
 
 namespace loadbench::cli {
 
@@ -31,6 +33,12 @@ int WorkerCommand(WorkerFlags& f) {
     return ReportError(
         "worker", Status::BadInput(fmt::format("--part: '{}' is not K/N with 0 <= K < N", f.part)));
   }
+  int k = 0, n = 0;
+  if (std::sscanf(f.reader.c_str(), "%d/%d", &k, &n) != 2 || n < 1 || k < 0 || k >= n) {
+    return ReportError("worker", Status::BadInput(fmt::format(
+                                     "--reader: '{}' is not K/N with 0 <= K < N", f.reader)));
+  }
+  ::setenv(kReaderVar, f.reader.c_str(), 1);
   return WorkerMain(f.req, f.result_fd);
 }
 

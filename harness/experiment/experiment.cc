@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "harness/net/cluster.h"
 #include "harness/net/link.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
@@ -182,6 +183,10 @@ class Reader {
       link_where_ = &node.source();
       return LinkTable(node, &e->link);
     }
+    if (k == "cluster") {
+      cluster_where_ = &node.source();
+      return ClusterTable(node, &e->cluster);
+    }
     if (k == "file") {
       return Tables(node, "file", [&](const toml::table& t) { return File(t, &e->files); });
     }
@@ -212,6 +217,7 @@ class Reader {
                    "a [link] is between the readers and the experiment's server: it needs "
                    "[server] kind = \"http\" or \"s3\"");
     }
+    if (e->cluster.on()) LB_RETURN_IF_ERROR(CheckCluster(e));
     if (Status s = CheckGroupedOrder(*e); !s.ok()) {
       return BadAt(path_, *order_where_, s.message());
     }
@@ -312,6 +318,63 @@ class Reader {
     }
     if (out->rates.empty())
       return BadAt(path_, n.source(), "[link] needs rate = \"1gbit\" (or a list)");
+    return Status::Ok();
+  }
+
+  // [cluster]: nodes = N or a list, nic = RATE, uplink = RATE, streams = N, seconds = N.
+  Status ClusterTable(const toml::node& n, ExperimentCluster* out) {
+    const toml::table* t = n.as_table();
+    if (t == nullptr) return BadAt(path_, n.source(), "cluster must be a table: [cluster]");
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      int64_t v = 0;
+      if (k == "nodes") {
+        LB_RETURN_IF_ERROR(Each(node, "cluster.nodes", [&](const toml::node& x) {
+          LB_RETURN_IF_ERROR(Integer(x, "cluster.nodes", 1, kMaxClusterNodes, &v));
+          out->nodes.push_back(static_cast<int>(v));
+          return Status::Ok();
+        }));
+      } else if (k == "nic" || k == "uplink") {
+        std::string* rate = k == "nic" ? &out->nic : &out->uplink;
+        uint64_t bits = 0;
+        LB_RETURN_IF_ERROR(String(node, ("cluster." + k).c_str(), rate));
+        if (Status s = ParseLinkRate(*rate, &bits); !s.ok() || bits == 0) {
+          return BadAt(path_, node.source(),
+                       s.ok() ? fmt::format("cluster.{}: a rate (\"200mbit\"), not unshaped", k)
+                              : s.message());
+        }
+      } else if (k == "streams" || k == "seconds") {
+        LB_RETURN_IF_ERROR(Integer(node, ("cluster." + k).c_str(), 1, k == "streams" ? 128 : 60, &v));
+        (k == "streams" ? out->streams : out->seconds) = static_cast<int>(v);
+      } else {
+        return BadAt(path_, node.source(),
+                     fmt::format("[cluster]: unknown key '{}' (it takes nodes, nic, uplink, "
+                                 "streams and seconds)",
+                                 k));
+      }
+    }
+    if (out->nodes.empty()) return BadAt(path_, n.source(), "[cluster] needs nodes = [1, 2, 4]");
+    return Status::Ok();
+  }
+
+  // A cluster's nodes are its readers, one per MPI rank; its server runs in the store's
+  // namespace.
+  Status CheckCluster(Experiment* e) const {
+    if (e->procs_given) {
+      return BadAt(path_, *cluster_where_,
+                   "[cluster] nodes are the readers: leave procs out (nodes sets it)");
+    }
+    if (!e->link.rates.empty()) {
+      return BadAt(path_, *cluster_where_, "[cluster] and [link] do not go together: a cluster "
+                                           "shapes every node's link and the store's itself");
+    }
+    if (e->server.kind.empty()) {
+      return BadAt(path_, *cluster_where_,
+                   "a [cluster]'s nodes load from the experiment's server: it needs [server] "
+                   "kind = \"http\" or \"s3\"");
+    }
+    e->procs = e->cluster.nodes;
+    e->procs_given = true;
     return Status::Ok();
   }
 
@@ -728,6 +791,7 @@ class Reader {
   const toml::source_region* baseline_where_ = nullptr;
   const toml::source_region* order_where_ = nullptr;
   const toml::source_region* link_where_ = nullptr;
+  const toml::source_region* cluster_where_ = nullptr;
 };
 
 // The opening comment from "# Question:" on, its lines joined, the #s and the label dropped.

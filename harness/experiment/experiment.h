@@ -32,6 +32,13 @@
 //   streams = 8                    #   iperf3's streams (default: the most concurrency of the
 //   seconds = 3                    #   strategy points, times the condition's procs); its time
 //
+//   [cluster]                      # the readers as nodes (harness/net/cluster.h): one network
+//   nodes = [1, 2, 4, 8]           #   namespace and one MPI rank each (docs/fleet.md); nodes
+//   nic = "200mbit"                #   is an axis of the plan (procs = nodes), each record's
+//   uplink = "400mbit"             #   `nodes`; nic: each node's link; uplink: the store's,
+//   streams = 4                    #   where the [server] runs; iperf3's streams and seconds
+//   seconds = 2                    #   measuring each link both ways
+//
 //   [system]                       # the machine's state for the runs (harness/machine/tuning.h)
 //   tune = true                    # tuned before the first run, restored at the end (default
 //                                  #   false: recorded as found)
@@ -153,6 +160,16 @@ struct ExperimentLink {
   int seconds = 3;                 // iperf3's time per measurement
 };
 
+// [cluster]: the readers as nodes of a cluster on this machine (harness/net/cluster.h), one MPI
+// rank each (harness/run/cluster_run.h), the experiment's server in the store's namespace.
+struct ExperimentCluster {
+  std::vector<int> nodes;  // an axis of the plan, as procs is (procs = nodes); empty: no cluster
+  std::string nic = "200mbit", uplink = "400mbit";  // each node's link, the store's
+  int streams = 4;   // iperf3's, measuring each link
+  int seconds = 2;   // iperf3's time per link and direction
+  bool on() const { return !nodes.empty(); }
+};
+
 struct Experiment {
   std::string path;  // the experiment file; empty for one built from `run`'s flags
   std::string name;
@@ -175,6 +192,7 @@ struct Experiment {
   ExperimentSystem system;
   ExperimentServer server;
   ExperimentLink link;
+  ExperimentCluster cluster;
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made

@@ -47,6 +47,7 @@ struct LaunchRequest {
   std::string pattern = "replicated";
   std::vector<std::string> part_checksums;
   int readers = 1;
+  int all_readers = 0;  // under MPI: the run's readers over every rank (readers: this rank's)
   // The endpoint of the experiment's own s3rver, which the readers are pointed at
   // (net/server.h PointAtS3rver); "" for none: they read as their environment says.
   std::string s3rver;

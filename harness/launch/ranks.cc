@@ -84,6 +84,7 @@ ReaderOutcome OutcomeOf(const RankJson& j, int k) {
 ReaderOutcome RunMine(const Job& job, const LaunchRequest& req,
                       const std::function<void()>& all_ready, bool* stopped) {
   LaunchRequest mine = req;
+  mine.all_readers = req.readers;
   mine.readers = 1;
   std::vector<ReaderOutcome> out = RunWorkers(mine, "", job.rank(), all_ready, stopped);
   return std::move(out.at(0));

@@ -42,14 +42,17 @@ struct Child {
 };
 
 // What differs between the workers of one run: the part each loads and its checksum.
+// Reader `reader` of the run's readers (under MPI, of every rank's).
 struct WorkerArgs {
-  std::string part, checksum;
+  std::string part, checksum, reader;
 };
 
-WorkerArgs ArgsOf(const LaunchRequest& req, int part) {
-  if (req.part_checksums.empty()) return {"0/1", req.expect_checksum};
-  return {fmt::format("{}/{}", part, req.part_checksums.size()),
-          req.part_checksums.at(static_cast<size_t>(part))};
+WorkerArgs ArgsOf(const LaunchRequest& req, int reader) {
+  const std::string place =
+      fmt::format("{}/{}", reader, req.all_readers > 0 ? req.all_readers : req.readers);
+  if (req.part_checksums.empty()) return {"0/1", req.expect_checksum, place};
+  return {fmt::format("{}/{}", reader, req.part_checksums.size()),
+          req.part_checksums.at(static_cast<size_t>(reader)), place};
 }
 
 // The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's), 7
@@ -65,6 +68,7 @@ std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& 
       {"--expect-checksum", args.checksum},
       {"--pattern", req.pattern},
       {"--part", args.part},
+      {"--reader", args.reader},
       {"--profile-ctl-fd", profiled ? "5" : "-1"},
       {"--profile-ack-fd", profiled ? "6" : "-1"},
       {"--start-fd", "7"},

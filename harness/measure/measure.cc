@@ -47,6 +47,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (p.procs > 1) r.pattern = p.pattern;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   if (!p.link.empty()) r.link = p.link;
+  if (s.cluster) r.nodes = p.procs;
   r.started_at = NowUtcMs();
   return r;
 }

@@ -46,25 +46,29 @@ Status LinkMeter::Start(const Link& link, std::unique_ptr<LinkMeter>* out) {
 }
 
 Status LinkMeter::Measure(int streams, int seconds, nlohmann::ordered_json* out) const {
+  return Iperf3({.address = address_,
+                 .port = port(),
+                 .streams = streams,
+                 .seconds = seconds,
+                 .reverse = true},
+                out);
+}
+
+Status Iperf3(const Iperf3Run& run, nlohmann::ordered_json* out) {
   std::string program, text;
   LB_RETURN_IF_ERROR(FindProgram("iperf3", "iperf3", &program));
-  const std::vector<std::string> argv = {program,
-                                         "--client",
-                                         address_,
-                                         "--port",
-                                         std::to_string(port()),
-                                         "--reverse",
-                                         "--parallel",
-                                         std::to_string(streams),
-                                         "--time",
-                                         std::to_string(seconds),
-                                         "--json"};
-  const Status run = RunToEnd({.argv = argv, .timeout_s = seconds + 15.0}, &text);
+  std::vector<std::string> argv = {program,  "--client", run.address, "--port",
+                                   std::to_string(run.port), "--parallel",
+                                   std::to_string(run.streams), "--time",
+                                   std::to_string(run.seconds), "--json"};
+  if (run.reverse) argv.push_back("--reverse");
+  const Status ran =
+      RunToEnd({.argv = argv, .timeout_s = run.seconds + 15.0, .netns = run.netns}, &text);
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_object() && j.contains("error")) {
     return Status::IOError(fmt::format("iperf3: {}", j["error"].get<std::string>()));
   }
-  LB_RETURN_IF_ERROR(run);
+  LB_RETURN_IF_ERROR(ran);
   const auto& end = j.is_object() ? j.value("end", nlohmann::json()) : nlohmann::json();
   const auto& got =
       end.is_object() ? end.value("sum_received", nlohmann::json()) : nlohmann::json();

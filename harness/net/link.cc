@@ -28,42 +28,12 @@ using Json = nlohmann::ordered_json;
 
 constexpr uint64_t kMinRate = 1'000'000;          // 1 mbit
 constexpr uint64_t kMaxRate = 1'000'000'000'000;  // 1 tbit
-constexpr uint64_t kMinBurst = 256 * 1024;        // bytes: a TSO segment or four, at any rate
-constexpr const char* kQueueLatency = "20ms";     // TBF's queue, in time at the rate
-constexpr double kCommandLimitS = 10;
-
-// ip or tc, found on PATH or in /usr/sbin (where Debian's iproute2 puts them and a user's PATH
-// may not look). kBadInput naming the package when missing.
-Status Tool(const std::string& name, std::string* path) {
-  if (FindProgram(name, "iproute2", path).ok()) return Status::Ok();
-  if (::access(("/usr/sbin/" + name).c_str(), X_OK) == 0) {
-    *path = "/usr/sbin/" + name;
-    return Status::Ok();
-  }
-  return Status::BadInput(fmt::format("a [link] needs {}: install Debian's iproute2", name));
-}
-
-// Runs ip or tc with `args`; its output in *out when given. kIOError with the command and what it
-// said.
-Status Run(const std::string& tool, const std::vector<std::string>& args,
-           std::string* out = nullptr) {
-  std::string path, text;
-  LB_RETURN_IF_ERROR(Tool(tool, &path));
-  std::vector<std::string> argv = {path};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Status s = RunToEnd({.argv = argv, .timeout_s = kCommandLimitS}, &text);
-  if (out != nullptr) *out = text;
-  if (s.ok()) return s;
-  std::string line = tool;
-  for (const std::string& a : args) line += " " + a;
-  return Status::IOError(fmt::format("{}: {}", line, LastLines(text, 2)));
-}
 
 // A /30 of 169.254.0.0/16 no interface here uses (the first and last /24 are reserved):
 // *client is its .1, *server its .2.
 Status PickSubnet(std::string* client, std::string* server) {
   std::string used;
-  LB_RETURN_IF_ERROR(Run("ip", {"-4", "-o", "addr", "show"}, &used));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-4", "-o", "addr", "show"}, &used));
   static std::atomic<unsigned> made{0};
   const unsigned start = static_cast<unsigned>(::getpid()) * 31 + made++ * 7;
   constexpr unsigned kFirst = 64, kCount = 16320 - 64;  // /30s of 169.254.1.0 - 169.254.254.255
@@ -80,7 +50,6 @@ Status PickSubnet(std::string* client, std::string* server) {
   return Status::IOError("no free /30 left in 169.254.0.0/16");
 }
 
-uint64_t Burst(uint64_t bits_per_s) { return std::max(kMinBurst, bits_per_s / 8 / 1000); }
 
 }  // namespace
 
@@ -136,8 +105,8 @@ Status Link::Make(const std::vector<std::string>& rates, const std::string& dela
   if (!delay.empty()) LB_RETURN_IF_ERROR(ParseLinkDelay(delay, &l->delay_us_));
   l->delay_text_ = delay;
   std::string path;
-  LB_RETURN_IF_ERROR(Tool("ip", &path));
-  LB_RETURN_IF_ERROR(Tool("tc", &path));
+  LB_RETURN_IF_ERROR(IpRouteTool("ip", &path));
+  LB_RETURN_IF_ERROR(IpRouteTool("tc", &path));
   if (::geteuid() != 0) {
     return Status::BadInput("a [link] makes a network namespace and shapes it with tc: run as "
                             "root (CAP_NET_ADMIN)");
@@ -150,8 +119,8 @@ Status Link::Make(const std::vector<std::string>& rates, const std::string& dela
           fmt::format("link rate {}: the kernel does not shape it: {}", rates[i], s.message()));
     }
     std::string client, ifb;
-    LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "show", "dev", l->client_dev_}, &client));
-    LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "show", "dev", l->ifb_dev_}, &ifb));
+    LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "show", "dev", l->client_dev_}, &client));
+    LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "show", "dev", l->ifb_dev_}, &ifb));
     l->tc_[rates[i]] = {{"client_egress", client}, {"client_ingress_ifb", ifb}};
   }
   LB_RETURN_IF_ERROR(l->Unshape());
@@ -169,25 +138,25 @@ Status Link::Build() {
   client_dev_ = "lbc" + id, server_dev_ = "lbs" + id, ifb_dev_ = "lbi" + id;
   LB_RETURN_IF_ERROR(PickSubnet(&client_addr_, &server_addr_));
   TrackLeftover(Leftover::kNetns, netns_);
-  LB_RETURN_IF_ERROR(Run("ip", {"netns", "add", netns_}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"netns", "add", netns_}));
   TrackLeftover(Leftover::kNetDev, client_dev_);
-  LB_RETURN_IF_ERROR(Run("ip", {"link", "add", client_dev_, "type", "veth", "peer", "name",
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "add", client_dev_, "type", "veth", "peer", "name",
                                 server_dev_, "netns", netns_}));
-  LB_RETURN_IF_ERROR(Run("ip", {"addr", "add", client_addr_ + "/30", "dev", client_dev_}));
-  LB_RETURN_IF_ERROR(Run("ip", {"link", "set", client_dev_, "up"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"addr", "add", client_addr_ + "/30", "dev", client_dev_}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "set", client_dev_, "up"}));
   LB_RETURN_IF_ERROR(
-      Run("ip", {"-n", netns_, "addr", "add", server_addr_ + "/30", "dev", server_dev_}));
-  LB_RETURN_IF_ERROR(Run("ip", {"-n", netns_, "link", "set", server_dev_, "up"}));
-  LB_RETURN_IF_ERROR(Run("ip", {"-n", netns_, "link", "set", "lo", "up"}));
+      RunIpRoute("ip", {"-n", netns_, "addr", "add", server_addr_ + "/30", "dev", server_dev_}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", netns_, "link", "set", server_dev_, "up"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", netns_, "link", "set", "lo", "up"}));
   TrackLeftover(Leftover::kNetDev, ifb_dev_);
-  LB_RETURN_IF_ERROR(Run("ip", {"link", "add", ifb_dev_, "type", "ifb"}));
-  LB_RETURN_IF_ERROR(Run("ip", {"link", "set", ifb_dev_, "up"}));
-  LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "add", "dev", client_dev_, "handle", "ffff:", "ingress"}));
-  LB_RETURN_IF_ERROR(Run("tc", {"filter", "add", "dev", client_dev_, "parent", "ffff:", "protocol",
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "add", ifb_dev_, "type", "ifb"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "set", ifb_dev_, "up"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "add", "dev", client_dev_, "handle", "ffff:", "ingress"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("tc", {"filter", "add", "dev", client_dev_, "parent", "ffff:", "protocol",
                                 "all", "u32", "match", "u32", "0", "0", "action", "mirred",
                                 "egress", "redirect", "dev", ifb_dev_}));
   if (delay_us_ > 0) {
-    const Status s = Run("tc", {"-n", netns_, "qdisc", "add", "dev", server_dev_, "root", "netem",
+    const Status s = RunIpRoute("tc", {"-n", netns_, "qdisc", "add", "dev", server_dev_, "root", "netem",
                                 "delay", fmt::format("{}us", delay_us_)});
     delay_applied_ = s.ok();
     if (!s.ok()) delay_why_ = "netem is not available in this kernel: " + s.message();
@@ -196,11 +165,10 @@ Status Link::Build() {
 }
 
 Status Link::Apply(uint64_t bits_per_s) {
-  const std::string rate = fmt::format("{}bit", bits_per_s);
-  const std::string burst = fmt::format("{}b", Burst(bits_per_s));
   for (const std::string& dev : {client_dev_, ifb_dev_}) {
-    LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate,
-                                  "burst", burst, "latency", kQueueLatency}));
+    std::vector<std::string> args = {"qdisc", "replace", "dev", dev, "root"};
+    for (const std::string& a : TbfArgs(bits_per_s)) args.push_back(a);
+    LB_RETURN_IF_ERROR(RunIpRoute("tc", args));
   }
   return Status::Ok();
 }
@@ -208,9 +176,9 @@ Status Link::Apply(uint64_t bits_per_s) {
 Status Link::Unshape() {
   for (const std::string& dev : {client_dev_, ifb_dev_}) {
     std::string shown;
-    LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "show", "dev", dev, "root"}, &shown));
+    LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "show", "dev", dev, "root"}, &shown));
     if (shown.find("tbf") != shown.npos) {
-      LB_RETURN_IF_ERROR(Run("tc", {"qdisc", "del", "dev", dev, "root"}));
+      LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "del", "dev", dev, "root"}));
     }
   }
   rate_ = "unshaped";
@@ -258,7 +226,7 @@ Json Link::Env() const {
     if (!ns.empty()) args.insert(args.begin(), {"-n", ns});
     std::smatch m;
     static const std::regex re(" mtu ([0-9]+)");
-    if (!Run("ip", args, &out).ok() || !std::regex_search(out, m, re)) return nullptr;
+    if (!RunIpRoute("ip", args, &out).ok() || !std::regex_search(out, m, re)) return nullptr;
     return std::stoi(m[1].str());
   };
   Json rtt = nullptr;
@@ -277,8 +245,8 @@ Json Link::Env() const {
           {"server",
            {{"dev", server_dev_}, {"address", server_addr_}, {"mtu", mtu(server_dev_, netns_)}}},
           {"shaping", fmt::format("tbf on the client's egress and on its ingress through ifb {}, "
-                                  "burst max(256 KiB, 1 ms at the rate), latency {}",
-                                  ifb_dev_, kQueueLatency)},
+                                  "{}",
+                                  ifb_dev_, kTbfSettings)},
           {"tc", tc_},
           {"delay",
            {{"asked", delay_text_.empty() ? Json(nullptr) : Json(delay_text_)},

@@ -145,6 +145,16 @@ int WaitForCommandGroup(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+Status ExecShellInNetns(const std::string& name, const std::string& command) {
+  const std::string path = "/run/netns/" + name;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Status::FromErrno(path, errno);
+  if (::setns(fd.get(), CLONE_NEWNET) != 0) return Status::FromErrno("setns " + path, errno);
+  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
+  ::execv("/bin/sh", const_cast<char* const*>(argv));
+  return Status::FromErrno("/bin/sh", errno);
+}
+
 Status FindProgram(const std::string& name, const std::string& package, std::string* path) {
   const std::string install = package.empty() ? "" : fmt::format("; install Debian's {}", package);
   if (name.find('/') != std::string::npos) {

@@ -67,6 +67,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("cache_by_rank", r.cache_by_rank, Key::kWhenSet);
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
   v("link", r.link, Key::kWhenSet);
+  v("nodes", r.nodes, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
   v("ended_at", r.ended_at, Key::kAlways);
   v("status", r.status, Key::kAlways);

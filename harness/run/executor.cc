@@ -29,6 +29,7 @@
 #include "harness/process/locks.h"
 #include "harness/profile/profile.h"
 #include "harness/record/results.h"
+#include "harness/run/cluster_run.h"
 #include "harness/run/follow.h"
 #include "harness/run/link_runs.h"
 #include "harness/run/progress.h"
@@ -207,8 +208,10 @@ int Executor::NotWritten(const Status& s) const {
 
 // The command that goes on where this one stopped (under MPI, by the same launcher).
 std::string Executor::ResumeCommand() const {
-  const std::string launcher =
-      o_.job != nullptr ? fmt::format("mpirun -np {} ", o_.job->size()) : "";
+  // A cluster's command makes its cluster and runs mpirun itself.
+  const std::string launcher = o_.job != nullptr && !o_.cluster.is_object()
+                                   ? fmt::format("mpirun -np {} ", o_.job->size())
+                                   : "";
   if (!e_.path.empty()) {
     return fmt::format("{}loadbench experiment {} --out {}{}", launcher, e_.path, o_.out_dir,
                        o_.data_dir != "data" ? " --data " + o_.data_dir : "");
@@ -303,7 +306,14 @@ Status Executor::StartServer() {
                     o_.job->hosts()));
   }
   LB_RETURN_IF_ERROR(link_.Start(e_, o_.who));
-  LB_RETURN_IF_ERROR(remote_.Start(e_, o_.data_dir, o_.who, link_.link()));
+  if (o_.cluster.is_object()) {  // in the store's namespace, at its address
+    const Json& store = o_.cluster["store"];
+    return remote_.Start(e_, o_.data_dir, o_.who, store.value("address", ""),
+                         "/run/netns/" + store.value("netns", ""));
+  }
+  const Link* link = link_.link();
+  LB_RETURN_IF_ERROR(remote_.Start(e_, o_.data_dir, o_.who, link ? link->server_address() : "",
+                                   link ? link->netns_path() : ""));
   if (link_.link() != nullptr) LB_RETURN_IF_ERROR(link_.MeasureRtt(remote_.port()));
   return Status::Ok();
 }
@@ -395,6 +405,7 @@ Json Executor::NewEnv(const Json& stability) const {
   if (files_.size() == 1) env["file"] = FileEnv(files_[0]);
   if (remote_.serving()) env["server"] = remote_.Env();
   if (link_.link() != nullptr) env["link"] = link_.Env();
+  if (o_.cluster.is_object()) env["cluster"] = o_.cluster;
   if (e_.procs.size() == 1 && e_.procs[0] > 1) env["procs"] = e_.procs[0];
   if (o_.job != nullptr) env["mpi"] = MpiEnv(*o_.job);
   if (e_.memory_limits.size() == 1 && e_.memory_limits[0] > 0) {
@@ -475,6 +486,7 @@ Status Executor::OpenResults() {
   link_.Wire(remote_, &rs_.measure);
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
+  rs_.measure.cluster = o_.cluster.is_object();
   rs_.reporter.log = o_.verbose;
   return Status::Ok();
 }
@@ -704,6 +716,16 @@ int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
     return 2;
   }
   o.job = &job;
+  if (const char* cluster = std::getenv(kClusterVar); cluster != nullptr) {
+    o.cluster = Json::parse(cluster, nullptr, false);
+  }
+  if (e.cluster.on() && !o.cluster.is_object()) {
+    if (job.rank() == 0) {
+      fmt::print(stderr, "{}: {} has a [cluster]: start it without mpirun, and loadbench makes "
+                         "the cluster and runs mpirun on it\n", o.who, e.path);
+    }
+    return 2;
+  }
   if (job.rank() != 0) {
     o.quiet = true;
     return FollowJob(job, o);
@@ -723,6 +745,7 @@ int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
 
 int Execute(const Experiment& e, const ExecuteOptions& o) {
   if (LaunchedByMpi()) return ExecuteInJob(e, o);
+  if (e.cluster.on()) return ExecuteOnCluster(e, o);
   return Executor(e, o).Run();
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/experiment/experiment.h"
 #include "harness/launch/job.h"
 
@@ -30,6 +32,9 @@ struct ExecuteOptions {
   double sample_ms = 10;              // timeline sampling interval; 0: no timelines
   std::string command_line;
   const Job* job = nullptr;  // set by Execute under MPI
+  // A [cluster]'s ranks: the cluster as its command made it (env.json's `cluster`, from
+  // LOADBENCH_CLUSTER: harness/run/cluster_run.h); null otherwise.
+  nlohmann::ordered_json cluster;
 };
 
 // Launched by an MPI launcher (mpirun, srun), every rank calls this: rank 0 runs the plan

@@ -45,7 +45,7 @@ RemoteFiles::~RemoteFiles() {
 }
 
 Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir, const std::string& who,
-                          const Link* link) {
+                          const std::string& address, const std::string& netns) {
   for (const ExperimentStrategy& st : e.strategies) {
     const std::string via = ViaOf(e, st);
     if (via.empty() || via == e.server.kind || (via == "s3fs" && e.server.kind == "s3")) continue;
@@ -65,10 +65,8 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir, cons
   spec.kind = kind_;
   spec.root = data_dir_;
   spec.limit_rate = e.server.limit_rate;
-  if (link != nullptr) {
-    spec.address = link->server_address();
-    spec.netns = link->netns_path();
-  }
+  if (!address.empty()) spec.address = address;
+  spec.netns = netns;
   if (kind_ == "s3") {
     spec.root = data_dir_ + "/s3rver";
     spec.buckets = {bucket_};

@@ -15,7 +15,6 @@
 
 #include "harness/experiment/experiment.h"
 #include "harness/experiment/file.h"
-#include "harness/net/link.h"
 #include "harness/net/server.h"
 
 namespace loadbench {
@@ -28,11 +27,11 @@ class RemoteFiles {
  public:
   ~RemoteFiles();
 
-  // Starts the experiment's server, when it has one, for `data_dir`: on loopback, or at the far
-  // end of `link` when there is one (in its namespace). kBadInput for a run that asks for a via
-  // without a [server] of that kind.
+  // Starts the experiment's server, when it has one, for `data_dir`: on loopback, or at
+  // `address` in network namespace `netns` (a /run/netns path: a link's far end, a cluster's
+  // store). kBadInput for a run that asks for a via without a [server] of that kind.
   Status Start(const Experiment& e, const std::string& data_dir, const std::string& who,
-               const Link* link = nullptr);
+               const std::string& address = "", const std::string& netns = "");
   // The files as the runs read them through the server: each put into the bucket (s3) unless it
   // is there already, its table read through the server and checked against the local one.
   Status Prepare(const Experiment& e, const std::vector<PreparedFile>& files,

@@ -15,7 +15,6 @@
 #include "harness/process/interrupt.h"
 
 namespace loadbench {
-namespace {
 
 std::string SelfExe() {
   char buf[PATH_MAX];
@@ -23,8 +22,6 @@ std::string SelfExe() {
   if (n <= 0) return "loadbench";
   return std::string(buf, static_cast<size_t>(n));
 }
-
-}  // namespace
 
 void AddMeasurementEnv(const std::string& file, const std::vector<std::string>& counters,
                        double sample_ms, nlohmann::ordered_json* env) {

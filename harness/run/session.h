@@ -23,6 +23,9 @@ struct RunSession {
 // Starts a session: SIGINT/SIGTERM handlers, no SIGPIPE, the binary, root or not, the stamp.
 void StartSession(RunSession* rs);
 
+// The path of this loadbench binary (/proc/self/exe), for the processes it starts.
+std::string SelfExe();
+
 // Removes what strategies leave behind (a shared segment) for `file`, reporting failures.
 void CleanupStrategies(const std::vector<StrategySpec>& specs, const std::string& file,
                        const std::string& who);
