@@ -30,8 +30,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from analysis import (after, carryover, causes, ceiling, gpu, html_page, noise,  # noqa: E402
-                      paired, peers, readers, remote, stats, verdict)
+from analysis import (after, carryover, causes, ceiling, fleet, gpu, html_page,  # noqa: E402
+                      noise, paired, peers, readers, remote, stats, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
                               Results, ResultsError, guard, json_default, load,
                               problems_md, ratio_text, spec_label)
@@ -917,6 +917,10 @@ def build(folder: str) -> dict:
     if many is not None:
         sections += [f"## {READERS_TITLE}",
                      readers_md(many, many_summary, readers.readers(r.runs), figs)]
+    # A cluster's nodes (records with `nodes`): its own rounds, bound and model.
+    nodes = fleet.section(r, figs) if fleet.shown(r) else None
+    if nodes is not None:
+        sections += [f"## {fleet.TITLE}", nodes["md"]]
     if profiled is not None:
         sections += [f"## {WHERE_TITLE}", where_md(r, profiled, table, files, figs)]
     if peers.shown(r):
@@ -960,6 +964,8 @@ def build(folder: str) -> dict:
         out.update(causes.summary(profiled, r))
     if many_summary is not None:
         out["many_readers"] = noise.records(many_summary)
+    if nodes is not None:
+        out["fleet"] = nodes["summary"]
     out.update(noise.summary(r))
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include <fmt/format.h>
@@ -35,6 +36,29 @@ Status PickSubnet(int* x) {
     }
   }
   return Status::IOError("no free /24 left in 169.254.0.0/16");
+}
+
+// A NIC of `bits` per second: HTB at that rate, its small packets (under 512 bytes: TCP's
+// acknowledgements, HTTP requests) in a class of their own served first, as a NIC's short
+// hardware queue and a host's fair queueing would let them through (this kernel may have no
+// fq_codel); the bulk in the other. Each step is tc's arguments, DEV for the device.
+std::vector<std::vector<std::string>> HtbSteps(uint64_t bits) {
+  const std::string rate = fmt::format("{}bit", bits);
+  const std::string burst = fmt::format("{}b", std::max<uint64_t>(256 * 1024, bits / 8 / 1000));
+  // The classes' assured rates add up to the NIC's, so that together they never pass it (HTB
+  // gives each class its own rate before any borrowing).
+  const uint64_t small_bits = bits / 10;
+  const std::string small = fmt::format("{}bit", small_bits);
+  const std::string bulk = fmt::format("{}bit", bits - small_bits);
+  return {{"qdisc", "replace", "dev", "DEV", "root", "handle", "1:", "htb", "default", "20"},
+          {"class", "add", "dev", "DEV", "parent", "1:", "classid", "1:1", "htb", "rate", rate,
+           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536"},
+          {"class", "add", "dev", "DEV", "parent", "1:1", "classid", "1:10", "htb", "rate", small,
+           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536", "prio", "0"},
+          {"class", "add", "dev", "DEV", "parent", "1:1", "classid", "1:20", "htb", "rate", bulk,
+           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536", "prio", "1"},
+          {"filter", "add", "dev", "DEV", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+           "match", "u16", "0x0000", "0xfe00", "at", "2", "flowid", "1:10"}};
 }
 
 }  // namespace
@@ -125,9 +149,13 @@ Status Cluster::Shape(const std::string& netns, const std::string& port,
   Json tc = Json::object();
   for (const auto& [ns, dev, key] : {std::tuple{netns, std::string("nic"), "up"},
                                      std::tuple{fabric_netns_, port, "down"}}) {
-    std::vector<std::string> args = {"-n", ns, "qdisc", "replace", "dev", dev, "root"};
-    for (const std::string& a : TbfArgs(bits)) args.push_back(a);
-    if (Status s = RunIpRoute("tc", args); !s.ok()) {
+    Status s = Status::Ok();
+    for (const std::vector<std::string>& step : HtbSteps(bits)) {
+      std::vector<std::string> args = {"-n", ns};
+      for (const std::string& a : step) args.push_back(a == "DEV" ? dev : a);
+      if (s.ok()) s = RunIpRoute("tc", args);
+    }
+    if (!s.ok()) {
       return Status::BadInput(
           fmt::format("[cluster]: the kernel does not shape {} bit/s: {}", bits, s.message()));
     }
@@ -201,8 +229,10 @@ Json Cluster::Env() const {
           {"topology",
            fmt::format("a bridge (br0, {}) in namespace {}; the store and each node a namespace "
                        "of its own with one NIC, a veth pair into the bridge, shaped both ways "
-                       "with tbf ({}); this namespace joins the bridge unshaped at {} ({})",
-                       Address(kBridge), fabric_netns_, kTbfSettings, Address(kHead), head_dev_)},
+                       "with htb at its rate (burst max(256 KiB, 1 ms at the rate)), packets "
+                       "under 512 bytes (acknowledgements, requests) in a class served first, so "
+                       "that they do not wait behind the node's own data; this namespace joins the bridge unshaped at {} ({})",
+                       Address(kBridge), fabric_netns_, Address(kHead), head_dev_)},
           {"subnet", subnet()},
           {"store", {{"netns", store_netns_}, {"address", store_address()}, {"dev", "nic"}}},
           {"node_list", nodes},

@@ -1,8 +1,12 @@
 // A cluster on one machine: N nodes and one store, each a network namespace with one NIC (a
 // veth pair) into a bridge in a fabric namespace of its own, as hosts on one switch. Every NIC
-// is shaped both ways with tc's token bucket filter, as a link's (link.h) is: the node's end
-// (its upload) and the bridge's end (its download), so that each node has a NIC of its own and
-// the store an uplink that all of them share. The addresses are one link-local /24
+// is shaped both ways at its rate: the node's end (its upload) and the bridge's end (its
+// download), so that each node has a NIC of its own and the store an uplink that all of them
+// share. The shaper is HTB with small packets (acknowledgements, requests) in a class served
+// first: with one queue (TBF, as a [link] has) a node that pulls from the store while it sends
+// to another queues its acknowledgements and requests to the store behind 20 ms of its own
+// data, and pulls at two thirds of its NIC (measured: docs/fleet.md), which a NIC's short
+// hardware queue and a host's fair queueing spare a real one. The addresses are one link-local /24
 // (169.254.X.0/24): the store .1, node k .(10 + k), the bridge .254, and .253 for this
 // namespace, which joins the bridge unshaped (the head: where mpirun reaches the nodes from;
 // harness/run/cluster_run.h).

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -145,11 +146,18 @@ int WaitForCommandGroup(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+std::string NetnsTempDir(const std::string& name) { return "/tmp/" + name; }
+
 Status ExecShellInNetns(const std::string& name, const std::string& command) {
   const std::string path = "/run/netns/" + name;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno(path, errno);
   if (::setns(fd.get(), CLONE_NEWNET) != 0) return Status::FromErrno("setns " + path, errno);
+  // A temporary folder of the namespace's own, as a host has: MPI's daemons of several nodes
+  // on one machine would otherwise race for one session folder.
+  const std::string tmp = NetnsTempDir(name);
+  if (::mkdir(tmp.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno(tmp, errno);
+  ::setenv("TMPDIR", tmp.c_str(), 1);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   ::execv("/bin/sh", const_cast<char* const*>(argv));
   return Status::FromErrno("/bin/sh", errno);

@@ -63,10 +63,14 @@ Status StartCommandGroup(std::vector<std::string> argv, pid_t* pid);
 // is left of its group. Its exit code, 128 + the signal that killed it.
 int WaitForCommandGroup(pid_t pid);
 
-// This process, moved into the network namespace `name` (/run/netns/NAME), replaced by
-// /bin/sh -c `command`: what a remote shell does with a command line on a host. Returns only
-// when it cannot (no such namespace, not permitted).
+// This process, moved into the network namespace `name` (/run/netns/NAME) with TMPDIR at
+// NetnsTempDir(name) (made if missing), replaced by /bin/sh -c `command`: what a remote shell
+// does with a command line on a host. Returns only when it cannot (no such namespace, not
+// permitted).
 Status ExecShellInNetns(const std::string& name, const std::string& command);
+// The temporary folder of the processes ExecShellInNetns starts in namespace `name`: /tmp/NAME,
+// removed with the namespace (harness/net/netns.h).
+std::string NetnsTempDir(const std::string& name);
 
 // A program as execve needs it: `name` as given when it holds a '/', else the first executable
 // of that name on PATH. kUnsupported "command not found" otherwise, naming `package` (the

@@ -18,6 +18,7 @@
 #include "harness/process/locks.h"
 #include "harness/run/session.h"
 #include "loaders/base/units.h"
+#include "loaders/blocks/peers.h"
 
 namespace loadbench {
 namespace {
@@ -97,7 +98,7 @@ Status MakeCluster(const Experiment& e, const ExecuteOptions& o, std::unique_ptr
   std::vector<std::string> peers;
   for (int k = 0; k < nodes; ++k) peers.push_back((*c)->node_address(k));
   ::setenv(kClusterVar, env.dump().c_str(), 1);
-  ::setenv(kFleetPeersVar, fmt::format("{}", fmt::join(peers, ",")).c_str(), 1);
+  ::setenv(kPeersVar, fmt::format("{}", fmt::join(peers, ",")).c_str(), 1);
   return Status::Ok();
 }
 
@@ -115,13 +116,18 @@ std::vector<std::string> MpirunArgv(const std::string& mpirun, const std::string
   for (const std::vector<std::string>& mca :
        {std::vector<std::string>{"plm_rsh_agent", exe + " netns-exec"},
         {"plm_rsh_no_tree_spawn", "1"},
+        // No topology in shared memory: several nodes' daemons on one machine crash writing it
+        // at one address; the ranks are not bound anyway (--bind-to none).
+        {"rtc", "^hwloc"},
+        // A node whose daemon never reports back fails the command instead of holding it.
+        {"orte_startup_timeout", "60"},
         {"oob_tcp_if_include", subnet},
         {"btl", "tcp,self"},
         {"btl_tcp_if_include", subnet}}) {
     argv.insert(argv.end(), {"--mca", mca[0], mca[1]});
   }
   argv.insert(argv.end(), {"--map-by", "node", "--bind-to", "none", "-x", kClusterVar, "-x",
-                           kFleetPeersVar, "-x", "PATH", exe});
+                           kPeersVar, "-x", "PATH", exe});
   argv.insert(argv.end(), args.begin() + 1, args.end());
   return argv;
 }

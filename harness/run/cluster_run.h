@@ -18,9 +18,9 @@
 
 namespace loadbench {
 
-// The variables the ranks read.
+// The variable the ranks find the cluster in (the nodes' addresses are in
+// loaders/blocks/peers.h kPeersVar).
 inline constexpr const char* kClusterVar = "LOADBENCH_CLUSTER";
-inline constexpr const char* kFleetPeersVar = "LOADBENCH_FLEET_PEERS";
 
 // The whole command: exit 2 before anything is made (no mpirun, not root, more nodes than the
 // memory holds, a rate tc refuses), else mpirun's exit code (rank 0's: Execute's contract).

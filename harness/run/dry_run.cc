@@ -133,6 +133,13 @@ void PrintSettings(const Experiment& e) {
                Joined(e.link.rates), e.link.delay.empty() ? "" : ", delay " + e.link.delay,
                e.link.seconds);
   }
+  if (e.cluster.on()) {
+    const int most = *std::max_element(e.cluster.nodes.begin(), e.cluster.nodes.end());
+    fmt::print("cluster: {} nodes (network namespaces), each NIC {}, the server behind an "
+               "uplink of {}; each link measured both ways first (iperf3, {} s each), then "
+               "mpirun starts one rank per node (needs root and OpenMPI)\n",
+               most, e.cluster.nic, e.cluster.uplink, e.cluster.seconds);
+  }
   if (e.profile) {
     fmt::print("profile: every load sampled by perf at {} Hz (profiles/RUN_ID.folded)\n",
                e.profile_hz);

@@ -618,5 +618,56 @@ TEST_F(ExperimentTest, ALinkThatCannotBeIsRefusedWithItsLine) {
             std::string::npos);
 }
 
+// [cluster]: its nodes are the readers (procs), an axis of the plan; it needs a server for
+// the nodes to load from, and goes neither with procs nor with a [link].
+TEST_F(ExperimentTest, AClustersNodesAreTheReadersOfThePlan) {
+  Experiment e;
+  ASSERT_TRUE(Load(R"(name = "c"
+reps = 1
+cache = ["cold"]
+[cluster]
+nodes = [1, 2, 4]
+nic = "100mbit"
+uplink = "1gbit"
+[server]
+kind = "http"
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "fleet"
+design = ["every", "chain"]
+)",
+                   &e)
+                  .ok());
+  EXPECT_EQ(e.cluster.nodes, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(e.procs, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(e.cluster.nic, "100mbit");
+  EXPECT_EQ(e.cluster.uplink, "1gbit");
+  EXPECT_EQ(e.runs.size(), 2u * 3u);
+}
+
+TEST_F(ExperimentTest, AClusterThatCannotBeIsRefusedWithItsLine) {
+  const std::string server = "[server]\nkind = \"http\"\n";
+  const std::string rest = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"fleet\"\n";
+  EXPECT_NE(Refusal(server + "[cluster]\nnodes = [1]\nnic = \"fast\"\n" + rest).find("e.toml:5"),
+            std::string::npos);
+  EXPECT_NE(Refusal(server + "[cluster]\nnodes = [1]\nuplink = \"unshaped\"\n" + rest)
+                .find("not unshaped"),
+            std::string::npos);
+  EXPECT_NE(Refusal(server + "[cluster]\nnodes = [65]\n" + rest).find("cluster.nodes"),
+            std::string::npos);
+  EXPECT_NE(Refusal(server + "[cluster]\nnic = \"1gbit\"\n" + rest).find("needs nodes"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[cluster]\nnodes = [2]\n" + rest).find("needs [server]"), std::string::npos);
+  EXPECT_NE(Refusal("procs = [2]\n" + server + "[cluster]\nnodes = [2]\n" + rest)
+                .find("leave procs out"),
+            std::string::npos);
+  EXPECT_NE(Refusal(server + "[link]\nrate = \"1gbit\"\n[cluster]\nnodes = [2]\n" + rest)
+                .find("do not go together"),
+            std::string::npos);
+  EXPECT_NE(Refusal(server + "[cluster]\nnodes = [2]\nzones = 3\n" + rest).find("unknown key"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace loadbench

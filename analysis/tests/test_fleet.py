@@ -1,0 +1,375 @@
+"""The fleet (analysis/fleet.py) on synthetic records written from its own model: a round lasts
+as long as its last node and counts only whole, a failed or missing node is named; the read
+amplification is N for every and 1 for the other designs; the bound and the max-min allocator
+agree with numbers worked by hand; the model recovers the points it generated (its CPU per byte
+and its start cost too); the command prints its tables and is one line and exit 2 on bad input;
+and the report gains a Fleet section only where records carry `nodes`."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import FILE, write_rounds
+
+from analysis import fleet, report
+from analysis.results import load
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODEL = 64 * 2**20  # M: the model's tensor bytes
+CHUNK = 4 * 2**20
+NIC, UPLINK = 200e6, 400e6  # bits per second, as iperf3 measured them
+CPU_PER_BYTE = 1.5e-8  # a node's CPU seconds per byte it moves, in and out
+START = 0.4  # the fixed start cost of a round
+COUNTS = (1, 2, 4)
+FABRIC = fleet.Fabric(UPLINK, NIC, NIC, 2, True, "synthetic")
+TRUTH = fleet.Model(FABRIC, MODEL, CHUNK, {"all": CPU_PER_BYTE}, START)
+
+
+def cluster(nodes=4, iperf=True):
+    """env.json's `cluster` for `nodes` nodes, with iperf3 figures or without (null)."""
+    def link(name, rate, bits):
+        tc = {"egress": {"qdisc": "tbf", "rate": rate, "burst": "32kb", "latency": "50ms"},
+              "ingress": {"qdisc": "tbf", "rate": rate, "dev": f"ifb-{name}"}}
+        figures = {"down_bits_per_s": bits, "up_bits_per_s": bits} if iperf else \
+            {"down_bits_per_s": None, "up_bits_per_s": None}
+        return {"name": name, "rate": rate, "tc": tc, "iperf3": figures}
+
+    return {"nodes": nodes, "nic": "200mbit", "uplink": "400mbit", "nic_bits_per_s": 2e8,
+            "uplink_bits_per_s": 4e8, "cores": 2,
+            "topology": "a bridge in namespace lb-fleet: the store and each node on a veth pair",
+            "store": {"netns": "lb-store", "address": "169.254.7.1", "dev": "st0"},
+            "node_list": [{"node": k, "netns": f"lb-node{k}", "address": f"169.254.7.{10 + k}",
+                           "dev": f"nd{k}"} for k in range(nodes)],
+            "links": [link("store", "400mbit", UPLINK)]
+            + [link(f"node{k}", "200mbit", NIC) for k in range(nodes)]}
+
+
+def node_record(i, design, n, k, *, rep=0, cache="cold", wall=None, status="ok", error=None,
+                spec=None):
+    """Node k's record of a round of `n` nodes, as the C++ side writes it: its bytes those the
+    design gives node k, its CPU seconds CPU_PER_BYTE times the bytes it moved, its wall time
+    the model's (TRUTH) unless `wall` is given."""
+    store, rx, tx = (x * MODEL for x in fleet.shares(design, n))
+    cpu = CPU_PER_BYTE * (store[k] + rx[k] + tx[k])
+    wall = float(TRUTH.times(design, n)[0][k]) if wall is None else wall
+    return {"run_id": f"r{i:04d}", "experiment": "fleet", "strategy": "fleet",
+            "strategy_spec": spec or f"fleet:design={design}",
+            "params": {"design": design, "chunk": CHUNK, "concurrency": 4, "port": 29400},
+            "file": FILE, "format": "wlf", "file_bytes": MODEL + 4096, "cache": cache,
+            "rep": rep, "procs": n, "proc": k, "nodes": n, "pattern": "replicated",
+            "rank": k, "ranks": n, "host": f"node{k}", "status": status, "error": error,
+            "checksum_ok": True if status == "ok" else None,
+            "wall_s": wall if status == "ok" else None, "user_s": 0.25 * cpu,
+            "sys_s": 0.75 * cpu, "load_user_s": 0.25 * cpu, "load_sys_s": 0.75 * cpu,
+            "tensor_bytes": MODEL, "load_start_unix_s": 1.7e9,
+            "details": {"design": design, "node": k, "nodes": n, "ready_s": wall - 0.01,
+                        "store_bytes": store[k], "peer_rx_bytes": rx[k],
+                        "peer_tx_bytes": tx[k], "store_requests": store[k] / CHUNK,
+                        "connect_s": 0.02}}
+
+
+def http_record(i, n, k, rep):
+    """An http_ranges node of a cluster experiment: every node reads M from the store."""
+    r = node_record(i, "every", n, k, rep=rep)
+    r.update(strategy="http_ranges", strategy_spec="http_ranges:concurrency=4",
+             params={"concurrency": 4},
+             details={"bytes_received": MODEL, "bytes_requested": MODEL, "requests": 16})
+    return r
+
+
+def fleet_records():
+    """Every design at N = 1, 2, 4, cold and warm, 3 rounds each; in round 1 of bcast at 4
+    nodes, cold, node 2 fails; and http_ranges on 2 and 4 nodes, cold."""
+    out = []
+    for design in fleet.DESIGNS:
+        for n in COUNTS:
+            for cache in ("cold", "warm"):
+                for rep in range(3):
+                    for k in range(n):
+                        broken = (design, n, cache, rep, k) == ("bcast", 4, "cold", 1, 2)
+                        out.append(node_record(
+                            len(out), design, n, k, rep=rep, cache=cache,
+                            **({"status": "failed", "error": "peer 0 closed the connection"}
+                               if broken else {})))
+    for n in (2, 4):
+        for rep in range(3):
+            out += [http_record(len(out) + k, n, k, rep) for k in range(n)]
+    return out
+
+
+def write(folder, records, env=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "env.json").write_text(json.dumps(
+        env if env is not None else {"experiment": "fleet", "host": {"cores": 2},
+                                     "cluster": cluster()}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return write(tmp_path_factory.mktemp("fleet") / "results", fleet_records())
+
+
+@pytest.fixture(scope="module")
+def analysed(folder):
+    return fleet.analyse(load(str(folder)))
+
+
+def one(table, **key):
+    found = table[(table[list(key)] == list(key.values())).all(axis=1)]
+    assert len(found) == 1, key
+    return found.iloc[0]
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "analysis.fleet", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True)
+
+
+# --- rounds ------------------------------------------------------------------------------------
+
+def test_a_round_lasts_as_long_as_its_last_node(tmp_path):
+    records = [node_record(k, "chain", 3, k, wall=w) for k, w in enumerate([2.0, 2.5, 3.5])]
+    r = load(str(write(tmp_path / "max", records)))
+    row = fleet.rounds(fleet.nodes_table(r.runs)).iloc[0]
+    assert row["duration_s"] == 3.5  # the last node, not the median (2.5) nor the mean
+    assert row["first_s"] == 2.0 and row["spread"] == pytest.approx(1.75)
+    assert row["slowest"] == 2 and row["reason"] is None
+    assert row["amplification"] == pytest.approx(1.0)
+    # chain: node 0 takes M from the store and every node but the last sends M on.
+    assert row["nic_in"] == pytest.approx(1.0) and row["nic_out"] == pytest.approx(1.0)
+
+
+def test_a_failed_node_fails_its_round_and_is_named(analysed):
+    rounds = analysed["rounds"]
+    failed = one(rounds, strategy_spec="fleet:design=bcast", nodes=4, cache="cold", rep=1)
+    assert pd.isna(failed["duration_s"]) and pd.isna(failed["amplification"])
+    assert failed["reason"] == "node 2: failed: peer 0 closed the connection"
+    assert failed["ok_nodes"] == 3
+    series = one(analysed["summary"], strategy_spec="fleet:design=bcast", nodes=4, cache="cold")
+    assert series["rounds"] == 3 and series["failed"] == 1
+    assert "| bcast | cold | 4 | 3 (1 failed) |" in fleet.series_md(analysed["summary"])
+    assert ("- bcast, cold, 4 nodes, round 1: node 2: failed: peer 0 closed the connection"
+            in fleet.failed_md(rounds))
+
+
+def test_a_missing_node_fails_its_round(tmp_path):
+    records = [node_record(k, "stripe", 4, k) for k in (0, 1, 3)]
+    r = load(str(write(tmp_path / "missing", records)))
+    row = fleet.rounds(fleet.nodes_table(r.runs)).iloc[0]
+    assert pd.isna(row["duration_s"]) and row["reason"] == "node 2: no record"
+
+
+def test_read_amplification_is_n_for_every_and_1_for_the_others(analysed):
+    s = analysed["summary"]
+    for n in COUNTS:
+        assert one(s, strategy_spec="fleet:design=every", nodes=n, cache="cold")[
+            "amplification"] == pytest.approx(n)
+        for design in ("bcast", "stripe", "chain"):
+            assert one(s, strategy_spec=f"fleet:design={design}", nodes=n, cache="warm")[
+                "amplification"] == pytest.approx(1.0)
+    # Another strategy of the cluster: by its spec, each node reading it all from the store.
+    http = one(s, strategy_spec="http_ranges:concurrency=4", nodes=4)
+    assert http["amplification"] == pytest.approx(4) and http["kind"] == "every"
+    # bcast at 4 nodes: node 0 carries M in and M out, the others M in and 2/3 M out.
+    bcast = one(s, strategy_spec="fleet:design=bcast", nodes=4, cache="warm")
+    assert bcast["nic_in"] == pytest.approx(1.0) and bcast["nic_out"] == pytest.approx(1.0)
+
+
+# --- the bound and the allocator, by hand ------------------------------------------------------
+
+def test_the_bound_by_hand():
+    fabric = fleet.Fabric(400e6, 200e6, 200e6)  # 50 MB/s out of the store, 25 MB/s a NIC
+    m, chunk = 100e6, 4e6  # a chunk at the NIC: 0.16 s
+    assert fleet.bound("every", 1, m, chunk, fabric) == pytest.approx(4.0)  # the NIC
+    assert fleet.bound("every", 4, m, chunk, fabric) == pytest.approx(8.0)  # 4 M at the uplink
+    assert fleet.bound("bcast", 2, m, chunk, fabric) == pytest.approx(4.0 + 0.16)
+    assert fleet.bound("bcast", 4, m, chunk, fabric) == pytest.approx(4.0 + 2 * 0.16)
+    assert fleet.bound("chain", 4, m, chunk, fabric) == pytest.approx(4.0 + 3 * 0.16)
+    assert fleet.bound("stripe", 4, m, chunk, fabric) == pytest.approx(2.0 + 0.75 * 4.0)
+    assert fleet.bound("stripe", 1, m, chunk, fabric) == pytest.approx(4.0)
+    # Rates in bits, sizes in bytes: a gigabit link moves 125 MB a second.
+    assert fleet.bound("every", 1, 125e6, chunk, fleet.Fabric(1e10, 1e9, 1e9)) == 1.0
+
+
+def test_max_min_by_hand():
+    # Three flows share a link of 9; the third is held to 1 by a second link: 4, 4, 1.
+    rates, neck = fleet.max_min(np.array([[1, 0], [1, 0], [1, 1]]), [9, 1])
+    assert rates == pytest.approx([4, 4, 1]) and list(neck) == [0, 0, 1]
+    # Weights: a flow using a link twice per byte (a relay in and out) gets its fair share of
+    # the growth, 10 / 3 each.
+    rates, _ = fleet.max_min(np.array([[2.0], [1.0]]), [10])
+    assert rates == pytest.approx([10 / 3, 10 / 3])
+    # A flow on no limited resource is not held at all.
+    rates, neck = fleet.max_min(np.array([[0.0, 1.0], [1.0, 0.0]]), [5, np.inf])
+    assert rates[0] == np.inf and rates[1] == 5 and neck[0] == -1
+
+
+def test_flows_share_then_take_what_is_left_and_wait_for_each_other():
+    link = np.array([10.0, 5.0])
+    flows = [fleet.Flow(10.0, np.array([0]), np.array([1.0])),
+             fleet.Flow(30.0, np.array([0]), np.array([1.0])),
+             fleet.Flow(10.0, np.array([1]), np.array([1.0]), after=(0,))]
+    end, _ = fleet.simulate(flows, link)
+    # 5 each until the first ends at 2; then the second alone at 10 (20 left: 2 s more); the
+    # third starts at 2 on its own link of 5.
+    assert end == pytest.approx([2.0, 4.0, 4.0])
+
+
+def test_without_cpu_the_model_is_the_bound():
+    m = fleet.Model(FABRIC, MODEL, CHUNK)
+    for design in fleet.DESIGNS:
+        for n in (1, 2, 3, 4, 8, 64):
+            assert m.seconds(design, n) == pytest.approx(
+                fleet.bound(design, n, MODEL, CHUNK, FABRIC)), (design, n)
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+def test_the_fabric_is_the_measured_links(analysed):
+    fabric = analysed["fabric"]
+    assert (fabric.uplink_bps, fabric.nic_in_bps, fabric.nic_out_bps) == (UPLINK, NIC, NIC)
+    assert fabric.cores == 2 and fabric.shared_cpu
+    assert "iperf3" in fabric.source and "configured" not in fabric.source
+
+
+def test_configured_rates_stand_in_only_where_nothing_was_measured():
+    env = {"cluster": cluster(iperf=False)}
+    env["cluster"]["links"][0]["iperf3"]["up_bits_per_s"] = 3.5e8  # the store's measured
+    fabric = fleet.fabric_of(env)
+    assert fabric.uplink_bps == 3.5e8 and fabric.nic_in_bps == 2e8
+    assert "store uplink 350 Mbit/s (iperf3" in fabric.source
+    assert "node NIC in 200 Mbit/s (configured: no iperf3 figure measured)" in fabric.source
+    assert fleet.fabric_of({}) is None
+
+
+def test_the_model_reproduces_the_points_it_generated(analysed):
+    assert analysed["cpu"]["all"] == pytest.approx(CPU_PER_BYTE)
+    assert set(analysed["cpu"]) == {"all", *fleet.DESIGNS}
+    assert analysed["start_s"] == pytest.approx(START)
+    assert "A fixed start cost of 0.4 s per round" in analysed["start_note"]
+    p = analysed["predictions"]
+    assert len(p) == len(analysed["summary"]) == 4 * 3 * 2 + 2
+    assert p["error"].abs().max() < 1e-6
+    # The CPU, shared by every node of this machine, holds back a 4-node broadcast.
+    bcast = one(p, strategy_spec="fleet:design=bcast", nodes=4, cache="cold")
+    assert bcast["limited_by"] == "CPU (shared)"
+    assert one(p, strategy_spec="fleet:design=every", nodes=4, cache="cold")[
+        "limited_by"] == "store uplink"
+    assert "Largest error: 0% " in fleet.model_md(analysed)
+
+
+def test_curves_crossings_and_the_deadline_by_hand():
+    # No CPU, no start: the model is the bound (4 s for M at a NIC, 2 s at the uplink).
+    m = fleet.Model(fleet.Fabric(400e6, 200e6, 200e6), 100e6, 4e6)
+    assert fleet.changes(m) == [(1, ("every", "bcast", "stripe", "chain")),
+                                (2, ("every", "stripe")), (3, ("bcast", "chain")),
+                                (4, ("bcast",))]
+    # every: 2 s per node at the uplink passes 600 s at 301 nodes; the others never do.
+    assert fleet.first_past(m, 600.0) == {"every": 301, "bcast": None, "stripe": None,
+                                          "chain": None}
+    c = fleet.curve(m)
+    assert len(c) == 11 * 4 and c["nodes"].max() == 1024
+
+
+def test_the_described_topology_has_a_cpu_per_node(analysed):
+    described = analysed["models"]["described"]
+    assert described.fabric.nic_in_bps == 100e9 and described.fabric.uplink_bps == 25e9
+    assert not described.fabric.shared_cpu and described.model_bytes == MODEL
+    assert set(analysed) >= {"described_curve", "measured_curve", "measured_first_past"}
+
+
+@pytest.mark.parametrize("text, bits", [("200mbit", 2e8), ("25gbit", 2.5e10), ("1gbps", 8e9),
+                                        ("100kbit", 1e5), ("1mibit", 2**20), ("1000", 1e3),
+                                        ("2.5Gbit", 2.5e9)])
+def test_rates_parse_as_tc_writes_them(text, bits):
+    assert fleet.parse_rate(text) == bits
+
+
+@pytest.mark.parametrize("text", ["200mbits", "fast", "0mbit", "-1mbit", "200m", ""])
+def test_bad_rates_are_refused(text):
+    with pytest.raises(ValueError):
+        fleet.parse_rate(text)
+
+
+def test_sizes_parse():
+    assert fleet.parse_size("16GB") == 16e9 and fleet.parse_size("8GiB") == 8 * 2**30
+    assert fleet.parse_size("4194304") == 4194304
+    with pytest.raises(ValueError):
+        fleet.parse_size("big")
+
+
+# --- the command and the report ----------------------------------------------------------------
+
+def test_the_command_prints_its_tables(folder):
+    p = cli(folder, "--nic", "100gbit", "--uplink", "25gbit", "--model", "16GB",
+            "--deadline", "600")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for heading in ("## Rounds", "## The model against the measurements",
+                    "## Curves: the measured fabric", "## Curves: described: store uplink "
+                    "25 Gbit/s, node NIC 100 Gbit/s each way"):
+        assert heading in out
+    assert "| every | cold | 4 | 3 |" in out and "| 1024 |" in out
+    assert "first N past 600 s" in out and "16 GB" in out and "67.1 MB" in out
+
+
+def test_no_fleet_records_is_exit_2_in_one_line(tmp_path):
+    plain = tmp_path / "plain"
+    write_rounds(str(plain), rounds=2)
+    p = cli(plain)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and str(plain) in p.stderr
+    assert "no fleet records" in p.stderr
+
+
+@pytest.mark.parametrize("args, named", [(["--nic", "200mbits"], "--nic 200mbits"),
+                                         (["--uplink", "x"], "--uplink x"),
+                                         (["--model", "huge"], "--model huge"),
+                                         (["--deadline", "-3"], "--deadline -3")])
+def test_bad_values_are_exit_2_in_one_line(folder, args, named):
+    p = cli(folder, *args)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and named in p.stderr
+
+
+def test_a_missing_folder_is_exit_2_in_one_line(tmp_path):
+    p = cli(tmp_path / "nowhere")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "nowhere" in p.stderr
+
+
+@pytest.fixture(scope="module")
+def built(folder, tmp_path_factory):
+    copy = tmp_path_factory.mktemp("built") / "results"
+    write(copy, fleet_records())
+    report.build(str(copy))
+    return copy
+
+
+def test_the_report_gains_a_fleet_section(built):
+    md = (built / "report.md").read_text()
+    assert f"## {fleet.TITLE}" in md
+    section = md.split(f"## {fleet.TITLE}\n", 1)[1].split("\n## ", 1)[0]
+    assert "**The fabric**" in section and "| store | 400mbit |" in section
+    assert "| every | cold | 4 | 3 |" in section and "**The model against" in section
+    assert "**Scaling, modelled.**" in section
+    for name in (fleet.FIGURE_TIME, fleet.FIGURE_STORE, fleet.FIGURE_CURVES):
+        assert f"(figures/{name}.png)" in section
+        assert (built / "figures" / f"{name}.png").stat().st_size > 0
+    summary = json.loads((built / "summary.json").read_text())["fleet"]
+    assert summary["start_s"] == pytest.approx(START)
+    assert summary["largest_error"] < 1e-6
+    assert set(summary["curves"]) == {"measured", "described"}
+    assert "Fleet" in (built / "report.html").read_text()
+
+
+def test_no_nodes_no_section(tmp_path):
+    plain = tmp_path / "plain"
+    write_rounds(str(plain), rounds=2)
+    report.build(str(plain))
+    assert f"## {fleet.TITLE}" not in (plain / "report.md").read_text()
+    assert "fleet" not in json.loads((plain / "summary.json").read_text())
