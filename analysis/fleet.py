@@ -46,10 +46,11 @@ nodes reads the whole model from the store by itself.
    takes its M/N, and only then does the all-gather of the rest begin).
 4. The model (`Model`): a flow-level simulation (`simulate`) of each design, its rates by
    max-min fair sharing (`max_min`, progressive filling) of these resources: the store's
-   uplink; each node's NIC in and NIC out; and CPU. A node's CPU cost per byte is fitted from
-   the records (`cpu_fit`: its CPU seconds, load_user_s + load_sys_s of the timed region, else
-   the worker's user_s + sys_s, over the bytes it moved in and out;
-   the median over the design's ok records, else over every record's). On the measured machine
+   uplink; each node's NIC in and NIC out; and CPU. A node's CPU cost is fitted from the
+   records by kind of byte, one pair for every design (`cpu_fit`: least squares of its CPU
+   seconds, load_user_s + load_sys_s of the timed region, else the worker's user_s + sys_s,
+   on the bytes it got from the store and the bytes it moved to and from other nodes), so that
+   the designs differ in what they move, never in what a byte costs. On the measured machine
    every node shares its `cluster.cores` (one CPU resource of that many CPU seconds per
    second); in a described topology each node has a CPU of its own. A flow is bytes that load
    several resources with weights (per byte of the flow): every, a flow of M per node (uplink
@@ -57,7 +58,7 @@ nodes reads the whole model from the store by itself.
    in 1 and out (N-2)/(N-1)); chain, one flow of M (uplink 1; every node in 1, every node but
    the last out 1); stripe, N flows of M/N from the store, then, as each ends, its node's
    all-gather flow of M/N (its NIC out N-1, every other node's NIC in 1); each flow's CPU
-   weight is the CPU per byte times the bytes it moves in and out at each node (the store's
+   weight is each kind of byte's CPU cost times the bytes of that kind it moves at each node (the store's
    own CPU, nginx's, is not in it: no record has it). A node's time
    is when its flows end, plus the pipeline's fill for bcast and chain as in the bound (chain:
    k chunks at nic for node k), plus a start cost per round fitted from the records (the median
@@ -511,21 +512,24 @@ def capacity(n: int, fabric: Fabric) -> np.ndarray:
     return cap
 
 
-def make_flow(n: int, size: float, cpu: float | None, shared: bool, uplink: float = 0.0,
-              into=None, out=None, after: tuple[int, ...] = ()) -> Flow:
+def make_flow(n: int, size: float, cpu: tuple | None, shared: bool, uplink: float = 0.0,
+              into=None, out=None, after: tuple[int, ...] = (), store=None) -> Flow:
     """A flow of `size` bytes that loads the uplink by `uplink`, node k's NIC in by into[k]
-    and out by out[k] per byte, and CPU by `cpu` (seconds per byte moved) times the bytes it
-    moves at each node: the shared CPU, or each node's own."""
+    and out by out[k] per byte, and CPU at each node: `cpu` is (seconds per byte from the
+    store, seconds per byte to or from a peer), `store[k]` the part of into[k] that comes from
+    the store (none by default); on the shared CPU, or each node's own."""
     into = np.zeros(n) if into is None else np.asarray(into, dtype=float)
     out = np.zeros(n) if out is None else np.asarray(out, dtype=float)
+    store = np.zeros(n) if store is None else np.asarray(store, dtype=float)
     dense = np.zeros(IN + 3 * n)
     dense[UPLINK] = uplink
     dense[IN:IN + n], dense[IN + n:IN + 2 * n] = into, out
     if cpu:
+        per_node = cpu[0] * store + cpu[1] * (into - store + out)
         if shared:
-            dense[CPU] = cpu * float((into + out).sum())
+            dense[CPU] = float(per_node.sum())
         else:
-            dense[IN + 2 * n:] = cpu * (into + out)
+            dense[IN + 2 * n:] = per_node
     cols = np.flatnonzero(dense)
     return Flow(float(size), cols, dense[cols], after)
 
@@ -547,21 +551,24 @@ def shares(kind: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return store, rx, tx
 
 
-def design_flows(kind: str, n: int, model: float, cpu: float | None,
+def design_flows(kind: str, n: int, model: float, cpu: tuple | None,
                  shared: bool) -> list[Flow]:
     """The flows of one round of design `kind` (the module's docstring, 4.)."""
     unit = np.eye(n)
     if kind == "stripe" and n > 1:
         part = model / n
-        flows = [make_flow(n, part, cpu, shared, uplink=1.0, into=unit[k]) for k in range(n)]
+        flows = [make_flow(n, part, cpu, shared, uplink=1.0, into=unit[k], store=unit[k])
+                 for k in range(n)]
         for k in range(n):
             flows.append(make_flow(n, part, cpu, shared, into=1.0 - unit[k],
                                    out=(n - 1) * unit[k], after=(k,)))
         return flows
     if kind in ("bcast", "chain"):
         store, rx, tx = shares(kind, n)
-        return [make_flow(n, model, cpu, shared, uplink=1.0, into=store + rx, out=tx)]
-    return [make_flow(n, model, cpu, shared, uplink=1.0, into=unit[k]) for k in range(n)]
+        return [make_flow(n, model, cpu, shared, uplink=1.0, into=store + rx, out=tx,
+                          store=store)]
+    return [make_flow(n, model, cpu, shared, uplink=1.0, into=unit[k], store=unit[k])
+            for k in range(n)]
 
 
 def resource_name(index: int, n: int) -> str:
@@ -578,8 +585,9 @@ def resource_name(index: int, n: int) -> str:
 @dataclass
 class Model:
     """The flow model of one fabric for a model of `model_bytes` in chunks of `chunk`: `cpu`,
-    CPU seconds per byte a node moves per design (its kind; "all": any design without its
-    own), `start_s` the fixed start cost of a round."""
+    CPU seconds per byte a node moves, by kind of byte ({"store": from the store over HTTP,
+    "peer": to or from another node}; empty: CPU left out), `start_s` the fixed start cost of
+    a round."""
     fabric: Fabric
     model_bytes: float
     chunk: float = CHUNK
@@ -587,17 +595,17 @@ class Model:
     start_s: float = 0.0
     _seen: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def cpu_of(self, kind: str) -> float | None:
-        value = self.cpu.get(kind, self.cpu.get("all"))
-        return value if value is not None and math.isfinite(value) and value > 0 else None
+    def cpu_of(self) -> tuple | None:
+        pair = (self.cpu.get("store"), self.cpu.get("peer"))
+        ok = all(v is not None and math.isfinite(v) and v >= 0 for v in pair)
+        return pair if ok and any(pair) else None
 
     def times(self, kind: str, n: int) -> tuple[np.ndarray, str]:
         """(each node's seconds, what held the last flow back) for a round of `n` nodes."""
         kind = kind if kind in DESIGNS else "every"
         if (kind, n) in self._seen:
             return self._seen[(kind, n)]
-        flows = design_flows(kind, n, self.model_bytes, self.cpu_of(kind),
-                             self.fabric.shared_cpu)
+        flows = design_flows(kind, n, self.model_bytes, self.cpu_of(), self.fabric.shared_cpu)
         end, neck = simulate(flows, capacity(n, self.fabric))
         fill = fill_chunks(kind, n) * self.chunk * 8 / self.fabric.nic_in_bps
         if kind == "every":
@@ -618,15 +626,21 @@ class Model:
 
 
 def cpu_fit(nodes: pd.DataFrame) -> dict[str, float]:
-    """CPU seconds per byte moved (in and out) per kind: the median over its counted records
-    of cpu_s / (store_bytes + peer_rx_bytes + peer_tx_bytes); "all": over every one."""
-    ok = nodes[nodes["counted"]]
-    moved = ok["store_bytes"] + ok["peer_rx_bytes"] + ok["peer_tx_bytes"]
-    per = (ok["cpu_s"] / moved.where(moved > 0)).dropna()
-    out = {kind: float(v.median()) for kind, v in per.groupby(ok.loc[per.index, "kind"])}
-    if len(per):
-        out["all"] = float(per.median())
-    return out
+    """CPU seconds per byte by kind of byte, one pair for every design: least squares of each
+    counted record's cpu_s on its store_bytes and its peer bytes (peer_rx_bytes +
+    peer_tx_bytes), {"store": a, "peer": b}; without records that moved bytes to or from
+    peers, a peer byte is taken to cost what a store byte does. Empty without a record."""
+    ok = nodes[nodes["counted"]].dropna(subset=["cpu_s", "store_bytes"])
+    if ok.empty:
+        return {}
+    store = ok["store_bytes"].to_numpy(float)
+    peer = (ok["peer_rx_bytes"].fillna(0) + ok["peer_tx_bytes"].fillna(0)).to_numpy(float)
+    cpu = ok["cpu_s"].to_numpy(float)
+    if not (peer > 0).any():
+        a = float(np.sum(cpu * store) / np.sum(store * store)) if (store > 0).any() else 0.0
+        return {"store": a, "peer": a} if a > 0 else {}
+    (a, b), *_ = np.linalg.lstsq(np.c_[store, peer], cpu, rcond=None)
+    return {"store": max(float(a), 0.0), "peer": max(float(b), 0.0)}
 
 
 # --- the model against the measurements, and its curves ----------------------------------------
@@ -796,7 +810,8 @@ def analyse(results: Results, options: Options | None = None) -> dict:
         out["predictions"] = pred
         out["models"]["measured"] = Model(fabric, model_bytes, chunk, cpu, out["start_s"])
     size = parse_size(options.model) if options.model is not None else model_bytes
-    own = {"all": options.cpu_per_node / 1e9} if options.cpu_per_node else cpu
+    own = ({"store": options.cpu_per_node / 1e9, "peer": options.cpu_per_node / 1e9}
+           if options.cpu_per_node else cpu)
     out["models"]["described"] = Model(described(options, fabric), size, chunk, own,
                                        out["start_s"])
     for name, m in out["models"].items():
@@ -938,13 +953,12 @@ MODEL_HEAD = ["design", "cache", "nodes", "measured s", "modelled s", "error",
 
 
 def cpu_text(cpu: dict) -> str:
-    """The fitted CPU per GB moved, per design."""
+    """The fitted CPU per GB moved, by kind of byte."""
     if not cpu:
         return "No record has its CPU seconds and bytes: CPU is left out of the model"
-    parts = [f"{k} {cpu[k] * 1e9:.3g}" for k in DESIGNS if k in cpu]
-    return ("CPU seconds per GB a node moves in and out, fitted (the median over each "
-            "design's ok records): " + ", ".join(parts)
-            + (f" (all records: {cpu['all'] * 1e9:.3g})" if "all" in cpu else ""))
+    return ("CPU seconds per GB a node moves, fitted by least squares over every counted "
+            f"record (its CPU seconds on its bytes): {cpu['store'] * 1e9:.3g} per GB from the "
+            f"store (HTTP), {cpu['peer'] * 1e9:.3g} per GB to or from another node (TCP)")
 
 
 def error_text(x: float) -> str:

@@ -249,8 +249,8 @@ def test_configured_rates_stand_in_only_where_nothing_was_measured():
 
 
 def test_the_model_reproduces_the_points_it_generated(analysed):
-    assert analysed["cpu"]["all"] == pytest.approx(CPU_PER_BYTE)
-    assert set(analysed["cpu"]) == {"all", *fleet.DESIGNS}
+    # One cost per kind of byte for every design: the synthetic nodes pay the same for both.
+    assert analysed["cpu"] == pytest.approx({"store": CPU_PER_BYTE, "peer": CPU_PER_BYTE})
     assert analysed["start_s"] == pytest.approx(START)
     assert "A fixed start cost of 0.4 s per round" in analysed["start_note"]
     p = analysed["predictions"]
@@ -373,3 +373,15 @@ def test_no_nodes_no_section(tmp_path):
     report.build(str(plain))
     assert f"## {fleet.TITLE}" not in (plain / "report.md").read_text()
     assert "fleet" not in json.loads((plain / "summary.json").read_text())
+
+
+def test_cpu_is_fitted_per_kind_of_byte_for_every_design():
+    # A byte from the store (HTTP) costs 3 ns, one to or from a peer 1 ns, in every design.
+    rows = [(1e8, 0, 0), (2e8, 0, 0), (1e8, 1e8, 0), (0, 2e8, 1e8), (5e7, 1.5e8, 1e8)]
+    nodes = pd.DataFrame([{"counted": True, "store_bytes": st, "peer_rx_bytes": rx,
+                           "peer_tx_bytes": tx, "cpu_s": 3e-9 * st + 1e-9 * (rx + tx)}
+                          for st, rx, tx in rows])
+    assert fleet.cpu_fit(nodes) == pytest.approx({"store": 3e-9, "peer": 1e-9})
+    # Without peer bytes a peer byte is taken to cost a store byte's.
+    assert fleet.cpu_fit(nodes.iloc[:2]) == pytest.approx({"store": 3e-9, "peer": 3e-9})
+    assert fleet.cpu_fit(nodes.iloc[:0]) == {}
