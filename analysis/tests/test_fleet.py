@@ -26,7 +26,7 @@ CPU_PER_BYTE = 1.5e-8  # a node's CPU seconds per byte it moves, in and out
 START = 0.4  # the fixed start cost of a round
 COUNTS = (1, 2, 4)
 FABRIC = fleet.Fabric(UPLINK, NIC, NIC, 2, True, "synthetic")
-TRUTH = fleet.Model(FABRIC, MODEL, CHUNK, {"all": CPU_PER_BYTE}, START)
+TRUTH = fleet.Model(FABRIC, MODEL, CHUNK, {"store": CPU_PER_BYTE, "peer": CPU_PER_BYTE}, START)
 
 
 def cluster(nodes=4, iperf=True):

@@ -11,16 +11,15 @@ namespace loadbench::cli {
 
 int NetnsExecCommand(const NetnsExecFlags& f) {
   if (!f.netns.starts_with("loadbench-") || f.netns.find('/') != std::string::npos) {
-    return ReportError("netns-exec", Status::BadInput(fmt::format(
-                                         "{}: not one of loadbench's network namespaces "
-                                         "(loadbench-...)",
-                                         f.netns)));
+    return ReportError("netns-exec",
+                       Status::BadInput(fmt::format("{}: not one of loadbench's network namespaces "
+                                                    "(loadbench-...)",
+                                                    f.netns)));
   }
   if (f.command.empty()) return ReportError("netns-exec", Status::BadInput("no command given"));
   const Status s = ExecShellInNetns(f.netns, fmt::format("{}", fmt::join(f.command, " ")));
-  return ReportError("netns-exec", s.code() == Status::Code::kIOError
-                                       ? Status::BadInput(s.message())
-                                       : s);
+  return ReportError("netns-exec",
+                     s.code() == Status::Code::kIOError ? Status::BadInput(s.message()) : s);
 }
 
 }  // namespace loadbench::cli

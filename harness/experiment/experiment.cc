@@ -344,7 +344,8 @@ class Reader {
                               : s.message());
         }
       } else if (k == "streams" || k == "seconds") {
-        LB_RETURN_IF_ERROR(Integer(node, ("cluster." + k).c_str(), 1, k == "streams" ? 128 : 60, &v));
+        LB_RETURN_IF_ERROR(
+            Integer(node, ("cluster." + k).c_str(), 1, k == "streams" ? 128 : 60, &v));
         (k == "streams" ? out->streams : out->seconds) = static_cast<int>(v);
       } else {
         return BadAt(path_, node.source(),
@@ -365,8 +366,9 @@ class Reader {
                    "[cluster] nodes are the readers: leave procs out (nodes sets it)");
     }
     if (!e->link.rates.empty()) {
-      return BadAt(path_, *cluster_where_, "[cluster] and [link] do not go together: a cluster "
-                                           "shapes every node's link and the store's itself");
+      return BadAt(path_, *cluster_where_,
+                   "[cluster] and [link] do not go together: a cluster "
+                   "shapes every node's link and the store's itself");
     }
     if (e->server.kind.empty()) {
       return BadAt(path_, *cluster_where_,

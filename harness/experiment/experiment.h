@@ -165,8 +165,8 @@ struct ExperimentLink {
 struct ExperimentCluster {
   std::vector<int> nodes;  // an axis of the plan, as procs is (procs = nodes); empty: no cluster
   std::string nic = "200mbit", uplink = "400mbit";  // each node's link, the store's
-  int streams = 4;   // iperf3's, measuring each link
-  int seconds = 2;   // iperf3's time per link and direction
+  int streams = 4;                                  // iperf3's, measuring each link
+  int seconds = 2;                                  // iperf3's time per link and direction
   bool on() const { return !nodes.empty(); }
 };
 

@@ -50,15 +50,16 @@ std::vector<std::vector<std::string>> HtbSteps(uint64_t bits) {
   const uint64_t small_bits = bits / 10;
   const std::string small = fmt::format("{}bit", small_bits);
   const std::string bulk = fmt::format("{}bit", bits - small_bits);
-  return {{"qdisc", "replace", "dev", "DEV", "root", "handle", "1:", "htb", "default", "20"},
-          {"class", "add", "dev", "DEV", "parent", "1:", "classid", "1:1", "htb", "rate", rate,
-           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536"},
-          {"class", "add", "dev", "DEV", "parent", "1:1", "classid", "1:10", "htb", "rate", small,
-           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536", "prio", "0"},
-          {"class", "add", "dev", "DEV", "parent", "1:1", "classid", "1:20", "htb", "rate", bulk,
-           "ceil", rate, "burst", burst, "cburst", burst, "quantum", "65536", "prio", "1"},
-          {"filter", "add", "dev", "DEV", "parent", "1:", "protocol", "ip", "prio", "1", "u32",
-           "match", "u16", "0x0000", "0xfe00", "at", "2", "flowid", "1:10"}};
+  return {
+      {"qdisc", "replace", "dev", "DEV", "root", "handle", "1:", "htb", "default", "20"},
+      {"class", "add", "dev", "DEV", "parent", "1:", "classid", "1:1", "htb", "rate", rate, "ceil",
+       rate, "burst", burst, "cburst", burst, "quantum", "65536"},
+      {"class", "add", "dev",   "DEV", "parent", "1:1", "classid", "1:10",  "htb",  "rate", small,
+       "ceil",  rate,  "burst", burst, "cburst", burst, "quantum", "65536", "prio", "0"},
+      {"class", "add", "dev",   "DEV", "parent", "1:1", "classid", "1:20",  "htb",  "rate", bulk,
+       "ceil",  rate,  "burst", burst, "cburst", burst, "quantum", "65536", "prio", "1"},
+      {"filter", "add", "dev", "DEV", "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match",
+       "u16", "0x0000", "0xfe00", "at", "2", "flowid", "1:10"}};
 }
 
 }  // namespace
@@ -136,19 +137,19 @@ Status Cluster::Join(const std::string& netns, const std::string& port,
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"netns", "add", netns}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", fabric_netns_, "link", "add", port, "type", "veth",
                                        "peer", "name", "nic", "netns", netns}));
-  LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", fabric_netns_, "link", "set", port, "master", "br0",
-                                       "up"}));
+  LB_RETURN_IF_ERROR(
+      RunIpRoute("ip", {"-n", fabric_netns_, "link", "set", port, "master", "br0", "up"}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", netns, "addr", "add", address + "/24", "dev", "nic"}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"-n", netns, "link", "set", "nic", "up"}));
   return RunIpRoute("ip", {"-n", netns, "link", "set", "lo", "up"});
 }
 
 // TBF at `bits` on the endpoint's NIC (what it sends) and on its bridge port (what it gets).
-Status Cluster::Shape(const std::string& netns, const std::string& port,
-                      const std::string& address, uint64_t bits) {
+Status Cluster::Shape(const std::string& netns, const std::string& port, const std::string& address,
+                      uint64_t bits) {
   Json tc = Json::object();
-  for (const auto& [ns, dev, key] : {std::tuple{netns, std::string("nic"), "up"},
-                                     std::tuple{fabric_netns_, port, "down"}}) {
+  for (const auto& [ns, dev, key] :
+       {std::tuple{netns, std::string("nic"), "up"}, std::tuple{fabric_netns_, port, "down"}}) {
     Status s = Status::Ok();
     for (const std::vector<std::string>& step : HtbSteps(bits)) {
       std::vector<std::string> args = {"-n", ns};
@@ -217,8 +218,8 @@ Status Cluster::MeasureLinks(int streams, int seconds) {
 Json Cluster::Env() const {
   Json nodes = Json::array();
   for (int k = 0; k < this->nodes(); ++k) {
-    nodes.push_back({{"node", k}, {"netns", node_netns(k)}, {"address", node_address(k)},
-                     {"dev", "nic"}});
+    nodes.push_back(
+        {{"node", k}, {"netns", node_netns(k)}, {"address", node_address(k)}, {"dev", "nic"}});
   }
   return {{"nodes", this->nodes()},
           {"nic", nic_},
@@ -231,7 +232,8 @@ Json Cluster::Env() const {
                        "of its own with one NIC, a veth pair into the bridge, shaped both ways "
                        "with htb at its rate (burst max(256 KiB, 1 ms at the rate)), packets "
                        "under 512 bytes (acknowledgements, requests) in a class served first, so "
-                       "that they do not wait behind the node's own data; this namespace joins the bridge unshaped at {} ({})",
+                       "that they do not wait behind the node's own data; this namespace joins the "
+                       "bridge unshaped at {} ({})",
                        Address(kBridge), fabric_netns_, Address(kHead), head_dev_)},
           {"subnet", subnet()},
           {"store", {{"netns", store_netns_}, {"address", store_address()}, {"dev", "nic"}}},

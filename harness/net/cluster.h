@@ -65,8 +65,8 @@ class Cluster {
   Status Join(const std::string& netns, const std::string& port, const std::string& address);
   Status Shape(const std::string& netns, const std::string& port, const std::string& address,
                uint64_t bits);
-  Status MeasureOne(const std::string& netns, const std::string& address, int streams,
-                    int seconds, nlohmann::ordered_json* out) const;
+  Status MeasureOne(const std::string& netns, const std::string& address, int streams, int seconds,
+                    nlohmann::ordered_json* out) const;
   void Remove();
 
   std::string id_, fabric_netns_, store_netns_, head_dev_;

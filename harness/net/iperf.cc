@@ -57,10 +57,16 @@ Status LinkMeter::Measure(int streams, int seconds, nlohmann::ordered_json* out)
 Status Iperf3(const Iperf3Run& run, nlohmann::ordered_json* out) {
   std::string program, text;
   LB_RETURN_IF_ERROR(FindProgram("iperf3", "iperf3", &program));
-  std::vector<std::string> argv = {program,  "--client", run.address, "--port",
-                                   std::to_string(run.port), "--parallel",
-                                   std::to_string(run.streams), "--time",
-                                   std::to_string(run.seconds), "--json"};
+  std::vector<std::string> argv = {program,
+                                   "--client",
+                                   run.address,
+                                   "--port",
+                                   std::to_string(run.port),
+                                   "--parallel",
+                                   std::to_string(run.streams),
+                                   "--time",
+                                   std::to_string(run.seconds),
+                                   "--json"};
   if (run.reverse) argv.push_back("--reverse");
   const Status ran =
       RunToEnd({.argv = argv, .timeout_s = run.seconds + 15.0, .netns = run.netns}, &text);

@@ -20,7 +20,7 @@ struct Iperf3Run {
   int port = 0;
   int streams = 1;
   int seconds = 1;
-  bool reverse = false;  // the server sends
+  bool reverse = false;    // the server sends
   std::string netns = "";  // where the client runs (a /run/netns path); "": here
 };
 

@@ -50,7 +50,6 @@ Status PickSubnet(std::string* client, std::string* server) {
   return Status::IOError("no free /30 left in 169.254.0.0/16");
 }
 
-
 }  // namespace
 
 Status ParseLinkRate(const std::string& text, uint64_t* bits_per_s) {
@@ -141,7 +140,7 @@ Status Link::Build() {
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"netns", "add", netns_}));
   TrackLeftover(Leftover::kNetDev, client_dev_);
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "add", client_dev_, "type", "veth", "peer", "name",
-                                server_dev_, "netns", netns_}));
+                                       server_dev_, "netns", netns_}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"addr", "add", client_addr_ + "/30", "dev", client_dev_}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "set", client_dev_, "up"}));
   LB_RETURN_IF_ERROR(
@@ -151,13 +150,14 @@ Status Link::Build() {
   TrackLeftover(Leftover::kNetDev, ifb_dev_);
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "add", ifb_dev_, "type", "ifb"}));
   LB_RETURN_IF_ERROR(RunIpRoute("ip", {"link", "set", ifb_dev_, "up"}));
-  LB_RETURN_IF_ERROR(RunIpRoute("tc", {"qdisc", "add", "dev", client_dev_, "handle", "ffff:", "ingress"}));
-  LB_RETURN_IF_ERROR(RunIpRoute("tc", {"filter", "add", "dev", client_dev_, "parent", "ffff:", "protocol",
-                                "all", "u32", "match", "u32", "0", "0", "action", "mirred",
-                                "egress", "redirect", "dev", ifb_dev_}));
+  LB_RETURN_IF_ERROR(
+      RunIpRoute("tc", {"qdisc", "add", "dev", client_dev_, "handle", "ffff:", "ingress"}));
+  LB_RETURN_IF_ERROR(RunIpRoute("tc", {"filter", "add", "dev", client_dev_, "parent",
+                                       "ffff:", "protocol", "all", "u32", "match", "u32", "0", "0",
+                                       "action", "mirred", "egress", "redirect", "dev", ifb_dev_}));
   if (delay_us_ > 0) {
-    const Status s = RunIpRoute("tc", {"-n", netns_, "qdisc", "add", "dev", server_dev_, "root", "netem",
-                                "delay", fmt::format("{}us", delay_us_)});
+    const Status s = RunIpRoute("tc", {"-n", netns_, "qdisc", "add", "dev", server_dev_, "root",
+                                       "netem", "delay", fmt::format("{}us", delay_us_)});
     delay_applied_ = s.ok();
     if (!s.ok()) delay_why_ = "netem is not available in this kernel: " + s.message();
   }

@@ -37,12 +37,11 @@ Status IpRouteTool(const std::string& tool, std::string* path) {
     *path = "/usr/sbin/" + tool;
     return Status::Ok();
   }
-  return Status::BadInput(fmt::format("a network of its own needs {}: install Debian's iproute2",
-                                      tool));
+  return Status::BadInput(
+      fmt::format("a network of its own needs {}: install Debian's iproute2", tool));
 }
 
-Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args,
-                  std::string* out) {
+Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args, std::string* out) {
   std::string path, text;
   LB_RETURN_IF_ERROR(IpRouteTool(tool, &path));
   std::vector<std::string> argv = {path};
@@ -55,7 +54,7 @@ Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args,
 
 std::vector<std::string> TbfArgs(uint64_t bits_per_s) {
   const uint64_t burst = std::max(kMinBurst, bits_per_s / 8 / 1000);
-  return {"tbf",   "rate", fmt::format("{}bit", bits_per_s), "burst", fmt::format("{}b", burst),
+  return {"tbf",     "rate", fmt::format("{}bit", bits_per_s), "burst", fmt::format("{}b", burst),
           "latency", "20ms"};
 }
 

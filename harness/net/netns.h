@@ -14,8 +14,7 @@
 namespace loadbench {
 
 // How every shaped link here is shaped, in words for env.json.
-inline constexpr const char* kTbfSettings =
-    "burst max(256 KiB, 1 ms at the rate), latency 20ms";
+inline constexpr const char* kTbfSettings = "burst max(256 KiB, 1 ms at the rate), latency 20ms";
 
 // `tool` (ip or tc), found on PATH or in /usr/sbin (where Debian's iproute2 puts them and a
 // user's PATH may not look). kBadInput naming the package when missing.
@@ -30,9 +29,9 @@ Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args,
 std::vector<std::string> TbfArgs(uint64_t bits_per_s);
 
 // Deletes network namespace `name` (kind kNetns: every process still in it killed first, then
-// `ip netns del`, then its temporary folder, process/child.h NetnsTempDir) or network device `name` of this namespace (kNetDev: `ip link del`), and
-// strikes it off this process's journal once it is gone. True when it is gone, also when it was
-// gone already.
+// `ip netns del`, then its temporary folder, process/child.h NetnsTempDir) or network device `name`
+// of this namespace (kNetDev: `ip link del`), and strikes it off this process's journal once it is
+// gone. True when it is gone, also when it was gone already.
 bool RemoveNet(Leftover kind, const std::string& name);
 
 }  // namespace loadbench

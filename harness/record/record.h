@@ -63,8 +63,8 @@ struct RunRecord {
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
   std::optional<std::string> link;             // the link's rate, on a link only
   std::optional<int> nodes;  // in a [cluster] only: the run's nodes (its readers, one per node)
-  std::string started_at;                      // UTC, before the cache state is made
-  std::string ended_at;                        // UTC, once the workers are reaped
+  std::string started_at;    // UTC, before the cache state is made
+  std::string ended_at;      // UTC, once the workers are reaped
 
   // How it ended.
   std::string status = "failed";  // ok, failed, unsupported, invalid

@@ -28,9 +28,9 @@ uint64_t LargestModel(const Experiment& e) {
   uint64_t most = 0;
   for (const ExperimentFile& f : e.files) {
     struct stat st {};
-    const uint64_t bytes = f.generate                           ? f.file_bytes
+    const uint64_t bytes = f.generate                         ? f.file_bytes
                            : ::stat(f.path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size)
-                                                                : 0;
+                                                              : 0;
     most = std::max(most, bytes);
   }
   return most;
@@ -51,12 +51,12 @@ uint64_t MemAvailable() {
 // store's page cache do not fit in memory.
 Status CheckCluster(const Experiment& e, std::string* mpirun) {
   if (std::string why = MpiUnavailableReason(); !why.empty()) {
-    return Status::BadInput(fmt::format("{}: a [cluster] runs one MPI rank per node, but {}",
-                                        e.path, why));
+    return Status::BadInput(
+        fmt::format("{}: a [cluster] runs one MPI rank per node, but {}", e.path, why));
   }
   if (Status s = FindProgram("mpirun", "openmpi-bin", mpirun); !s.ok()) {
-    return Status::BadInput(fmt::format("{}: a [cluster] runs its nodes as MPI ranks: {}", e.path,
-                                        s.message()));
+    return Status::BadInput(
+        fmt::format("{}: a [cluster] runs its nodes as MPI ranks: {}", e.path, s.message()));
   }
   const int nodes = *std::max_element(e.cluster.nodes.begin(), e.cluster.nodes.end());
   const uint64_t model = LargestModel(e), available = MemAvailable();
@@ -85,8 +85,8 @@ Status MakeCluster(const Experiment& e, const ExecuteOptions& o, std::unique_ptr
   fmt::print(stderr,
              "{}: cluster of {} node{} (NIC {}) and a store (uplink {}) in {}; measuring each "
              "link both ways (iperf3, {} s each)\n",
-             o.who, nodes, nodes == 1 ? "" : "s", e.cluster.nic, e.cluster.uplink,
-             (*c)->subnet(), e.cluster.seconds);
+             o.who, nodes, nodes == 1 ? "" : "s", e.cluster.nic, e.cluster.uplink, (*c)->subnet(),
+             e.cluster.seconds);
   LB_RETURN_IF_ERROR((*c)->MeasureLinks(e.cluster.streams, e.cluster.seconds));
   const nlohmann::ordered_json env = (*c)->Env();
   for (const auto& link : env["links"]) {
@@ -155,8 +155,8 @@ int ExecuteOnCluster(const Experiment& e, const ExecuteOptions& o) {
   for (int k = 0; k < cluster->nodes(); ++k) netns.push_back(cluster->node_netns(k));
   const std::string exe = SelfExe();
   pid_t pid = -1;
-  if (Status s = StartCommandGroup(MpirunArgv(mpirun, exe, netns, cluster->subnet(), OwnArgs()),
-                                   &pid);
+  if (Status s =
+          StartCommandGroup(MpirunArgv(mpirun, exe, netns, cluster->subnet(), OwnArgs()), &pid);
       !s.ok()) {
     fmt::print(stderr, "{}: {}\n", o.who, s.message());
     return 2;

@@ -721,8 +721,10 @@ int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
   }
   if (e.cluster.on() && !o.cluster.is_object()) {
     if (job.rank() == 0) {
-      fmt::print(stderr, "{}: {} has a [cluster]: start it without mpirun, and loadbench makes "
-                         "the cluster and runs mpirun on it\n", o.who, e.path);
+      fmt::print(stderr,
+                 "{}: {} has a [cluster]: start it without mpirun, and loadbench makes "
+                 "the cluster and runs mpirun on it\n",
+                 o.who, e.path);
     }
     return 2;
   }

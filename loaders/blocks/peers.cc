@@ -46,8 +46,9 @@ bool Whole(Io io, int fd, Ptr p, size_t n, std::string* why) {
     const ssize_t k = io(fd, p, n);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) {
-      *why = k == 0 ? "closed" : (errno == EAGAIN ? fmt::format("nothing for {} s", kIdleS)
-                                                  : std::strerror(errno));
+      *why = k == 0 ? "closed"
+                    : (errno == EAGAIN ? fmt::format("nothing for {} s", kIdleS)
+                                       : std::strerror(errno));
       return false;
     }
     p += k;
@@ -69,8 +70,8 @@ bool ReadAll(int fd, std::byte* p, size_t n, std::string* why) {
 Status PeerPlaceFromEnv(PeerPlace* out) {
   *out = PeerPlace{};
   if (const char* r = std::getenv(kReaderVar); r != nullptr && *r != '\0') {
-    if (std::sscanf(r, "%d/%d", &out->node, &out->nodes) != 2 || out->nodes < 1 ||
-        out->node < 0 || out->node >= out->nodes) {
+    if (std::sscanf(r, "%d/%d", &out->node, &out->nodes) != 2 || out->nodes < 1 || out->node < 0 ||
+        out->node >= out->nodes) {
       return Status::BadInput(fmt::format("{}={}: not K/N with 0 <= K < N", kReaderVar, r));
     }
   }
@@ -99,8 +100,8 @@ Status PeerMesh::Connect(const PeerPlace& place, int port, int to, double deadli
       return Status::Ok();
     }
     if ((errno != ECONNREFUSED && errno != EINTR) || Now() > deadline_s) {
-      return Status::IOError(fmt::format("node {} at {}:{}: {}", to, host, port + to,
-                                         std::strerror(errno)));
+      return Status::IOError(
+          fmt::format("node {} at {}:{}: {}", to, host, port + to, std::strerror(errno)));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

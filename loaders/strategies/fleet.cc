@@ -193,15 +193,16 @@ class FleetLoader final : public ObjectLoader {
 LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .name = "fleet",
     .summary = "the run's readers as nodes loading one model: every, bcast, stripe or chain",
-    .options = {{"design", OptionSpec::Kind::kChoice, "every",
-                 "every node from the store, or node 0 broadcasts, stripes all-gathered, a chain",
-                 {"every", "bcast", "stripe", "chain"}},
-                {"chunk", OptionSpec::Kind::kBytes, "4MiB", "bytes per ranged GET and per chunk"},
-                {"concurrency", OptionSpec::Kind::kInt, "4", "store requests in flight", {}, 1,
-                 256},
-                {"port", OptionSpec::Kind::kInt, "29400", "node K listens on port + K", {}, 1024,
-                 65000},
-                BufferOption()},
+    .options =
+        {{"design",
+          OptionSpec::Kind::kChoice,
+          "every",
+          "every node from the store, or node 0 broadcasts, stripes all-gathered, a chain",
+          {"every", "bcast", "stripe", "chain"}},
+         {"chunk", OptionSpec::Kind::kBytes, "4MiB", "bytes per ranged GET and per chunk"},
+         {"concurrency", OptionSpec::Kind::kInt, "4", "store requests in flight", {}, 1, 256},
+         {"port", OptionSpec::Kind::kInt, "29400", "node K listens on port + K", {}, 1024, 65000},
+         BufferOption()},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<FleetLoader>(p);
     },

@@ -659,9 +659,9 @@ TEST_F(ExperimentTest, AClusterThatCannotBeIsRefusedWithItsLine) {
   EXPECT_NE(Refusal(server + "[cluster]\nnic = \"1gbit\"\n" + rest).find("needs nodes"),
             std::string::npos);
   EXPECT_NE(Refusal("[cluster]\nnodes = [2]\n" + rest).find("needs [server]"), std::string::npos);
-  EXPECT_NE(Refusal("procs = [2]\n" + server + "[cluster]\nnodes = [2]\n" + rest)
-                .find("leave procs out"),
-            std::string::npos);
+  EXPECT_NE(
+      Refusal("procs = [2]\n" + server + "[cluster]\nnodes = [2]\n" + rest).find("leave procs out"),
+      std::string::npos);
   EXPECT_NE(Refusal(server + "[link]\nrate = \"1gbit\"\n[cluster]\nnodes = [2]\n" + rest)
                 .find("do not go together"),
             std::string::npos);

@@ -38,8 +38,7 @@ TEST(ClusterRun, MpirunStartsOneRankPerNodeThroughNetnsExec) {
   EXPECT_NE(std::find(argv.begin(), argv.end(), std::string(kClusterVar)), argv.end());
   // The command itself, with the binary's own path, at the end.
   const std::vector<std::string> tail(argv.end() - 5, argv.end());
-  EXPECT_EQ(tail,
-            (std::vector<std::string>{"/x/loadbench", "experiment", "f.toml", "--out", "r"}));
+  EXPECT_EQ(tail, (std::vector<std::string>{"/x/loadbench", "experiment", "f.toml", "--out", "r"}));
 }
 
 }  // namespace

@@ -72,7 +72,9 @@ TEST(PeerMesh, AChainPassesEveryChunkIntoItsPlace) {
       while (s.ok() && k > 0 && got < kSize && mesh.error().empty()) std::this_thread::yield();
       if (s.ok()) mesh.EndSends();
       results[k] = s.ok() ? mesh.Wait() : s;
-      if (k == 1) EXPECT_EQ(mesh.tx_bytes(), kSize);
+      if (k == 1) {
+        EXPECT_EQ(mesh.tx_bytes(), kSize);
+      }
     });
   }
   for (std::thread& t : nodes) t.join();
@@ -90,8 +92,8 @@ TEST(PeerMesh, AChunkOutsideTheBufferIsAnError) {
     if (receiver.ok()) receiver = mesh.Wait();
   });
   PeerMesh mesh;
-  sender = mesh.Open({0, 2, {"127.0.0.1", "127.0.0.1"}}, kPort + 10, {1}, 0, big.data(),
-                     big.size(), 10, [](const Chunk&) {});
+  sender = mesh.Open({0, 2, {"127.0.0.1", "127.0.0.1"}}, kPort + 10, {1}, 0, big.data(), big.size(),
+                     10, [](const Chunk&) {});
   ASSERT_TRUE(sender.ok()) << sender.message();
   mesh.Send(1, {0, big.size()});
   mesh.EndSends();
