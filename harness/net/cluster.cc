@@ -160,9 +160,11 @@ Status Cluster::Shape(const std::string& netns, const std::string& port, const s
       return Status::BadInput(
           fmt::format("[cluster]: the kernel does not shape {} bit/s: {}", bits, s.message()));
     }
-    std::string shown;
+    std::string shown, classes;
     LB_RETURN_IF_ERROR(RunIpRoute("tc", {"-n", ns, "qdisc", "show", "dev", dev}, &shown));
+    LB_RETURN_IF_ERROR(RunIpRoute("tc", {"-n", ns, "class", "show", "dev", dev}, &classes));
     tc[key] = shown;
+    tc[std::string(key) + "_classes"] = classes;
   }
   const bool store = netns == store_netns_;
   links_.push_back({{"name", store ? "store" : port},
