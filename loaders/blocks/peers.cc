@@ -139,7 +139,11 @@ Status PeerMesh::Open(const PeerPlace& place, int port, const std::vector<int>& 
     UniqueFd in(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!in.valid()) continue;
     Limit(in.get());
-    ins_.emplace_back([this, fd = in.get()] { ReceiveLoop(fd); });
+    ++receiving_;
+    ins_.emplace_back([this, fd = in.get()] {
+      ReceiveLoop(fd);
+      --receiving_;
+    });
     in_fds_.push_back(std::move(in));
     ++got;
   }

@@ -75,6 +75,10 @@ class PeerMesh {
   // The first error of any connection so far, "" when none.
   std::string error();
 
+  // Whether some node that sends to this one has not closed its connection yet: once none has,
+  // every chunk that will ever land here has (its on_chunk returned).
+  bool receiving() const { return receiving_.load() > 0; }
+
   uint64_t rx_bytes() const { return rx_bytes_.load(); }
   uint64_t tx_bytes() const { return tx_bytes_.load(); }
 
@@ -101,6 +105,7 @@ class PeerMesh {
   std::vector<UniqueFd> in_fds_;  // the receiving threads' connections
   std::string error_;
   std::atomic<uint64_t> rx_bytes_{0}, tx_bytes_{0};
+  std::atomic<int> receiving_{0};  // receiving threads still reading
   bool waited_ = false;
 };
 

@@ -104,6 +104,7 @@ class FleetLoader final : public ObjectLoader {
     std::vector<int> to;
     int from = 0;
     Peers(&to, &from);
+    expects_peers_ = from > 0;
     if (to.empty() && from == 0) return Status::Ok();
     return mesh_.Open(place_, port_, to, from, region_.data(), region_.size(), kConnectS,
                       [this](const Chunk& c) { Landed(c, /*from_store=*/false); });
@@ -161,7 +162,8 @@ class FleetLoader final : public ObjectLoader {
     return Status::Ok();
   }
 
-  // Until every byte has landed, or a connection failed.
+  // Until every byte has landed; or a connection failed, or every node that sends to this one
+  // closed with bytes still missing.
   Status WaitForAll(uint64_t size) {
     std::unique_lock<std::mutex> lock(mu_);
     while (have_ < size) {
@@ -169,8 +171,14 @@ class FleetLoader final : public ObjectLoader {
       if (have_ >= size) break;
       lock.unlock();
       const std::string why = mesh_.error();
+      const bool closed = expects_peers_ && !mesh_.receiving();
       lock.lock();
       if (!why.empty()) return Status::IOError(fmt::format("fleet node {}: {}", Me(), why));
+      if (closed && have_ < size) {
+        return Status::IOError(
+            fmt::format("fleet node {}: every node that sends to it closed with {} of {} bytes in",
+                        Me(), have_, size));
+      }
     }
     return Status::Ok();
   }
@@ -184,6 +192,7 @@ class FleetLoader final : public ObjectLoader {
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t have_ = 0;
+  bool expects_peers_ = false;  // some node sends to this one
   Clock::time_point start_;
   double ready_s_ = 0, connect_s_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -100,6 +101,30 @@ TEST(PeerMesh, AChunkOutsideTheBufferIsAnError) {
   (void)mesh.Wait();
   rx.join();
   EXPECT_NE(receiver.message().find("outside the"), std::string::npos) << receiver.message();
+}
+
+TEST(PeerMesh, AReceiverKnowsWhenEverySenderHasClosed) {
+  std::vector<std::byte> out(1 << 20), in(1 << 20);
+  PeerMesh rx;
+  std::thread tx([&] {
+    PeerMesh mesh;
+    ASSERT_TRUE(mesh.Open({0, 2, {"127.0.0.1", "127.0.0.1"}}, kPort + 30, {1}, 0, out.data(),
+                          out.size(), 10, [](const Chunk&) {})
+                    .ok());
+    mesh.Send(1, {0, out.size() / 2});  // half of it, then no more
+    mesh.EndSends();
+    EXPECT_TRUE(mesh.Wait().ok());
+  });
+  ASSERT_TRUE(rx.Open({1, 2, {"127.0.0.1", "127.0.0.1"}}, kPort + 30, {}, 1, in.data(), in.size(),
+                      10, [](const Chunk&) {})
+                  .ok());
+  tx.join();
+  for (int i = 0; i < 1000 && rx.receiving(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(rx.receiving());
+  EXPECT_EQ(rx.rx_bytes(), in.size() / 2);
+  EXPECT_TRUE(rx.Wait().ok());
 }
 
 TEST(PeerMesh, APeerThatNeverListensIsNamed) {
