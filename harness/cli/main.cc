@@ -465,6 +465,26 @@ int ReportError(const std::string& cmd, const Status& s) {
   return s.exit_code();
 }
 
+namespace {
+
+// The arguments that are a command's own, never parsed here, taken into the flags of the
+// subcommand that runs it: `lock ... -- COMMAND`, what follows --; `netns-exec NETNS
+// COMMAND...`, a remote shell's command line. Returns how many arguments are left to parse.
+int CommandsOfTheirOwn(int argc, char** argv, LockFlags* lock, NetnsExecFlags* netns_exec) {
+  const std::string sub = argc > 1 ? argv[1] : "";
+  if (sub == "netns-exec" && argc > 3 && argv[2][0] != '-') {
+    netns_exec->command.assign(argv + 3, argv + argc);
+    return 3;
+  }
+  for (int i = 2; sub == "lock" && i < argc; ++i) {
+    if (std::string(argv[i]) != "--") continue;
+    lock->command.assign(argv + i + 1, argv + argc);
+    return i;
+  }
+  return argc;
+}
+
+}  // namespace
 }  // namespace loadbench::cli
 
 int main(int argc, char** argv) {
@@ -506,19 +526,7 @@ int main(int argc, char** argv) {
   const auto* put_cmd = AddPut(app, &put);
   const auto* worker_cmd = AddWorker(app, &worker);
   const auto* netns_exec_cmd = AddNetnsExec(app, &netns_exec);
-  // `lock ... -- COMMAND`: what follows -- is the command's alone, never parsed here.
-  int parsed_argc = argc;
-  for (int i = 2; argc > 1 && std::string(argv[1]) == "lock" && i < argc; ++i) {
-    if (std::string(argv[i]) != "--") continue;
-    lock.command.assign(argv + i + 1, argv + argc);
-    parsed_argc = i;
-    break;
-  }
-  // `netns-exec NETNS COMMAND...`: the command line is a remote shell's, never parsed here.
-  if (argc > 3 && std::string(argv[1]) == "netns-exec" && argv[2][0] != '-') {
-    netns_exec.command.assign(argv + 3, argv + argc);
-    parsed_argc = 3;
-  }
+  const int parsed_argc = CommandsOfTheirOwn(argc, argv, &lock, &netns_exec);
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,6 +11,17 @@
 #include "loaders/blocks/peers.h"
 
 namespace loadbench::cli {
+namespace {
+
+// `text` as K/N with 0 <= K < N, else kBadInput naming `flag`.
+Status KOfN(const char* flag, const std::string& text, int* k, int* n) {
+  if (std::sscanf(text.c_str(), "%d/%d", k, n) == 2 && *n >= 1 && *k >= 0 && *k < *n) {
+    return Status::Ok();
+  }
+  return Status::BadInput(fmt::format("{}: '{}' is not K/N with 0 <= K < N", flag, text));
+}
+
+}  // namespace
 
 int WorkerCommand(WorkerFlags& f) {
   Status s = ParseCounterList(f.counters, &f.req.counters);
@@ -28,16 +39,11 @@ int WorkerCommand(WorkerFlags& f) {
                                                       f.expect_checksum)));
     }
   }
-  if (std::sscanf(f.part.c_str(), "%d/%d", &f.req.part, &f.req.parts) != 2 || f.req.parts < 1 ||
-      f.req.part < 0 || f.req.part >= f.req.parts) {
-    return ReportError(
-        "worker", Status::BadInput(fmt::format("--part: '{}' is not K/N with 0 <= K < N", f.part)));
-  }
   int k = 0, n = 0;
-  if (std::sscanf(f.reader.c_str(), "%d/%d", &k, &n) != 2 || n < 1 || k < 0 || k >= n) {
-    return ReportError("worker", Status::BadInput(fmt::format(
-                                     "--reader: '{}' is not K/N with 0 <= K < N", f.reader)));
+  if (Status s = KOfN("--part", f.part, &f.req.part, &f.req.parts); !s.ok()) {
+    return ReportError("worker", s);
   }
+  if (Status s = KOfN("--reader", f.reader, &k, &n); !s.ok()) return ReportError("worker", s);
   ::setenv(kReaderVar, f.reader.c_str(), 1);
   return WorkerMain(f.req, f.result_fd);
 }

@@ -76,13 +76,7 @@ Status Cluster::Make(int nodes, const std::string& nic, const std::string& uplin
     return Status::BadInput(fmt::format("[cluster]: {} nodes; 1 to {}", nodes, kMaxClusterNodes));
   }
   c->nic_ = nic, c->uplink_ = uplink;
-  std::string path;
-  LB_RETURN_IF_ERROR(IpRouteTool("ip", &path));
-  LB_RETURN_IF_ERROR(IpRouteTool("tc", &path));
-  if (::geteuid() != 0) {
-    return Status::BadInput("a [cluster] makes network namespaces and shapes them with tc: run "
-                            "as root (CAP_NET_ADMIN)");
-  }
+  LB_RETURN_IF_ERROR(CanMakeNetworks("a [cluster]"));
   if (Status s = c->Build(nodes); !s.ok()) {
     return Status::BadInput("making the cluster: " + s.message());
   }

@@ -103,13 +103,7 @@ Status Link::Make(const std::vector<std::string>& rates, const std::string& dela
   std::unique_ptr<Link> l(new Link);
   if (!delay.empty()) LB_RETURN_IF_ERROR(ParseLinkDelay(delay, &l->delay_us_));
   l->delay_text_ = delay;
-  std::string path;
-  LB_RETURN_IF_ERROR(IpRouteTool("ip", &path));
-  LB_RETURN_IF_ERROR(IpRouteTool("tc", &path));
-  if (::geteuid() != 0) {
-    return Status::BadInput("a [link] makes a network namespace and shapes it with tc: run as "
-                            "root (CAP_NET_ADMIN)");
-  }
+  LB_RETURN_IF_ERROR(CanMakeNetworks("a [link]"));
   if (Status s = l->Build(); !s.ok()) return Status::BadInput("making the link: " + s.message());
   for (size_t i = 0; i < rates.size(); ++i) {
     if (bits[i] == 0) continue;

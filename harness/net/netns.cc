@@ -41,6 +41,18 @@ Status IpRouteTool(const std::string& tool, std::string* path) {
       fmt::format("a network of its own needs {}: install Debian's iproute2", tool));
 }
 
+Status CanMakeNetworks(const std::string& what) {
+  std::string path;
+  LB_RETURN_IF_ERROR(IpRouteTool("ip", &path));
+  LB_RETURN_IF_ERROR(IpRouteTool("tc", &path));
+  if (::geteuid() != 0) {
+    return Status::BadInput(fmt::format("{} makes network namespaces and shapes them with tc: "
+                                        "run as root (CAP_NET_ADMIN)",
+                                        what));
+  }
+  return Status::Ok();
+}
+
 Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args, std::string* out) {
   std::string path, text;
   LB_RETURN_IF_ERROR(IpRouteTool(tool, &path));

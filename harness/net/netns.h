@@ -20,6 +20,10 @@ inline constexpr const char* kTbfSettings = "burst max(256 KiB, 1 ms at the rate
 // user's PATH may not look). kBadInput naming the package when missing.
 Status IpRouteTool(const std::string& tool, std::string* path);
 
+// Whether this process can make network namespaces and shape them: ip and tc installed, run as
+// root. kBadInput naming `what` ("a [link]", "a [cluster]") and what is missing otherwise.
+Status CanMakeNetworks(const std::string& what);
+
 // Runs ip or tc with `args`, at most 10 s; its output in *out when given. kIOError with the
 // command and what it said.
 Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args,

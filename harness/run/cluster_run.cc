@@ -17,6 +17,7 @@
 #include "harness/process/interrupt.h"
 #include "harness/process/locks.h"
 #include "harness/run/session.h"
+#include "loaders/base/proc_fields.h"
 #include "loaders/base/units.h"
 #include "loaders/blocks/peers.h"
 
@@ -36,17 +37,6 @@ uint64_t LargestModel(const Experiment& e) {
   return most;
 }
 
-uint64_t MemAvailable() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 // What stops a cluster before anything is made: no MPI, no mpirun, nodes whose copies and the
 // store's page cache do not fit in memory.
 Status CheckCluster(const Experiment& e, std::string* mpirun) {
@@ -59,7 +49,7 @@ Status CheckCluster(const Experiment& e, std::string* mpirun) {
         fmt::format("{}: a [cluster] runs its nodes as MPI ranks: {}", e.path, s.message()));
   }
   const int nodes = *std::max_element(e.cluster.nodes.begin(), e.cluster.nodes.end());
-  const uint64_t model = LargestModel(e), available = MemAvailable();
+  const uint64_t model = LargestModel(e), available = MeminfoBytes("MemAvailable").value_or(0);
   if (available > 0 && (nodes + 1) * model > available) {
     return Status::BadInput(fmt::format(
         "{}: {} nodes each hold a copy of the {} model, with the store's page cache {}; this "

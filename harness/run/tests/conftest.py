@@ -42,3 +42,14 @@ def env(tmp_path):
     e = dict(os.environ, LOADBENCH_LOCK_DIR=str(tmp_path / "locks"))
     e.pop("LOADBENCH_LOCK_FD", None)
     return e
+
+
+def next_measuring_command(tmp_path, env):
+    """The next measuring command after one was killed: a warm `run` of a 1 MiB model, which
+    cleans what the killed one left first. Its CompletedProcess."""
+    tiny = tmp_path / "tiny.safetensors"
+    subprocess.run([BIN, "gen", "--out", str(tiny), "--size", "1MiB", "--format", "safetensors"],
+                   check=True, capture_output=True, timeout=60)
+    return subprocess.run([BIN, "run", "--file", str(tiny), "--strategies", "fread", "--reps",
+                           "1", "--cache", "warm", "--out", str(tmp_path / "next")],
+                          capture_output=True, text=True, timeout=120, env=env)

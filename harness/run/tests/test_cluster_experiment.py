@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, next_measuring_command
 
 CLUSTER = """
 name = "cluster-small"
@@ -151,12 +151,7 @@ def test_a_killed_cluster_is_removed_by_the_next_command(tmp_path, env):
     assert ours() - before
     os.killpg(p.pid, signal.SIGKILL)  # the command, not mpirun's group: that is for it to end
     p.wait(timeout=30)
-    tiny = tmp_path / "tiny.safetensors"
-    subprocess.run([BIN, "gen", "--out", str(tiny), "--size", "1MiB", "--format", "safetensors"],
-                   check=True, capture_output=True, timeout=60)
-    q = subprocess.run([BIN, "run", "--file", str(tiny), "--strategies", "fread", "--reps", "1",
-                        "--cache", "warm", "--out", str(tmp_path / "next")],
-                       capture_output=True, text=True, timeout=120, env=env)
+    q = next_measuring_command(tmp_path, env)
     assert q.returncode == 0, q.stderr
     assert "network namespace loadbench-" in q.stderr, q.stderr
     assert ours() == before

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BIN
+from conftest import BIN, next_measuring_command
 
 LINK = """
 name = "link-small"
@@ -136,12 +136,7 @@ def test_what_a_killed_command_left_is_removed_by_the_next(tmp_path):
     p.wait(timeout=30)
     left = ours() - before
     assert any(n.startswith("loadbench-") for n in left), left
-    tiny = tmp_path / "tiny.safetensors"
-    subprocess.run([BIN, "gen", "--out", str(tiny), "--size", "1MiB", "--format", "safetensors"],
-                   check=True, capture_output=True, timeout=60)
-    q = subprocess.run([BIN, "run", "--file", str(tiny), "--strategies", "fread", "--reps", "1",
-                        "--cache", "warm", "--out", str(tmp_path / "next")],
-                       capture_output=True, text=True, timeout=120, env=env)
+    q = next_measuring_command(tmp_path, env)
     assert q.returncode == 0, q.stderr
     assert "network namespace loadbench-" in q.stderr, q.stderr
     assert ours() == before
