@@ -33,6 +33,8 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   r.experiment = s.experiment;
   r.strategy = p.spec.name;
   r.strategy_spec = p.spec.text;
+  if (const StrategyInfo* info = FindStrategy(p.spec.name))
+    r.strategy_flags = FlagNames(info->flags);
   if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) r.label = label;
   r.file = file.path;
   if (!file.read_as.empty()) r.read_as = file.read_as;

@@ -45,6 +45,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("experiment", r.experiment, Key::kAlways);
   v("strategy", r.strategy, Key::kAlways);
   v("strategy_spec", r.strategy_spec, Key::kAlways);
+  v("strategy_flags", r.strategy_flags, Key::kWhenSet);
   v("params", r.params, Key::kAlways);
   v("use", r.use, Key::kAlways);
   v("label", r.label, Key::kWhenSet);

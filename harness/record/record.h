@@ -38,8 +38,10 @@ struct RunRecord {
   // What the run is.
   std::string run_id;  // <UTC start>-<sequence>, unique within the results folder
   std::string experiment;
-  std::string strategy;          // the name, or "ceiling"
-  std::string strategy_spec;     // as written: "fread:chunk=4MiB"
+  std::string strategy;       // the name, or "ceiling"
+  std::string strategy_spec;  // as written: "fread:chunk=4MiB"
+  // The strategy's flags (FlagNames: "eager,allocates,..."); absent for ceilings and commands.
+  std::optional<std::string> strategy_flags;
   Json params = Json::object();  // every option resolved
   Json use;                      // the use options resolved; null when not resolved
   std::optional<std::string> label;

@@ -31,10 +31,10 @@ uint64_t MeminfoValue(const std::string& key) { return MeminfoBytes(key).value_o
 
 }  // namespace
 
-OptionSpec BufferOption() {
+OptionSpec BufferOption(const std::string& by_default) {
   return {"buffer",
           OptionSpec::Kind::kChoice,
-          "malloc",
+          by_default,
           "destination memory: malloc (4 KiB pages), thp (madvise MADV_HUGEPAGE), hugetlb "
           "(MAP_HUGETLB, needs reserved huge pages)",
           {"malloc", "thp", "hugetlb"}};

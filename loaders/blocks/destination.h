@@ -16,8 +16,8 @@ namespace loadbench {
 
 enum class BufferKind { kMalloc, kThp, kHugetlb };
 
-// The `buffer` option every allocating strategy declares.
-OptionSpec BufferOption();
+// The `buffer` option every allocating strategy declares, `malloc` by default unless it says.
+OptionSpec BufferOption(const std::string& by_default = "malloc");
 // The kind a resolved `buffer` option names.
 BufferKind BufferKindOf(const Params& params);
 

@@ -13,19 +13,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "loaders/base/file_io.h"
-#include "loaders/blocks/destination.h"
-#include "loaders/blocks/shards.h"
+#include "loaders/blocks/chunk_reads.h"
 #include "loaders/format/model.h"
 #include "loaders/strategy/strategy.h"
 
@@ -33,21 +29,6 @@ namespace loadbench {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-
-uint64_t RoundUp(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
-
-// One file of the model as this strategy reads it.
-struct Shard : ShardFile {  // its fd opened once, shared by every thread
-  FileSpan span;            // its tensors' bytes, widened to the alignment
-  uint64_t dst_offset = 0;  // where span.begin lands in the region; a multiple of the alignment
-};
-
-// One read of the queue: file bytes [offset, offset + len) of shard `shard`.
-struct Chunk {
-  size_t shard;
-  uint64_t offset;
-  uint64_t len;
-};
 
 class PoolLoader final : public Loader {
  public:
@@ -63,7 +44,7 @@ class PoolLoader final : public Loader {
               std::vector<TensorBytes>* views) override {
     LB_RETURN_IF_ERROR(OpenShards(path, table, direct_ ? O_DIRECT : 0, &shards_));
     uint64_t total = 0;
-    for (Shard& s : shards_) {
+    for (SpanShard& s : shards_) {
       const uint64_t align = direct_ ? DirectIoAlignment(s.fd.get()) : kPage;
       if (direct_ && chunk_ % align != 0) {
         // Rounding would run a different benchmark from the one the results say was run.
@@ -72,100 +53,21 @@ class PoolLoader final : public Loader {
                         "alignment, got {}",
                         s.path, align, chunk_));
       }
-      s.span = ShardSpan(table, s, align);
-      s.dst_offset = RoundUp(total, align);
-      total = s.dst_offset + s.span.size();
+      PlaceShard(table, align, &s, &total);
     }
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, total, path, &region_));
     LB_RETURN_IF_ERROR(split_files_ ? ReadByFile() : ReadByChunk());
-    for (const Shard& s : shards_) {
-      std::byte* base = region_.data() + s.dst_offset;
-      for (size_t i = s.first; i < s.first + s.count; ++i) {
-        const TensorInfo& t = table.tensors[i];
-        // An empty tensor may sit outside the span; it gets an empty view at the span's start.
-        views->emplace_back(t.size == 0 ? base : base + (t.offset - s.span.begin), t.size);
-      }
-    }
+    ShardViews(table, shards_, region_.data(), views);
     return Status::Ok();
   }
 
   nlohmann::json Details() const override {
-    return {{"threads", threads_started_},
+    return {{"threads", workers_.started()},
             {"chunks", chunks_read_.load()},
             {"files_per_thread", files_per_thread_}};
   }
 
  private:
-  // The bytes of the shard's tensors, widened to multiples of `align`; empty without any.
-  static FileSpan ShardSpan(const TensorTable& table, const Shard& s, uint64_t align) {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    for (size_t i = s.first; i < s.first + s.count; ++i) {
-      const TensorInfo& t = table.tensors[i];
-      if (t.size == 0) continue;
-      lo = std::min(lo, t.offset);
-      hi = std::max(hi, t.offset + t.size);
-    }
-    if (hi == 0) return {};
-    return {lo / align * align, RoundUp(hi, align)};
-  }
-
-  // Reads one chunk into its place in the region. Only the bytes before the file's end must
-  // arrive: the span may reach past it by less than the alignment, and an O_DIRECT read of a
-  // whole aligned chunk returns short there.
-  Status ReadChunk(const Chunk& c) const {
-    const Shard& s = shards_[c.shard];
-    const uint64_t expected = c.offset >= s.file_size ? 0 : std::min(c.len, s.file_size - c.offset);
-    std::byte* dst = region_.data() + s.dst_offset + (c.offset - s.span.begin);
-    uint64_t done = 0;
-    while (done < expected) {
-      const ssize_t n =
-          ::pread(s.fd.get(), dst + done, c.len - done, static_cast<off_t>(c.offset + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(fmt::format("{}: read of {} bytes at offset {}", s.path,
-                                             c.len - done, c.offset + done),
-                                 errno);
-      }
-      if (n == 0) {
-        return Status::BadInput(fmt::format("{}: truncated: the file ends at {}, expected {}",
-                                            s.path, c.offset + done, s.file_size));
-      }
-      done += static_cast<uint64_t>(n);
-    }
-    return Status::Ok();
-  }
-
-  // The chunks of shard k, in file order.
-  void AppendChunks(size_t k, std::vector<Chunk>* out) const {
-    const FileSpan& span = shards_[k].span;
-    for (uint64_t at = span.begin; at < span.end; at += chunk_) {
-      out->push_back({k, at, std::min(chunk_, span.end - at)});
-    }
-  }
-
-  // Runs `work(i)` on n threads (on this one when n is 1) and returns the first error any
-  // met; after it the others stop at their next chunk.
-  Status RunThreads(unsigned n, const std::function<Status(unsigned)>& work) {
-    threads_started_ = n;
-    auto body = [&](unsigned i) {
-      Status st = work(i);
-      if (!st.ok()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (first_error_.ok()) first_error_ = st;
-        stop_.store(true, std::memory_order_relaxed);
-      }
-    };
-    if (n == 1) {
-      body(0);
-    } else {
-      std::vector<std::thread> pool;
-      pool.reserve(n);
-      for (unsigned i = 0; i < n; ++i) pool.emplace_back(body, i);
-      for (auto& t : pool) t.join();
-    }
-    return first_error_;
-  }
-
   void NoteFiles(uint64_t files) {
     std::lock_guard<std::mutex> lock(mu_);
     files_per_thread_ = std::max(files_per_thread_, files);
@@ -173,33 +75,18 @@ class PoolLoader final : public Loader {
 
   // split=chunks: one queue of every shard's chunks; each thread takes the next one.
   Status ReadByChunk() {
-    std::vector<Chunk> queue;
-    if (!interleave_) {
-      for (size_t k = 0; k < shards_.size(); ++k) AppendChunks(k, &queue);
-    } else {
-      std::vector<std::vector<Chunk>> per(shards_.size());
-      size_t rounds = 0;
-      for (size_t k = 0; k < shards_.size(); ++k) {
-        AppendChunks(k, &per[k]);
-        rounds = std::max(rounds, per[k].size());
-      }
-      for (size_t r = 0; r < rounds; ++r) {
-        for (const auto& chunks : per) {
-          if (r < chunks.size()) queue.push_back(chunks[r]);
-        }
-      }
-    }
+    const std::vector<Chunk> queue = ChunkQueue(shards_, chunk_, interleave_);
     if (queue.empty()) return Status::Ok();
     std::atomic<size_t> next{0};
     const auto n = static_cast<unsigned>(std::min<size_t>(threads_, queue.size()));
-    return RunThreads(n, [&](unsigned) {
+    return workers_.Run(n, [&](unsigned) {
       std::vector<bool> seen(shards_.size());
       uint64_t files = 0;
       Status st;
-      while (!stop_.load(std::memory_order_relaxed)) {
+      while (!workers_.stopped()) {
         const size_t i = next.fetch_add(1, std::memory_order_relaxed);
         if (i >= queue.size()) break;
-        st = ReadChunk(queue[i]);
+        st = ReadChunk(shards_, queue[i], region_.data());
         if (!st.ok()) break;
         chunks_read_.fetch_add(1, std::memory_order_relaxed);
         if (!seen[queue[i].shard]) {
@@ -215,15 +102,15 @@ class PoolLoader final : public Loader {
   // split=files: thread i reads whole shards i, i + T, ..., each in file order.
   Status ReadByFile() {
     const auto n = static_cast<unsigned>(std::min<size_t>(threads_, shards_.size()));
-    return RunThreads(n, [&](unsigned i) {
+    const std::vector<Chunk> queue = ChunkQueue(shards_, chunk_, false);
+    return workers_.Run(n, [&](unsigned i) {
       uint64_t files = 0;
       for (size_t k = i; k < shards_.size(); k += n) {
-        std::vector<Chunk> chunks;
-        AppendChunks(k, &chunks);
         ++files;
-        for (const Chunk& c : chunks) {
-          if (stop_.load(std::memory_order_relaxed)) break;
-          LB_RETURN_IF_ERROR(ReadChunk(c));
+        for (const Chunk& c : queue) {
+          if (c.shard != k) continue;
+          if (workers_.stopped()) break;
+          LB_RETURN_IF_ERROR(ReadChunk(shards_, c, region_.data()));
           chunks_read_.fetch_add(1, std::memory_order_relaxed);
         }
       }
@@ -239,12 +126,10 @@ class PoolLoader final : public Loader {
   const bool split_files_;
   const BufferKind kind_;
   Region region_;  // every shard's span, each at its dst_offset; the views point into it
-  std::vector<Shard> shards_;
+  std::vector<SpanShard> shards_;
 
+  Workers workers_;
   std::mutex mu_;
-  std::atomic<bool> stop_{false};
-  Status first_error_;
-  unsigned threads_started_ = 0;
   std::atomic<uint64_t> chunks_read_{0};
   uint64_t files_per_thread_ = 0;  // the most files one thread read from
 };

@@ -54,6 +54,7 @@ std::string NotBuiltReason(const std::string& name) {
 
 std::string FileKindMismatch(const StrategyInfo& info, const std::string& path) {
   const bool remote = IsRemote(path);
+  if (info.flags & kBothPlaces) return "";
   if ((info.flags & kRemote) && !remote) {
     return fmt::format("{} reads s3:// and http(s):// objects; {} is a local file", info.name,
                        path);

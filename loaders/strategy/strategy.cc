@@ -23,10 +23,17 @@ Status Loader::LoadToDevice(const std::string& path, const TensorTable&, DeviceL
 
 std::string FlagNames(uint32_t flags) {
   static const std::pair<StrategyFlag, const char*> kNames[] = {
-      {kEager, "eager"},        {kMapsFile, "maps-file"}, {kAllocates, "allocates"},
-      {kDirectIO, "direct-io"}, {kThreads, "threads"},    {kSharedSegment, "shared-segment"},
-      {kStreams, "streams"},    {kDevice, "device"},      {kModel, "model"},
+      {kEager, "eager"},
+      {kMapsFile, "maps-file"},
+      {kAllocates, "allocates"},
+      {kDirectIO, "direct-io"},
+      {kThreads, "threads"},
+      {kSharedSegment, "shared-segment"},
+      {kStreams, "streams"},
+      {kDevice, "device"},
+      {kModel, "model"},
       {kRemote, "remote"},
+      {kBothPlaces, "local-or-remote"},
   };
   std::string out;
   for (const auto& [bit, name] : kNames) {

@@ -56,6 +56,14 @@ class Loader {
   virtual Status Load(const std::string& path, const TensorTable& table,
                       std::vector<TensorBytes>* views) = 0;
 
+  // A strategy may hand out its views before their bytes are in place (owned: each tensor's
+  // bytes arrive while the consumer uses those before it). Whoever reads a view asks first:
+  // Arrived(i) waits until tensor i's bytes are in place, AllArrived() until every tensor's;
+  // either returns the load's error where it failed after Load returned. Ok at once for every
+  // other strategy.
+  virtual Status Arrived(size_t /*i*/) { return Status::Ok(); }
+  virtual Status AllArrived() { return Status::Ok(); }
+
   // A strategy flagged kStreams holds one group of tensors at a time: instead of Load it
   // implements this, which for each group in turn brings its tensors in, calls `use` with their
   // views (in the group's order), and releases them before the next group. An error from `use`
@@ -105,7 +113,9 @@ enum StrategyFlag : uint32_t {
   kModel = 1u << 8,          // loads a sharded model itself, across table.shards; any other
                              // strategy is run once per shard (MakeModelLoader)
   kRemote = 1u << 9,         // reads s3:// and http(s):// objects (loaders/remote/), and only
-                             // those; every other strategy reads local files only
+                             // those; every other strategy reads local files only, but
+                             // those flagged kBothPlaces
+  kBothPlaces = 1u << 10,    // reads local files and remote objects alike (`via` picks which)
 };
 // "eager,allocates": the names of the set flags, in declaration order.
 std::string FlagNames(uint32_t flags);

@@ -111,7 +111,9 @@ Status UsePipeline::LoadModel(std::unique_ptr<Model>* out) {
   if (use_.transform != "none" && use_.place == "inplace") m->loader->RequestWritable();
   m->views.reserve(table_.tensors.size());
   Status s = m->loader->Load(path_, table_, &m->views);
-  if (details_.empty()) details_ = m->loader->Details();
+  // A load that goes on after Load returned (owned) says its figures once it is complete
+  // (RunWhole); a failed one, now.
+  if (!s.ok() && details_.empty()) details_ = m->loader->Details();
   LB_RETURN_IF_ERROR(s);
   m->tensors = m->views;
   *out = std::move(m);
@@ -164,14 +166,17 @@ Status UsePipeline::Bind(const std::vector<size_t>& idx, const std::vector<Tenso
   return Status::Ok();
 }
 
-void UsePipeline::Consume(Consumer& c, const std::vector<size_t>& order,
-                          const std::vector<TensorBytes>& tensors, bool time_first_use) {
+Status UsePipeline::Consume(Consumer& c, const std::vector<size_t>& order,
+                            const std::vector<TensorBytes>& tensors, bool time_first_use,
+                            Loader* arriving) {
   for (size_t i : order) {
+    if (arriving != nullptr) LB_RETURN_IF_ERROR(arriving->Arrived(i));
     c.Use(i, bound_.tensors[i], tensors[i]);
     if (time_first_use && first_use_set_[i] && --first_use_left_ == 0) {
       first_use_ = Clock::now();
     }
   }
+  return Status::Ok();
 }
 
 Status UsePipeline::RunWhole() {
@@ -182,6 +187,9 @@ Status UsePipeline::RunWhole() {
         key, [this](std::unique_ptr<Model>* m) { return LoadModel(m); }, &instances_[n].model));
   }
   ready_ = Clock::now();
+  if (use_.transform != "none" || use_.bind == "copy") {
+    for (Instance& inst : instances_) LB_RETURN_IF_ERROR(inst.model->loader->AllArrived());
+  }
   if (use_.transform != "none") {
     const auto t = Clock::now();
     for (Instance& inst : instances_) {
@@ -206,7 +214,10 @@ Status UsePipeline::RunWhole() {
   for (size_t n = 0; n < instances_.size(); ++n) {
     std::unique_ptr<Consumer> c =
         MakeConsumer(use_.consume, table_.tensors.size(), use_.unaligned == "copy");
-    Consume(*c, order, instances_[n].tensors, n == 0);
+    // A view handed out before its bytes arrived is waited for tensor by tensor when used as
+    // the strategy delivered it, and whole before a transform or a copy reads it.
+    Loader* arriving = instances_[n].model->loader.get();
+    LB_RETURN_IF_ERROR(Consume(*c, order, instances_[n].tensors, n == 0, arriving));
     results_.push_back(c->Result());
     if (n == 0) stats_ = c->stats();
   }
@@ -242,7 +253,8 @@ Status UsePipeline::RunStreaming() {
       bind_s += Since(t);
     }
     const auto t = Clock::now();
-    Consume(*c, UseOrder(use_.consume, table_, g.tensors, false, use_.seed), tensors, true);
+    LB_RETURN_IF_ERROR(Consume(*c, UseOrder(use_.consume, table_, g.tensors, false, use_.seed),
+                               tensors, true, nullptr));
     consume_s_ += Since(t);
     if (use_.transform == "none" && use_.consume != "checksum") {
       // The layer is gone after this call: its bytes are checked now or never. After the

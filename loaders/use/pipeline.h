@@ -87,8 +87,10 @@ class UsePipeline {
                        std::vector<TensorBytes>* dst, TensorBuffers* out);
   Status Bind(const std::vector<size_t>& idx, const std::vector<TensorBytes>& src,
               std::vector<TensorBytes>* dst, TensorBuffers* copies);
-  void Consume(Consumer& c, const std::vector<size_t>& order,
-               const std::vector<TensorBytes>& tensors, bool time_first_use);
+  // Uses `tensors` in `order`, each once `arriving` (the strategy that delivered them, or
+  // nullptr) says its bytes are in place.
+  Status Consume(Consumer& c, const std::vector<size_t>& order,
+                 const std::vector<TensorBytes>& tensors, bool time_first_use, Loader* arriving);
   TensorTable SubTable(const std::vector<size_t>& idx) const;
   BufferKind BindBuffer() const;  // for copies and separate transforms
 

@@ -29,7 +29,10 @@ Status LoadWith(const std::string& strategy_text, const std::string& path,
   TensorTable table;
   LB_RETURN_IF_ERROR(ReadTensorTableFromPath(path, &table));
   *loader = info->make(params);
-  if (!(info->flags & kStreams)) return (*loader)->Load(path, table, views);
+  if (!(info->flags & kStreams)) {
+    LB_RETURN_IF_ERROR((*loader)->Load(path, table, views));
+    return (*loader)->AllArrived();
+  }
   // A streaming strategy holds one group at a time: keep a copy of each as it passes.
   auto copies = std::make_unique<CopiedTensors>();
   copies->bytes.resize(table.tensors.size());

@@ -23,7 +23,8 @@ Status LoadTable(const std::string& spec, const std::string& path, const TensorT
   const StrategyInfo* info = FindStrategy(specs[0].name);
   LB_RETURN_IF_ERROR(Params::Resolve(info->name, info->options, specs[0].options, &out->params));
   out->loader = info->make(out->params);
-  return out->loader->Load(path, table, &out->views);
+  LB_RETURN_IF_ERROR(out->loader->Load(path, table, &out->views));
+  return out->loader->AllArrived();
 }
 
 // A model of the files at `paths`, each read as a file of its own, joined in this order.
@@ -67,9 +68,6 @@ const GeneratedFiles& Generated() {
   return f;
 }
 
-namespace {
-
-// Every tensor as plain preads of its own shard's file give it.
 std::vector<std::vector<std::byte>> ReferenceTensors(const TensorTable& table) {
   std::vector<std::vector<std::byte>> out;
   for (const TensorInfo& t : table.tensors) {
@@ -85,9 +83,6 @@ std::vector<std::vector<std::byte>> ReferenceTensors(const TensorTable& table) {
   return out;
 }
 
-}  // namespace
-
-// The views hold every tensor of `table` byte for byte and checksum as the model does.
 void ExpectExact(const TensorTable& table, const Loaded& l, const std::string& what) {
   const auto reference = ReferenceTensors(table);
   ASSERT_EQ(l.views.size(), table.tensors.size()) << what;

@@ -40,6 +40,9 @@ struct GeneratedFiles {
 };
 const GeneratedFiles& Generated();
 
+// Every tensor as plain preads of its own shard's file give it.
+std::vector<std::vector<std::byte>> ReferenceTensors(const TensorTable& table);
+
 // The views hold every tensor of `table` byte for byte and checksum as the model does.
 void ExpectExact(const TensorTable& table, const Loaded& l, const std::string& what);
 

@@ -1,0 +1,117 @@
+#include "loaders/blocks/chunk_reads.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace loadbench {
+namespace {
+
+uint64_t RoundUp(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
+
+// The chunks of shard k, in file order.
+void AppendChunks(const std::vector<SpanShard>& shards, size_t k, uint64_t chunk,
+                  std::vector<Chunk>* out) {
+  const FileSpan& span = shards[k].span;
+  for (uint64_t at = span.begin; at < span.end; at += chunk) {
+    out->push_back({k, at, std::min(chunk, span.end - at)});
+  }
+}
+
+}  // namespace
+
+void PlaceShard(const TensorTable& table, uint64_t align, SpanShard* s, uint64_t* total) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = s->first; i < s->first + s->count; ++i) {
+    const TensorInfo& t = table.tensors[i];
+    if (t.size == 0) continue;
+    lo = std::min(lo, t.offset);
+    hi = std::max(hi, t.offset + t.size);
+  }
+  s->span = hi == 0 ? FileSpan{} : FileSpan{lo / align * align, RoundUp(hi, align)};
+  s->dst_offset = RoundUp(*total, align);
+  *total = s->dst_offset + s->span.size();
+}
+
+std::vector<Chunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
+                              bool interleave) {
+  std::vector<Chunk> queue;
+  if (!interleave) {
+    for (size_t k = 0; k < shards.size(); ++k) AppendChunks(shards, k, chunk, &queue);
+    return queue;
+  }
+  std::vector<std::vector<Chunk>> per(shards.size());
+  size_t rounds = 0;
+  for (size_t k = 0; k < shards.size(); ++k) {
+    AppendChunks(shards, k, chunk, &per[k]);
+    rounds = std::max(rounds, per[k].size());
+  }
+  for (size_t r = 0; r < rounds; ++r) {
+    for (const auto& chunks : per) {
+      if (r < chunks.size()) queue.push_back(chunks[r]);
+    }
+  }
+  return queue;
+}
+
+Status ReadChunk(const std::vector<SpanShard>& shards, const Chunk& c, std::byte* region) {
+  const SpanShard& s = shards[c.shard];
+  const uint64_t expected = c.offset >= s.file_size ? 0 : std::min(c.len, s.file_size - c.offset);
+  std::byte* dst = region + s.dst_offset + (c.offset - s.span.begin);
+  uint64_t done = 0;
+  while (done < expected) {
+    const ssize_t n =
+        ::pread(s.fd.get(), dst + done, c.len - done, static_cast<off_t>(c.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(fmt::format("{}: read of {} bytes at offset {}", s.path,
+                                           c.len - done, c.offset + done),
+                               errno);
+    }
+    if (n == 0) {
+      return Status::BadInput(fmt::format("{}: truncated: the file ends at {}, expected {}", s.path,
+                                          c.offset + done, s.file_size));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+void ShardViews(const TensorTable& table, const std::vector<SpanShard>& shards,
+                const std::byte* region, std::vector<TensorBytes>* views) {
+  for (const SpanShard& s : shards) {
+    const std::byte* base = region + s.dst_offset;
+    for (size_t i = s.first; i < s.first + s.count; ++i) {
+      const TensorInfo& t = table.tensors[i];
+      // An empty tensor may sit outside the span; it gets an empty view at the span's start.
+      views->emplace_back(t.size == 0 ? base : base + (t.offset - s.span.begin), t.size);
+    }
+  }
+}
+
+Status Workers::Run(unsigned n, const std::function<Status(unsigned)>& work) {
+  started_ = n;
+  auto body = [&](unsigned i) {
+    Status st = work(i);
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (first_error_.ok()) first_error_ = st;
+      stop_.store(true, std::memory_order_relaxed);
+    }
+  };
+  if (n == 1) {
+    body(0);
+  } else {
+    std::vector<std::thread> pool;
+    pool.reserve(n);
+    for (unsigned i = 0; i < n; ++i) pool.emplace_back(body, i);
+    for (auto& t : pool) t.join();
+  }
+  return first_error_;
+}
+
+}  // namespace loadbench

@@ -1,0 +1,66 @@
+// What the strategies that cut every shard of a model into chunks, each read straight into its
+// place in one region (pool, owned), share: each shard's span and its place in the region, the
+// queue of chunks, one chunk's read, the views, and the threads that take the chunks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "loaders/blocks/destination.h"
+#include "loaders/blocks/shards.h"
+#include "loaders/strategy/strategy.h"
+
+namespace loadbench {
+
+// One file of the model as a chunked reader holds it.
+struct SpanShard : ShardFile {
+  FileSpan span;            // its tensors' bytes, widened to the alignment
+  uint64_t dst_offset = 0;  // where span.begin lands in the region; a multiple of the alignment
+};
+
+// One read: file bytes [offset, offset + len) of shard `shard`.
+struct Chunk {
+  size_t shard;
+  uint64_t offset;
+  uint64_t len;
+};
+
+// Sets s's span (its tensors' bytes widened to multiples of `align`; empty without any) and
+// places it in the region after `*total` bytes, at the next multiple of `align`; `*total`
+// becomes the region's size so far.
+void PlaceShard(const TensorTable& table, uint64_t align, SpanShard* s, uint64_t* total);
+
+// Every shard's chunks of at most `chunk` bytes: all of shard 0 in file order, then shard 1,
+// ...; with `interleave`, chunk 0 of every shard, then chunk 1, ...
+std::vector<Chunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
+                              bool interleave);
+
+// Reads chunk c into its place in `region`. Only the bytes before the file's end must arrive:
+// the span may reach past it by less than the alignment, and an O_DIRECT read of a whole
+// aligned chunk returns short there.
+Status ReadChunk(const std::vector<SpanShard>& shards, const Chunk& c, std::byte* region);
+
+// One view per tensor of every shard, in table order, into `region`.
+void ShardViews(const TensorTable& table, const std::vector<SpanShard>& shards,
+                const std::byte* region, std::vector<TensorBytes>* views);
+
+// Runs work(i) on n threads (on this one when n is 1) and returns the first error any met;
+// after it, stopped() is true, for the others to stop at their next chunk.
+class Workers final {
+ public:
+  Status Run(unsigned n, const std::function<Status(unsigned)>& work);
+  bool stopped() const { return stop_.load(std::memory_order_relaxed); }
+  unsigned started() const { return started_; }
+
+ private:
+  std::mutex mu_;
+  std::atomic<bool> stop_{false};
+  Status first_error_;
+  unsigned started_ = 0;
+};
+
+}  // namespace loadbench

@@ -1,0 +1,197 @@
+// The owned strategy loads one file and a model of three shards byte for byte under every
+// option that changes how its destination is populated and read (populate, faulters, block,
+// threads, chunk, direct, buffer, lock), says how it did in its details, and names the file at
+// fault in its errors.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "loaders/format/checksum.h"
+#include "loaders/format/format.h"
+#include "loaders/format/model.h"
+#include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
+#include "tests/support/model_loads.h"
+#include "tests/support/scoped_mount.h"
+#include "tests/support/wlf_fixture.h"
+
+namespace loadbench {
+namespace {
+
+using test::Detail;
+using test::ExpectExact;
+using test::Generated;
+using test::GeneratedFiles;
+using test::JoinFiles;
+using test::Loaded;
+using test::LoadTable;
+using test::Unsupported;
+
+class OwnedTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OwnedTest, LoadsOneFileAndAThreeShardModelExactly) {
+  const GeneratedFiles& f = Generated();
+  for (const std::string& path : f.singles) {
+    TensorTable table;
+    ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
+    Loaded l;
+    const Status s = LoadTable(GetParam(), path, table, &l);
+    if (Unsupported(s)) GTEST_SKIP() << s.message();
+    ASSERT_TRUE(s.ok()) << s.message();
+    ExpectExact(table, l, GetParam() + " on " + path);
+  }
+  Loaded l;
+  const Status s = LoadTable(GetParam(), f.dir.File("model.index.json"), f.model, &l);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ExpectExact(f.model, l, GetParam() + " on the model");
+  EXPECT_EQ(Detail(l, "direct_files"), l.params.Choice("direct") == "off" ? 0u : 3u);
+}
+
+// 4 KiB blocks populate a region of several blocks, each waited for by the read that lands in
+// it; several faulters finish blocks out of order; before and none take the other two paths.
+INSTANTIATE_TEST_SUITE_P(
+    Owned, OwnedTest,
+    ::testing::Values("owned", "owned:threads=1:chunk=4KiB:block=4KiB",
+                      "owned:threads=4:chunk=8KiB:block=4KiB:faulters=3",
+                      "owned:populate=before:block=12KiB", "owned:populate=none:threads=2",
+                      "owned:direct=off:chunk=4KiB", "owned:direct=on:buffer=malloc",
+                      "owned:lock=on:block=4KiB", "owned:handout=end:threads=2"),
+    [](const auto& info) {
+      std::string n = info.param;
+      for (char& c : n) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return n;
+    });
+
+TEST(OwnedDetails, SayHowTheDestinationWasPopulated) {
+  const TensorTable& model = Generated().model;
+  const std::string index = Generated().dir.File("model.index.json");
+  Loaded ahead;
+  ASSERT_TRUE(LoadTable("owned:block=4KiB:chunk=4KiB", index, model, &ahead).ok());
+  const nlohmann::json d = ahead.loader->Details();
+  EXPECT_EQ(d["populate"], "ahead");
+  EXPECT_EQ(d["populate_method"], "madvise");  // every kernel this suite supports has it
+  EXPECT_GT(d["populate_s"].get<double>(), 0.0);
+  EXPECT_GE(d["populate_wait_s"].get<double>(), 0.0);
+  EXPECT_EQ(d["locked"], false);
+  Loaded none;
+  ASSERT_TRUE(LoadTable("owned:populate=none", index, model, &none).ok());
+  EXPECT_EQ(none.loader->Details()["populate_s"].get<double>(), 0.0);
+  Loaded locked;
+  const Status s = LoadTable("owned:lock=on", index, model, &locked);
+  if (Unsupported(s)) GTEST_SKIP() << s.message();
+  EXPECT_EQ(locked.loader->Details()["locked"], true);
+}
+
+// Shards of odd tensors (an empty one, a 1-element one, odd byte counts) at 64-byte alignment.
+TEST(OwnedModel, LoadsShardsOfOddTensors) {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  for (uint64_t seed : {1, 2, 3}) {
+    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
+    test::WriteWlfFile(paths.back(), test::OddTensors(), 64, seed);
+  }
+  const TensorTable model = JoinFiles(paths);
+  for (const char* spec : {"owned:threads=4:chunk=4KiB:block=4KiB", "owned:direct=off",
+                           "owned:populate=before:faulters=2:block=4KiB"}) {
+    Loaded l;
+    const Status s = LoadTable(spec, dir.File("odd.wlf.index.json"), model, &l);
+    ASSERT_TRUE(s.ok()) << spec << ": " << s.message();
+    ExpectExact(model, l, spec);
+  }
+}
+
+// hugetlb lands the model in reserved huge pages where there are enough, and is unsupported,
+// naming the shortfall, where there are not.
+TEST(OwnedModel, HugetlbLoadsOrSaysWhatIsMissing) {
+  const TensorTable& model = Generated().model;
+  Loaded l;
+  const Status s =
+      LoadTable("owned:buffer=hugetlb", Generated().dir.File("model.index.json"), model, &l);
+  if (s.code() == Status::Code::kUnsupported) {
+    EXPECT_NE(s.message().find("huge pages"), std::string::npos) << s.message();
+    return;
+  }
+  ASSERT_TRUE(s.ok()) << s.message();
+  ExpectExact(model, l, "owned:buffer=hugetlb");
+}
+
+// A view handed out before its bytes arrived is waited for: tensor by tensor, every tensor of a
+// model read in 4 KiB chunks by one thread is whole once Arrived says so.
+TEST(OwnedModel, EachTensorIsWholeOnceArrivedSaysSo) {
+  const TensorTable& model = Generated().model;
+  std::vector<StrategySpec> specs;
+  ASSERT_TRUE(ParseStrategyList("owned:threads=1:chunk=4KiB:block=4KiB", &specs).ok());
+  const StrategyInfo* info = FindStrategy("owned");
+  Params params;
+  ASSERT_TRUE(Params::Resolve("owned", info->options, specs[0].options, &params).ok());
+  std::unique_ptr<Loader> loader = info->make(params);
+  std::vector<TensorBytes> views;
+  ASSERT_TRUE(loader->Load(Generated().dir.File("model.index.json"), model, &views).ok());
+  const auto reference = test::ReferenceTensors(model);
+  ASSERT_EQ(views.size(), reference.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    ASSERT_TRUE(loader->Arrived(i).ok()) << i;
+    ASSERT_EQ(views[i].size(), reference[i].size()) << i;
+    if (reference[i].empty()) continue;
+    EXPECT_EQ(std::memcmp(views[i].data(), reference[i].data(), reference[i].size()), 0) << i;
+  }
+  EXPECT_EQ(loader->Details()["handout"], "arrival");
+}
+
+TEST(OwnedErrors, ATruncatedShardIsBadInputNamingIt) {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  for (uint64_t seed : {1, 2, 3}) {
+    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
+    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
+  }
+  const TensorTable model = JoinFiles(paths);
+  ASSERT_EQ(::truncate(paths[2].c_str(), static_cast<off_t>(model.shards[2].file_size / 2)), 0);
+  Loaded l;
+  const Status s =
+      LoadTable("owned:threads=4:chunk=4KiB", dir.File("odd.wlf.index.json"), model, &l);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput) << s.message();
+  EXPECT_NE(s.message().find(paths[2]), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST(OwnedErrors, AChunkThatIsNotAMultipleOfAPageIsBadInput) {
+  const std::string& path = Generated().singles[0];
+  TensorTable table;
+  ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
+  Loaded l;
+  const Status s = LoadTable("owned:chunk=5000", path, table, &l);
+  EXPECT_EQ(s.code(), Status::Code::kBadInput) << s.message();
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+}
+
+// ramfs has no direct I/O: direct=on is unsupported there, naming the file; direct=auto (the
+// default) reads it buffered and says so.
+TEST(OwnedErrors, AFilesystemWithoutODirectIsUnsupportedForDirectOnly) {
+  test::ScopedMount ramfs("ramfs");
+  if (!ramfs.ok()) GTEST_SKIP() << ramfs.why();
+  const std::string path = ramfs.File("odd.wlf");
+  const test::WrittenWlf w = test::WriteWlfFile(path, test::OddTensors());
+  TensorTable table;
+  ASSERT_TRUE(ReadTensorTableFromPath(path, &table).ok());
+  Loaded direct;
+  Status s = LoadTable("owned:direct=on", path, table, &direct);
+  EXPECT_EQ(s.code(), Status::Code::kUnsupported) << s.message();
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  Loaded automatic;
+  s = LoadTable("owned", path, table, &automatic);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(ChecksumTensors(automatic.views), w.checksum);
+  EXPECT_EQ(Detail(automatic, "direct_files"), 0u);
+}
+
+}  // namespace
+}  // namespace loadbench
