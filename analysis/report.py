@@ -7,8 +7,10 @@ PNG and SVG in DIR/figures/, and DIR/summary.json, the table for other tools.
                                                       # and the verdict (`make run`'s end)
 
 The report opens with the verdict (per cache state the fastest strategy against the baseline
-and the runner-up, analysis/verdict.py) and the time figure; each figure follows the table it
-illustrates; noise, carry-over, the machine and the runs left out come last.
+and the runner-up, and the fastest ways to map the model and to own a copy, analysis/verdict.py)
+and the time figure; each figure follows the table it illustrates, and each start table's *why*
+prices a copy's first touches and its notes name the groups whose runs got huge pages in part
+(analysis/touch.py); noise, carry-over, the machine and the runs left out come last.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from analysis import (after, carryover, causes, ceiling, fleet, gpu, html_page,  # noqa: E402
-                      noise, paired, peers, readers, remote, stats, verdict)
+                      noise, paired, peers, readers, remote, stats, touch, verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
                               Results, ResultsError, guard, json_default, load,
                               problems_md, ratio_text, spec_label)
@@ -52,14 +54,18 @@ def gib(n: float | None) -> str:
 
 
 def why(row: pd.Series) -> str:
-    """One phrase on what the group's profile, else the run's own counts, say its time went
-    to."""
+    """One phrase on what the group's time went to: for a copy into memory of its own, its
+    first touches priced by the probe (touch.why); else what its profile, else the run's own
+    counts, say."""
     if str(row.get("strategy", "")).startswith("cuda_"):
         return "into GPU memory: see *Into GPU memory*"  # host fault counts do not tell it
     if row.get("strategy") == EXEC:
         return "a command of its own: see *Peers*"  # its counts are its whole process tree's
     if remote.by_spec(row):
         return f"read through the server: see *{remote.TITLE}*"  # its reads are the server's
+    priced = touch.why(row)
+    if priced:
+        return priced
     parts = row.get("cause_shares")
     if isinstance(parts, dict) and parts["shares"]:
         top = sorted(parts["shares"].items(), key=lambda kv: kv[1], reverse=True)[:2]
@@ -453,6 +459,8 @@ def table_md(table: pd.DataFrame, cache: str, files: int, note: bool = True,
         text += " " + READER_NOTE
     if "verified" in t and not t["verified"].all():
         text += " " + UNVERIFIED_NOTE
+    legend = touch.legend(t)
+    text += f" {legend}" if legend else ""
     return text + "\n\n" + "\n".join(lines)
 
 
@@ -878,7 +886,7 @@ def opening_md(r: Results, folder: str, verdicts: dict, no_rounds: str,
 def build(folder: str) -> dict:
     r = load(folder)
     profiled = causes.summarize(r) if causes.shown(r) else None
-    table = stats.summarize(r, profiled)
+    table = touch.first_touches(stats.summarize(r, profiled), r, profiled)
     # Device strategies that could not run (no GPU here), and commands and rounds of several
     # readers that could not, still get a report that says why.
     if table.empty and not gpu.shown(r) and not peers.shown(r) and not readers.shown(r) \
@@ -905,11 +913,13 @@ def build(folder: str) -> dict:
     verdicts = verdict.summarize(r, table)
     sections = [f"# {title}", *opening_md(r, folder, verdicts, no_rounds, figs)]
     for cache in ("cold", "warm") if len(table) else ():
-        md = table_md(table, cache, files, note=not any(s.endswith(" start") for s in sections),
-                      no_rounds=no_rounds)
+        first = not any(s.endswith(" start") for s in sections)
+        md = table_md(table, cache, files, note=first, no_rounds=no_rounds)
         if md:
             sections += [f"## {cache.capitalize()} start", md, figs.md(f"throughput-{cache}"),
-                         marks_md(table, cache, files)]
+                         marks_md(table, cache, files),
+                         touch.split_md(table, cache, lambda row: label(row, files)),
+                         touch.untold(r, table) if first else ""]
     if len(table):
         # Every start table's rows: after the last one.
         sections += [figs.md("scaling", "sweep-"), "## Memory and reads",

@@ -63,6 +63,13 @@ UNTIMED = "ok, no wall time"
 UNVERIFIED_MARK = "(unverified)"
 
 
+# A strategy's flags the analysis reads (its record's `strategy_flags`, as `loadbench list`
+# shows them, comma-separated): its views point into a mapping of the file; it copies into
+# buffers of its own; it loads into GPU memory.
+MAPS_FILE = "maps-file"
+ALLOCATES = "allocates"
+DEVICE = "device"
+
 # The columns of a timeline CSV the report draws.
 TIMELINE = ["t_s", "rss_bytes", "file_cached_bytes", "read_bytes"]
 
@@ -203,6 +210,12 @@ def role(details) -> str:
     if isinstance(details, dict) and isinstance(details.get("role"), str):
         return details["role"]
     return ""
+
+
+def has_flag(flags, flag: str) -> bool:
+    """Whether a `strategy_flags` text ("eager,allocates") names `flag`; false for a record
+    without flags (an exec command's, a ceiling's, one from before flags were recorded)."""
+    return isinstance(flags, str) and flag in flags.split(",")
 
 
 def exec_label(spec: str) -> str | None:

@@ -47,7 +47,8 @@ _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults
 RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
-                         "profile_error", "started_at", "ended_at", "read_as", "link"]},
+                         "profile_error", "started_at", "ended_at", "read_as", "link",
+                         "strategy_flags"]},
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks", "nodes",
                             "memory_limit_bytes"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
@@ -80,7 +81,7 @@ RECORD = {
 COLUMNS = [k for k, spec in RECORD.items() if not isinstance(spec, dict)]
 
 _CEILING = {"gb_per_s": NUMBER, "median_gb_per_s": NUMBER, "reps_gb_per_s": [NUMBER],
-            "reason": SCALAR}
+            "us_per_fault": NUMBER, "reason": SCALAR}
 _STABILITY = {
     **{k: NUMBER for k in ["window_s", "max_wait_s", "waited_s", "dirty_bytes",
                            "writeback_bytes", "mem_available_bytes", "mem_total_bytes",

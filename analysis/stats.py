@@ -92,7 +92,8 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
     The interval columns are NaN for groups of fewer than 6 runs. The time ratio columns are NaN
     where the group shares no round with its condition's baseline, and its interval where under
     6 rounds give none; the baseline's own row is 1 with `is_baseline` set where its condition
-    ran in rounds. `cause_shares` is causes.shares'
+    ran in rounds. `strategy_flags` is the first its runs recorded (None where none did).
+    `cause_shares` is causes.shares'
     (`of`: "wall" or "cpu", and `shares`: cause to share) where the group has profiled runs,
     else None;
     `profiled` is causes.summarize's table, when the caller has it."""
@@ -107,6 +108,8 @@ def summarize(results: Results, profiled: pd.DataFrame | None = None) -> pd.Data
         rows.append({
             **dict(zip(GROUP, key)),
             "strategy": group["strategy"].iloc[0],
+            # The strategy's flags as its runs recorded them; None where none did.
+            "strategy_flags": next(iter(group["strategy_flags"].dropna()), None),
             "timed": group["timed"].iloc[0],
             "file_bytes": int(file_bytes) if len(known) else file_bytes,
             "n": len(wall),

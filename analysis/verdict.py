@@ -11,6 +11,14 @@ strategies, both medians and the paired ratio, and names no fastest. Each condit
 `caveats` (analysis/ceiling.py's: a ceiling that a strategy's median beat) close the verdict,
 in the report and in `lines`. `summarize` gives summary.json's `verdict`, `lines` the plain
 text `analysis.report --brief` prints, `section_md` the report's.
+
+Each condition answers a second question too (`map_or_own`): the fastest way to map the model
+(the candidates whose `strategy_flags` hold `maps-file`) and the fastest way to own a copy of
+it (those whose flags hold `allocates`), GPU strategies (flag `device`, `cuda_`) in neither:
+the same verdict (`entry`, with its rule for naming a fastest) over each of the two subsets,
+and where both name one, the owning one's paired time over the mapping one's (`own_vs_map`).
+A condition whose strategies recorded no flags (folders from before them) cannot tell, and
+says so.
 """
 
 from __future__ import annotations
@@ -18,10 +26,20 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis import ceiling, noise, paired
-from analysis.results import CONDITION, Results, exec_label, ratio_text, spec_label
+from analysis.results import (ALLOCATES, CONDITION, DEVICE, EXEC, MAPS_FILE, Results,
+                              exec_label, has_flag, ratio_text, spec_label)
 
 # The fewest paired rounds that give a 95% interval (6).
 MIN_ROUNDS = next(n for n in range(1, 64) if paired.critical(n)[0])
+# The figures of a comparison no round paired.
+NO_PAIR = {"ratio": None, "lo": None, "hi": None, "rounds": 0, "sure": False}
+# The two ways to hold the model: summary.json's key, the flag that says a strategy is one,
+# the brief's words, the report's heading and its sentence where no strategy is one.
+HALVES = [("to_map", MAPS_FILE, "to map", "To map the file (flag `maps-file`)",
+           "No strategy of this condition maps the file (flag `maps-file`)."),
+          ("to_own", ALLOCATES, "to own", "To own a copy (flag `allocates`; GPU strategies "
+           "aside)", "No strategy of this condition copies it into memory of its own (flag "
+           "`allocates`).")]
 
 
 def name(spec: str) -> str:
@@ -91,8 +109,48 @@ def entry(r: Results, key: tuple, rows: pd.DataFrame, pairs: pd.DataFrame,
         second = candidates.iloc[1]
         p = paired.versus(values, key, fastest["strategy_spec"], fastest["role"],
                           second["strategy_spec"])
-        out["runner_up"] = {"strategy": spec_label(second), **(figures(p) if p else {
-            "ratio": None, "lo": None, "hi": None, "rounds": 0, "sure": False})}
+        out["runner_up"] = {"strategy": spec_label(second), **(figures(p) if p else NO_PAIR)}
+    return out
+
+
+def flagged(rows: pd.DataFrame, flag: str) -> pd.Series:
+    """Per row of the summary table, whether its strategy_flags name `flag` and it loads into
+    host memory (no flag `device`, no `cuda_` strategy)."""
+    flags = rows["strategy_flags"]
+    device = (flags.map(lambda f: has_flag(f, DEVICE))
+              | rows["strategy"].astype(str).str.startswith("cuda_"))
+    return flags.map(lambda f: has_flag(f, flag)) & ~device
+
+
+def own_vs_map(values: pd.DataFrame, key: tuple, own: pd.Series, mapped: pd.Series) -> dict:
+    """The owning row's paired time over the mapping row's (`figures`, NO_PAIR where no round
+    paired them), with both names."""
+    p = paired.versus(values, key, own["strategy_spec"], own["role"], mapped["strategy_spec"])
+    return {"own": spec_label(own), "map": spec_label(mapped), **(figures(p) if p else NO_PAIR)}
+
+
+def map_or_own(r: Results, key: tuple, rows: pd.DataFrame, pairs: pd.DataFrame,
+               values: pd.DataFrame) -> dict:
+    """One condition's second question (the module's docstring): `flags_recorded` (whether any
+    candidate recorded flags), `unflagged` (loadbench candidates without flags, in neither
+    half), `to_map` and `to_own` (`entry` over each half's candidates, less what belongs to the
+    whole condition; None without any) and `own_vs_map` (None unless both halves name a
+    fastest)."""
+    candidates = rows[rows["verified"]] if rows["verified"].any() else rows
+    unflagged = candidates["strategy_flags"].isna() & (candidates["strategy"] != EXEC)
+    out = {"flags_recorded": bool(candidates["strategy_flags"].notna().any()),
+           "unflagged": [spec_label(x) for _, x in candidates[unflagged].iterrows()],
+           "to_map": None, "to_own": None, "own_vs_map": None}
+    firsts = {}
+    for name, flag, *_ in HALVES:
+        half = candidates[flagged(candidates, flag)]
+        if len(half):
+            e = entry(r, key, half, pairs, values)
+            out[name] = {k: v for k, v in e.items()
+                         if k not in ("cache", "caveats", "faster_unverified")}
+            firsts[name] = half.iloc[0]
+    if len(firsts) == 2 and not any(out[n]["medians_and_rounds_disagree"] for n in firsts):
+        out["own_vs_map"] = own_vs_map(values, key, firsts["to_own"], firsts["to_map"])
     return out
 
 
@@ -107,16 +165,19 @@ def summarize(r: Results, table: pd.DataFrame) -> dict[str, dict]:
     # A stable sort: each condition's rows stay fastest first.
     ordered = table.sort_values(["cache", "procs", "memory_limit_bytes", "file_bytes", "pattern"],
                                 kind="stable")
-    return {noise.condition(dict(zip(CONDITION, key)), files): entry(r, key, rows, pairs, values)
+    return {noise.condition(dict(zip(CONDITION, key)), files): {
+                **entry(r, key, rows, pairs, values), **map_or_own(r, key, rows, pairs, values)}
             for key, rows in ordered.groupby(CONDITION, sort=False)}
 
 
 def against(c: dict, other: str, role: str) -> str:
-    """A paired ratio to `other` (`role`: the baseline, the runner-up) in words, with its
-    interval (ratio_text's, as the tables print it) and how sure it is."""
+    """A paired ratio to `other` (`role`: the baseline, the runner-up; "" for none) in words,
+    with its interval (ratio_text's, as the tables print it) and how sure it is."""
     if not c["rounds"]:
-        return f"no round in which it and {other} ({role}) both ran ok, so no paired ratio"
-    ratio = f"{ratio_text(c['ratio'], c['lo'], c['hi'])} the time of {other}, {role}"
+        return (f"no round in which it and {other}{f' ({role})' if role else ''} both ran ok, "
+                "so no paired ratio")
+    ratio = f"{ratio_text(c['ratio'], c['lo'], c['hi'])} the time of {other}"
+    ratio += f", {role}" if role else ""
     rounds = noise.plural(c["rounds"], "round")
     if c["lo"] is None:
         return (f"{ratio} ({rounds}: too few for a 95% interval; {MIN_ROUNDS} rounds would "
@@ -166,13 +227,63 @@ def disagreed(e: dict) -> str:
     return text
 
 
+def told(e: dict) -> str:
+    """A verdict's sentences on its fastest (`disagreed`'s or `agreed`'s)."""
+    return disagreed(e) if e["medians_and_rounds_disagree"] else agreed(e)
+
+
 def phrase(e: dict) -> str:
     """One condition's verdict in a sentence or two (without the condition's name)."""
-    text = disagreed(e) if e["medians_and_rounds_disagree"] else agreed(e)
+    text = told(e)
     if e["faster_unverified"]:
         text += (" Faster, but sent no checksum (unverified): "
                  + ", ".join(e["faster_unverified"]) + ".")
     return text
+
+
+def map_own_md(e: dict) -> str:
+    """The condition's second question (`map_or_own`'s) in the report's words: each half's
+    verdict, or that the condition has none of it; the owning one against the mapping one;
+    the strategies in neither for want of flags. "" for a verdict without it, or without a
+    loadbench strategy (commands have no flags)."""
+    if not e.get("flags_recorded") and not e.get("unflagged"):
+        return ""
+    if not e["flags_recorded"]:
+        return ("cannot tell which strategies map the file and which copy it: none of them "
+                "recorded its flags (`strategy_flags`; folders from before flags have none).")
+    parts = [f"{title}: {told(e[key])}" if e[key] else none
+             for key, _, _, title, none in HALVES]
+    c = e["own_vs_map"]
+    if c:
+        parts.append(f"Owning against mapping: {c['own']} took "
+                     f"{against(c, c['map'], 'the fastest to map')}.")
+    elif e["to_map"] and e["to_own"]:
+        parts.append("No paired ratio of owning to mapping: "
+                     + " and ".join(words for key, _, words, _, _ in HALVES
+                                    if e[key]["medians_and_rounds_disagree"])
+                     + " names no fastest.")
+    if e["unflagged"]:
+        parts.append("In neither, no flags recorded: " + ", ".join(e["unflagged"]) + ".")
+    return " ".join(parts)
+
+
+def brief_half(h: dict) -> str:
+    """A half's fastest and its median in a few words, or the two it cannot tell apart."""
+    if not h["medians_and_rounds_disagree"]:
+        return f"{h['fastest']} {h['median_s']:.3f} s"
+    f = h["faster_in_rounds"]
+    how = "the medians and the rounds disagree" if f["sure"] else "not told apart"
+    return f"{h['fastest']} or {f['strategy']} ({how})"
+
+
+def map_own_line(e: dict) -> str:
+    """The second question in one line for `lines`: the halves there are (none: ""), then the
+    owning one's paired ratio to the mapping one."""
+    parts = [f"{words}: {brief_half(e[key])}" for key, _, words, _, _ in HALVES if e.get(key)]
+    c = e.get("own_vs_map")
+    if c:
+        parts[-1] += ", " + against(c, c["map"], "")
+    return "; ".join(parts)
 
 
 def caveats(verdicts) -> list[tuple[str, str]]:
@@ -182,12 +293,16 @@ def caveats(verdicts) -> list[tuple[str, str]]:
 
 def lines(summary: dict, most: int = 3) -> list[str]:
     """summary.json's verdict as plain-text lines, one per condition, at most `most` (the last
-    then says how many more the report has), then the caveats of the conditions shown."""
+    then says how many more the report has), each followed by its map-or-own line where it has
+    one (`map_own_line`), then the caveats of the conditions shown."""
     verdicts = list((summary.get("verdict") or {}).items())
     if not verdicts:
         return ["no verdict: no ok run of a strategy"]
     shown = verdicts if len(verdicts) <= most else verdicts[:most - 1]
-    out = [f"{cond}: {phrase(e)}" for cond, e in shown]
+    out = []
+    for cond, e in shown:
+        both = map_own_line(e)
+        out += [f"{cond}: {phrase(e)}"] + ([f"{cond}: {both}"] if both else [])
     if len(shown) < len(verdicts):
         out.append(f"... and {len(verdicts) - len(shown)} more conditions: see the report")
     return out + [f"{cond}: {caveat}" for cond, caveat in caveats(shown)]
@@ -227,9 +342,14 @@ def took(r: Results) -> str:
 
 
 def section_md(verdicts: dict) -> str:
-    """The verdict (summarize's) as the report's list, one item per condition, then one per
-    caveat."""
+    """The verdict (summarize's) as the report's list, one item per condition, each followed
+    by one on its map-or-own question (`map_own_md`), then one per caveat."""
     if not verdicts:
         return "No verdict: no ok run of a strategy."
-    return "\n".join([f"- **{cond}**: {phrase(e)}" for cond, e in verdicts.items()]
-                     + [f"- **{cond}**: {caveat}" for cond, caveat in caveats(verdicts.items())])
+    items = []
+    for cond, e in verdicts.items():
+        both = map_own_md(e)
+        items += [f"- **{cond}**: {phrase(e)}"] + (
+            [f"- **{cond}, to map or to own**: {both}"] if both else [])
+    return "\n".join(items + [f"- **{cond}**: {caveat}"
+                              for cond, caveat in caveats(verdicts.items())])
