@@ -315,9 +315,9 @@ CLI::App* AddCache(CLI::App& app, CacheFlags* f) {
 
 CLI::App* AddProbe(CLI::App& app, ProbeOptions* f) {
   auto* cmd = app.add_subcommand(
-      "probe", "Measure this machine's ceilings (device, page cache, memcpy, page faults) with a "
-               "scratch file, print them with the settings that shape results, and store them "
-               "in env.json");
+      "probe", "Measure this machine's ceilings (device, page cache, memcpy, memory fill, "
+               "first touches of 4 KiB and 2 MiB pages) with a scratch file, print them with the "
+               "settings that shape results, and store them in env.json");
   cmd->add_option("--dir", f->dir, "Where the scratch file goes (created if missing)")
       ->capture_default_str();
   cmd->add_option("--size", f->size, "Scratch file size, e.g. 1GiB, 64MiB")->capture_default_str();

@@ -152,6 +152,8 @@ int Tune(const SystemFlags& f, const std::string& command_line) {
   if (choice == PageReportingChoice::kKeep) {
     fmt::print("free page reporting: kept as it is, by --page-reporting keep\n");
   }
+  // Not a setting: what tune leaves to the kernel, said beside what it set.
+  fmt::print("huge pages now (read only): {}\n", DescribeHugePages(ReadHugePageState()));
   fmt::print("saved to {}{}; `loadbench system reset` restores what was there\n", TuneStatePath(),
              found ? fmt::format(" (tuned since {})", r.since) : "");
   return 0;

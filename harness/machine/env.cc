@@ -359,6 +359,13 @@ Json Thp() {
   t["defrag"] = Str(ReadBracketed(d + "defrag"));
   t["shmem_enabled"] = Str(ReadBracketed(d + "shmem_enabled"));
   t["hpage_pmd_size"] = Opt(ReadInt(d + "hpage_pmd_size"));
+  // Whether a huge page could be had when env.json was written (system show lists them too).
+  const HugePageState h = ReadHugePageState();
+  t["free_2mib_blocks_mib"] =
+      h.free_2mib_blocks_bytes ? Json(*h.free_2mib_blocks_bytes >> 20) : Json();
+  t["hugetlb_total"] = Opt(h.hugetlb_total);
+  t["hugetlb_free"] = Opt(h.hugetlb_free);
+  t["hugetlb_page_bytes"] = Opt(h.hugetlb_page_bytes);
   return t;
 }
 

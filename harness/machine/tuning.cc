@@ -20,6 +20,7 @@
 #include "harness/machine/env.h"
 #include "harness/process/journal.h"
 #include "loaders/base/file_io.h"
+#include "loaders/base/proc_fields.h"
 
 namespace loadbench {
 namespace {
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kOrderFile = "/module/page_reporting/parameters/page_reporting_order";
 constexpr const char* kPerformance = "performance";
+constexpr uint64_t kHugeBytes = uint64_t{2} << 20;  // a PMD's worth of 4 KiB pages
 
 std::optional<std::string> Read(const std::string& path) {
   std::optional<std::string> s = ReadFile(path);
@@ -89,6 +91,62 @@ void ThpSettings(const SystemRoot& root, std::vector<SystemSetting>* out) {
   out->push_back(Setting("thp.defrag", d + "/defrag", ReadChoice(d + "/defrag")));
   out->push_back(
       Setting("thp.khugepaged_defrag", d + "/khugepaged/defrag", Read(d + "/khugepaged/defrag")));
+}
+
+// Bytes free in blocks of kHugeBytes and up, summed over every zone of /proc/buddyinfo (a line
+// per zone: "Node 0, zone Normal", then the free blocks of each order from 0); nullopt when it
+// cannot be read or a line is not of that shape.
+std::optional<uint64_t> FreeHugeBlockBytes(const SystemRoot& root) {
+  const std::optional<std::string> text = ReadFile(root.proc + "/buddyinfo");
+  if (!text) return std::nullopt;
+  const auto page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  std::istringstream in(*text);
+  uint64_t total = 0;
+  bool any = false;
+  for (std::string line; std::getline(in, line);) {
+    const size_t zone = line.find("zone");
+    if (zone == std::string::npos) continue;
+    std::istringstream fields(line.substr(zone + 4));
+    std::string name;
+    fields >> name;
+    uint64_t count = 0;
+    for (int order = 0; order < 32 && fields >> count; ++order) {
+      if ((page << order) >= kHugeBytes) total += count * (page << order);
+    }
+    if (!fields.eof()) return std::nullopt;  // a column that is no count
+    any = true;
+  }
+  return any ? std::optional(total) : std::nullopt;
+}
+
+std::optional<std::string> Decimal(const std::optional<uint64_t>& v) {
+  return v ? std::optional(std::to_string(*v)) : std::nullopt;
+}
+
+// Whether a huge page can be had now: figures the kernel keeps, read only (as page reporting's
+// counters are), each with what it means or why there is none.
+void HugePageSettings(const SystemRoot& root, std::vector<SystemSetting>* out) {
+  const HugePageState h = ReadHugePageState(root);
+  const std::string buddy = root.proc + "/buddyinfo";
+  out->push_back(Setting(
+      "thp.free_2mib_blocks_mib", buddy,
+      h.free_2mib_blocks_bytes ? Decimal(*h.free_2mib_blocks_bytes >> 20) : std::nullopt,
+      h.free_2mib_blocks_bytes
+          ? "read only: MiB free in blocks of 2 MiB and up, over every zone: what THP faults "
+            "can take now without compaction"
+          : "read only: " + buddy + " cannot be read"));
+  const std::string meminfo = root.proc + "/meminfo";
+  const std::string pages =
+      h.hugetlb_page_bytes ? fmt::format("pages of {} kB", *h.hugetlb_page_bytes >> 10) : "pages";
+  const bool none = !h.hugetlb_total;
+  out->push_back(Setting("hugetlb.total", meminfo, Decimal(h.hugetlb_total),
+                         none ? "read only: no HugePages_Total in " + meminfo + ": no hugetlb here"
+                              : fmt::format("read only: HugePages_Total, the hugetlb pool in {}, "
+                                            "for hugetlbfs and MAP_HUGETLB, never for THP",
+                                            pages)));
+  out->push_back(Setting("hugetlb.free", meminfo, Decimal(h.hugetlb_free),
+                         none ? "read only: no hugetlb here"
+                              : "read only: HugePages_Free, the pool's pages not in use now"));
 }
 
 // Every parameter of free page reporting (some kernels add their own beside
@@ -286,6 +344,7 @@ std::vector<SystemSetting> ReadSystemSettings(const std::string& data_path,
                                               const SystemRoot& root) {
   std::vector<SystemSetting> out;
   ThpSettings(root, &out);
+  HugePageSettings(root, &out);
   PageReportingSettings(root, &out);
   VmSettings(root, &out);
   BlockSettings(data_path, root, &out);
@@ -293,6 +352,34 @@ std::vector<SystemSetting> ReadSystemSettings(const std::string& data_path,
   BalloonSettings(root, &out);
   DamonSettings(root, &out);
   return out;
+}
+
+HugePageState ReadHugePageState(const SystemRoot& root) {
+  HugePageState h;
+  h.free_2mib_blocks_bytes = FreeHugeBlockBytes(root);
+  const std::map<std::string, uint64_t> mem =
+      ParseProcFields(ReadFile(root.proc + "/meminfo").value_or(""));
+  auto field = [&](const char* key) {
+    const auto it = mem.find(key);
+    return it == mem.end() ? std::nullopt : std::optional(it->second);
+  };
+  h.hugetlb_total = field("HugePages_Total");
+  h.hugetlb_free = field("HugePages_Free");
+  h.hugetlb_page_bytes = field("Hugepagesize");  // kB in the file, bytes here
+  return h;
+}
+
+std::string DescribeHugePages(const HugePageState& h) {
+  auto text = [](const std::optional<uint64_t>& v) {
+    return v ? std::to_string(*v) : std::string("unknown");
+  };
+  const std::string free = h.free_2mib_blocks_bytes
+                               ? fmt::format("{} MiB", *h.free_2mib_blocks_bytes >> 20)
+                               : std::string("unknown");
+  return fmt::format("{} free in blocks of 2 MiB and up; hugetlb: {} of {} pages{} free", free,
+                     text(h.hugetlb_free), text(h.hugetlb_total),
+                     h.hugetlb_page_bytes ? fmt::format(" of {} kB", *h.hugetlb_page_bytes >> 10)
+                                          : "");
 }
 
 Status ParsePageReportingChoice(const std::string& text, const std::string& what,

@@ -23,6 +23,7 @@
 // restored by the next command that measures.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,12 +50,29 @@ struct SystemSetting {
   std::string note;                  // what the value means, or why there is none ("" if plain)
 };
 
-// Every setting that changes a load's time, in a fixed order: transparent huge pages, free page
-// reporting's parameters, swappiness, dirty limits and writeback, the read-ahead and I/O
-// scheduler of the block device holding `data_path` (or of its nearest existing parent), the
-// CPU frequency governor, the virtio balloon, DAMON's kdamonds and DAMON_RECLAIM.
+// Every setting that changes a load's time, in a fixed order: transparent huge pages and, read
+// only, whether a huge page can be had now (HugePageState), free page reporting's parameters,
+// swappiness, dirty limits and writeback, the read-ahead and I/O scheduler of the block device
+// holding `data_path` (or of its nearest existing parent), the CPU frequency governor, the virtio
+// balloon, DAMON's kdamonds and DAMON_RECLAIM.
 std::vector<SystemSetting> ReadSystemSettings(const std::string& data_path,
                                               const SystemRoot& root = {});
+
+// Whether a huge page can be had now, as the kernel counts it: read only (it changes by itself,
+// and tune never sets it). Each nullopt where it cannot be read.
+struct HugePageState {
+  // Free memory in blocks of 2 MiB and up (order 9 and up of 4 KiB pages), summed over every
+  // zone of /proc/buddyinfo: what a THP fault can have without compaction.
+  std::optional<uint64_t> free_2mib_blocks_bytes;
+  // hugetlb's pool, /proc/meminfo HugePages_Total and HugePages_Free (pages of
+  // Hugepagesize): set aside for hugetlbfs and MAP_HUGETLB, never for THP.
+  std::optional<uint64_t> hugetlb_total, hugetlb_free, hugetlb_page_bytes;
+};
+HugePageState ReadHugePageState(const SystemRoot& root = {});
+
+// "696 MiB free in blocks of 2 MiB and up; hugetlb: 0 of 0 pages of 2 MiB free", with
+// "unknown" for what cannot be read.
+std::string DescribeHugePages(const HugePageState& h);
 
 // Free page reporting under tune: held off, or kept as it is (and recorded).
 enum class PageReportingChoice { kOff, kKeep };

@@ -46,15 +46,20 @@ constexpr int kDeviceReps = 3;
 constexpr int kMemcpyReps = 5;
 constexpr int kFaultReps = 5;
 constexpr int kQuickFaultReps = 3;
+// The first touches of a 4 KiB and of a 2 MiB page, in the full probe and the quick one alike:
+// enough repetitions for a median and a spread.
+constexpr int kTouchReps = 7;
+constexpr int kFillReps = 5;
 
-// The full probe's memory-side sizes: memcpy buffers well past any last-level cache, and enough
-// faults that the clock's resolution does not matter. The quick probe's stay under about 2 s
-// even where a 4 KiB fault costs 20 us.
+// The full probe's memory-side sizes: memcpy and fill buffers well past any last-level cache,
+// and enough faults that the clock's resolution does not matter. The quick probe's stay under
+// about 1 s even where a 4 KiB fault costs 20 us: its fill buffer (64 MiB, past a 32 MiB L3)
+// is faulted in once, and its 4 KiB first touches are 7 of 8 MiB (2048 faults each).
 struct MemorySizes {
-  uint64_t memcpy_bytes, anon_bytes, thp_bytes;
+  uint64_t memcpy_bytes, fill_bytes, anon_bytes, thp_bytes;
 };
-constexpr MemorySizes kFullSizes{256 * kMiB, 64 * kMiB, 256 * kMiB};
-constexpr MemorySizes kQuickSizes{32 * kMiB, 16 * kMiB, 64 * kMiB};
+constexpr MemorySizes kFullSizes{256 * kMiB, 256 * kMiB, 64 * kMiB, 256 * kMiB};
+constexpr MemorySizes kQuickSizes{32 * kMiB, 64 * kMiB, 8 * kMiB, 64 * kMiB};
 constexpr uint64_t kQuickFileBytes = 16 * kMiB;
 constexpr uint64_t kFirstTouchBytes = 256 * kMiB;  // each first-touch measurement's memory
 
@@ -148,6 +153,20 @@ std::string Memlock(const Json& v) {
   return v.is_number_unsigned() ? FormatBytes(v.get<uint64_t>()) : Text(v);
 }
 
+// "median of 7, spread 0.52 to 0.81": of how many repetitions a fault cost or fill rate is the
+// median (of THP's, those that got a huge page), and the least and the most of them.
+std::string MedianAndSpread(const Json& m, const char* spread_key) {
+  std::string of = Text(m.value("reps", Json()));
+  if (m.value("reps_left_out", 0) > 0) {
+    of = fmt::format("{} of {} ({} without a huge page left out)", Text(m["reps_in_median"]), of,
+                     Text(m["reps_left_out"]));
+  }
+  const Json& s = m.value(spread_key, Json());
+  if (!s.is_array() || s.size() != 2) return "median of " + of;
+  return fmt::format("median of {}, spread {:.2f} to {:.2f}", of, s[0].get<double>(),
+                     s[1].get<double>());
+}
+
 // The figure of ceiling `c`, with a few words on how it was chosen, or why there is none.
 std::string Result(const CeilingSpec& c, const Json& m) {
   const Json& f = m.contains(c.figure) ? m[c.figure] : Json();
@@ -159,11 +178,13 @@ std::string Result(const CeilingSpec& c, const Json& m) {
     how = fmt::format("{} ({})", Text(m["recipe"]), Text(m["chosen"]));
   } else if (m.contains("seconds")) {
     how = fmt::format("{:.2f} s, one pass", m["seconds"].get<double>());
+  } else if (m.contains("spread_gb_per_s")) {
+    how = MedianAndSpread(m, "spread_gb_per_s");
   } else if (m.contains("median_gb_per_s")) {
     how = fmt::format("{}, median {:.2f}", Text(m["chosen"]), m["median_gb_per_s"].get<double>());
   } else if (std::string(c.key) == "thp_fault") {
-    how = fmt::format("{:.2f} GB/s, {:.0f}% granted", m["gb_per_s"].get<double>(),
-                      m["granted_fraction"].get<double>() * 100);
+    how = fmt::format("{}; {:.2f} GB/s, {:.0f}% granted", MedianAndSpread(m, "spread_us"),
+                      m["gb_per_s"].get<double>(), m["granted_fraction"].get<double>() * 100);
   } else if (std::string(c.key) == "file_minor_fault") {
     how = fmt::format("{:.3f} us per 4 KiB page, {:.0f} pages per fault",
                       m["us_per_page"].get<double>(), m["pages_per_fault"].get<double>());
@@ -173,7 +194,7 @@ std::string Result(const CeilingSpec& c, const Json& m) {
                       m["populate_s_per_gib"].get<double>(), m["first_s_per_gib"].get<double>(),
                       m["second_s_per_gib"].get<double>(), Text(m["first_faults"]));
   } else if (m.contains("faults")) {
-    how = fmt::format("{} faults counted", Text(m["faults"]));
+    how = fmt::format("{}; {} faults counted", MedianAndSpread(m, "spread_us"), Text(m["faults"]));
   }
   return fmt::format("{:>9.2f}  {:<9} {}", f.get<double>(), c.unit, how);
 }
@@ -276,10 +297,11 @@ Json QuickProbe(const std::string& file_path) {
                    {"reason", fmt::format("not measured by a run's quick probe; {}", kRunProbe)}};
   }
   c["memcpy"] = probe::MemcpyBandwidth(kQuickSizes.memcpy_bytes, kMemcpyReps);
+  c["memory_fill"] = probe::MemoryFill(kQuickSizes.fill_bytes, kFillReps);
   c["h2d_pinned"] = probe::HostToDevice(true, kQuickSizes.memcpy_bytes, kMemcpyReps);
   c["h2d_pageable"] = probe::HostToDevice(false, kQuickSizes.memcpy_bytes, kMemcpyReps);
-  c["anon_4k_fault"] = probe::AnonFault4k(kQuickSizes.anon_bytes, kQuickFaultReps);
-  c["thp_fault"] = probe::ThpFault(kQuickSizes.thp_bytes, kQuickFaultReps);
+  c["anon_4k_fault"] = probe::AnonFault4k(kQuickSizes.anon_bytes, kTouchReps);
+  c["thp_fault"] = probe::ThpFault(kQuickSizes.thp_bytes, kTouchReps);
   c["file_minor_fault"] = s.ok() ? probe::FileMinorFault(scratch, kQuickFileBytes, kQuickFaultReps)
                                  : Json{{"us_per_fault", nullptr}, {"reason", s.message()}};
   p["facts"] = Facts(CollectEnv(file_path));
@@ -463,6 +485,8 @@ std::vector<Step> MemorySteps() {
   return {
       {"memcpy", fmt::format("memcpy of {}", FormatBytes(kFullSizes.memcpy_bytes)),
        [] { return probe::MemcpyBandwidth(kFullSizes.memcpy_bytes, kMemcpyReps); }},
+      {"memory_fill", fmt::format("memset of {} faulted in", FormatBytes(kFullSizes.fill_bytes)),
+       [] { return probe::MemoryFill(kFullSizes.fill_bytes, kFillReps); }},
       {"h2d_pinned",
        fmt::format("cudaMemcpy to the GPU from pinned memory, {}",
                    FormatBytes(kFullSizes.memcpy_bytes)),
@@ -473,9 +497,9 @@ std::vector<Step> MemorySteps() {
        [] { return probe::HostToDevice(false, kFullSizes.memcpy_bytes, kMemcpyReps); }},
       {"anon_4k_fault",
        fmt::format("4 KiB anonymous faults over {}", FormatBytes(kFullSizes.anon_bytes)),
-       [] { return probe::AnonFault4k(kFullSizes.anon_bytes, kFaultReps); }},
+       [] { return probe::AnonFault4k(kFullSizes.anon_bytes, kTouchReps); }},
       {"thp_fault", fmt::format("THP faults over {}", FormatBytes(kFullSizes.thp_bytes)),
-       [] { return probe::ThpFault(kFullSizes.thp_bytes, kFaultReps); }},
+       [] { return probe::ThpFault(kFullSizes.thp_bytes, kTouchReps); }},
   };
 }
 

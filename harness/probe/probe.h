@@ -35,6 +35,7 @@ inline constexpr CeilingSpec kCeilings[] = {
     {"device_limit", "gb_per_s", "cold read, the fastest read recipe", "GB/s"},
     {"warm_read", "gb_per_s", "warm read from the page cache, read() 1 MiB", "GB/s"},
     {"memcpy", "gb_per_s", "memcpy", "GB/s"},
+    {"memory_fill", "gb_per_s", "memory fill, memset of faulted-in memory", "GB/s"},
     {"h2d_pinned", "gb_per_s", "host to GPU, cudaMemcpy from pinned memory", "GB/s"},
     {"h2d_pageable", "gb_per_s", "host to GPU, cudaMemcpy from pageable memory", "GB/s"},
     {"anon_4k_fault", "us_per_fault", "first-touch 4 KiB anonymous fault", "us/fault"},
@@ -77,9 +78,9 @@ std::optional<nlohmann::ordered_json> CachedProbe(const std::string& file_path, 
 // probe from this boot (boot_id), that one, plus "source" (the cache path), "age_s" and
 // "same_device" (whether `file_path` lives on the device the probe measured; null when
 // `file_path` cannot be stat'ed). Otherwise a quick probe made here, under about 2 s and
-// without device I/O: memcpy and the three fault costs on small sizes (the file fault on an
-// unnamed 16 MiB file beside `file_path`, else in $TMPDIR or /tmp), the facts, and the device
-// and warm-read figures null; "source" is "quick" and "note" says why the cache was not used
+// without device I/O: memcpy, the memory fill and the three fault costs on small sizes (the file
+// fault on an unnamed 16 MiB file beside `file_path`, else in $TMPDIR or /tmp), the facts, and the
+// device and warm-read figures null; "source" is "quick" and "note" says why the cache was not used
 // (missing, corrupt, another boot) and to run `loadbench probe`. That quick probe is kept at
 // QuickProbeCachePath(), and the runs after it in the same boot take it from there ("source"
 // its path, "age_s", "same_device"), as they would a full one: a command's memory figures are

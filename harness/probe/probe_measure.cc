@@ -122,16 +122,9 @@ std::string FirstWord(const std::string& file) {
 }
 
 // One timed touch of a region, with the faults the kernel counted for it.
-struct Touched {
-  double seconds = 0;
-  long minor = 0;
-  long major = 0;
-  uint64_t huge_bytes = 0;  // AnonHugePages gained, for the THP measurement
-};
-
-Touched TouchCounted(std::byte* p, size_t len, bool write) {
+FaultRep TouchCounted(std::byte* p, size_t len, bool write) {
   const Faults before = ThreadFaults();
-  Touched t;
+  FaultRep t;
   t.seconds = Touch(p, len, PageBytes(), write);
   const Faults after = ThreadFaults();
   t.minor = after.minor - before.minor;
@@ -139,43 +132,25 @@ Touched TouchCounted(std::byte* p, size_t len, bool write) {
   return t;
 }
 
-// Every repetition's microseconds per fault, in the order they ran.
-Json RepsUsPerFault(const std::vector<Touched>& reps) {
-  Json out = Json::array();
-  for (const Touched& t : reps) {
-    out.push_back(t.minor > 0 ? Json(t.seconds / static_cast<double>(t.minor) * 1e6) : Json());
-  }
-  return out;
+// A repetition's microseconds per fault; null where it counted none.
+Json UsPerFault(const FaultRep& t) {
+  return t.minor > 0 ? Json(t.seconds / static_cast<double>(t.minor) * 1e6) : Json();
 }
 
-// Every repetition's cost, the best of them, and on a VM that hands freed memory back to the
-// host, why they differ.
-void RecordReps(const std::vector<Touched>& reps, Json* j) {
-  Json all = RepsUsPerFault(reps);
-  Json best;
-  for (const Json& us : all) {
-    if (us.is_number() && (best.is_null() || us.get<double>() < best.get<double>())) best = us;
-  }
-  (*j)["best_us_per_fault"] = best;
-  (*j)["reps_us_per_fault"] = std::move(all);
-  if (FreePageReporting() == true) {
-    (*j)["vm_note"] =
-        "this VM reports free guest memory to the host (virtio-balloon free page reporting), "
-        "which takes it back: a first touch of memory the guest freed seconds earlier also "
-        "pays a host fault, so repetitions differ; best_us_per_fault is nearest the guest "
-        "kernel's own cost";
-  }
-}
-
-// A cost is typical, not best: the repetition of median time.
-Touched MedianRep(std::vector<Touched> reps) {
-  std::sort(reps.begin(), reps.end(),
-            [](const Touched& a, const Touched& b) { return a.seconds < b.seconds; });
-  return reps[reps.size() / 2];
+// On a VM that hands freed memory back to the host, why the repetitions differ.
+void NoteFreePageReporting(Json* j) {
+  if (FreePageReporting() != true) return;
+  (*j)["vm_note"] =
+      "this VM reports free guest memory to the host (virtio-balloon free page reporting), "
+      "which takes it back: a first touch of memory the guest freed seconds earlier also "
+      "pays a host fault, so repetitions differ; best_us_per_fault is nearest the guest "
+      "kernel's own cost";
 }
 
 Json FaultRecord(uint64_t bytes, int reps, const std::string& method) {
   return {{"us_per_fault", nullptr},
+          {"median_us", nullptr},
+          {"spread_us", nullptr},
           {"faults", nullptr},
           {"bytes", bytes},
           {"page_bytes", PageBytes()},
@@ -183,7 +158,37 @@ Json FaultRecord(uint64_t bytes, int reps, const std::string& method) {
           {"best_us_per_fault", nullptr},
           {"reps_us_per_fault", nullptr},
           {"chosen", fmt::format("the repetition of median time, of {}", reps)},
-          {"method", method}};
+          {"method", method + "; us_per_fault and median_us: the microseconds per fault of the "
+                              "repetition of median time; spread_us: [min, max] over the "
+                              "repetitions"}};
+}
+
+// The THP measurement's figures from its repetitions over `bytes`: those that got no huge page
+// are left out of the median, and said; none left is no figure.
+Json ThpFigures(Json j, const std::vector<FaultRep>& done, uint64_t bytes) {
+  NoteFreePageReporting(&j);
+  const std::optional<FaultRep> t = RecordFaultReps(done, &j);
+  if (!t) {
+    return Unmeasured(j, fmt::format("no huge page was granted in any of {} repetitions: "
+                                     "AnonHugePages did not grow (enabled [{}], defrag [{}])",
+                                     done.size(), j["thp_enabled"].get<std::string>(),
+                                     j["thp_defrag"].get<std::string>()));
+  }
+  if (t->minor <= 0) return Unmeasured(j, "the kernel counted no fault");
+  const size_t left_out = j["reps_left_out"].get<size_t>();
+  if (left_out > 0) {
+    j["left_out_note"] = fmt::format(
+        "{} of {} repetitions got no huge page (AnonHugePages did not grow): they are no 2 MiB "
+        "first touch and are left out of median_us and spread_us",
+        left_out, done.size());
+  }
+  j["chosen"] = fmt::format("the repetition of median time, of the {} of {} that got huge pages",
+                            done.size() - left_out, done.size());
+  j["gb_per_s"] = static_cast<double>(bytes) / t->seconds / 1e9;
+  j["anon_huge_bytes"] = *t->huge_bytes;
+  // Below 1: the kernel fell back to base pages for part of the region.
+  j["granted_fraction"] = static_cast<double>(*t->huge_bytes) / static_cast<double>(bytes);
+  return j;
 }
 
 // The "AnonHugePages" of /proc/self/smaps_rollup in bytes: anonymous memory mapped by PMDs.
@@ -214,6 +219,42 @@ std::string ThpSetting(const std::string& name) {
 Json Unmeasured(Json j, const std::string& why) {
   j["reason"] = Interrupted() ? std::string(kInterrupted) : why;
   return j;
+}
+
+std::optional<FaultRep> RecordFaultReps(const std::vector<FaultRep>& reps, Json* j) {
+  Json all = Json::array(), huge = Json::array();
+  std::vector<FaultRep> kept;
+  bool thp = false;
+  for (const FaultRep& t : reps) {
+    all.push_back(UsPerFault(t));
+    thp = thp || t.huge_bytes.has_value();
+    huge.push_back(t.huge_bytes.value_or(0) > 0);
+    if (!t.huge_bytes || *t.huge_bytes > 0) kept.push_back(t);
+  }
+  (*j)["reps_us_per_fault"] = std::move(all);
+  if (thp) {
+    (*j)["reps_huge_page"] = std::move(huge);
+    (*j)["reps_in_median"] = kept.size();
+    (*j)["reps_left_out"] = reps.size() - kept.size();
+  }
+  if (kept.empty()) return std::nullopt;
+  // A cost is typical, not best: the repetition of median time.
+  std::sort(kept.begin(), kept.end(),
+            [](const FaultRep& a, const FaultRep& b) { return a.seconds < b.seconds; });
+  const FaultRep median = kept[kept.size() / 2];
+  std::vector<double> us;
+  for (const FaultRep& t : kept) {
+    if (t.minor > 0) us.push_back(UsPerFault(t).get<double>());
+  }
+  if (median.minor > 0) {
+    const auto [least, most] = std::minmax_element(us.begin(), us.end());
+    (*j)["us_per_fault"] = UsPerFault(median);
+    (*j)["median_us"] = UsPerFault(median);
+    (*j)["spread_us"] = {*least, *most};
+    (*j)["best_us_per_fault"] = *least;
+    (*j)["faults"] = median.minor;
+  }
+  return median;
 }
 
 std::string DropAndCheck(const std::string& path, Json* checks) {
@@ -369,6 +410,38 @@ Json MemcpyBandwidth(uint64_t bytes, int reps) {
       });
 }
 
+Json MemoryFill(uint64_t bytes, int reps) {
+  Json j = BandwidthRecord(bytes, reps,
+                           "memset of an anonymous buffer faulted in beforehand (one memset, "
+                           "untimed), so that it times filling, not faulting; GB/s is bytes "
+                           "written per second; spread_gb_per_s is [min, max] of the "
+                           "repetitions");
+  j["chosen"] = fmt::format("median of {}", reps);
+  j["best_gb_per_s"] = nullptr;
+  j["spread_gb_per_s"] = nullptr;
+  Mapping buf;
+  if (Status s = MapAnon(bytes, &buf); !s.ok()) return Unmeasured(j, s.message());
+  std::memset(buf.mutable_data(), 0xa5, bytes);
+  int value = 0;
+  j = Bandwidth(
+      std::move(j), bytes, reps, [] { return std::string(); },
+      [&](double* seconds) {
+        const auto t0 = Clock::now();
+        std::memset(buf.mutable_data(), ++value & 0xff, bytes);
+        *seconds = Since(t0);
+        g_sink = static_cast<unsigned>(buf.data()[bytes / 2]);
+        return Status::Ok();
+      });
+  if (!j["gb_per_s"].is_number()) return j;
+  // A fill rate is a cost, as the faults are: typical (the median), not best.
+  const std::vector<double> rates = j["reps_gb_per_s"];
+  const auto [least, most] = std::minmax_element(rates.begin(), rates.end());
+  j["best_gb_per_s"] = *most;
+  j["spread_gb_per_s"] = {*least, *most};
+  j["gb_per_s"] = j["median_gb_per_s"];
+  return j;
+}
+
 Json HostToDevice(bool pinned, uint64_t bytes, int reps) {
   Json j = BandwidthRecord(
       bytes, reps,
@@ -399,7 +472,7 @@ Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
   if (const std::string why = WarmAndCheck(path, &j); !why.empty()) return Unmeasured(j, why);
   UniqueFd fd;
   if (Status s = OpenReadOnly(path, 0, &fd); !s.ok()) return Unmeasured(j, s.message());
-  std::vector<Touched> done;
+  std::vector<FaultRep> done;
   for (int i = 0; i < reps; ++i) {
     if (Interrupted()) return Unmeasured(j, kInterrupted);
     Mapping m;
@@ -408,12 +481,10 @@ Json FileMinorFault(const std::string& path, uint64_t bytes, int reps) {
     }
     done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/false));
   }
-  RecordReps(done, &j);
-  const Touched t = MedianRep(done);
+  NoteFreePageReporting(&j);
+  const FaultRep t = *RecordFaultReps(done, &j);  // every repetition is kept: reps >= 1
   if (t.minor <= 0) return Unmeasured(j, "the kernel counted no fault");
   const double per_fault = static_cast<double>(pages) / static_cast<double>(t.minor);
-  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
-  j["faults"] = t.minor;
   j["us_per_page"] = t.seconds / static_cast<double>(pages) * 1e6;
   j["pages_per_fault"] = per_fault;
   j["major_faults"] = t.major;
@@ -433,7 +504,7 @@ Json AnonFault4k(uint64_t bytes, int reps) {
                        "mmap of fresh anonymous memory, madvise(MADV_NOHUGEPAGE), one byte "
                        "written per page");
   j["gb_per_s"] = nullptr;
-  std::vector<Touched> done;
+  std::vector<FaultRep> done;
   for (int i = 0; i < reps; ++i) {
     if (Interrupted()) return Unmeasured(j, kInterrupted);
     Mapping m;
@@ -444,11 +515,9 @@ Json AnonFault4k(uint64_t bytes, int reps) {
     }
     done.push_back(TouchCounted(m.mutable_data(), bytes, /*write=*/true));
   }
-  RecordReps(done, &j);
-  const Touched t = MedianRep(done);
+  NoteFreePageReporting(&j);
+  const FaultRep t = *RecordFaultReps(done, &j);  // every repetition is kept: reps >= 1
   if (t.minor <= 0) return Unmeasured(j, "the kernel counted no fault");
-  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
-  j["faults"] = t.minor;
   j["gb_per_s"] = static_cast<double>(bytes) / t.seconds / 1e9;
   return j;
 }
@@ -476,7 +545,7 @@ Json ThpFault(uint64_t bytes, int reps) {
   bytes = (bytes + huge - 1) / huge * huge;
   j["bytes"] = bytes;
   j["huge_page_bytes"] = huge;
-  std::vector<Touched> done;
+  std::vector<FaultRep> done;
   for (int i = 0; i < reps; ++i) {
     if (Interrupted()) return Unmeasured(j, kInterrupted);
     // One huge page more than needed, so that an aligned region fits inside.
@@ -488,27 +557,13 @@ Json ThpFault(uint64_t bytes, int reps) {
       return Unmeasured(j, fmt::format("madvise(MADV_HUGEPAGE): {}", std::strerror(errno)));
     }
     const auto before = AnonHugeBytes();
-    Touched t = TouchCounted(p, bytes, /*write=*/true);
+    FaultRep t = TouchCounted(p, bytes, /*write=*/true);
     const auto after = AnonHugeBytes();
     if (!before || !after) return Unmeasured(j, "/proc/self/smaps_rollup has no AnonHugePages");
     t.huge_bytes = *after > *before ? *after - *before : 0;
     done.push_back(t);
   }
-  RecordReps(done, &j);
-  const Touched t = MedianRep(done);
-  if (t.huge_bytes == 0) {
-    return Unmeasured(j,
-                      fmt::format("no huge page was granted: AnonHugePages did not grow (enabled "
-                                  "[{}], defrag [{}])",
-                                  enabled, defrag));
-  }
-  j["us_per_fault"] = t.seconds / static_cast<double>(t.minor) * 1e6;
-  j["faults"] = t.minor;
-  j["gb_per_s"] = static_cast<double>(bytes) / t.seconds / 1e9;
-  j["anon_huge_bytes"] = t.huge_bytes;
-  // Below 1: the kernel fell back to base pages for part of the region.
-  j["granted_fraction"] = static_cast<double>(t.huge_bytes) / static_cast<double>(bytes);
-  return j;
+  return ThpFigures(std::move(j), done, bytes);
 }
 
 }  // namespace loadbench::probe

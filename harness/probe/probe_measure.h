@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "loaders/base/file_io.h"
 #include "loaders/base/status.h"
@@ -51,9 +52,33 @@ nlohmann::ordered_json FileMinorFault(const std::string& path, uint64_t bytes, i
 // fault); false without such a device, nullopt when /sys/bus/virtio cannot be read.
 std::optional<bool> FreePageReporting();
 
+// One timed repetition of a fault measurement: its seconds, the faults the kernel counted in
+// it, and for THP the AnonHugePages it gained (nullopt for a measurement of base pages).
+struct FaultRep {
+  double seconds = 0;
+  long minor = 0;
+  long major = 0;
+  std::optional<uint64_t> huge_bytes;
+};
+
+// The figures of a fault measurement's repetitions (in the order they ran) into `j`:
+// reps_us_per_fault, every one's microseconds per fault (null where it counted none); for THP
+// reps_huge_page, whether each got a huge page (AnonHugePages grew), reps_in_median and
+// reps_left_out. A THP repetition that got no huge page is no 2 MiB first touch: it is left
+// out, and the others are kept. Of those kept: the repetition of median time (of an even
+// count, the slower of the middle two) gives us_per_fault, median_us (the same) and faults;
+// spread_us is [least, most] of their microseconds per fault and best_us_per_fault the least.
+// Returns the median repetition, or nullopt (its figures left as they were) when none was kept.
+std::optional<FaultRep> RecordFaultReps(const std::vector<FaultRep>& reps,
+                                        nlohmann::ordered_json* j);
+
 // Memory side.
 // memcpy between two pre-faulted anonymous buffers of `bytes` each.
 nlohmann::ordered_json MemcpyBandwidth(uint64_t bytes, int reps);
+// memset over an anonymous buffer of `bytes` faulted in beforehand: what filling memory costs
+// once no fault is left in it. gb_per_s is the median repetition's rate (bytes written per
+// second), beside best_gb_per_s and spread_gb_per_s ([least, most]).
+nlohmann::ordered_json MemoryFill(uint64_t bytes, int reps);
 // cudaMemcpy of `bytes` into GPU memory from pinned (cudaHostAlloc) or pageable (pre-faulted)
 // host memory; null with the reason where no GPU can be used.
 nlohmann::ordered_json HostToDevice(bool pinned, uint64_t bytes, int reps);

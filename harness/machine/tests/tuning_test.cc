@@ -73,7 +73,8 @@ class OwnLockDir {
   test::TempDir dir_;
 };
 
-// A machine of two CPUs with governors, free page reporting at order 9 and buddy orders 0 to 10.
+// A machine of two CPUs with governors, free page reporting at order 9, buddy orders 0 to 10
+// (696 MiB free in blocks of order 9 and up) and a hugetlb pool of 512 pages, 500 free.
 class FakeMachine : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -89,6 +90,9 @@ class FakeMachine : public ::testing::Test {
         "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1 "
         "     1      3\nNode 0, zone   Normal   3383   5955   4291   1540    103    139    263  "
         "   52      7     13    164");
+    Put(root_.proc + "/meminfo",
+        "MemTotal:        8000000 kB\nHugePages_Total:     512\nHugePages_Free:      500\n"
+        "HugePages_Rsvd:        0\nHugepagesize:       2048 kB");
     for (const char* k :
          {"swappiness", "dirty_ratio", "dirty_background_ratio", "dirty_bytes",
           "dirty_background_bytes", "dirty_expire_centisecs", "dirty_writeback_centisecs"}) {
@@ -118,6 +122,9 @@ TEST_F(FakeMachine, ShowReadsEverySettingInItsOrder) {
   const std::vector<std::string> want = {"thp.enabled",
                                          "thp.defrag",
                                          "thp.khugepaged_defrag",
+                                         "thp.free_2mib_blocks_mib",
+                                         "hugetlb.total",
+                                         "hugetlb.free",
                                          "page_reporting.min_free_ms",
                                          "page_reporting.page_reporting_order",
                                          "vm.swappiness",
@@ -140,6 +147,54 @@ TEST_F(FakeMachine, ShowReadsEverySettingInItsOrder) {
   EXPECT_EQ(value["cpu.governor"], "powersave");
   EXPECT_EQ(value["block.device"], "none");  // no /sys/dev/block in the stand-in
   EXPECT_EQ(value["balloon.driver"], "none");
+}
+
+// Orders 9 and 10 of both zones: (1 + 13) blocks of 2 MiB and (3 + 164) of 4 MiB.
+TEST_F(FakeMachine, HugePagesThatCanBeHadNowAreReadOnly) {
+  if (::sysconf(_SC_PAGESIZE) != 4096) GTEST_SKIP() << "the stand-in's orders are of 4 KiB pages";
+  const HugePageState h = ReadHugePageState(root_);
+  EXPECT_EQ(h.free_2mib_blocks_bytes, uint64_t{696} << 20);
+  EXPECT_EQ(h.hugetlb_total, 512u);
+  EXPECT_EQ(h.hugetlb_free, 500u);
+  EXPECT_EQ(h.hugetlb_page_bytes, 2048u * 1024);
+  EXPECT_EQ(DescribeHugePages(h),
+            "696 MiB free in blocks of 2 MiB and up; hugetlb: 500 of 512 pages of 2048 kB free");
+  std::map<std::string, SystemSetting> by;
+  for (const SystemSetting& s : ReadSystemSettings(dir_.path(), root_)) by[s.name] = s;
+  EXPECT_EQ(by["thp.free_2mib_blocks_mib"].value, "696");
+  EXPECT_EQ(by["thp.free_2mib_blocks_mib"].path, root_.proc + "/buddyinfo");
+  EXPECT_EQ(by["hugetlb.total"].value, "512");
+  EXPECT_EQ(by["hugetlb.free"].value, "500");
+  EXPECT_EQ(by["hugetlb.total"].path, root_.proc + "/meminfo");
+  EXPECT_NE(by["hugetlb.total"].note.find("2048 kB"), std::string::npos)
+      << by["hugetlb.total"].note;
+  for (const char* name : {"thp.free_2mib_blocks_mib", "hugetlb.total", "hugetlb.free"}) {
+    EXPECT_TRUE(by[name].note.starts_with("read only: ")) << name << ": " << by[name].note;
+  }
+  // Read only: nothing tune plans touches them.
+  std::vector<SettingChange> plan;
+  ASSERT_TRUE(PlanTune(PageReportingChoice::kOff, root_, &plan).ok());
+  for (const SettingChange& c : plan) EXPECT_EQ(c.path.find(root_.proc), std::string::npos);
+}
+
+// No hugetlb in meminfo, a buddyinfo column that is no count: none, with why, never a guess.
+TEST_F(FakeMachine, HugePagesThatCannotBeReadAreNone) {
+  Put(root_.proc + "/meminfo", "MemTotal:        8000000 kB");
+  Put(root_.proc + "/buddyinfo", "Node 0, zone   Normal   3383   5955   many");
+  const HugePageState h = ReadHugePageState(root_);
+  EXPECT_FALSE(h.free_2mib_blocks_bytes.has_value());
+  EXPECT_FALSE(h.hugetlb_total.has_value());
+  EXPECT_FALSE(h.hugetlb_free.has_value());
+  EXPECT_EQ(DescribeHugePages(h),
+            "unknown free in blocks of 2 MiB and up; hugetlb: unknown of unknown pages free");
+  std::map<std::string, SystemSetting> by;
+  for (const SystemSetting& s : ReadSystemSettings(dir_.path(), root_)) by[s.name] = s;
+  EXPECT_FALSE(by["thp.free_2mib_blocks_mib"].value.has_value());
+  EXPECT_NE(by["thp.free_2mib_blocks_mib"].note.find("cannot be read"), std::string::npos);
+  EXPECT_FALSE(by["hugetlb.total"].value.has_value());
+  EXPECT_NE(by["hugetlb.total"].note.find("no hugetlb"), std::string::npos);
+  fs::remove(root_.proc + "/buddyinfo");
+  EXPECT_FALSE(ReadHugePageState(root_).free_2mib_blocks_bytes.has_value());
 }
 
 TEST_F(FakeMachine, TuneHoldsReportingOffAndSetsTheGovernorsThenRestoreWritesBackAll) {
@@ -237,6 +292,14 @@ TEST(SystemEnvTest, EnvJsonRecordsTheStateAndWhetherItIsTuned) {
   EXPECT_EQ(j["settings"]["vm.swappiness"]["path"], "/proc/sys/vm/swappiness");
   EXPECT_EQ(j["settings"]["vm.swappiness"]["value"], Slurp("/proc/sys/vm/swappiness"));
   EXPECT_EQ(j["tuned"].get<bool>(), j["not_tuned_because"].empty());
+  // Whether a huge page could be had, beside THP's settings; this kernel has a buddyinfo.
+  const Json& thp = env["thp"];
+  ASSERT_TRUE(thp["free_2mib_blocks_mib"].is_number_unsigned()) << thp.dump();
+  for (const char* k : {"hugetlb_total", "hugetlb_free", "hugetlb_page_bytes"}) {
+    EXPECT_TRUE(thp.contains(k)) << k;
+  }
+  EXPECT_TRUE(j["settings"]["thp.free_2mib_blocks_mib"]["note"].get<std::string>().starts_with(
+      "read only"));
 }
 
 // ---- The real machine ----
@@ -271,13 +334,15 @@ class RealMachine : public ::testing::Test {
       if (Slurp(path) != value) std::ofstream(path) << value << "\n";
     }
   }
-  // The value of every setting show lists, but the counters that change by themselves.
+  // The value of every setting show lists, but the counters that change by themselves (the
+  // huge pages that can be had among them).
   static std::map<std::string, std::string> Settings() {
     std::map<std::string, std::string> out;
     for (const SystemSetting& s : ReadSystemSettings(fs::temp_directory_path())) {
       struct stat st {};
-      const bool counter = ::stat(s.path.c_str(), &st) == 0 && (st.st_mode & S_IWUSR) == 0 &&
-                           s.name.starts_with("page_reporting.");
+      const bool counter = (::stat(s.path.c_str(), &st) == 0 && (st.st_mode & S_IWUSR) == 0 &&
+                            s.name.starts_with("page_reporting.")) ||
+                           s.note.starts_with("read only");
       if (!counter) out[s.name] = s.value.value_or("none");
     }
     return out;

@@ -110,6 +110,30 @@ void ExpectEveryCeiling(const Json& probe) {
   }
 }
 
+// The first touches and the fill, as every probe has them (full or quick): 7 repetitions of a
+// fault cost, its median within its spread; a positive fill rate, the median within its spread.
+void ExpectMedianAndSpread(const Json& probe) {
+  const Json& anon = probe["ceilings"]["anon_4k_fault"];
+  ASSERT_TRUE(anon["median_us"].is_number()) << anon.dump(2);
+  EXPECT_EQ(anon["median_us"], anon["us_per_fault"]);
+  EXPECT_EQ(anon["reps"], 7);
+  ASSERT_EQ(anon["spread_us"].size(), 2u) << anon.dump(2);
+  EXPECT_LE(anon["spread_us"][0].get<double>(), anon["median_us"].get<double>());
+  EXPECT_GE(anon["spread_us"][1].get<double>(), anon["median_us"].get<double>());
+  const Json& thp = probe["ceilings"]["thp_fault"];
+  EXPECT_EQ(thp["reps"], 7);
+  if (thp["median_us"].is_number()) {
+    EXPECT_EQ(thp["reps_in_median"].get<int>() + thp["reps_left_out"].get<int>(), 7) << thp;
+    EXPECT_LE(thp["spread_us"][0].get<double>(), thp["median_us"].get<double>()) << thp;
+    EXPECT_GE(thp["spread_us"][1].get<double>(), thp["median_us"].get<double>()) << thp;
+  }
+  const Json& fill = probe["ceilings"]["memory_fill"];
+  ASSERT_TRUE(fill["gb_per_s"].is_number()) << fill.dump(2);
+  EXPECT_GT(fill["gb_per_s"].get<double>(), 0);
+  EXPECT_LE(fill["spread_gb_per_s"][0].get<double>(), fill["gb_per_s"].get<double>());
+  EXPECT_GE(fill["spread_gb_per_s"][1].get<double>(), fill["gb_per_s"].get<double>());
+}
+
 class ProbeCliTest : public ::testing::Test {
  protected:
   test::TempDir tmp_;
@@ -131,8 +155,8 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   EXPECT_EQ(probe["kind"], "full");
   // What any Linux machine can measure (no root, no GPU, no THP, no O_DIRECT needed) is a
   // figure, never null.
-  for (const char* key :
-       {"sequential_write", "warm_read", "memcpy", "anon_4k_fault", "file_minor_fault"}) {
+  for (const char* key : {"sequential_write", "warm_read", "memcpy", "memory_fill", "anon_4k_fault",
+                          "file_minor_fault"}) {
     const Json& m = probe["ceilings"][key];
     const char* figure =
         std::string(key).find("fault") != std::string::npos ? "us_per_fault" : "gb_per_s";
@@ -142,6 +166,7 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   EXPECT_EQ(probe["scratch"]["bytes"], 4u << 20);
   EXPECT_EQ(probe["boot_id"], BootId());
   ExpectEveryCeiling(probe);
+  ExpectMedianAndSpread(probe);
   // The device limit: every read recipe's record, and the fastest named with its params.
   const Json& limit = probe["ceilings"]["device_limit"];
   ASSERT_EQ(limit["recipes"].size(), std::size(probe::kReadRecipes)) << limit.dump(2);
@@ -264,6 +289,7 @@ class ProbeForRunTest : public ::testing::Test {
     EXPECT_NE(note.find(why), std::string::npos) << note;
     EXPECT_NE(note.find("loadbench probe"), std::string::npos) << note;
     ExpectEveryCeiling(p);
+    ExpectMedianAndSpread(p);
     for (const char* device :
          {"sequential_write", "cold_direct_read", "cold_buffered_read", "device_limit"}) {
       EXPECT_TRUE(p["ceilings"][device]["gb_per_s"].is_null()) << device;
