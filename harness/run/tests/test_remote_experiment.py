@@ -86,6 +86,11 @@ name = "http_ranges"
 chunk = "1MiB"
 concurrency = 2
 [[strategy]]
+name = "owned"
+via = "http"
+chunk = "1MiB"
+concurrency = 2
+[[strategy]]
 name = "exec"
 label = "curl"
 via = "http"
@@ -107,10 +112,36 @@ command = ["curl", "-sSf", "-o", "/dev/null", "{file}"]
         assert r["read_as"].startswith(env["server"]["endpoint"] + "/")
         assert r["server_resident_before"] == (1.0 if r["cache"] == "warm" else 0.0) or (
             r["cache"] == "cold" and r["server_resident_before"] <= 0.01)
-        if r["strategy"] == "http_ranges":
+        if r["strategy"] in ("http_ranges", "owned"):
             assert r["checksum_ok"] is True
             d = r["details"]
             assert d["requests"] >= 5 and d["bytes_received"] == d["bytes_requested"]
+        if r["strategy"] == "owned":  # ranged GETs into huge pages populated ahead of them
+            assert r["strategy_flags"].split(",")[-1] == "local-or-remote"
+            assert d["handout"] == "arrival" and d["populate_method"] == "madvise", d
+            assert r["anon_huge_bytes"] is not None
+    no_leftovers(tmp_path, p)
+
+
+def test_owned_fetches_every_shard_of_a_model_over_http(tmp_path):
+    """owned, given a sharded model through the server, fetches every shard's ranges into one
+    destination: one HEAD per shard, and the model's checksum."""
+    need("nginx", "Debian's nginx-light")
+    text = SMALL.format(kind="http").replace('format = "safetensors"', """format = "safetensors"
+shards = 3""") + """
+[[strategy]]
+name = "owned"
+via = "http"
+chunk = "256KiB"
+"""
+    p, records, _ = run_experiment(tmp_path, text)
+    assert p.returncode == 0, (p.stderr, [(r["strategy_spec"], r.get("error")) for r in records])
+    assert len(records) == 2
+    for r in records:
+        assert r["status"] == "ok" and r["checksum_ok"] is True, r
+        assert r["shards"] == 3 and r["read_as"].endswith(".index.json"), r
+        d = r["details"]
+        assert d["bytes_received"] == d["bytes_requested"] and d["requests"] >= 3 + 4, d
     no_leftovers(tmp_path, p)
 
 
