@@ -23,12 +23,12 @@ std::optional<std::string> OomKilled(const RunPoint& p, int signal, const HostSt
              : std::string("killed by the OOM killer (SIGKILL): out of memory");
 }
 
-// Whether a strategy with these options reads through the page cache (odirect, gds and
-// io_uring with direct=on do not).
+// Whether a strategy with these options reads through the page cache (odirect, gds, and io_uring
+// or pool with direct=on do not; nor owned with direct=auto, where the file system takes it).
 bool ReadsThroughPageCache(const StrategyInfo& info, const nlohmann::ordered_json& params) {
   if ((info.flags & kDirectIO) == 0) return true;
   const auto direct = params.find("direct");
-  return direct != params.end() && direct->is_string() && *direct != "on";
+  return direct != params.end() && direct->is_string() && *direct == "off";
 }
 
 // A warm run that went to storage for more than a trace of the file measured another state.

@@ -159,6 +159,26 @@ TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksI
   EXPECT_EQ(Complete(base_, j, 0, copy).status, "ok");
 }
 
+// A warm run of a strategy that bypasses the page cache reads storage by design: owned with
+// direct=auto and on is not invalid for it, with direct=off it is.
+TEST_F(CompleteTest, AWarmRunPastThePageCacheIsNotInvalidForReadingStorage) {
+  point_.cache = "warm";
+  base_.cache = "warm";
+  ReaderOutcome o = Loaded();
+  o.host.worst = 1.0;
+  o.host.drop_method.reset();
+  const StrategyInfo* owned = FindStrategy("owned");
+  ASSERT_NE(owned, nullptr);
+  const Judging j = {&point_, owned, true};
+  for (const char* direct : {"auto", "on", "off"}) {
+    ReaderOutcome copy = o;
+    copy.record.params = {{"direct", direct}};
+    EXPECT_EQ(Complete(base_, j, 0, copy).status,
+              std::string(direct) == "off" ? "invalid" : "ok")
+        << direct;
+  }
+}
+
 TEST_F(CompleteTest, EveryReaderOfARunCarriesItsStartSpread) {
   point_.procs = 3;
   std::vector<RunRecord> run;
