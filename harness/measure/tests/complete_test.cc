@@ -173,8 +173,7 @@ TEST_F(CompleteTest, AWarmRunPastThePageCacheIsNotInvalidForReadingStorage) {
   for (const char* direct : {"auto", "on", "off"}) {
     ReaderOutcome copy = o;
     copy.record.params = {{"direct", direct}};
-    EXPECT_EQ(Complete(base_, j, 0, copy).status,
-              std::string(direct) == "off" ? "invalid" : "ok")
+    EXPECT_EQ(Complete(base_, j, 0, copy).status, std::string(direct) == "off" ? "invalid" : "ok")
         << direct;
   }
 }
