@@ -68,6 +68,15 @@ const GeneratedFiles& Generated() {
   return f;
 }
 
+TensorTable OddShards(const TempDir& dir, uint64_t align, std::vector<std::string>* paths) {
+  paths->clear();
+  for (uint64_t seed : {1, 2, 3}) {
+    paths->push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
+    WriteWlfFile(paths->back(), OddTensors(), align, seed);
+  }
+  return JoinFiles(*paths);
+}
+
 std::vector<std::vector<std::byte>> ReferenceTensors(const TensorTable& table) {
   std::vector<std::vector<std::byte>> out;
   for (const TensorInfo& t : table.tensors) {

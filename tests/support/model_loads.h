@@ -29,6 +29,11 @@ Status LoadTable(const std::string& spec, const std::string& path, const TensorT
 // A model of the files at `paths`, each read as a file of its own, joined in this order.
 TensorTable JoinFiles(const std::vector<std::string>& paths);
 
+// Three WLF files of odd tensors (seeds 1, 2, 3) at `align`, written into `dir` as
+// odd1.wlf..odd3.wlf, their paths into `paths`, joined into one model (its index would be
+// odd.wlf.index.json in `dir`).
+TensorTable OddShards(const TempDir& dir, uint64_t align, std::vector<std::string>* paths);
+
 // Generated weight files, once per process: two single files (safetensors with unaligned
 // tensors, WLF with page-aligned ones) and a model of three safetensors shards of different
 // sizes, seeds and misalignments.

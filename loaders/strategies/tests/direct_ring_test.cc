@@ -103,11 +103,7 @@ TEST(DirectRingModel, LoadsShardsOfOddTensors) {
   SKIP_WITHOUT_IO_URING();
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 64, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 64, &paths);
   for (const char* spec : {"direct_ring", "direct_ring:windows=2:window=4KiB:depth=1"}) {
     Loaded l;
     const Status s = LoadTable(spec, dir.File("odd.wlf.index.json"), model, &l);
@@ -134,11 +130,7 @@ TEST(DirectRingErrors, AMissingShardIsBadInputNamingIt) {
   SKIP_WITHOUT_IO_URING();
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
   ASSERT_EQ(::unlink(paths[1].c_str()), 0);
   Loaded l;
   const Status s = LoadTable("direct_ring", dir.File("odd.wlf.index.json"), model, &l);
@@ -152,11 +144,7 @@ TEST(DirectRingErrors, ATruncatedShardIsBadInputNamingIt) {
   SKIP_WITHOUT_IO_URING();
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
   const uint64_t size = model.shards[2].file_size;
   ASSERT_EQ(::truncate(paths[2].c_str(), static_cast<off_t>(size / 2 + 100)), 0);
   for (const char* spec : {"direct_ring", "direct_ring:windows=2:window=4KiB:depth=1"}) {

@@ -4,6 +4,7 @@
 // fault in its errors.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "loaders/base/file_io.h"
 #include "loaders/format/checksum.h"
 #include "loaders/format/format.h"
 #include "loaders/format/model.h"
@@ -50,7 +52,10 @@ TEST_P(OwnedTest, LoadsOneFileAndAThreeShardModelExactly) {
   const Status s = LoadTable(GetParam(), f.dir.File("model.index.json"), f.model, &l);
   ASSERT_TRUE(s.ok()) << s.message();
   ExpectExact(f.model, l, GetParam() + " on the model");
-  EXPECT_EQ(Detail(l, "direct_files"), l.params.Choice("direct") == "off" ? 0u : 3u);
+  const std::string direct = l.params.Choice("direct");
+  if (direct != "auto") {
+    EXPECT_EQ(Detail(l, "direct_files"), direct == "on" ? 3u : 0u);
+  }
 }
 
 // 4 KiB blocks populate a region of several blocks, each waited for by the read that lands in
@@ -94,11 +99,7 @@ TEST(OwnedDetails, SayHowTheDestinationWasPopulated) {
 TEST(OwnedModel, LoadsShardsOfOddTensors) {
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 64, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 64, &paths);
   for (const char* spec : {"owned:threads=4:chunk=4KiB:block=4KiB", "owned:direct=off",
                            "owned:populate=before:faulters=2:block=4KiB"}) {
     Loaded l;
@@ -106,6 +107,38 @@ TEST(OwnedModel, LoadsShardsOfOddTensors) {
     ASSERT_TRUE(s.ok()) << spec << ": " << s.message();
     ExpectExact(model, l, spec);
   }
+}
+
+// direct=auto reads a file in the page cache through the cache (O_DIRECT would read the device
+// again) and one that is not with O_DIRECT.
+TEST(OwnedModel, AutoReadsCachedFilesBufferedAndOthersDirect) {
+  test::TempDir dir;
+  std::vector<std::string> paths;
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
+  const std::string index = dir.File("odd.wlf.index.json");
+  for (const std::string& p : paths) {  // written just now: in the cache
+    std::vector<std::byte> all(model.shards[0].file_size * 2);
+    UniqueFd fd;
+    ASSERT_TRUE(OpenReadOnly(p, 0, &fd).ok());
+    while (::read(fd.get(), all.data(), all.size()) > 0) {
+    }
+  }
+  Loaded cached;
+  ASSERT_TRUE(LoadTable("owned", index, model, &cached).ok());
+  EXPECT_EQ(Detail(cached, "direct_files"), 0u);
+  ExpectExact(model, cached, "owned, cached");
+  for (const std::string& p : paths) {  // out of the cache: clean pages, dropped
+    UniqueFd fd;
+    ASSERT_TRUE(OpenReadOnly(p, 0, &fd).ok());
+    ::fdatasync(fd.get());
+    ASSERT_EQ(::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED), 0);
+  }
+  Loaded cold;
+  const Status s = LoadTable("owned", index, model, &cold);
+  if (Unsupported(s)) GTEST_SKIP() << s.message();
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(Detail(cold, "direct_files"), 3u);
+  ExpectExact(model, cold, "owned, not cached");
 }
 
 // hugetlb lands the model in reserved huge pages where there are enough, and is unsupported,
@@ -149,11 +182,7 @@ TEST(OwnedModel, EachTensorIsWholeOnceArrivedSaysSo) {
 TEST(OwnedErrors, ATruncatedShardIsBadInputNamingIt) {
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
   ASSERT_EQ(::truncate(paths[2].c_str(), static_cast<off_t>(model.shards[2].file_size / 2)), 0);
   Loaded l;
   const Status s =

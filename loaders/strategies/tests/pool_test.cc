@@ -114,11 +114,7 @@ TEST(PoolDetails, SayThreadsChunksAndFilesPerThread) {
 TEST(PoolModel, LoadsShardsOfOddTensors) {
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 64, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 64, &paths);
   for (const char* spec : {"pool:threads=4:chunk=3", "pool:split=files:chunk=7",
                            "pool:direct=on:chunk=4KiB:order=interleave"}) {
     Loaded l;
@@ -132,11 +128,7 @@ TEST(PoolModel, LoadsShardsOfOddTensors) {
 TEST(PoolErrors, AMissingShardIsBadInputNamingIt) {
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
   ASSERT_EQ(::unlink(paths[1].c_str()), 0);
   for (const char* spec : {"pool", "pool:split=files", "pool:direct=on"}) {
     Loaded l;
@@ -151,11 +143,7 @@ TEST(PoolErrors, AMissingShardIsBadInputNamingIt) {
 TEST(PoolErrors, ATruncatedShardIsBadInputNamingIt) {
   test::TempDir dir;
   std::vector<std::string> paths;
-  for (uint64_t seed : {1, 2, 3}) {
-    paths.push_back(dir.File("odd" + std::to_string(seed) + ".wlf"));
-    test::WriteWlfFile(paths.back(), test::OddTensors(), 4096, seed);
-  }
-  const TensorTable model = JoinFiles(paths);
+  const TensorTable model = test::OddShards(dir, 4096, &paths);
   const uint64_t size = model.shards[2].file_size;
   ASSERT_EQ(::truncate(paths[2].c_str(), static_cast<off_t>(size / 2)), 0);
   for (const char* spec : {"pool:threads=4:chunk=4KiB", "pool:split=files:threads=3",
