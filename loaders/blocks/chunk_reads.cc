@@ -15,7 +15,7 @@ uint64_t RoundUp(uint64_t v, uint64_t align) { return (v + align - 1) / align * 
 
 // The chunks of shard k, in file order.
 void AppendChunks(const std::vector<SpanShard>& shards, size_t k, uint64_t chunk,
-                  std::vector<Chunk>* out) {
+                  std::vector<ShardChunk>* out) {
   const FileSpan& span = shards[k].span;
   for (uint64_t at = span.begin; at < span.end; at += chunk) {
     out->push_back({k, at, std::min(chunk, span.end - at)});
@@ -37,14 +37,14 @@ void PlaceShard(const TensorTable& table, uint64_t align, SpanShard* s, uint64_t
   *total = s->dst_offset + s->span.size();
 }
 
-std::vector<Chunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
-                              bool interleave) {
-  std::vector<Chunk> queue;
+std::vector<ShardChunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
+                                   bool interleave) {
+  std::vector<ShardChunk> queue;
   if (!interleave) {
     for (size_t k = 0; k < shards.size(); ++k) AppendChunks(shards, k, chunk, &queue);
     return queue;
   }
-  std::vector<std::vector<Chunk>> per(shards.size());
+  std::vector<std::vector<ShardChunk>> per(shards.size());
   size_t rounds = 0;
   for (size_t k = 0; k < shards.size(); ++k) {
     AppendChunks(shards, k, chunk, &per[k]);
@@ -58,7 +58,7 @@ std::vector<Chunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chu
   return queue;
 }
 
-Status ReadChunk(const std::vector<SpanShard>& shards, const Chunk& c, std::byte* region) {
+Status ReadChunk(const std::vector<SpanShard>& shards, const ShardChunk& c, std::byte* region) {
   const SpanShard& s = shards[c.shard];
   const uint64_t expected = c.offset >= s.file_size ? 0 : std::min(c.len, s.file_size - c.offset);
   std::byte* dst = region + s.dst_offset + (c.offset - s.span.begin);
@@ -93,7 +93,7 @@ void ShardViews(const TensorTable& table, const std::vector<SpanShard>& shards,
   }
 }
 
-Status Workers::Run(unsigned n, const std::function<Status(unsigned)>& work) {
+Status ReaderThreads::Run(unsigned n, const std::function<Status(unsigned)>& work) {
   started_ = n;
   auto body = [&](unsigned i) {
     Status st = work(i);

@@ -23,7 +23,7 @@ struct SpanShard : ShardFile {
 };
 
 // One read: file bytes [offset, offset + len) of shard `shard`.
-struct Chunk {
+struct ShardChunk {
   size_t shard;
   uint64_t offset;
   uint64_t len;
@@ -36,13 +36,13 @@ void PlaceShard(const TensorTable& table, uint64_t align, SpanShard* s, uint64_t
 
 // Every shard's chunks of at most `chunk` bytes: all of shard 0 in file order, then shard 1,
 // ...; with `interleave`, chunk 0 of every shard, then chunk 1, ...
-std::vector<Chunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
-                              bool interleave);
+std::vector<ShardChunk> ChunkQueue(const std::vector<SpanShard>& shards, uint64_t chunk,
+                                   bool interleave);
 
 // Reads chunk c into its place in `region`. Only the bytes before the file's end must arrive:
 // the span may reach past it by less than the alignment, and an O_DIRECT read of a whole
 // aligned chunk returns short there.
-Status ReadChunk(const std::vector<SpanShard>& shards, const Chunk& c, std::byte* region);
+Status ReadChunk(const std::vector<SpanShard>& shards, const ShardChunk& c, std::byte* region);
 
 // One view per tensor of every shard, in table order, into `region`.
 void ShardViews(const TensorTable& table, const std::vector<SpanShard>& shards,
@@ -50,7 +50,7 @@ void ShardViews(const TensorTable& table, const std::vector<SpanShard>& shards,
 
 // Runs work(i) on n threads (on this one when n is 1) and returns the first error any met;
 // after it, stopped() is true, for the others to stop at their next chunk.
-class Workers final {
+class ReaderThreads final {
  public:
   Status Run(unsigned n, const std::function<Status(unsigned)>& work);
   bool stopped() const { return stop_.load(std::memory_order_relaxed); }

@@ -208,7 +208,7 @@ class OwnedLoader final : public Loader {
       queue_ = ChunkQueue(shards_, chunk_, false);
     }
     for (const RangeRequest& r : ranges_) starts_.push_back(Dst(r));
-    for (const Chunk& c : queue_) starts_.push_back(Dst(c));
+    for (const ShardChunk& c : queue_) starts_.push_back(Dst(c));
     arrivals_.Reset(starts_.size());
     need_.assign(table.tensors.size(), 0);
     for (const SpanShard& s : shards_) {
@@ -223,7 +223,7 @@ class OwnedLoader final : public Loader {
   }
 
   // Where a part's bytes start in the region.
-  uint64_t Dst(const Chunk& c) const {
+  uint64_t Dst(const ShardChunk& c) const {
     const SpanShard& s = shards_[c.shard];
     return s.dst_offset + (c.offset - s.span.begin);
   }
@@ -286,7 +286,7 @@ class OwnedLoader final : public Loader {
   const BufferKind kind_;
 
   std::vector<SpanShard> shards_;
-  std::vector<Chunk> queue_;           // local shards: the chunks, in file order
+  std::vector<ShardChunk> queue_;      // local shards: the chunks, in file order
   std::vector<RangeRequest> ranges_;   // remote shards: the ranges, in file order
   std::vector<uint64_t> starts_;       // each part's place in the region, ascending
   std::vector<size_t> need_;           // per tensor, the parts its bytes are in: [0, need)
@@ -297,7 +297,7 @@ class OwnedLoader final : public Loader {
   uint64_t bytes_ = 0;
   Region region_;  // every shard's span, each at its dst_offset; the views point into it
   FaultAhead faults_;
-  Workers workers_;
+  ReaderThreads workers_;
   std::atomic<uint64_t> chunks_{0};
   TransferStats stats_;
   uint64_t direct_files_ = 0;

@@ -75,7 +75,7 @@ class PoolLoader final : public Loader {
 
   // split=chunks: one queue of every shard's chunks; each thread takes the next one.
   Status ReadByChunk() {
-    const std::vector<Chunk> queue = ChunkQueue(shards_, chunk_, interleave_);
+    const std::vector<ShardChunk> queue = ChunkQueue(shards_, chunk_, interleave_);
     if (queue.empty()) return Status::Ok();
     std::atomic<size_t> next{0};
     const auto n = static_cast<unsigned>(std::min<size_t>(threads_, queue.size()));
@@ -102,12 +102,12 @@ class PoolLoader final : public Loader {
   // split=files: thread i reads whole shards i, i + T, ..., each in file order.
   Status ReadByFile() {
     const auto n = static_cast<unsigned>(std::min<size_t>(threads_, shards_.size()));
-    const std::vector<Chunk> queue = ChunkQueue(shards_, chunk_, false);
+    const std::vector<ShardChunk> queue = ChunkQueue(shards_, chunk_, false);
     return workers_.Run(n, [&](unsigned i) {
       uint64_t files = 0;
       for (size_t k = i; k < shards_.size(); k += n) {
         ++files;
-        for (const Chunk& c : queue) {
+        for (const ShardChunk& c : queue) {
           if (c.shard != k) continue;
           if (workers_.stopped()) break;
           LB_RETURN_IF_ERROR(ReadChunk(shards_, c, region_.data()));
@@ -128,7 +128,7 @@ class PoolLoader final : public Loader {
   Region region_;  // every shard's span, each at its dst_offset; the views point into it
   std::vector<SpanShard> shards_;
 
-  Workers workers_;
+  ReaderThreads workers_;
   std::mutex mu_;
   std::atomic<uint64_t> chunks_read_{0};
   uint64_t files_per_thread_ = 0;  // the most files one thread read from
