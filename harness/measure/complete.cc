@@ -23,18 +23,23 @@ std::optional<std::string> OomKilled(const RunPoint& p, int signal, const HostSt
              : std::string("killed by the OOM killer (SIGKILL): out of memory");
 }
 
-// Whether a strategy with these options reads through the page cache (odirect, gds, and io_uring
-// or pool with direct=on do not; nor owned with direct=auto, where the file system takes it).
-bool ReadsThroughPageCache(const StrategyInfo& info, const nlohmann::ordered_json& params) {
+// Whether the run read through the page cache (odirect, gds, and io_uring or pool with
+// direct=on do not; owned with direct=auto did where it opened no file with O_DIRECT, its
+// details' direct_files, as it does for a file it found in the cache).
+bool ReadsThroughPageCache(const StrategyInfo& info, const RunRecord& r) {
   if ((info.flags & kDirectIO) == 0) return true;
-  const auto direct = params.find("direct");
-  return direct != params.end() && direct->is_string() && *direct == "off";
+  const auto direct = r.params.find("direct");
+  if (direct == r.params.end() || !direct->is_string()) return false;
+  if (*direct == "auto") {
+    return r.details.is_object() && r.details.value("direct_files", uint64_t{1}) == 0;
+  }
+  return *direct == "off";
 }
 
 // A warm run that went to storage for more than a trace of the file measured another state.
 void CheckWarmReads(const StrategyInfo& info, const RunPoint& p, RunRecord* r) {
   if (r->status != "ok" || p.cache != "warm" || !r->read_bytes) return;
-  if (!ReadsThroughPageCache(info, r->params)) return;
+  if (!ReadsThroughPageCache(info, *r)) return;
   if (std::string why = WarmReadProblem(*r->read_bytes, r->file_bytes); !why.empty()) {
     r->status = "invalid";
     r->error = std::move(why);

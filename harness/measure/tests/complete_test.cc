@@ -160,7 +160,9 @@ TEST_F(CompleteTest, AWarmRunThatReadStorageIsInvalidOnlyWhereTheLauncherChecksI
 }
 
 // A warm run of a strategy that bypasses the page cache reads storage by design: owned with
-// direct=auto and on is not invalid for it, with direct=off it is.
+// direct=on is not invalid for it, nor with direct=auto where it opened a file with O_DIRECT
+// (the file was not in the cache: its details say so); with direct=off, or auto having read
+// through the cache, it is.
 TEST_F(CompleteTest, AWarmRunPastThePageCacheIsNotInvalidForReadingStorage) {
   point_.cache = "warm";
   base_.cache = "warm";
@@ -170,11 +172,17 @@ TEST_F(CompleteTest, AWarmRunPastThePageCacheIsNotInvalidForReadingStorage) {
   const StrategyInfo* owned = FindStrategy("owned");
   ASSERT_NE(owned, nullptr);
   const Judging j = {&point_, owned, true};
-  for (const char* direct : {"auto", "on", "off"}) {
+  struct Case {
+    const char* direct;
+    int direct_files;
+    const char* status;
+  };
+  for (const Case& c : {Case{"on", 1, "ok"}, Case{"auto", 1, "ok"}, Case{"auto", 0, "invalid"},
+                        Case{"off", 0, "invalid"}}) {
     ReaderOutcome copy = o;
-    copy.record.params = {{"direct", direct}};
-    EXPECT_EQ(Complete(base_, j, 0, copy).status, std::string(direct) == "off" ? "invalid" : "ok")
-        << direct;
+    copy.record.params = {{"direct", c.direct}};
+    copy.record.details = {{"direct_files", c.direct_files}};
+    EXPECT_EQ(Complete(base_, j, 0, copy).status, c.status) << c.direct << c.direct_files;
   }
 }
 
