@@ -12,7 +12,7 @@ BIN      := $(BUILD)/loadbench
 STEP      = bash scripts/step.sh
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all build binary run report compare reference aa gpu-check bench probe fuzz peers test \
+.PHONY: all build binary run report compare machines reference aa gpu-check bench probe fuzz peers test \
   test-asan format setup clean
 
 all: build
@@ -65,6 +65,16 @@ report: $(BUILD)/.setup-done
 compare: $(BUILD)/.setup-done
 	@$(if $(and $(A),$(B)),,echo "make compare: give A=DIR B=DIR (two results folders)" >&2; exit 2)
 	/usr/bin/python3 -m analysis.compare $(A) $(B) $(if $(OUT),--out $(OUT))
+
+# Results folders from one machine or many side by side (DIRS="a b c"): machines.md,
+# machines.html, machines.json and figures/ into OUT (default results/machines-<time>); each
+# strategy against its own machine's limits, the order flips between machines, and the model of
+# a load from the probe's figures, predicted against measured. PREDICT=FILE (a machine's figures
+# as JSON, an env.json or a results folder) adds each strategy's expected time there.
+machines: $(BUILD)/.setup-done
+	@$(if $(DIRS),,echo "make machines: give DIRS=\"DIR DIR ...\" (results folders)" >&2; exit 2)
+	/usr/bin/python3 -m analysis.machines $(DIRS) $(if $(OUT),--out $(OUT)) \
+	  $(if $(PREDICT),--predict $(PREDICT))
 
 # The reference results that `make compare` sets new hardware against (results/reference/): the
 # default experiment and all-strategies from a clean tree, thinned, reported, with a README.md

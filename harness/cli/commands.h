@@ -63,6 +63,7 @@ struct ExperimentFlags {
   bool dry_run = false, quiet = false, cleanup = false, no_wait = false, verbose = false;
   double settle_wait_s = 60;
   std::optional<uint64_t> seed;
+  std::string tune;  // off, on or auto instead of the file's [system] tune; "": the file's
   ProfileFlags profile;
 };
 int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line);

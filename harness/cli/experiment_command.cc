@@ -18,6 +18,10 @@ int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line)
     PlanRuns(&e);
   }
   if (s.ok()) s = ApplyRepsOverrides(reps, &e);
+  if (!f.tune.empty()) {
+    e.system.tune = f.tune != "off";
+    e.system.tune_auto = f.tune == "auto";
+  }
   if (s.ok() && f.profile.hz && !f.profile.on && !e.profile) {
     s = Status::BadInput("--profile-hz: only with --profile or the file's profile = true");
   }

@@ -286,6 +286,11 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
                   "repetition of an A/A calibration draws its own orders)");
   cmd->add_flag("--cleanup", f->cleanup,
                 "Remove the files this command generated once every run is done");
+  cmd->add_option("--tune", f->tune,
+                  "The machine's state for the runs, instead of the file's [system] tune: off "
+                  "(run in the state found), on or auto (as `run --tune`); the same experiment "
+                  "tuned and untuned is two states of one machine (make machines)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   AddNoWait(cmd, &f->no_wait);
   AddSettleWait(cmd, &f->settle_wait_s);
   AddVerbose(cmd, &f->verbose);

@@ -1,0 +1,317 @@
+"""`make machines DIRS="a b c ..."`: results folders from one machine or many in one report,
+each strategy measured against its own machine's limits, and a model of a load from each
+machine's primitives. Writes machines.md, machines.html, machines.json and figures/ into OUT.
+
+Machines. Each folder's env.json says which machine ran it (machine_figures.IDENTITY: CPU,
+cores, memory, kernel, virtualisation, storage device, file system, GPU) and in which state
+(machine_figures.STATE: THP, tuned or not, free page reporting, DAMON, read-ahead, scheduler).
+Folders pool into one machine only where both match; the same machine in two states is two
+columns, named by the settings that differ ("vm (tuned)", "vm (untuned)"). A pooled machine's
+figures are the median of its folders' probes'.
+
+Workloads. A workload is what the folders may share: the file (its name and size, the path
+aside), the cache state, the readers (procs, pattern), the memory limit and the link. Per
+workload and machine, each strategy's median time (every counted run of its folders: one
+value per run, from its first reader's start to its last one's end, as analysis/paired.py
+counts it), its share of the machine's limit (the delivered bytes over the median time, over
+the limit: the link's ceiling for a run through a server, the probe's device figure for a cold
+run, its page cache read for a warm one; above 1 for a strategy that copies less than a read()
+from the cache does, a mapping), and its rank on that machine (1: the fastest).
+
+Flips. For every two machines sharing a workload, each pair of strategies whose order by median
+differs: on each machine the first one's time over the second's, paired within the rounds both
+ran in (analysis/paired.signed_rank_interval, the Hodges–Lehmann estimate with its
+signed-rank interval; rounds never pair across folders). A flip is sure where both intervals
+leave out 1, on opposite sides.
+
+The model (analysis/model.py): per row, the time the machine's probe figures predict, beside
+the median measured, and their ratio; per family of strategies, the median ratio and its range.
+`--predict machine.json` (machine_figures.read: a machine's figures, an env.json or a folder)
+gives each strategy of each workload its expected time there, from the counts (first touches)
+of the first machine, in the order given, that ran it.
+
+    /usr/bin/python3 -m analysis.machines DIR [DIR ...] [--out OUT] [--predict FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis import machine_figures as mf
+from analysis import machines_page, model, paired, remote, stats
+from analysis.results import CONDITION, Results, ResultsError, guard, json_default, load
+
+WORKLOAD = ["file_name", "file_bytes", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+ROW = WORKLOAD + ["strategy_spec", "role"]
+
+
+@dataclass(eq=False)
+class Machine:
+    label: str
+    runs: list[Results]      # its folders' results, pooled
+    figures: mf.Figures
+    facts: dict[str, str]
+    values: pd.DataFrame     # one row per counted run: ROW, round (None: in no round), wall_s
+    table: pd.DataFrame      # one row per ROW: median, share, rank, the model's
+
+
+def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(file_name=frame["file"].map(lambda f: os.path.basename(str(f).rstrip("/"))))
+
+
+def run_values(r: Results, index: int) -> pd.DataFrame:
+    """One row per counted run of folder `index`: ROW, `round` ("index:rep", None for a run in
+    no round) and wall_s (several readers: paired.run_values' duration)."""
+    rounds = paired.run_values(r)
+    rounds = rounds.assign(round=[f"{index}:{rep}" for rep in rounds["rep"]])
+    ok = r.ok
+    loose = ok[(ok["procs"] == 1) & ~paired.in_rounds(ok, r.env)].assign(round=None)
+    columns = CONDITION + ["file_bytes", "strategy_spec", "role", "round", "wall_s"]
+    frame = pd.concat([rounds[columns], loose[columns]], ignore_index=True)
+    return _with_workload(frame.assign(wall_s=frame["wall_s"].astype(float)))
+
+
+def counts(ok: pd.DataFrame) -> pd.DataFrame:
+    """Per ROW, what the model reads of the runs: flags, consumer, remote, bytes one run
+    delivers, the load's minor faults, huge page bytes and storage reads (medians)."""
+    rows = []
+    for key, g in _with_workload(ok).groupby(ROW, sort=False, dropna=False):
+        file_bytes = stats.median_of(g["file_bytes"])
+        use = next((u for u in g["use"] if isinstance(u, dict)), {}) if "use" in g else {}
+        rows.append({**dict(zip(ROW, key)),
+                     "strategy_flags": next(iter(g["strategy_flags"].dropna()), None),
+                     "consume": use.get("consume") if isinstance(use.get("consume"), str) else None,
+                     "remote": bool(remote.is_remote(g).any()),
+                     "timed": g["timed"].iloc[0], "verified": bool(g["verified"].all()),
+                     "bytes": stats.reader_bytes(g, file_bytes),
+                     "minor_faults": stats.median_of(stats.load_or_process(g, "minor_faults")),
+                     "anon_huge_bytes": stats.median_of(g.get("anon_huge_bytes")),
+                     "read_bytes": stats.median_of(g.get("read_bytes"))})
+    return pd.DataFrame(rows, columns=ROW + ["strategy_flags", "consume", "remote", "timed",
+                                             "verified", "bytes",
+                                             "minor_faults", "anon_huge_bytes", "read_bytes"])
+
+
+def limit(row, figures: mf.Figures) -> tuple[str, float | None]:
+    """The machine's limit for the row's workload: (what it is, GB/s or None)."""
+    if row["remote"]:
+        return f"link {row['link'] or 'unshaped'}", mf.number(figures.links.get(row["link"]))
+    if row["cache"] == "warm":
+        return "page cache read", figures.figures.get("page_cache_gb_per_s")
+    return "device", figures.figures.get("device_gb_per_s")
+
+
+def table_of(values: pd.DataFrame, facts: pd.DataFrame, figures: mf.Figures) -> pd.DataFrame:
+    """One row per ROW of the machine: runs, median_s, limit, share, rank, and the model's
+    prediction (model.predict's columns) with `error` (predicted over measured) and family."""
+    if values.empty:
+        return pd.DataFrame(columns=ROW + ["runs", "median_s", "rank"])
+    t = (values.groupby(ROW, sort=False, dropna=False)["wall_s"]
+         .agg(runs="size", median_s="median").reset_index())
+    t = t.merge(facts.drop(columns=["file_bytes"]), on=[c for c in ROW if c != "file_bytes"],
+                how="left")
+    t["remote"] = t["remote"].eq(True)
+    rows = []
+    for _, row in t.iterrows():
+        name, gb = limit(row, figures)
+        share = row["bytes"] / row["median_s"] / 1e9 / gb if gb and row["bytes"] > 0 else math.nan
+        predicted = model.predict(row, figures.figures, figures.links, figures.thp)
+        rows.append({"limit": name, "limit_gb_per_s": gb if gb else math.nan, "share": share,
+                     **predicted, "error": predicted["predicted_s"] / row["median_s"],
+                     "family": model.family(row)})
+    t = pd.concat([t, pd.DataFrame(rows, index=t.index)], axis=1)
+    t["rank"] = t.groupby(WORKLOAD, dropna=False)["median_s"].rank(method="min").astype(int)
+    return t.sort_values(WORKLOAD + ["median_s"], kind="stable").reset_index(drop=True)
+
+
+def _median_figures(label: str, each: list[mf.Figures], links: dict) -> mf.Figures:
+    figures = {}
+    for key in model.FIGURES:
+        known = [f.figures[key] for f in each if f.figures.get(key) is not None]
+        figures[key] = float(np.median(known)) if known else None
+    # What a folder lacked, unless another of the pool has it.
+    lacks = next((f.lacks for f in each if f.lacks), "") \
+        if figures["device_gb_per_s"] is None else ""
+    return mf.Figures(label, figures, links, each[0].thp, lacks)
+
+
+def links_of(runs: list[Results]) -> dict:
+    """Link name to the median GB/s of its ok ceiling reads (iperf3), over the folders."""
+    frames = [r.link_ceiling for r in runs if not r.link_ceiling.empty]
+    if not frames:
+        return {}
+    c = pd.concat(frames, ignore_index=True)
+    c = c[(c["status"] == "ok") & pd.to_numeric(c.get("gb_per_s"), errors="coerce").gt(0)]
+    return {k: float(pd.to_numeric(g["gb_per_s"]).median()) for k, g in c.groupby("link")}
+
+
+def machine(label: str, runs: list[Results], first: int) -> Machine:
+    """The machine of the pooled folders `runs` (folder indices from `first` on)."""
+    each = [mf.from_env(r.env, label) for r in runs]
+    figures = _median_figures(label, each, links_of(runs))
+    values = pd.concat([run_values(r, first + i) for i, r in enumerate(runs)], ignore_index=True)
+    facts = counts(pd.concat([r.ok for r in runs], ignore_index=True))
+    return Machine(label, runs, figures, mf.fingerprint(runs[0].env, figures), values,
+                   table_of(values, facts, figures))
+
+
+def labels(keys: list[tuple], envs: list[dict]) -> list[str]:
+    """Each machine's name: its host name; where two share one, the settings of its state that
+    set it apart (tuned or untuned, THP never), else a number."""
+    base = [mf.text(mf.dig(env, "host.hostname")) for env in envs]
+    out = []
+    for i, (_, state) in enumerate(keys):
+        same = [j for j in range(len(keys)) if base[j] == base[i]]
+        parts = [_setting(k, state[n]) for n, k in enumerate(mf.STATE)
+                 if len({keys[j][1][n] for j in same}) > 1]
+        if "system.tuned" in [k for n, k in enumerate(mf.STATE)
+                              if len({keys[j][1][n] for j in same}) > 1]:
+            parts = [p for p in parts if not p.startswith(("free page", "DAMON"))]
+        out.append(f"{base[i]} ({', '.join(parts)})" if len(same) > 1 and parts else base[i])
+    return [name if out.count(name) == 1 else f"{name} #{out[:i + 1].count(name)}"
+            for i, name in enumerate(out)]
+
+
+def _setting(key: str, value: str) -> str:
+    if key == "system.tuned":
+        return "tuned" if value == "True" else "untuned"
+    return f"{mf.STATE[key]} {value}"
+
+
+def open_machines(folders: list[str]) -> list[Machine]:
+    """The folders read (ResultsError, one line, for one that cannot be) and pooled by
+    machine and state, in the order first given."""
+    loaded = []
+    for folder in folders:
+        r = load(folder)
+        mf.check(folder, r.env, r.problems)
+        loaded.append(r)
+    groups: dict[tuple, list[Results]] = {}
+    for r in loaded:
+        groups.setdefault((mf.identity(r.env), mf.state(r.env)), []).append(r)
+    names = labels(list(groups), [g[0].env for g in groups.values()])
+    machines, first = [], 0
+    for name, runs in zip(names, groups.values()):
+        machines.append(machine(name, runs, first))
+        first += len(runs)
+    return machines
+
+
+def pair(values: pd.DataFrame, workload: tuple, a: tuple, b: tuple) -> paired.Interval:
+    """a's time over b's (each a (spec, role)) in the machine's rounds of `workload` both ran
+    in: the log ratios' signed-rank interval."""
+    v = values[(values[WORKLOAD] == pd.Series(workload, index=WORKLOAD)).all(axis=1)]
+    v = v[v["round"].notna()]
+    t = {s: v[(v["strategy_spec"] == s[0]) & (v["role"] == s[1])].groupby("round")["wall_s"].max()
+         for s in (a, b)}
+    both = pd.DataFrame({"a": t[a], "b": t[b]}).dropna()
+    return paired.signed_rank_interval(np.log(both["a"] / both["b"]).to_numpy())
+
+
+def _interval(iv: paired.Interval) -> dict:
+    return {"pairs": iv.n, "ratio": math.exp(iv.estimate) if iv.n else math.nan,
+            "low": math.exp(iv.low) if iv.bounded else math.nan,
+            "high": math.exp(iv.high) if iv.bounded else math.nan,
+            "below": bool(iv.significant and iv.high < 0),
+            "above": bool(iv.significant and iv.low > 0)}
+
+
+def flips(machines: list[Machine]) -> pd.DataFrame:
+    """Per workload, two machines and two strategies (ROW's spec and role) whose order by
+    median differs: each machine's paired ratio of the first over the second, and `sure`."""
+    rows = []
+    for ma, mb in itertools.combinations(machines, 2):
+        both = ma.table.merge(mb.table, on=ROW, suffixes=("_a", "_b"))
+        for workload, g in both.groupby(WORKLOAD, sort=False, dropna=False):
+            g = g.sort_values("median_s_a", kind="stable")
+            for (_, x), (_, y) in itertools.combinations(g.iterrows(), 2):
+                if not x["median_s_b"] > y["median_s_b"]:
+                    continue
+                ends = (tuple(x[["strategy_spec", "role"]]), tuple(y[["strategy_spec", "role"]]))
+                ia, ib = (_interval(pair(m.values, workload, *ends)) for m in (ma, mb))
+                rows.append({**dict(zip(WORKLOAD, workload)), "machine_a": ma.label,
+                             "machine_b": mb.label, "first": ends[0], "second": ends[1],
+                             "a": ia, "b": ib, "sure": ia["below"] and ib["above"]})
+    frame = pd.DataFrame(rows)
+    return frame.sort_values("sure", ascending=False, kind="stable") if not frame.empty else frame
+
+
+def families(machines: list[Machine]) -> pd.DataFrame:
+    """The model's error per family of strategies: rows with a prediction, the median of
+    predicted / measured and its range, over every machine."""
+    t = pd.concat([m.table.assign(machine=m.label) for m in machines], ignore_index=True)
+    t = t[pd.to_numeric(t.get("error"), errors="coerce").notna()] if "error" in t else t.iloc[0:0]
+    if t.empty:
+        return pd.DataFrame(columns=["family", "rows", "median", "low", "high"])
+    return (t.groupby("family")["error"].agg(rows="size", median="median", low="min", high="max")
+            .reset_index().sort_values("family"))
+
+
+def predictions(machines: list[Machine], target: mf.Figures) -> pd.DataFrame:
+    """Each ROW's expected time on `target`, from the counts of the first machine that ran it."""
+    seen, rows = set(), []
+    for m in machines:
+        for _, row in m.table.iterrows():
+            key = tuple(row[ROW])
+            if key in seen:
+                continue
+            seen.add(key)
+            p = model.predict(row, target.figures, target.links, target.thp)
+            rows.append({**row[ROW].to_dict(), "counts_from": m.label,
+                         "measured_s": row["median_s"], **p, "family": row["family"],
+                         "timed": row["timed"], "verified": row["verified"]})
+    return pd.DataFrame(rows)
+
+
+def build(folders: list[str], out: str, predict: str | None = None) -> dict:
+    """The report of `folders` into `out`: what it wrote and its figures, as a dict."""
+    target = mf.read(predict) if predict else None
+    machines = open_machines(folders)
+    report = {"machines": machines, "flips": flips(machines), "families": families(machines),
+              "target": target,
+              "predicted": predictions(machines, target) if target else pd.DataFrame()}
+    os.makedirs(out, exist_ok=True)
+    written = machines_page.write(report, out)
+    with open(os.path.join(out, "machines.json"), "w", encoding="utf-8") as f:
+        json.dump(machines_page.as_json(report), f, indent=1, default=json_default)
+    return {**report, "written": written}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="analysis.machines", description=__doc__.splitlines()[0])
+    p.add_argument("folders", nargs="+", help="results folders, from one machine or many")
+    p.add_argument("--out", help="where machines.md, machines.html, machines.json and figures/ "
+                                 "go (default: results/machines-<UTC time>)")
+    p.add_argument("--predict", metavar="FILE",
+                   help="a machine to predict each strategy's time on: a JSON of its figures, "
+                        "an env.json, or a results folder")
+    args = p.parse_args(argv)
+    return guard("analysis.machines", args.folders, lambda: run(args))
+
+
+def run(args) -> int:
+    t0 = time.monotonic()
+    out = args.out or os.path.join("results", time.strftime("machines-%Y%m%d-%H%M%S",
+                                                            time.gmtime()))
+    for folder in args.folders:
+        if not os.path.isdir(folder):
+            raise ResultsError(f"{folder}: no such folder")
+    built = build(args.folders, out, args.predict)
+    print(machines_page.console(built))
+    print(f"report: {os.path.join(out, 'machines.html')} (+ machines.md, machines.json, "
+          f"{built['written']} figures) in {time.monotonic() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

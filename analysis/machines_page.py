@@ -1,0 +1,309 @@
+"""The machines report's pages: machines.md, machines.html (analysis/html_page.py), the
+figures (a heat map of each workload's shares of each machine's limit, strategies by machines;
+the model's predicted time against the measured, one dot per row, the diagonal drawn), the
+JSON and the console's lines. analysis/machines.py computes what they show; its docstring says
+what each figure means."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from analysis import html_page, model  # noqa: E402
+from analysis.report import Figures, gib  # noqa: E402
+from analysis.results import number, ratio_text, spec_label  # noqa: E402
+
+WORKLOAD = ["file_name", "file_bytes", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+FLIPS_SHOWN = 12  # per workload and two machines; the rest are counted
+
+
+def workload_name(w) -> str:
+    text = f"{w['file_name']} ({gib(w['file_bytes'])}), {w['cache']}"
+    if w["procs"] > 1:
+        text += f", {w['procs']} readers ({w['pattern']})"
+    if w["memory_limit_bytes"] > 0:
+        text += f", memory ≤ {gib(w['memory_limit_bytes'])}"
+    return text + (f", link {w['link']}" if w["link"] else "")
+
+
+def name(row) -> str:
+    """The row's strategy as every table names it: spec, role, timed region, unverified."""
+    return spec_label({k: row.get(k) for k in ("strategy_spec", "role", "timed", "verified")})
+
+
+def _f(x, fmt=".3g", none="—") -> str:
+    return none if x is None or pd.isna(x) else f"{x:{fmt}}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def workloads(machines) -> list[tuple]:
+    """Every workload, in the order first met; those of several machines first."""
+    seen: dict[tuple, int] = {}
+    for m in machines:
+        for w in dict.fromkeys(tuple(r) for r in m.table[WORKLOAD].itertuples(index=False)):
+            seen[w] = seen.get(w, 0) + 1
+    return sorted(seen, key=lambda w: -min(seen[w], 2))
+
+
+def shared(machines) -> list[tuple]:
+    counts = [sum(w in set(tuple(r) for r in m.table[WORKLOAD].itertuples(index=False))
+                  for m in machines) for w in workloads(machines)]
+    return [w for w, n in zip(workloads(machines), counts) if n > 1]
+
+
+# --- machines ---------------------------------------------------------------------------------
+
+def machines_md(machines) -> str:
+    head = ["", *[m.label for m in machines]]
+    rows = [["folders", *[", ".join(f"`{r.folder}`" for r in m.runs) for m in machines]]]
+    for fact in machines[0].facts:
+        rows.append([fact, *[m.facts.get(fact, "?") for m in machines]])
+    notes = [f"- {m.label}: {m.figures.lacks}; its rows have no share of the limit or prediction "
+             "where they need what is missing." for m in machines if m.figures.lacks]
+    return "\n\n".join(["## Machines", _table(head, rows), "\n".join(notes)])
+
+
+# --- workloads --------------------------------------------------------------------------------
+
+def _rows_of(m, w: tuple) -> pd.DataFrame:
+    t = m.table
+    return t[(t[WORKLOAD] == pd.Series(w, index=WORKLOAD)).all(axis=1)]
+
+
+def workload_md(machines, w: tuple, flips: pd.DataFrame, figs) -> str:
+    present = [m for m in machines if not _rows_of(m, w).empty]
+    wd = dict(zip(WORKLOAD, w))
+    limits = "; ".join(f"{m.label}: {r['limit']} {_f(r['limit_gb_per_s'])} GB/s"
+                       for m in present for r in [_rows_of(m, w).iloc[0]])
+    names = list(dict.fromkeys(name(r) for m in present for _, r in _rows_of(m, w).iterrows()))
+    head = ["strategy"] + [f"{m.label} {c}" for m in present for c in ("s", "of limit", "rank")]
+    rows = []
+    for n in names:
+        cells = [n]
+        for m in present:
+            r = _rows_of(m, w)
+            r = r[[name(x) == n for _, x in r.iterrows()]]
+            cells += (["", "", ""] if r.empty else
+                      [_f(r.iloc[0]["median_s"], ".3f"), _f(r.iloc[0]["share"], ".2f"),
+                       str(r.iloc[0]["rank"])])
+        rows.append(cells)
+    parts = [f"### {workload_name(wd)}", f"Median time of the runs, its share of the machine's "
+             f"limit (the bytes over the median time, over the limit) and its rank (1: the "
+             f"fastest). Limits: {limits}.", _table(head, rows)]
+    parts.append(heat_map(present, w, names, figs))
+    parts.append(flips_md(flips, w))
+    return "\n\n".join(p for p in parts if p)
+
+
+def heat_map(present, w: tuple, names: list[str], figs) -> str:
+    grid = np.full((len(names), len(present)), np.nan)
+    for j, m in enumerate(present):
+        for _, r in _rows_of(m, w).iterrows():
+            grid[names.index(name(r)), j] = r["share"]
+    if np.isnan(grid).all():
+        return ""
+    fig, ax = plt.subplots(figsize=(2.2 + 1.6 * len(present), 1.0 + 0.32 * len(names)))
+    image = ax.imshow(grid, cmap="viridis", aspect="auto", vmin=0)
+    for (i, j), v in np.ndenumerate(grid):
+        if not np.isnan(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if v < np.nanmax(grid) * 0.6 else "black")
+    ax.set_xticks(range(len(present)), [m.label for m in present], fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    fig.colorbar(image, ax=ax, label="share of the machine's limit")
+    title = workload_name(dict(zip(WORKLOAD, w)))
+    ax.set_title(title, fontsize=9)
+    n = len([i for i in figs.items if i[0].startswith("machines-share-")])
+    figs.save(fig, f"machines-share-{n + 1}", f"Shares of each machine's limit: {title}")
+    return figs.md(f"machines-share-{n + 1}")
+
+
+def _ratio(side: dict) -> str:
+    if not side["pairs"]:
+        return "no shared round"
+    return ratio_text(side["ratio"], side["low"], side["high"]) + f", {side['pairs']} rounds"
+
+
+def flips_md(flips: pd.DataFrame, w: tuple) -> str:
+    if flips.empty:
+        return ""
+    f = flips[(flips[WORKLOAD] == pd.Series(w, index=WORKLOAD)).all(axis=1)]
+    if f.empty:
+        return "No pair of strategies changes order between the machines."
+    out = []
+    for (a, b), g in f.groupby(["machine_a", "machine_b"], sort=False):
+        rows = [[name({"strategy_spec": r["first"][0], "role": r["first"][1]}),
+                 name({"strategy_spec": r["second"][0], "role": r["second"][1]}),
+                 _ratio(r["a"]), _ratio(r["b"]), "sure" if r["sure"] else "not sure"]
+                for _, r in g.head(FLIPS_SHOWN).iterrows()]
+        more = f"\n\n… and {len(g) - FLIPS_SHOWN} more, none sure" if len(g) > FLIPS_SHOWN else ""
+        out.append(f"**Order flips between {a} and {b}** ({int(g['sure'].sum())} of {len(g)} "
+                   f"sure): the first strategy's time over the second's, paired within each "
+                   f"machine's rounds (interval at 95% or more); sure where both leave out 1, "
+                   f"on opposite sides.\n\n"
+                   + _table(["first (faster on " + a + ")", "second", f"on {a}", f"on {b}",
+                             "flip"], rows) + more)
+    return "\n\n".join(out)
+
+
+# --- the model --------------------------------------------------------------------------------
+
+MODEL_INTRO = (
+    "Time = bytes over the slowest stage they pass + first touches × the probe's cost of one "
+    "(+ the consumer's pass over the bytes after the load, for an eager strategy). The stages "
+    "follow from each strategy's flags (analysis/model.py lists them); every figure is the "
+    "probe's, fitted on nothing. Predicted ÷ measured: above 1, the model is slower than the "
+    "run was (it misses an overlap, of threads or of stages); below 1, the run paid what the "
+    "model leaves out.")
+
+
+def families_md(families: pd.DataFrame) -> str:
+    rows = [[r["family"], str(r["rows"]), number(r["median"]),
+             f"{number(r['low'])}–{number(r['high'])}"] for _, r in families.iterrows()]
+    return _table(["family", "rows", "predicted ÷ measured (median)", "range"], rows)
+
+
+def model_rows_md(machines) -> str:
+    rows = []
+    for m in machines:
+        for _, r in m.table.iterrows():
+            stages = ", ".join(s for s, _ in model.stages(r)) if model.flags_of(r) else ""
+            if pd.isna(r["predicted_s"]):
+                why = r["why"] or f"no figure: {r['missing']}"
+                rows.append([m.label, workload_name(r), name(r), stages, why, "", "",
+                             _f(r["median_s"], ".3f"), ""])
+                continue
+            rows.append([m.label, workload_name(r), name(r), stages,
+                         f"{r['slowest']} {_f(r['slowest_gb_per_s'])} GB/s",
+                         _f(r["touch_s"], ".3f"), _f(r["predicted_s"], ".3f"),
+                         _f(r["median_s"], ".3f"), number(r["error"])])
+    return _table(["machine", "workload", "strategy", "stages", "slowest", "first touches s",
+                   "predicted s", "measured s", "÷"], rows)
+
+
+def scatter(machines, figs) -> str:
+    t = pd.concat([m.table for m in machines], ignore_index=True)
+    t = t[pd.to_numeric(t.get("predicted_s"), errors="coerce").gt(0)] if "predicted_s" in t \
+        else t.iloc[0:0]
+    if t.empty:
+        return ""
+    fig, ax = plt.subplots(figsize=(6, 5))
+    for fam, g in t.groupby("family"):
+        ax.scatter(g["median_s"], g["predicted_s"], label=fam, s=22)
+    low = min(t["median_s"].min(), t["predicted_s"].min()) * 0.8
+    high = max(t["median_s"].max(), t["predicted_s"].max()) * 1.25
+    ax.plot([low, high], [low, high], color="grey", lw=1, label="predicted = measured")
+    ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high),
+           xlabel="measured median time (s)", ylabel="predicted time (s)")
+    ax.legend(fontsize=7)
+    figs.save(fig, "machines-model", "The model's time against the measured median, one dot "
+                                     "per row of every machine; on the diagonal, exact")
+    return figs.md("machines-model")
+
+
+def model_md(report: dict, figs) -> str:
+    parts = ["## The model", MODEL_INTRO, "### Error per family"]
+    parts.append(families_md(report["families"]) if not report["families"].empty else
+                 "No row has a prediction: no machine has the probe's figures.")
+    parts += [scatter(report["machines"], figs), "### Per row", model_rows_md(report["machines"])]
+    return "\n\n".join(p for p in parts if p)
+
+
+def predicted_md(report: dict) -> str:
+    target, p = report["target"], report["predicted"]
+    if target is None:
+        return ""
+    head = f"## Predicted for {target.name}"
+    if p.empty:
+        return f"{head}\n\nNo workload to predict."
+    rows = [[workload_name(r), name(r),
+             _f(r["predicted_s"], ".3f") if not pd.isna(r["predicted_s"]) else
+             (r["why"] or f"no figure: {r['missing']}"),
+             f"{r['slowest']} {_f(r['slowest_gb_per_s'])} GB/s" if r["slowest"] else "",
+             _f(r["touch_s"], ".3f"), r["counts_from"], _f(r["measured_s"], ".3f")]
+            for _, r in p.iterrows()]
+    figures = ", ".join(f"{k} {v:.3g}" for k, v in target.figures.items() if v is not None)
+    return "\n\n".join([head, f"From its figures ({figures or 'none'}; THP "
+                              f"{target.thp or 'not given'}) and each row's counts.",
+                        _table(["workload", "strategy", "predicted s", "slowest stage",
+                                "first touches s", "counts from", "measured there s"], rows)])
+
+
+# --- the pages --------------------------------------------------------------------------------
+
+def intro_md(report: dict) -> str:
+    machines = report["machines"]
+    folders = sum(len(m.runs) for m in machines)
+    both = shared(machines)
+    text = (f"{folders} results folders, {len(machines)} machines (a machine in two states "
+            f"counts as two; folders pool only where the machine and its state match). ")
+    text += (f"{len(both)} workloads are shared by two machines or more." if both else
+             "No workload (file, cache state, readers) is shared by two machines: each machine "
+             "is shown alone.")
+    return "# Machines side by side\n\n" + text
+
+
+def sections(report: dict, figs) -> list[str]:
+    machines = report["machines"]
+    out = [intro_md(report), machines_md(machines), "## Workloads"]
+    out += [workload_md(machines, w, report["flips"], figs) for w in workloads(machines)]
+    out += [model_md(report, figs), predicted_md(report)]
+    return [s for s in out if s]
+
+
+def write(report: dict, out: str) -> int:
+    """machines.md, machines.html and the figures into `out`; the count of figures."""
+    figs = Figures(out)
+    parts = sections(report, figs)
+    with open(os.path.join(out, "machines.md"), "w", encoding="utf-8") as f:
+        f.write("\n\n".join(parts) + "\n")
+    with open(os.path.join(out, "machines.html"), "w", encoding="utf-8") as f:
+        f.write(html_page.page("Machines side by side", parts, out))
+    return len(figs.items)
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in frame.to_dict("records")]
+
+
+def as_json(report: dict) -> dict:
+    target = report["target"]
+    return {"machines": [{"label": m.label, "folders": [r.folder for r in m.runs],
+                          "fingerprint": m.facts, "figures": m.figures.figures,
+                          "links": m.figures.links, "lacks": m.figures.lacks,
+                          "rows": _records(m.table)} for m in report["machines"]],
+            "flips": _records(report["flips"]), "families": _records(report["families"]),
+            "predict": None if target is None else
+            {"name": target.name, "figures": target.figures, "thp": target.thp,
+             "rows": _records(report["predicted"])}}
+
+
+def console(built: dict) -> str:
+    machines, f = built["machines"], built["flips"]
+    lines = [f"machines: {m.label}: {len(m.runs)} folders, {len(m.table)} rows"
+             + (f" ({m.figures.lacks})" if m.figures.lacks else "") for m in machines]
+    if not shared(machines):
+        lines.append("no workload is shared by two machines: each is shown alone")
+    else:
+        lines.append(f"order flips: {len(f)}, {int(f['sure'].sum()) if len(f) else 0} sure")
+    for _, r in built["families"].iterrows():
+        lines.append(f"model, {r['family']}: predicted ÷ measured {number(r['median'])} "
+                     f"(median of {r['rows']}; {number(r['low'])}–{number(r['high'])})")
+    if built["target"] is not None:
+        known = built["predicted"]["predicted_s"].notna().sum() if len(built["predicted"]) else 0
+        lines.append(f"predicted for {built['target'].name}: {known} of "
+                     f"{len(built['predicted'])} rows")
+    return "\n".join(lines)
