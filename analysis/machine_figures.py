@@ -24,6 +24,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from analysis import schema
 from analysis.model import FIGURES
 from analysis.results import ResultsError
 
@@ -83,16 +84,17 @@ def state(env: dict) -> tuple:
 
 
 def check(folder: str, env: dict, problems) -> None:
-    """ResultsError, one line naming the folder's env.json, where it is missing, damaged or not
-    a loadbench env.json: a machine without one is unknown."""
+    """ResultsError, one line naming the folder's env.json, where it is missing or damaged (no
+    JSON object), or foreign (an object holding no key a loadbench env.json has): a machine
+    without one is unknown. An env.json that holds some of them is read as far as it goes."""
     path = os.path.join(folder, "env.json")
-    said = [p.what for p in problems if str(p.path).endswith("env.json") and
-            p.field is None]
+    said = [p.what for p in problems if str(p.path).endswith("env.json") and p.field is None]
     if said and not env:
-        raise ResultsError(f"{path}: {said[0]}; the machine is unknown")
-    if not isinstance(env.get("host"), dict) or not isinstance(env.get("loadbench"), dict):
-        raise ResultsError(f"{path}: not a loadbench env.json (no `host` or `loadbench` "
-                           "object): the machine is unknown")
+        unknown = "" if "unknown" in said[0] else "; the machine is unknown"
+        raise ResultsError(f"{path}: {said[0]}{unknown}")
+    if not any(key in schema.ENV for key in env):
+        raise ResultsError(f"{path}: not a loadbench env.json (none of its keys, such as `host`, "
+                           "`kernel` or `probe`): the machine is unknown")
 
 
 def from_env(env: dict, name: str, links: dict | None = None) -> Figures:
@@ -166,7 +168,7 @@ def fingerprint(env: dict, figures: Figures) -> dict[str, str]:
         "storage": f"{text(storage.get('device'))} ({text(storage.get('driver'))}, model "
                    f"{text(storage.get('model'))}, rotational {text(storage.get('rotational'))})",
         "file system": text(dig(env, "filesystem.type")),
-        "GPU": text(dig(env, "gpu.name")) if dig(env, "gpu.available") else "none",
+        "GPU": text(dig(env, "gpu.device.name")) if dig(env, "gpu.available") else "none",
         **{label: text(dig(env, key)) for key, label in STATE.items()},
         "device (probe)": f("device_gb_per_s", "GB/s"),
         "page cache read": f("page_cache_gb_per_s", "GB/s"),

@@ -118,8 +118,10 @@ def table_of(values: pd.DataFrame, facts: pd.DataFrame, figures: mf.Figures) -> 
         return pd.DataFrame(columns=ROW + ["runs", "median_s", "rank"])
     t = (values.groupby(ROW, sort=False, dropna=False)["wall_s"]
          .agg(runs="size", median_s="median").reset_index())
-    t = t.merge(facts.drop(columns=["file_bytes"]), on=[c for c in ROW if c != "file_bytes"],
-                how="left")
+    # file_bytes as a number on both sides, so that one file name of two sizes is two rows.
+    t = t.assign(file_bytes=pd.to_numeric(t["file_bytes"], errors="coerce"))
+    t = t.merge(facts.assign(file_bytes=pd.to_numeric(facts["file_bytes"], errors="coerce")),
+                on=ROW, how="left")
     t["remote"] = t["remote"].eq(True)
     rows = []
     for _, row in t.iterrows():
@@ -168,23 +170,24 @@ def machine(label: str, runs: list[Results], first: int) -> Machine:
 def labels(keys: list[tuple], envs: list[dict]) -> list[str]:
     """Each machine's name: its host name; where two share one, the settings of its state that
     set it apart (tuned or untuned, THP never), else a number."""
-    base = [mf.text(mf.dig(env, "host.hostname")) for env in envs]
+    base = [mf.text(mf.dig(env, "host.hostname")).replace("?", "unknown host") for env in envs]
+    settings = list(mf.STATE)
     out = []
     for i, (_, state) in enumerate(keys):
         same = [j for j in range(len(keys)) if base[j] == base[i]]
-        parts = [_setting(k, state[n]) for n, k in enumerate(mf.STATE)
-                 if len({keys[j][1][n] for j in same}) > 1]
-        if "system.tuned" in [k for n, k in enumerate(mf.STATE)
-                              if len({keys[j][1][n] for j in same}) > 1]:
-            parts = [p for p in parts if not p.startswith(("free page", "DAMON"))]
-        out.append(f"{base[i]} ({', '.join(parts)})" if len(same) > 1 and parts else base[i])
+        differ = [k for n, k in enumerate(settings) if len({keys[j][1][n] for j in same}) > 1]
+        if "system.tuned" in differ:  # a tune sets these two: "tuned" says them
+            differ = [k for k in differ if k not in ("system.page_reporting",
+                                                     "system.damon_pageout")]
+        parts = [_setting(k, state[settings.index(k)]) for k in differ]
+        out.append(f"{base[i]} ({', '.join(parts)})" if parts else base[i])
     return [name if out.count(name) == 1 else f"{name} #{out[:i + 1].count(name)}"
             for i, name in enumerate(out)]
 
 
 def _setting(key: str, value: str) -> str:
     if key == "system.tuned":
-        return "tuned" if value == "True" else "untuned"
+        return {"True": "tuned", "False": "untuned"}.get(value, "tuned: not recorded")
     return f"{mf.STATE[key]} {value}"
 
 
@@ -219,9 +222,10 @@ def pair(values: pd.DataFrame, workload: tuple, a: tuple, b: tuple) -> paired.In
 
 
 def _interval(iv: paired.Interval) -> dict:
-    return {"pairs": iv.n, "ratio": math.exp(iv.estimate) if iv.n else math.nan,
-            "low": math.exp(iv.low) if iv.bounded else math.nan,
-            "high": math.exp(iv.high) if iv.bounded else math.nan,
+    """A paired interval as the flips keep it: None where there is no estimate or interval."""
+    return {"pairs": iv.n, "ratio": math.exp(iv.estimate) if iv.n else None,
+            "low": math.exp(iv.low) if iv.bounded else None,
+            "high": math.exp(iv.high) if iv.bounded else None,
             "below": bool(iv.significant and iv.high < 0),
             "above": bool(iv.significant and iv.low > 0)}
 
@@ -235,8 +239,8 @@ def flips(machines: list[Machine]) -> pd.DataFrame:
         for workload, g in both.groupby(WORKLOAD, sort=False, dropna=False):
             g = g.sort_values("median_s_a", kind="stable")
             for (_, x), (_, y) in itertools.combinations(g.iterrows(), 2):
-                if not x["median_s_b"] > y["median_s_b"]:
-                    continue
+                if not (x["median_s_a"] < y["median_s_a"] and x["median_s_b"] > y["median_s_b"]):
+                    continue  # the same order, or a tie on either machine
                 ends = (tuple(x[["strategy_spec", "role"]]), tuple(y[["strategy_spec", "role"]]))
                 ia, ib = (_interval(pair(m.values, workload, *ends)) for m in (ma, mb))
                 rows.append({**dict(zip(WORKLOAD, workload)), "machine_a": ma.label,

@@ -136,6 +136,17 @@ def _ratio(side: dict) -> str:
     return ratio_text(side["ratio"], side["low"], side["high"]) + f", {side['pairs']} rounds"
 
 
+def _clean(value):
+    """NaN as None, inside dicts and lists too: machines.json is strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
 def flips_md(flips: pd.DataFrame, w: tuple) -> str:
     if flips.empty:
         return ""
@@ -238,7 +249,8 @@ def predicted_md(report: dict) -> str:
     return "\n\n".join([head, f"From its figures ({figures or 'none'}; THP "
                               f"{target.thp or 'not given'}) and each row's counts.",
                         _table(["workload", "strategy", "predicted s", "slowest stage",
-                                "first touches s", "counts from", "measured there s"], rows)])
+                                "first touches s", "counts from", "measured where counted, s"],
+                               rows)])
 
 
 # --- the pages --------------------------------------------------------------------------------
@@ -275,8 +287,7 @@ def write(report: dict, out: str) -> int:
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in frame.to_dict("records")]
+    return [_clean(r) for r in frame.to_dict("records")]
 
 
 def as_json(report: dict) -> dict:

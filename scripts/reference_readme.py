@@ -13,6 +13,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from analysis import results, verdict  # noqa: E402
+from analysis.report import machine_state  # noqa: E402
 
 
 def gib(n) -> str:
@@ -56,7 +57,9 @@ def section(folder: str, name: str) -> str:
     question = str((env.get("experiment_file") or {}).get("question", "")).strip()
     question = question[:question.find("?") + 1] if "?" in question else question
     lines = [f"## {name}/", "",
-             f"- experiment: `experiments/{name}.toml`: {question}",
+             f"- experiment: `{(env.get('experiment_file') or {}).get('path', '?')}`: "
+             f"{question}",
+             f"- machine state: {machine_state(env)}",
              f"- command: `{env.get('command_line', '?')}`",
              f"- commit: `{(env.get('loadbench') or {}).get('commit', '?')}`",
              f"- date: {env.get('time_utc', '?')}. {verdict.took(r)}",
@@ -76,12 +79,19 @@ def main(argv: list[str]) -> int:
     folder, names = argv[0], argv[1:]
     env = results.load(os.path.join(folder, names[0])).env
     print("# results/reference\n")
-    print("What `make compare` sets a new machine against: the default experiment and the full "
-          "one, each run from a clean tree with the command and commit listed below, thinned to "
-          "200 timeline rows (`analysis.trim`), with its report. `make reference` "
-          "(scripts/reference.sh) makes them again. Compare a fresh `make run` with it:\n\n"
+    print("What `make compare` sets a new machine against: the default experiment (tuned, as "
+          "it asks, and again untuned) and the full one, each run from a clean tree with the "
+          "command and commit listed below, thinned to 200 timeline rows (`analysis.trim`), "
+          "with its report. `make reference` (scripts/reference.sh) makes them again. Compare "
+          "a fresh `make run` with it:\n\n"
           "    make compare A=results/reference B=results/quick-<time>\n")
     print(f"Machine: {machine(env)}.\n")
+    if os.path.exists(os.path.join(folder, "machines", "machines.md")):
+        print("The machine's two states side by side, each strategy against the machine's "
+              "limits, the order flips between them and the model of a load from the probe's "
+              "figures: [machines/machines.md](machines/machines.md), made by\n\n"
+              "    make machines DIRS=\"results/reference/quick results/reference/quick-untuned\" "
+              "OUT=results/reference/machines\n\nAdd a folder of your own machine to DIRS.\n")
     print("\n\n".join(section(folder, name) for name in names))
     return 0
 

@@ -273,6 +273,8 @@ def run_all(root) -> dict:
             commands.update(compare=([base, folder, "--out", out],
                                      os.path.join(out, "compare.md")),
                             carryover=([folder], None), aa=([folder], None),
+                            machines=([base, folder, "--out", out + "-machines"],
+                                      os.path.join(out + "-machines", "machines.md")),
                             trim=([folder, str(root / f"trim{seed}")],
                                   str(root / f"trim{seed}" / "runs.jsonl")))
         for command, (args, output) in commands.items():

@@ -246,6 +246,25 @@ def test_run_tune_on_runs_tuned_and_restores_it(env, machine, tmp_path, model):
     assert bad.returncode == 2 and "--tune" in bad.stderr, bad.stderr
 
 
+def test_experiment_tune_overrides_the_files_key_both_ways(env, machine, tmp_path, model):
+    """`experiment --tune off` runs a file asking for the tuned state as found; `--tune on` tunes
+    a file without the key: one experiment, two states of the machine."""
+    path = experiment(tmp_path, model, 1)
+    off = lb(env, "experiment", path, "--out", str(tmp_path / "off"), "--quiet", "--tune", "off")
+    assert off.returncode == 0, off.stderr
+    system = json.loads((tmp_path / "off" / "env.json").read_text())["system"]
+    assert system["tune"] is None and "restored" not in off.stderr
+    plain = tmp_path / "plain.toml"
+    plain.write_text(pathlib.Path(path).read_text().replace("[system]\ntune = true\n", ""))
+    on = lb(env, "experiment", str(plain), "--out", str(tmp_path / "on"), "--quiet", "--tune", "on")
+    assert on.returncode == 0, on.stderr
+    system = json.loads((tmp_path / "on" / "env.json").read_text())["system"]
+    assert system["tuned"] and system["tune"]["by"] == "experiment", system
+    assert tunables() == machine
+    bad = lb(env, "experiment", path, "--tune", "yes", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "--tune" in bad.stderr, bad.stderr
+
+
 def test_tune_auto_tunes_as_root_and_goes_on_untuned_where_it_cannot(env, machine, tmp_path,
                                                                      model):
     if read(ORDER) == str(largest_order() + 1):
