@@ -88,16 +88,21 @@ def counts(ok: pd.DataFrame) -> pd.DataFrame:
     for key, g in _with_workload(ok).groupby(ROW, sort=False, dropna=False):
         file_bytes = stats.median_of(g["file_bytes"])
         use = next((u for u in g["use"] if isinstance(u, dict)), {}) if "use" in g else {}
+        params = next((u for u in g["params"] if isinstance(u, dict)), {}) \
+            if "params" in g else {}
         rows.append({**dict(zip(ROW, key)),
                      "strategy_flags": next(iter(g["strategy_flags"].dropna()), None),
                      "consume": use.get("consume") if isinstance(use.get("consume"), str) else None,
+                     "buffer": params.get("buffer") if isinstance(params.get("buffer"), str)
+                     else None,
                      "remote": bool(remote.is_remote(g).any()),
                      "timed": g["timed"].iloc[0], "verified": bool(g["verified"].all()),
                      "bytes": stats.reader_bytes(g, file_bytes),
                      "minor_faults": stats.median_of(stats.load_or_process(g, "minor_faults")),
                      "anon_huge_bytes": stats.median_of(g.get("anon_huge_bytes")),
                      "read_bytes": stats.median_of(g.get("read_bytes"))})
-    return pd.DataFrame(rows, columns=ROW + ["strategy_flags", "consume", "remote", "timed",
+    return pd.DataFrame(rows, columns=ROW + ["strategy_flags", "consume", "buffer", "remote",
+                                             "timed",
                                              "verified", "bytes",
                                              "minor_faults", "anon_huge_bytes", "read_bytes"])
 

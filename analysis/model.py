@@ -33,7 +33,8 @@ First touches, counted in the run and priced by the probe:
 - `allocates` or `shared-segment`: where the runs got huge pages (median anon_huge_bytes at
   least half the bytes, as analysis/touch.py decides), anon_huge_bytes / 2 MiB huge pages at
   `thp_fault` µs each, else the load's minor faults at `anon_4k_fault` µs each. Predicted for a
-  machine whose transparent huge pages are `never`, those huge pages are 512 pages of 4 KiB each.
+  machine whose transparent huge pages are `never`, those huge pages are 512 pages of 4 KiB each,
+  and a strategy given `buffer=thp` (owned's default) is unsupported there, as it reports itself.
 
 Left out, and so in the error: threads (the stages and touches are summed as if on one core,
 while a strategy's threads may overlap them), read-ahead and queue depth (the device's figure
@@ -141,6 +142,9 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
         return {**none, "why": "several readers: the model is one reader's"}
     if not size:
         return {**none, "why": "the bytes are not recorded"}
+    if thp == "never" and row.get("buffer") == "thp":
+        return {**none, "why": "unsupported there: buffer=thp takes transparent huge pages, "
+                               "`never` on that machine"}
 
     def figure(name):
         return _number(links.get(name[5:])) if name.startswith("link:") else \

@@ -230,6 +230,10 @@ def test_model_huge_pages_are_priced_per_2_mib_or_as_4_kib_pages_under_thp_never
     assert model.touches(r, "never") == [("4 KiB", SIZE / 4096, "fault_4k_us")]
     assert predict(r)["touch_s"] == pytest.approx(SIZE / (2 << 20) * 100e-6)
     assert predict(r, thp="never")["touch_s"] == pytest.approx(SIZE / 4096 * 1e-6)
+    # A strategy told to take huge pages (owned's buffer=thp) reports itself unsupported there.
+    p = predict(row(anon_huge_bytes=SIZE, buffer="thp"), thp="never")
+    assert math.isnan(p["predicted_s"]) and "unsupported" in p["why"]
+    assert predict(row(anon_huge_bytes=SIZE, buffer="thp"))["predicted_s"] > 0
 
 
 def test_model_gives_no_time_without_flags_or_a_figure_and_says_why():
