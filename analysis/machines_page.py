@@ -72,7 +72,7 @@ def machines_md(machines) -> str:
         rows.append([fact, *[m.facts.get(fact, "?") for m in machines]])
     notes = [f"- {m.label}: {m.figures.lacks}; its rows have no share of the limit or prediction "
              "where they need what is missing." for m in machines if m.figures.lacks]
-    return "\n\n".join(["## Machines", _table(head, rows), "\n".join(notes)])
+    return "\n\n".join(p for p in ["## Machines", _table(head, rows), "\n".join(notes)] if p)
 
 
 # --- workloads --------------------------------------------------------------------------------
