@@ -63,6 +63,8 @@ class Machine:
     facts: dict[str, str]
     values: pd.DataFrame     # one row per counted run: ROW, round (None: in no round), wall_s
     table: pd.DataFrame      # one row per ROW: median, share, rank, the model's
+    # ROW -> the status of its runs where none counted (unsupported, failed, invalid, ...).
+    left_out: dict
 
 
 def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
@@ -169,7 +171,18 @@ def machine(label: str, runs: list[Results], first: int) -> Machine:
     values = pd.concat([run_values(r, first + i) for i, r in enumerate(runs)], ignore_index=True)
     facts = counts(pd.concat([r.ok for r in runs], ignore_index=True))
     return Machine(label, runs, figures, mf.fingerprint(runs[0].env, figures), values,
-                   table_of(values, facts, figures))
+                   table_of(values, facts, figures), left_out(runs))
+
+
+def left_out(runs: list[Results]) -> dict:
+    """ROW -> the most common status of its runs, for the rows of which no run counted."""
+    frames = [r.runs[~r.runs["counted"]] for r in runs if not r.runs.empty]
+    counted = {tuple(k) for r in runs for k in _with_workload(r.ok)[ROW].itertuples(index=False)}
+    if not frames:
+        return {}
+    left = _with_workload(pd.concat(frames, ignore_index=True))
+    return {tuple(k): g["status"].mode().iloc[0]
+            for k, g in left.groupby(ROW, sort=False, dropna=False) if tuple(k) not in counted}
 
 
 def labels(keys: list[tuple], envs: list[dict]) -> list[str]:

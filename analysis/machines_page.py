@@ -88,14 +88,18 @@ def workload_md(machines, w: tuple, flips: pd.DataFrame, figs) -> str:
     limits = "; ".join(f"{m.label}: {r['limit']} {_f(r['limit_gb_per_s'])} GB/s"
                        for m in present for r in [_rows_of(m, w).iloc[0]])
     names = list(dict.fromkeys(name(r) for m in present for _, r in _rows_of(m, w).iterrows()))
+    # Rows of which no run counted on a machine: their status instead of a time.
+    left = [{name({"strategy_spec": k[-2], "role": k[-1]}): status
+             for k, status in m.left_out.items() if k[:len(WORKLOAD)] == w} for m in present]
+    names += [n for statuses in left for n in statuses if n not in names]
     head = ["strategy"] + [f"{m.label} {c}" for m in present for c in ("s", "of limit", "rank")]
     rows = []
     for n in names:
         cells = [n]
-        for m in present:
+        for m, statuses in zip(present, left):
             r = _rows_of(m, w)
             r = r[[name(x) == n for _, x in r.iterrows()]]
-            cells += (["", "", ""] if r.empty else
+            cells += ([statuses.get(n, ""), "", ""] if r.empty else
                       [_f(r.iloc[0]["median_s"], ".3f"), _f(r.iloc[0]["share"], ".2f"),
                        str(r.iloc[0]["rank"])])
         rows.append(cells)

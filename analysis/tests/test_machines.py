@@ -433,3 +433,18 @@ def test_a_folder_that_does_not_say_whether_it_was_tuned_is_not_called_untuned(t
     a = folder(tmp_path / "a", env(), {"fread": 1.0})
     b = folder(tmp_path / "b", unknown, {"fread": 1.0})
     assert "untuned" not in machines.open_machines([a, b])[1].label
+
+
+def test_a_strategy_unsupported_on_one_machine_shows_its_status_there(tmp_path):
+    a = folder(tmp_path / "a", env("a", "EPYC"), {"fread": 1.0, "owned": 0.5})
+    b = folder(tmp_path / "b", env("b", "Xeon"), {"fread": 1.0, "owned": 0.5})
+    lines = (tmp_path / "b" / "runs.jsonl").read_text().splitlines()
+    marked = [json.dumps({**r, "status": "unsupported", "checksum_ok": None,
+                          "error": "buffer=thp: transparent huge pages are disabled"})
+              if r["strategy"] == "owned" else json.dumps(r) for r in map(json.loads, lines)]
+    (tmp_path / "b" / "runs.jsonl").write_text("\n".join(marked) + "\n")
+    built = machines.build([a, b], str(tmp_path / "out"))
+    assert list(built["machines"][1].left_out.values()) == ["unsupported"]
+    line = next(x for x in (tmp_path / "out" / "machines.md").read_text().splitlines()
+                if x.startswith("| owned |"))
+    assert line.split(" | ")[4] == "unsupported", line
