@@ -286,7 +286,9 @@ def write(report: dict, out: str) -> int:
     with open(os.path.join(out, "machines.md"), "w", encoding="utf-8") as f:
         f.write("\n\n".join(parts) + "\n")
     with open(os.path.join(out, "machines.html"), "w", encoding="utf-8") as f:
-        f.write(html_page.page("Machines side by side", parts, out))
+        # html_page takes a heading as a section of its own: one block per section.
+        blocks = [b for p in parts for b in p.split("\n\n")]
+        f.write(html_page.page("Machines side by side", blocks, out))
     return len(figs.items)
 
 

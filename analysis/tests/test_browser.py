@@ -145,3 +145,27 @@ def test_the_page_prints_to_pdf(tmp_path):
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
     assert len(data) > 100_000  # the figures are in it
+
+
+@needs_chromium
+def test_the_machines_page_loads_and_fits_a_laptop(tmp_path):
+    """machines.html of the reference's two states: every figure decoded, every table in its
+    scroll wrapper, nothing sticking out sideways (the fingerprint and the per-row model table
+    are the widest)."""
+    from analysis import machines
+
+    reference = os.path.join(os.path.dirname(__file__), "..", "..", "results", "reference")
+    out = tmp_path / "machines"
+    machines.build([os.path.join(reference, "quick"), os.path.join(reference, "quick-untuned")],
+                   str(out))
+    checked = out / "checked.html"
+    checked.write_text((out / "machines.html").read_text().replace("</body>", CHECK + "</body>"))
+    dom = chromium(tmp_path, "--virtual-time-budget=10000", "--dump-dom", checked.as_uri()).stdout
+    match = re.search(r'<pre id="loadbench-check">(.*?)</pre>', dom)
+    assert match, "the page did not finish loading in Chromium:\n" + dom[:2000]
+    found = json.loads(match.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    figures = len([p for p in os.listdir(out / "figures") if p.endswith(".png")])
+    assert found["images"] == found["decoded"] == figures == 3
+    assert found["tables"] >= 6 and found["scrolling"]
+    assert found["rows"].count("owned") >= 2
+    assert found["overflowing"] == [] and found["page_width"] <= found["width"]

@@ -386,6 +386,10 @@ def test_build_writes_every_page_and_figure(tmp_path):
     assert (out / "figures" / "machines-model.png").stat().st_size > 0
     md = (out / "machines.md").read_text()
     assert "**Order flips between a and b** (1 of 1 sure)" in md
+    # The page holds all of machines.md: every table and both figures, embedded.
+    page = (out / "machines.html").read_text()
+    assert page.count("<table") == md.count("\n|---") >= 5
+    assert page.count("<figure><img") == 2 and "<strong>Order flips between a and b</strong>" in page
 
 
 def test_the_reference_folder_against_itself_untuned_is_two_machines(tmp_path):
