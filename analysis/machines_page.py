@@ -163,7 +163,9 @@ def flips_md(flips: pd.DataFrame, w: tuple) -> str:
                  name({"strategy_spec": r["second"][0], "role": r["second"][1]}),
                  _ratio(r["a"]), _ratio(r["b"]), "sure" if r["sure"] else "not sure"]
                 for _, r in g.head(FLIPS_SHOWN).iterrows()]
-        more = f"\n\n… and {len(g) - FLIPS_SHOWN} more, none sure" if len(g) > FLIPS_SHOWN else ""
+        rest = g.iloc[FLIPS_SHOWN:]
+        more = (f"\n\n… and {len(rest)} more ({int(rest['sure'].sum())} sure)"
+                if len(rest) else "")
         out.append(f"**Order flips between {a} and {b}** ({int(g['sure'].sum())} of {len(g)} "
                    f"sure): the first strategy's time over the second's, paired within each "
                    f"machine's rounds (interval at 95% or more); sure where both leave out 1, "

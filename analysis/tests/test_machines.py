@@ -452,3 +452,13 @@ def test_a_strategy_unsupported_on_one_machine_shows_its_status_there(tmp_path):
     line = next(x for x in (tmp_path / "out" / "machines.md").read_text().splitlines()
                 if x.startswith("| owned |"))
     assert line.split(" | ")[4] == "unsupported", line
+
+
+def test_a_long_list_of_flips_shows_twelve_and_counts_the_rest_with_the_sure_ones(tmp_path):
+    specs = [f"fread:block={2 ** k}KiB" for k in range(14)]
+    a = folder(tmp_path / "a", env("a", "EPYC"), {s: 1.0 + i for i, s in enumerate(specs)})
+    b = folder(tmp_path / "b", env("b", "Xeon"), {s: 14.0 - i for i, s in enumerate(specs)})
+    built = machines.build([a, b], str(tmp_path / "out"))
+    assert len(built["flips"]) == 91 and built["flips"]["sure"].all()  # every pair reversed
+    md = (tmp_path / "out" / "machines.md").read_text()
+    assert "(91 of 91 sure)" in md and "… and 79 more (79 sure)" in md
