@@ -52,6 +52,9 @@ class Figures:
     links: dict = field(default_factory=dict)
     thp: str | None = None
     lacks: str = ""
+    # Where the probe ran in another state than the runs (free page reporting on or off), so
+    # that its first touches are the other state's; "" where not, or where it is not recorded.
+    caveat: str = ""
 
 
 def dig(env, dotted: str):
@@ -111,7 +114,28 @@ def from_env(env: dict, name: str, links: dict | None = None) -> Figures:
         lacks = ("its probe has no device figure (the quick probe of a boot without a full "
                  f"one): {WHAT_ADDS_FIGURES}")
     thp = dig(env, "thp.enabled")
-    return Figures(name, found, dict(links or {}), thp if isinstance(thp, str) else None, lacks)
+    return Figures(name, found, dict(links or {}), thp if isinstance(thp, str) else None, lacks,
+                   caveat(env))
+
+
+def caveat(env: dict) -> str:
+    """Why the probe's first touches may not be the runs' state's: it ran with free page
+    reporting on and the runs off, or the other way; "" where both match or either is not
+    recorded (a probe from before its facts carried the state)."""
+    probe, runs = dig(env, "probe.facts.page_reporting"), dig(env, "system.page_reporting")
+    if not isinstance(probe, str) or not isinstance(runs, str) or probe == runs:
+        return ""
+    return (f"its probe ran with free page reporting {probe}, its runs with it {runs}: the "
+            "probe's first touches are of the other state (`make probe` in the runs' state)")
+
+
+def probe_state(env: dict) -> str:
+    """The machine's state the probe ran in, as its facts say."""
+    tuned = dig(env, "probe.facts.tuned")
+    if not isinstance(tuned, bool):
+        return "not recorded"
+    return ("tuned" if tuned else "untuned") + \
+        f" (free page reporting {text(dig(env, 'probe.facts.page_reporting'))})"
 
 
 def _given(data: dict, path: str) -> Figures:
@@ -181,6 +205,7 @@ def fingerprint(env: dict, figures: Figures) -> dict[str, str]:
         "links": ", ".join(f"{k or 'unshaped'} {v:.3g} GB/s" for k, v in figures.links.items())
                  or "none measured",
         "probe": f"{text(dig(env, 'probe.kind'))}, {text(dig(env, 'probe.time_utc'))}",
+        "probe's state": probe_state(env),
     }
 
 

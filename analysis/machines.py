@@ -151,7 +151,8 @@ def _median_figures(label: str, each: list[mf.Figures], links: dict) -> mf.Figur
     # What a folder lacked, unless another of the pool has it.
     lacks = next((f.lacks for f in each if f.lacks), "") \
         if figures["device_gb_per_s"] is None else ""
-    return mf.Figures(label, figures, links, each[0].thp, lacks)
+    return mf.Figures(label, figures, links, each[0].thp, lacks,
+                      next((f.caveat for f in each if f.caveat), ""))
 
 
 def links_of(runs: list[Results]) -> dict:

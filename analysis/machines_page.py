@@ -72,6 +72,7 @@ def machines_md(machines) -> str:
         rows.append([fact, *[m.facts.get(fact, "?") for m in machines]])
     notes = [f"- {m.label}: {m.figures.lacks}; its rows have no share of the limit or prediction "
              "where they need what is missing." for m in machines if m.figures.lacks]
+    notes += [f"- {m.label}: {m.figures.caveat}." for m in machines if m.figures.caveat]
     return "\n\n".join(p for p in ["## Machines", _table(head, rows), "\n".join(notes)] if p)
 
 
@@ -303,6 +304,7 @@ def as_json(report: dict) -> dict:
     return {"machines": [{"label": m.label, "folders": [r.folder for r in m.runs],
                           "fingerprint": m.facts, "figures": m.figures.figures,
                           "links": m.figures.links, "lacks": m.figures.lacks,
+                          "caveat": m.figures.caveat,
                           "rows": _records(m.table)} for m in report["machines"]],
             "flips": _records(report["flips"]), "families": _records(report["families"]),
             "predict": None if target is None else

@@ -462,3 +462,18 @@ def test_a_long_list_of_flips_shows_twelve_and_counts_the_rest_with_the_sure_one
     assert len(built["flips"]) == 91 and built["flips"]["sure"].all()  # every pair reversed
     md = (tmp_path / "out" / "machines.md").read_text()
     assert "(91 of 91 sure)" in md and "… and 79 more (79 sure)" in md
+
+
+def test_a_probe_made_in_another_state_than_the_runs_is_named(tmp_path):
+    untuned = env()
+    untuned["probe"]["facts"] = {"tuned": False, "page_reporting": "on"}
+    same = env("b", "Xeon")
+    same["probe"]["facts"] = {"tuned": True, "page_reporting": "off"}
+    built = machines.build([folder(tmp_path / "a", untuned, {"fread": 1.0}),
+                            folder(tmp_path / "b", same, {"fread": 1.0})], str(tmp_path / "out"))
+    a, b = built["machines"]
+    assert a.facts["probe's state"] == "untuned (free page reporting on)"
+    assert b.facts["probe's state"] == "tuned (free page reporting off)"
+    assert "free page reporting on, its runs with it off" in a.figures.caveat
+    assert b.figures.caveat == "" and mf.caveat(env()) == ""  # not recorded: nothing said
+    assert a.figures.caveat in (tmp_path / "out" / "machines.md").read_text()

@@ -117,6 +117,10 @@ Json Facts(const Json& env) {
           {"virtual_machine", at("/virtualization/hypervisor_flag")},
           {"vm_product", at("/virtualization/product_name")},
           {"free_page_reporting", Opt(probe::FreePageReporting())},
+          // The machine's state the probe ran in: its first touches depend on it.
+          {"tuned", at("/system/tuned")},
+          {"page_reporting", at("/system/page_reporting")},
+          {"damon_pageout", at("/system/damon_pageout")},
           {"root", at("/root")}};
 }
 

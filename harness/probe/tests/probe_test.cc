@@ -178,6 +178,9 @@ TEST_F(ProbeCliTest, RecordsEveryCeilingAndLeavesNoScratchFile) {
   }
   EXPECT_TRUE(env.contains("limits"));
   EXPECT_TRUE(probe["facts"].contains("drop_caches_writable"));
+  // The state the probe ran in, as env.json's system says it.
+  EXPECT_EQ(probe["facts"]["tuned"], env["system"]["tuned"]);
+  EXPECT_EQ(probe["facts"]["page_reporting"], env["system"]["page_reporting"]);
   EXPECT_NE(env["command_line"].get<std::string>().find("--size 4MiB"), std::string::npos);
 
   // --json prints the probe object; the cache holds it too.
