@@ -2,8 +2,8 @@
 
 `page(title, sections, folder)` takes
 - `title`, the page's <title>;
-- `sections`, the Markdown strings that report.py also joins into report.md, in order: a
-  heading (`#`, `##`, ...) each on its own, or text made of blocks split by blank lines, each a
+- `sections`, the Markdown strings that report.py also joins into report.md, in order, each
+  made of blocks split by blank lines: a heading (`#`, `##`, ...: one line), or a
   pipe table (its first row the header, `|---` lines dropped, `\\|` a pipe within a cell), a
   `- ` list, a figure (a block whose first line is a Markdown image of a PNG,
   `![caption](path.png)`, the path relative to `folder`: embedded as a base64 `data:` URI in a
@@ -135,14 +135,11 @@ def body(sections: list[str], folder: str) -> str:
     """The sections as HTML, in order: the <header> up to the first `##` heading, then a
     <section> per `##` heading."""
     out, opened = ["<header>"], "header"
-    for s in filter(None, sections):
-        if s.startswith("## "):
-            out.append(f'</{opened}><section id="{slug(s[3:])}">')
+    for b in (b for s in filter(None, sections) for b in s.split("\n\n") if b):
+        if b.startswith("## "):
+            out.append(f'</{opened}><section id="{slug(b[3:])}">')
             opened = "section"
-        if s.startswith("#"):
-            out.append(heading(s))
-        else:
-            out += [block(b, folder) for b in s.split("\n\n")]
+        out.append(heading(b) if b.startswith("#") else block(b, folder))
     return "".join(out) + f"</{opened}>"
 
 

@@ -20,12 +20,11 @@ figure a number above 0; or any results folder's env.json, or the folder itself.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 
 from analysis import schema
-from analysis.model import FIGURES
+from analysis.model import FIGURES, positive
 from analysis.results import ResultsError
 
 GIB = 1 << 30
@@ -65,19 +64,13 @@ def dig(env, dotted: str):
     return value
 
 
-def number(value) -> float | None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        math.isfinite(value) and value > 0
-    return float(value) if ok else None
-
-
 def text(value) -> str:
     return "?" if value is None or isinstance(value, (dict, list)) else str(value)
 
 
 def identity(env: dict) -> tuple:
     values = [dig(env, k) for k in IDENTITY]
-    memory = number(values[2])
+    memory = positive(values[2])
     values[2] = round(memory / GIB, 1) if memory else None  # a boot's MemTotal varies a little
     return tuple(text(v) for v in values)
 
@@ -103,7 +96,7 @@ def check(folder: str, env: dict, problems) -> None:
 def from_env(env: dict, name: str, links: dict | None = None) -> Figures:
     """The figures of the machine an env.json describes (its probe's), with `links`."""
     probe = dig(env, "probe.ceilings")
-    found = {k: number(dig(probe, f"{key}.{f}")) for k, (key, f) in FIGURES.items()}
+    found = {k: positive(dig(probe, f"{key}.{f}")) for k, (key, f) in FIGURES.items()}
     lacks = ""
     if not isinstance(probe, dict):
         lacks = f"its env.json has no probe figures: {WHAT_ADDS_FIGURES}"
@@ -147,14 +140,14 @@ def _given(data: dict, path: str) -> Figures:
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ResultsError(f"{path}: no `name` (a text naming the machine)")
-    bad = [k for k in FIGURES if k in data and number(data[k]) is None]
+    bad = [k for k in FIGURES if k in data and positive(data[k]) is None]
     links = data.get("links", {})
-    if not isinstance(links, dict) or any(number(v) is None for v in links.values()):
+    if not isinstance(links, dict) or any(positive(v) is None for v in links.values()):
         bad.append("links")
     if bad:
         raise ResultsError(f"{path}: `{bad[0]}` is not a number above 0")
     thp = data.get("thp")
-    return Figures(name, {k: number(data.get(k)) for k in FIGURES}, dict(links),
+    return Figures(name, {k: positive(data.get(k)) for k in FIGURES}, dict(links),
                    thp if isinstance(thp, str) else None)
 
 
@@ -210,7 +203,7 @@ def fingerprint(env: dict, figures: Figures) -> dict[str, str]:
 
 
 def _gib(value) -> str:
-    n = number(value)
+    n = positive(value)
     return "?" if n is None else f"{n / GIB:.1f} GiB"
 
 

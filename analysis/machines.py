@@ -112,7 +112,7 @@ def counts(ok: pd.DataFrame) -> pd.DataFrame:
 def limit(row, figures: mf.Figures) -> tuple[str, float | None]:
     """The machine's limit for the row's workload: (what it is, GB/s or None)."""
     if row["remote"]:
-        return f"link {row['link'] or 'unshaped'}", mf.number(figures.links.get(row["link"]))
+        return f"link {row['link'] or 'unshaped'}", model.positive(figures.links.get(row["link"]))
     if row["cache"] == "warm":
         return "page cache read", figures.figures.get("page_cache_gb_per_s")
     return "device", figures.figures.get("device_gb_per_s")

@@ -48,19 +48,23 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def workloads(machines) -> list[tuple]:
-    """Every workload, in the order first met; those of several machines first."""
+def machines_of(machines) -> dict[tuple, int]:
+    """Every workload, in the order first met, with the count of machines that ran it."""
     seen: dict[tuple, int] = {}
     for m in machines:
         for w in dict.fromkeys(tuple(r) for r in m.table[WORKLOAD].itertuples(index=False)):
             seen[w] = seen.get(w, 0) + 1
+    return seen
+
+
+def workloads(machines) -> list[tuple]:
+    """Every workload, in the order first met; those of several machines first."""
+    seen = machines_of(machines)
     return sorted(seen, key=lambda w: -min(seen[w], 2))
 
 
 def shared(machines) -> list[tuple]:
-    counts = [sum(w in set(tuple(r) for r in m.table[WORKLOAD].itertuples(index=False))
-                  for m in machines) for w in workloads(machines)]
-    return [w for w, n in zip(workloads(machines), counts) if n > 1]
+    return [w for w, n in machines_of(machines).items() if n > 1]
 
 
 # --- machines ---------------------------------------------------------------------------------
@@ -94,15 +98,14 @@ def workload_md(machines, w: tuple, flips: pd.DataFrame, figs) -> str:
              for k, status in m.left_out.items() if k[:len(WORKLOAD)] == w} for m in present]
     names += [n for statuses in left for n in statuses if n not in names]
     head = ["strategy"] + [f"{m.label} {c}" for m in present for c in ("s", "of limit", "rank")]
+    by_name = [{name(r): r for _, r in _rows_of(m, w).iterrows()} for m in present]
     rows = []
     for n in names:
         cells = [n]
-        for m, statuses in zip(present, left):
-            r = _rows_of(m, w)
-            r = r[[name(x) == n for _, x in r.iterrows()]]
-            cells += ([statuses.get(n, ""), "", ""] if r.empty else
-                      [_f(r.iloc[0]["median_s"], ".3f"), _f(r.iloc[0]["share"], ".2f"),
-                       str(r.iloc[0]["rank"])])
+        for found, statuses in zip(by_name, left):
+            r = found.get(n)
+            cells += ([statuses.get(n, ""), "", ""] if r is None else
+                      [_f(r["median_s"], ".3f"), _f(r["share"], ".2f"), str(r["rank"])])
         rows.append(cells)
     parts = [f"### {workload_name(wd)}", f"Median time of the runs, its share of the machine's "
              f"limit (the bytes over the median time, over the limit) and its rank (1: the "
@@ -289,9 +292,7 @@ def write(report: dict, out: str) -> int:
     with open(os.path.join(out, "machines.md"), "w", encoding="utf-8") as f:
         f.write("\n\n".join(parts) + "\n")
     with open(os.path.join(out, "machines.html"), "w", encoding="utf-8") as f:
-        # html_page takes a heading as a section of its own: one block per section.
-        blocks = [b for p in parts for b in p.split("\n\n")]
-        f.write(html_page.page("Machines side by side", blocks, out))
+        f.write(html_page.page("Machines side by side", parts, out))
     return len(figs.items)
 
 

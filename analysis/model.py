@@ -49,7 +49,8 @@ from __future__ import annotations
 import math
 
 from analysis.results import ALLOCATES, DEVICE, MAPS_FILE, has_flag
-from analysis.touch import HUGE_PAGE, SMALL_PAGE
+from analysis import touch
+from analysis.touch import SMALL_PAGE
 
 EAGER = "eager"
 SHARED_SEGMENT = "shared-segment"
@@ -88,7 +89,7 @@ def reads_storage(row) -> bool:
         return True
     read, size = row.get("read_bytes"), row.get("bytes")
     return has_flag(row.get("strategy_flags"), DIRECT_IO) and \
-        _number(read) is not None and _number(size) is not None and read >= size / 2
+        positive(read) is not None and positive(size) is not None and read >= size / 2
 
 
 def stages(row) -> list[tuple[str, str]]:
@@ -114,16 +115,17 @@ def touches(row, thp: str | None) -> list[tuple[str, float, str]]:
     """The first touches the row pays, as (kind, count, the figure that prices one); `thp`: the
     predicted machine's transparent huge pages setting (`never` turns huge pages into 4 KiB
     ones)."""
-    faults = _number(row.get("minor_faults"))
+    faults = positive(row.get("minor_faults"))
     if has_flag(row.get("strategy_flags"), MAPS_FILE):
         return [("file mapping", faults, "file_fault_us")] if faults else []
     if not copies(row) or has_flag(row.get("strategy_flags"), DEVICE):
         return []
-    huge_bytes, size = _number(row.get("anon_huge_bytes")) or 0.0, _number(row.get("bytes"))
-    if size and huge_bytes >= size / 2:
+    huge_bytes, size = positive(row.get("anon_huge_bytes")) or 0.0, positive(row.get("bytes"))
+    count, huge = touch.pages(faults, huge_bytes, size or math.inf)
+    if huge:
         if thp == "never":
             return [("4 KiB", huge_bytes / SMALL_PAGE, "fault_4k_us")]
-        return [("2 MiB", huge_bytes / HUGE_PAGE, "fault_2m_us")]
+        return [("2 MiB", count, "fault_2m_us")]
     return [("4 KiB", faults, "fault_4k_us")] if faults else []
 
 
@@ -135,7 +137,7 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
     describe at all."""
     none = {"predicted_s": math.nan, "slowest": "", "slowest_gb_per_s": math.nan,
             "stream_s": math.nan, "touch_s": math.nan, "consume_s": math.nan, "missing": ""}
-    size = _number(row.get("bytes"))
+    size = positive(row.get("bytes"))
     if not flags_of(row):
         return {**none, "why": "no stages: the strategy declares no flags (an exec command)"}
     if (row.get("procs") or 1) > 1:
@@ -147,8 +149,8 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
                                "`never` on that machine"}
 
     def figure(name):
-        return _number(links.get(name[5:])) if name.startswith("link:") else \
-            _number(figures.get(name))
+        return positive(links.get(name[5:])) if name.startswith("link:") else \
+            positive(figures.get(name))
 
     rated = [(stage, name, figure(name)) for stage, name in stages(row)]
     priced = [(kind, count, name, figure(name)) for kind, count, name in touches(row, thp)]
@@ -187,7 +189,8 @@ def family(row) -> str:
     return "copies, O_DIRECT" if has_flag(flags, DIRECT_IO) else "copies"
 
 
-def _number(value) -> float | None:
+def positive(value) -> float | None:
+    """A finite number above 0 as a float; None for anything else (a missing figure)."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
         math.isfinite(value) and value > 0
     return float(value) if ok else None

@@ -91,14 +91,21 @@ def profile_check(row: pd.Series, hz: float, seconds: float) -> dict:
             "profile_agrees": bool(abs(seconds - mean) <= AGREE * se)}
 
 
+def pages(minor_faults: float, huge_bytes: float, size: float) -> tuple[float, bool]:
+    """A copy's first touches and whether they were of huge pages: its huge pages (huge_bytes /
+    2 MiB) where at least half its `size` bytes came in them, else its minor faults (4 KiB
+    pages). NaN compares false: without huge_bytes, 4 KiB pages."""
+    huge = bool(huge_bytes >= size / 2)
+    return (huge_bytes / HUGE_PAGE if huge else minor_faults), huge
+
+
 def attribution(row: pd.Series, group: pd.DataFrame, env: dict) -> dict:
     """One copying group's figures (the module's docstring) without the profile's; {} where the
     probe has no figure for its page size."""
     size = delivered(group)
     huge_bytes = stats.median_of(group["anon_huge_bytes"])
-    huge = bool(huge_bytes >= size / 2)  # NaN compares false: 4 KiB pages
+    touches, huge = pages(row["minor_faults"], huge_bytes, size)
     us = probe_figure(env, "thp_fault" if huge else "anon_4k_fault", "us_per_fault")
-    touches = huge_bytes / HUGE_PAGE if huge else row["minor_faults"]
     if us is None or pd.isna(touches):
         return {}
     out = {"first_touches": float(touches), "first_touch_huge": huge, "first_touch_us": us,
