@@ -477,3 +477,11 @@ def test_a_probe_made_in_another_state_than_the_runs_is_named(tmp_path):
     assert "free page reporting on, its runs with it off" in a.figures.caveat
     assert b.figures.caveat == "" and mf.caveat(env()) == ""  # not recorded: nothing said
     assert a.figures.caveat in (tmp_path / "out" / "machines.md").read_text()
+
+
+def test_model_a_remote_row_streams_at_its_links_ceiling_and_lacks_it_without_one():
+    r = row(remote=True, link="10gbit")
+    assert model.stages(r)[0] == ("network", "link:10gbit")
+    p = model.predict(r, FIGURES, {"10gbit": 1.0}, "madvise")
+    assert p["slowest"] == "network" and p["stream_s"] == pytest.approx(2.0)  # 2e9 B at 1 GB/s
+    assert model.predict(r, FIGURES, {}, "madvise")["missing"] == "link:10gbit"
