@@ -176,8 +176,8 @@ int Reset(const SystemFlags& f, const std::string& command_line) {
   const Status s = RestoreSystem(r.changes, &said);
   for (const std::string& line : said) fmt::print("restored {}\n", line);
   if (!s.ok()) {
-    return ReportError(cmd, Status::BadInput(fmt::format("{}; {} keeps what is left to restore",
-                                                         s.message(), TuneStatePath())));
+    return ReportError(cmd, Status::IOError(fmt::format("{}; {} keeps what is left to restore",
+                                                        s.message(), TuneStatePath())));
   }
   if (Status rm = RemoveTuneState(); !rm.ok()) return ReportError(cmd, rm);
   fmt::print("the machine's settings are as they were before `loadbench system tune` ({})\n",

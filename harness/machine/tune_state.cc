@@ -75,7 +75,7 @@ Status LoadTuneState(TuneRecord* out, bool* found) {
   *found = false;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid() && errno == ENOENT) return Status::Ok();
-  if (!fd.valid()) return Status::BadInput(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (!fd.valid()) return Status::IOErrorFromErrno(path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       (st.st_uid != 0 && st.st_uid != ::geteuid()) || (st.st_mode & 022) != 0) {
@@ -102,7 +102,7 @@ Status LoadTuneState(TuneRecord* out, bool* found) {
 Status SaveTuneState(const TuneRecord& r) {
   const std::string dir = StateDir(), path = TuneStatePath(), tmp = path + ".tmp";
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::BadInput(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
+    return Status::IOErrorFromErrno("cannot create " + dir, errno);
   }
   (void)::unlink(tmp.c_str());  // one a killed tune left
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
@@ -114,7 +114,7 @@ Status SaveTuneState(const TuneRecord& r) {
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     (void)::unlink(tmp.c_str());
-    return Status::BadInput(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+    return Status::IOErrorFromErrno("cannot write " + path, err);
   }
   return Status::Ok();
 }
@@ -122,7 +122,7 @@ Status SaveTuneState(const TuneRecord& r) {
 Status RemoveTuneState() {
   const std::string path = TuneStatePath();
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return Status::BadInput(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
+    return Status::IOErrorFromErrno("cannot remove " + path, errno);
   }
   return Status::Ok();
 }

@@ -322,9 +322,8 @@ Status WriteSetting(const std::string& path, const std::string& value) {
   const std::string line = value + "\n";
   if (!fd.valid() || ::write(fd.get(), line.data(), line.size()) < 0) {
     const int err = errno;
-    return Status::BadInput(fmt::format("cannot set {} to {}: {}{}", path, value,
-                                        std::strerror(err),
-                                        err == EACCES || err == EPERM ? " (it needs root)" : ""));
+    return Status::OfErrno(Status::Code::kIOError, fmt::format("cannot set {} to {}", path, value),
+                           err, err == EACCES || err == EPERM ? " (it needs root)" : "");
   }
   fd.reset();
   const std::optional<std::string> now = Read(path);
@@ -424,10 +423,10 @@ Status TuneSystem(PageReportingChoice c, const SystemRoot& root, std::vector<Set
     const Status undo = RestoreSystem(*done, &said);
     done->clear();
     if (!undo.ok()) {
-      return Status::BadInput(
+      return Status::IOError(
           fmt::format("{}; and restoring what was set failed: {}", s.message(), undo.message()));
     }
-    return Status::BadInput(s.message() + "; nothing was changed");
+    return Status::IOError(s.message() + "; nothing was changed");
   }
   return Status::Ok();
 }

@@ -118,7 +118,7 @@ Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, ui
   Status error;
   while (in_flight > 0) {
     if (const int ret = ::io_uring_submit_and_wait(ring, 1); ret < 0 && ret != -EINTR) {
-      return Status::IOError(fmt::format("io_uring_enter: {}", std::strerror(-ret)));
+      return Status::IOErrorFromErrno("io_uring_enter", -ret);
     }
     io_uring_cqe* cqe = nullptr;
     while (::io_uring_peek_cqe(ring, &cqe) == 0) {
@@ -131,9 +131,10 @@ Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, ui
         queue(slot);
       } else if (res <= 0) {
         if (error.ok()) {
-          error = Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}",
-                                              paths[r.file], r.len - r.done, r.offset + r.done,
-                                              res < 0 ? std::strerror(-res) : "end of file"));
+          const std::string read = fmt::format("{}: read of {} bytes at offset {}", paths[r.file],
+                                               r.len - r.done, r.offset + r.done);
+          error = res < 0 ? Status::IOErrorFromErrno(read, -res)
+                          : Status::IOError(read + ": end of file");
         }
       } else if (r.done = std::min(r.len, r.done + static_cast<uint64_t>(res)); r.done < r.len) {
         queue(slot);

@@ -5,10 +5,25 @@
 
 namespace loadbench {
 
-Status Status::FromErrno(std::string_view context, int err) {
+namespace {
+
+std::string ErrnoMessage(std::string_view context, int err) {
   std::string msg(context);
   msg += ": ";
   msg += std::strerror(err);
+  return msg;
+}
+
+}  // namespace
+
+Status Status::OfErrno(Code code, std::string_view context, int err, std::string_view tail) {
+  std::string msg = ErrnoMessage(context, err);
+  msg += tail;
+  return Status(code, std::move(msg));
+}
+
+Status Status::FromErrno(std::string_view context, int err) {
+  std::string msg = ErrnoMessage(context, err);
   switch (err) {
     case ENOENT:
     case ENOTDIR:

@@ -30,6 +30,14 @@ class [[nodiscard]] Status {
   // "context: strerror(err)". Errors that mean the named path itself is wrong (missing, a
   // directory, not permitted) are kBadInput; the rest are kIOError.
   static Status FromErrno(std::string_view context, int err);
+  // "context: strerror(err)" then `tail`, with `code` whatever the error: for an operation on
+  // something the user did not name (a socket, a ring, a kernel setting), where even EACCES or
+  // ENOENT means the system refused (kIOError) or this machine cannot (kUnsupported), not that
+  // the input was wrong.
+  static Status OfErrno(Code code, std::string_view context, int err, std::string_view tail = "");
+  static Status IOErrorFromErrno(std::string_view context, int err) {
+    return OfErrno(Code::kIOError, context, err);
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

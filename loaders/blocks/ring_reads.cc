@@ -14,7 +14,7 @@ Status RingReads::Submit(io_uring* ring, const std::string& path) {
     in_kernel_ += static_cast<unsigned>(ret);
     submitted_ += static_cast<unsigned>(ret);
   } else if (ret != -EINTR) {
-    return Status::IOError(fmt::format("{}: io_uring_enter: {}", path, std::strerror(-ret)));
+    return Status::IOErrorFromErrno(path + ": io_uring_enter", -ret);
   }
   return Status::Ok();
 }
@@ -33,9 +33,7 @@ Status RingReads::Run(io_uring* ring, const std::string& path) {
     if (const int ret = ::io_uring_wait_cqe(ring, &cqe); ret < 0) {
       if (ret == -EINTR) continue;
       // Nothing more can be reaped; what is still in flight is the ring teardown's to cancel.
-      return error.ok() ? Status::IOError(
-                              fmt::format("{}: io_uring_wait_cqe: {}", path, std::strerror(-ret)))
-                        : error;
+      return error.ok() ? Status::IOErrorFromErrno(path + ": io_uring_wait_cqe", -ret) : error;
     }
     do {
       const auto slot = static_cast<size_t>(::io_uring_cqe_get_data64(cqe));

@@ -118,8 +118,9 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
   // or the file ended before its tensors did.
   Status Advance(Slot& s, ssize_t res, bool* done) {
     if (res < 0) {
-      return Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}", path_,
-                                         s.len - s.got, s.offset + s.got, std::strerror(-res)));
+      return Status::IOErrorFromErrno(fmt::format("{}: read of {} bytes at offset {}", path_,
+                                                  s.len - s.got, s.offset + s.got),
+                                      -res);
     }
     ++reads_;
     s.got += static_cast<uint64_t>(res);
@@ -204,8 +205,7 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
       if (ret == -EINTR) continue;
       if (ret < 0) {
         // Nothing can be reaped: the ring's teardown cancels what is left.
-        return Status::IOError(
-            fmt::format("{}: io_uring_wait_cqe: {}", path_, std::strerror(-ret)));
+        return Status::IOErrorFromErrno(path_ + ": io_uring_wait_cqe", -ret);
       }
       const size_t k = ::io_uring_cqe_get_data64(cqe);
       const int res = cqe->res;

@@ -137,9 +137,10 @@ class CudaGdsLoader final : public cuda::DeviceLoader {
         const ssize_t got = f.read(handle_, device_.get(), n, static_cast<off_t>(t.offset + done),
                                    static_cast<off_t>(packed[i] + done));
         if (got < 0) {
-          return Status::IOError(
-              fmt::format("{}: cuFileRead of {} bytes at offset {}: {}", path, n, t.offset + done,
-                          got == -1 ? std::strerror(errno) : fmt::format("cuFile error {}", -got)));
+          const std::string read =
+              fmt::format("{}: cuFileRead of {} bytes at offset {}", path, n, t.offset + done);
+          return got == -1 ? Status::IOErrorFromErrno(read, errno)
+                           : Status::IOError(fmt::format("{}: cuFile error {}", read, -got));
         }
         if (got == 0) {
           return Status::BadInput(

@@ -226,8 +226,8 @@ class DirectRingLoader final : public Loader, private RingReads {
       return Status::Ok();
     }
     if (res < 0) {
-      return Status::IOError(fmt::format("{}: O_DIRECT read of {} bytes at offset {}: {}", s.path,
-                                         r.len, r.offset, std::strerror(-res)));
+      return Status::IOErrorFromErrno(
+          fmt::format("{}: O_DIRECT read of {} bytes at offset {}", s.path, r.len, r.offset), -res);
     }
     // The span may reach past the file's end by less than the alignment: only the bytes before
     // it must arrive.

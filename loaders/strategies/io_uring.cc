@@ -88,8 +88,9 @@ class IoUringLoader final : public Loader, private RingReads {
     if (::fcntl(fd, F_SETFL, flags | O_DIRECT) != 0) {
       const int err = errno;
       if (err == EINVAL) {
-        return Status::Unsupported(fmt::format(
-            "{}: the filesystem refuses O_DIRECT (direct=on): {}", path_, std::strerror(err)));
+        return Status::OfErrno(
+            Status::Code::kUnsupported,
+            fmt::format("{}: the filesystem refuses O_DIRECT (direct=on)", path_), err);
       }
       return Status::FromErrno(fmt::format("{}: fcntl(F_SETFL, O_DIRECT)", path_), err);
     }
@@ -105,13 +106,14 @@ class IoUringLoader final : public Loader, private RingReads {
         ::io_uring_register_buffers(ring, iovecs.data(), static_cast<unsigned>(iovecs.size()));
     if (ret == -ENOMEM) {
       // Registering pins the pages, which counts against RLIMIT_MEMLOCK for all but root.
-      return Status::Unsupported(
-          fmt::format("{}: io_uring_register_buffers of {} bytes: {} (RLIMIT_MEMLOCK too low?)",
-                      path_, region_.size(), std::strerror(-ret)));
+      return Status::OfErrno(Status::Code::kUnsupported,
+                             fmt::format("{}: io_uring_register_buffers of {} bytes", path_,
+                                         region_.size()),
+                             -ret, " (RLIMIT_MEMLOCK too low?)");
     }
     if (ret < 0) {
-      return Status::IOError(fmt::format("{}: io_uring_register_buffers of {} bytes: {}", path_,
-                                         region_.size(), std::strerror(-ret)));
+      return Status::IOErrorFromErrno(
+          fmt::format("{}: io_uring_register_buffers of {} bytes", path_, region_.size()), -ret);
     }
     return Status::Ok();
   }
@@ -126,8 +128,7 @@ class IoUringLoader final : public Loader, private RingReads {
     fd_index_ = fd;
     if (regfile_) {
       if (const int ret = ::io_uring_register_files(ring.get(), &fd, 1); ret < 0) {
-        return Status::IOError(
-            fmt::format("{}: io_uring_register_files: {}", path_, std::strerror(-ret)));
+        return Status::IOErrorFromErrno(path_ + ": io_uring_register_files", -ret);
       }
       fd_index_ = 0;
     }
@@ -173,8 +174,8 @@ class IoUringLoader final : public Loader, private RingReads {
       return Status::Ok();
     }
     if (res < 0) {
-      return Status::IOError(fmt::format("{}: read of {} bytes at offset {}: {}", path_, r.len,
-                                         r.offset, std::strerror(-res)));
+      return Status::IOErrorFromErrno(
+          fmt::format("{}: read of {} bytes at offset {}", path_, r.len, r.offset), -res);
     }
     const uint64_t got_to = r.offset + static_cast<uint64_t>(res);
     if (got_to >= std::min<uint64_t>(r.offset + r.len, data_end_)) {

@@ -90,9 +90,9 @@ class MlockLoader final : public Loader {
             "ulimit -l or run as root",
             path, FormatBytes(lim.rlim_cur), FormatBytes(need)));
       }
-      return Status::IOError(fmt::format("{}: mlock of {} ({} bytes) failed: {} ({})", path,
-                                         FormatBytes(need), need, ::strerrorname_np(err),
-                                         std::strerror(err)));
+      return Status::IOErrorFromErrno(fmt::format("{}: mlock of {} ({} bytes) failed ({})", path,
+                                                  FormatBytes(need), need, ::strerrorname_np(err)),
+                                      err);
     }
     locked_bytes_ = need;
     return Status::Ok();

@@ -180,9 +180,10 @@ class OwnedLoader final : public Loader {
     LB_RETURN_IF_ERROR(Region::Allocate(kind_, bytes_, path, &region_));
     if (lock_) {
       if (::mlock2(region_.data(), bytes_, MLOCK_ONFAULT) != 0) {
-        return Status::Unsupported(fmt::format(
-            "{}: owned: lock=on: mlock2 of {} bytes refused ({}); RLIMIT_MEMLOCK or root needed",
-            path, bytes_, std::strerror(errno)));
+        return Status::OfErrno(Status::Code::kUnsupported,
+                               fmt::format("{}: owned: lock=on: mlock2 of {} bytes refused", path,
+                                           bytes_),
+                               errno, "; RLIMIT_MEMLOCK or root needed");
       }
       locked_ = true;
     }
