@@ -746,7 +746,7 @@ Status WriteShards(const GenOptions& opts, const GenPlan& plan, Progress* progre
   for (size_t k = 0; k < plan.shards.size(); ++k) {
     if (Interrupted()) return Status::Failed("interrupted");
     const GenShard& s = plan.shards[k];
-    tmps->push_back(std::make_unique<TempFile>(fmt::format("{}.tmp.{}", s.path, ::getpid())));
+    tmps->push_back(std::make_unique<TempFile>(TempSibling(s.path)));
     TempFile& tmp = *tmps->back();
     LB_RETURN_IF_ERROR(tmp.Open());
     LB_RETURN_IF_ERROR(Reserve(tmp, s.layout.file_size));
@@ -782,7 +782,7 @@ Status WriteIndex(const GenPlan& plan, uint64_t model_sum, std::unique_ptr<TempF
     return Status::Failed(
         fmt::format("the index is {} bytes, the plan expects {}", text.size(), plan.index_bytes));
   }
-  *out = std::make_unique<TempFile>(fmt::format("{}.tmp.{}", plan.index_path, ::getpid()));
+  *out = std::make_unique<TempFile>(TempSibling(plan.index_path));
   LB_RETURN_IF_ERROR((*out)->Open());
   LB_RETURN_IF_ERROR(PwriteExact((*out)->fd(), (*out)->path(), text.data(), text.size(), 0));
   return Finish(out->get());
@@ -979,7 +979,7 @@ Status Generate(const GenOptions& opts, GenResult* result) {
                               dir, old_bytes, layout.file_size));
 
   const auto start = std::chrono::steady_clock::now();
-  TempFile tmp(fmt::format("{}.tmp.{}", out, ::getpid()));
+  TempFile tmp(TempSibling(out));
   LB_RETURN_IF_ERROR(tmp.Open());
   LB_RETURN_IF_ERROR(Reserve(tmp, layout.file_size));
   uint64_t checksum = 0;

@@ -24,6 +24,7 @@
 
 #include "harness/machine/tuning.h"
 #include "harness/net/netns.h"
+#include "harness/process/cgroup.h"
 #include "harness/process/child.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
@@ -32,8 +33,21 @@
 namespace loadbench {
 namespace {
 
-// A cgroup of a killed command: its tasks (workers that outlived it) killed, then removed.
-bool CleanCgroup(const std::string& dir, std::vector<std::string>* said) {
+// What a journal line that names something this tool never makes gets: said, and left alone
+// (the line ignored, the journal removed).
+bool LeftAlone(const std::string& what, const std::string& why, std::vector<std::string>* said) {
+  said->push_back(fmt::format("did not touch {}: {}", what, why));
+  return true;
+}
+
+// A cgroup of a killed command: its tasks (workers that outlived it) killed, then removed; only
+// one that process made (loadbench-PID-N under the tool's cgroup parent).
+bool CleanCgroup(const std::string& dir, const StaleJournal& j, std::vector<std::string>* said) {
+  if (!IsCgroupOfProcess(dir, j.pid)) {
+    return LeftAlone(
+        dir, fmt::format("not a cgroup of loadbench's pid {} (loadbench-{}-N)", j.pid, j.pid),
+        said);
+  }
   std::ifstream procs(dir + "/cgroup.procs");
   if (!procs) return true;  // gone already
   for (long pid; procs >> pid;) ::kill(static_cast<pid_t>(pid), SIGKILL);
@@ -46,7 +60,7 @@ bool CleanCgroup(const std::string& dir, std::vector<std::string>* said) {
     if (errno != EBUSY) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  said->push_back(fmt::format("could not remove memory cgroup {}: {}", dir, std::strerror(errno)));
+  said->push_back(Status::FromErrno("could not remove memory cgroup " + dir, errno).message());
   return false;
 }
 
@@ -106,26 +120,31 @@ int RemoveOne(const char* path, const struct stat*, int type, FTW*) {
   return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
 }
 
-// A folder a killed command made for itself (a server's configuration and logs): removed with
-// what it holds, when it is one of the harness's own ("loadbench-*") and the journal owner's.
+// Whether `st` is a folder of `owner`'s that no one else may write: a folder of the harness's own
+// (made by mkdtemp, 0700) in a place every user may write.
+bool OwnFolder(const struct stat& st, uid_t owner) {
+  return S_ISDIR(st.st_mode) && st.st_uid == owner && (st.st_mode & 022) == 0;
+}
+
+// A folder a killed command made for itself (a server's configuration and logs, a node's
+// temporary folder): removed with what it holds, when it is one of the harness's own
+// ("loadbench-*", the journal owner's, no one else may write it).
 bool RemoveFolder(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno == ENOENT) return true;
-    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    said->push_back(Status::FromErrno("could not remove " + dir, errno).message());
     return false;
   }
   const std::string name = dir.substr(dir.rfind('/') + 1);
-  if (!S_ISDIR(st.st_mode) || !name.starts_with("loadbench-") ||
-      (owner != 0 && st.st_uid != owner)) {
-    said->push_back(fmt::format("did not remove {}: not a folder of loadbench's own", dir));
-    return true;  // the line is ignored, the journal removed
+  if (!name.starts_with("loadbench-") || !OwnFolder(st, owner)) {
+    return LeftAlone(dir, "not a folder of loadbench's own", said);
   }
   if (::nftw(dir.c_str(), RemoveOne, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0) {
     said->push_back("folder " + dir);
     return true;
   }
-  said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+  said->push_back(Status::FromErrno("could not remove " + dir, errno).message());
   return false;
 }
 
@@ -143,15 +162,16 @@ bool MountedAt(const std::string& dir) {
 // access fails with "Transport endpoint is not connected"): detached, then its empty folder
 // removed; by root's journal only, and only on a folder of loadbench's own.
 bool CleanMount(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
-  const std::string name = dir.substr(dir.rfind('/') + 1);
-  if (owner != 0 || !name.starts_with("loadbench-")) return true;  // the line is ignored
+  if (owner != 0 || !dir.starts_with("/tmp/loadbench-") || dir.find('/', 5) != std::string::npos) {
+    return LeftAlone(dir, "not a mount point of loadbench's own (/tmp/loadbench-*)", said);
+  }
   const bool mounted = MountedAt(dir);
   if (mounted && ::umount2(dir.c_str(), MNT_DETACH) != 0) {
-    said->push_back(fmt::format("could not unmount {}: {}", dir, std::strerror(errno)));
+    said->push_back(Status::FromErrno("could not unmount " + dir, errno).message());
     return false;
   }
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
-    said->push_back(fmt::format("could not remove {}: {}", dir, std::strerror(errno)));
+    said->push_back(Status::FromErrno("could not remove " + dir, errno).message());
     return false;
   }
   if (mounted) said->push_back("mount " + dir);
@@ -164,7 +184,9 @@ bool CleanNet(Leftover kind, const std::string& name, uid_t owner, std::vector<s
   const bool netns = kind == Leftover::kNetns;
   const std::string where = netns ? "/run/netns/" + name : "/sys/class/net/" + name;
   const bool ours = netns ? name.starts_with("loadbench-") : name.starts_with("lb");
-  if (owner != 0 || !ours || name.find('/') != name.npos) return true;  // the line is ignored
+  if (owner != 0 || !ours || name.find('/') != name.npos) {
+    return LeftAlone(name, "not a network namespace or device of loadbench's own", said);
+  }
   if (::access(where.c_str(), F_OK) != 0) return true;
   const bool gone = RemoveNet(kind, name);
   said->push_back(gone ? fmt::format("{} {}", netns ? "network namespace" : "network device", name)
@@ -172,23 +194,31 @@ bool CleanNet(Leftover kind, const std::string& name, uid_t owner, std::vector<s
   return gone;
 }
 
-bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<std::string>* said) {
-  if (kind == Leftover::kCgroup) return CleanCgroup(what, said);
-  if (kind == Leftover::kSetting) return RestoreSetting(what, owner, said);
-  if (kind == Leftover::kProcess) return CleanProcessGroup(what, owner, said);
-  if (kind == Leftover::kFolder) return RemoveFolder(what, owner, said);
-  if (kind == Leftover::kMount) return CleanMount(what, owner, said);
-  if (kind == Leftover::kNetns || kind == Leftover::kNetDev)
-    return CleanNet(kind, what, owner, said);
-  if (kind == Leftover::kFile) {
-    if (::unlink(what.c_str()) == 0) {
-      said->push_back("partly written file " + what);
-      return true;
-    }
+// A file a killed command was writing under a temporary name (journal.h TempSibling): removed;
+// only a regular file of the journal owner's under that process's temporary name.
+bool RemoveTempFile(const std::string& path, const StaleJournal& j,
+                    std::vector<std::string>* said) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return true;
-    said->push_back(fmt::format("could not remove {}: {}", what, std::strerror(errno)));
+    said->push_back(Status::FromErrno("could not remove " + path, errno).message());
     return false;
   }
+  if (!IsTempSiblingOf(path, j.pid) || !S_ISREG(st.st_mode) || st.st_uid != j.owner) {
+    return LeftAlone(
+        path, fmt::format("not a file loadbench's pid {} was writing (NAME.tmp.{})", j.pid, j.pid),
+        said);
+  }
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) {
+    said->push_back("partly written file " + path);
+    return true;
+  }
+  said->push_back(Status::FromErrno("could not remove " + path, errno).message());
+  return false;
+}
+
+// The strategy's cleanup for a file ("NAME\tFILE": shm's segment of that file).
+bool CleanStrategy(const std::string& what, std::vector<std::string>* said) {
   const size_t tab = what.find('\t');
   const std::string name = what.substr(0, tab);
   const StrategyInfo* info = FindStrategy(name);
@@ -199,21 +229,51 @@ bool CleanOne(Leftover kind, const std::string& what, uid_t owner, std::vector<s
   return false;
 }
 
-// The things a journal still lists, in the order they were made.
+bool CleanOne(Leftover kind, const std::string& what, const StaleJournal& j,
+              std::vector<std::string>* said) {
+  switch (kind) {
+    case Leftover::kCgroup:
+      return CleanCgroup(what, j, said);
+    case Leftover::kFile:
+      return RemoveTempFile(what, j, said);
+    case Leftover::kStrategy:
+      return CleanStrategy(what, said);
+    case Leftover::kSetting:
+      return RestoreSetting(what, j.owner, said);
+    case Leftover::kProcess:
+      return CleanProcessGroup(what, j.owner, said);
+    case Leftover::kFolder:
+      return RemoveFolder(what, j.owner, said);
+    case Leftover::kMount:
+      return CleanMount(what, j.owner, said);
+    case Leftover::kNetns:
+    case Leftover::kNetDev:
+      return CleanNet(kind, what, j.owner, said);
+  }
+  return true;
+}
+
 }  // namespace
 
-std::vector<std::string> CleanLeftovers() {
+std::vector<std::string> CleanLeftovers(std::vector<std::string>* refused) {
   std::vector<std::string> out;
-  for (const StaleJournal& j : StaleJournals()) {
-    std::vector<std::string> said;
-    bool all = true;
-    for (const auto& [kind, what] : j.outstanding) {
-      all = CleanOne(kind, what, j.owner, &said) && all;
-    }
-    if (all) ::unlink(j.path.c_str());
-    if (!said.empty()) {
-      out.push_back(
-          fmt::format("pid {} ended without cleaning up: {}", j.pid, fmt::join(said, "; ")));
+  std::set<std::string> seen;
+  // A cleanup may end processes that journal too (a cluster's ranks, killed with their
+  // namespaces, leave their servers' journals): their journals are stale once it is done, and
+  // cleaned in a pass of their own.
+  for (bool more = true; more;) {
+    more = false;
+    for (const StaleJournal& j : StaleJournals(seen.empty() ? refused : nullptr)) {
+      if (!seen.insert(j.name).second) continue;
+      more = true;
+      std::vector<std::string> said;
+      bool all = true;
+      for (const auto& [kind, what] : j.outstanding) all = CleanOne(kind, what, j, &said) && all;
+      if (all) RemoveJournal(j);
+      if (!said.empty()) {
+        out.push_back(
+            fmt::format("pid {} ended without cleaning up: {}", j.pid, fmt::join(said, "; ")));
+      }
     }
   }
   return out;
@@ -221,8 +281,15 @@ std::vector<std::string> CleanLeftovers() {
 
 Status BeginMeasurement(const std::string& who, const LockHolder& me, bool wait, HeldLock* lock) {
   LB_RETURN_IF_ERROR(LockMachine(who, me, wait, lock));
-  for (const std::string& line : CleanLeftovers()) {
+  std::vector<std::string> refused;
+  for (const std::string& line : CleanLeftovers(&refused)) {
     fmt::print(stderr, "{}: cleaned up: {}\n", who, line);
+  }
+  for (const std::string& line : refused) {
+    fmt::print(stderr,
+               "{}: WARNING: {}; what this command makes outside its process is not journaled "
+               "(remove what is not loadbench's own there: it makes its folder itself)\n",
+               who, line);
   }
   return Status::Ok();
 }

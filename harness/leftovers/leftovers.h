@@ -11,10 +11,13 @@
 
 namespace loadbench {
 
-// Cleans what the journals of processes that no longer run list, and removes those journals.
-// Returns one line per thing cleaned ("memory cgroup /sys/fs/...") and per thing that could not
-// be ("could not remove ...: reason").
-std::vector<std::string> CleanLeftovers();
+// Cleans what the journals of this user's processes that no longer run list, and removes those
+// journals. A line is followed only when it names something this tool makes (journal.h's
+// Leftover says what each kind may name); anything else is left alone and said. Returns one
+// line per journal: each thing cleaned ("memory cgroup /sys/fs/..."), left alone ("did not
+// touch ...: why") or that could not be ("could not remove ...: reason"). `refused` (when
+// given) gets a line for a journal folder or journal that is not this user's own, left unread.
+std::vector<std::string> CleanLeftovers(std::vector<std::string>* refused = nullptr);
 
 // What every measuring command does first: the machine lock (LockMachine), then whatever an
 // ended command left, cleaned and said on stderr after `who`.

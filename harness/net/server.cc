@@ -20,7 +20,6 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -180,11 +179,7 @@ Status Server::MakeTempDir() {
   const std::string name = spec_.kind == "http" ? "nginx"
                            : spec_.kind == "s3" ? "s3rver"
                                                 : spec_.kind;
-  std::string tmpl = fmt::format("/tmp/loadbench-{}-XXXXXX", name);
-  if (::mkdtemp(tmpl.data()) == nullptr) return Status::FromErrno(tmpl, errno);
-  temp_dir_ = tmpl;
-  TrackLeftover(Leftover::kFolder, temp_dir_);
-  return Status::Ok();
+  return MakeJournaledFolder("loadbench-" + name, &temp_dir_);
 }
 
 Status Server::Launch(const ServerLaunch& l) {
@@ -307,12 +302,9 @@ Status Server::EndProcesses() {
 Status Server::Stop() {
   Status s = EndProcesses();
   if (temp_dir_.empty()) return s;
-  std::error_code ec;
-  std::filesystem::remove_all(temp_dir_, ec);
-  if (ec && s.ok()) s = Status::IOError(fmt::format("{}: {}", temp_dir_, ec.message()));
-  if (!ec) UntrackLeftover(Leftover::kFolder, temp_dir_);
+  const Status removed = RemoveJournaledFolder(temp_dir_);
   temp_dir_.clear();
-  return s;
+  return s.ok() ? removed : s;
 }
 
 bool Server::running() const {

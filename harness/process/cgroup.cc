@@ -224,6 +224,17 @@ Status MemoryCgroup::Create(uint64_t limit_bytes, std::unique_ptr<MemoryCgroup>*
   return Status::Ok();
 }
 
+bool IsCgroupOfProcess(const std::string& path, long pid) {
+  Hierarchy h;
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || !FindHierarchy(&h).ok() || path.substr(0, slash) != h.root) {
+    return false;
+  }
+  const std::string prefix = fmt::format("loadbench-{}-", pid), name = path.substr(slash + 1);
+  return name.starts_with(prefix) && name.size() > prefix.size() &&
+         name.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
 std::optional<uint64_t> MemoryCgroup::PeakBytes() const {
   return ReadU64(path_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
 }

@@ -59,6 +59,11 @@ class MemoryCgroup final {
   bool removed_ = false;
 };
 
+// Whether `path` names a group that MemoryCgroup::Create of process `pid` makes here: the
+// parent it makes groups under, and the name loadbench-PID-N. What a cleanup of another
+// process's groups checks before it kills a task (leftovers/leftovers.h).
+bool IsCgroupOfProcess(const std::string& path, long pid);
+
 // "" when a memory cgroup can be created and removed here, else why. Finds out by creating and
 // removing a probe group, so that the answer is the one Create would give.
 std::string MemoryCgroupUnsupportedReason();

@@ -33,7 +33,7 @@ Status MakeDirs(const std::string& dir) {
 }
 
 Status WriteFileWhole(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  const std::string tmp = TempSibling(path);
   TrackLeftover(Leftover::kFile, tmp);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   Status s = fd.valid() ? WriteExact(fd.get(), tmp, text.data(), text.size())
@@ -80,8 +80,8 @@ Status JsonlWriter::Append(const nlohmann::ordered_json& record) {
   if (s.ok()) return s;
   // A line cut short by a full disk is taken back: the file ends with its last whole line.
   if (::ftruncate(fd_.get(), before.st_size) != 0) {
-    return Status::NotWritten(fmt::format("{}; and cutting back the part written failed: {}",
-                                          s.message(), std::strerror(errno)));
+    return Status::OfErrno(Status::Code::kNotWritten,
+                           s.message() + "; and cutting back the part written failed", errno);
   }
   (void)::fdatasync(fd_.get());
   return Status::NotWritten(s.message());
@@ -134,12 +134,17 @@ Status ReadRecorded(const std::string& path, const std::string& experiment, cons
 
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
                      int rep, int procs, uint64_t memory_limit, const std::string& pattern,
-                     const std::string& link) {
-  // Replicated is every record's pattern from before patterns, and no link every record's from
-  // before links: their keys are unchanged.
-  return fmt::format("{}|{}|{}|{}|{}|{}{}{}", file, spec, cache, rep, procs, memory_limit,
+                     const std::string& link, const std::string& fabric) {
+  // Replicated is every record's pattern from before patterns, no link every record's from
+  // before links, no fabric every record's from before clusters: their keys are unchanged.
+  return fmt::format("{}|{}|{}|{}|{}|{}{}{}{}", file, spec, cache, rep, procs, memory_limit,
                      pattern == "replicated" ? "" : "|" + pattern,
-                     link.empty() ? "" : "|link=" + link);
+                     link.empty() ? "" : "|link=" + link,
+                     fabric.empty() ? "" : "|fabric=" + fabric);
+}
+
+std::string FabricKey(const std::string& nic, const std::string& uplink) {
+  return nic.empty() && uplink.empty() ? "" : nic + "/" + uplink;
 }
 
 std::string RunKey(const nlohmann::ordered_json& r) {
@@ -147,7 +152,8 @@ std::string RunKey(const nlohmann::ordered_json& r) {
   return RunKeyOf(r.value("file", ""), r.value("strategy_spec", ""), r.value("cache", ""),
                   r.value("rep", -1), r.value("procs", 1),
                   limit != r.end() && limit->is_number() ? limit->get<uint64_t>() : 0,
-                  r.value("pattern", "replicated"), r.value("link", ""));
+                  r.value("pattern", "replicated"), r.value("link", ""),
+                  FabricKey(r.value("nic", ""), r.value("uplink", "")));
 }
 
 }  // namespace loadbench

@@ -45,7 +45,9 @@ class JsonlWriter final {
 // limit, read pattern and link; from those, or from a record of runs.jsonl.
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
                      int rep, int procs, uint64_t memory_limit, const std::string& pattern,
-                     const std::string& link = "");
+                     const std::string& link = "", const std::string& fabric = "");
+// A [cluster]'s rates as part of a run's identity: "NIC/UPLINK", "" without a cluster.
+std::string FabricKey(const std::string& nic, const std::string& uplink);
 std::string RunKey(const nlohmann::ordered_json& record);
 
 // Every line of runs.jsonl that is a JSON object, for reading only (nothing when the file does

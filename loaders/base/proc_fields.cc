@@ -1,5 +1,7 @@
 #include "loaders/base/proc_fields.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -62,6 +64,22 @@ std::vector<std::string> ProcStatFields(long pid) {
   std::istringstream rest(text.substr(paren + 1));
   for (std::string f; rest >> f;) fields.push_back(f);
   return fields;
+}
+
+std::vector<long> AncestorPids(long pid) {
+  std::vector<long> out;
+  long p = ::getppid();
+  if (pid != 0) {
+    const std::vector<std::string> stat = ProcStatFields(pid);
+    p = stat.size() > 4 ? std::strtol(stat[4].c_str(), nullptr, 10) : 0;
+  }
+  while (p > 1 && out.size() < 64) {
+    out.push_back(p);
+    const std::vector<std::string> stat = ProcStatFields(p);
+    if (stat.size() <= 4) break;
+    p = std::strtol(stat[4].c_str(), nullptr, 10);
+  }
+  return out;
 }
 
 }  // namespace loadbench

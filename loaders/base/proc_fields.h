@@ -36,4 +36,8 @@ std::optional<uint64_t> MeminfoBytes(const std::string& key);
 // from its last ')'.
 std::vector<std::string> ProcStatFields(long pid);
 
+// The processes above process `pid` (this one when 0): its parent, its parent's, and so on, init
+// left out.
+std::vector<long> AncestorPids(long pid = 0);
+
 }  // namespace loadbench

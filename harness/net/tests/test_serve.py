@@ -54,7 +54,7 @@ def refused(port):
 
 
 def leftover_journals(env):
-    d = os.path.join(env["LOADBENCH_LOCK_DIR"], "leftovers")
+    d = os.path.join(env["LOADBENCH_LOCK_DIR"], f"leftovers-{os.geteuid()}")
     return os.listdir(d) if os.path.isdir(d) else []
 
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "harness/leftovers/leftovers.h"
@@ -122,15 +123,17 @@ TEST_F(LocksTest, ResultsFolderHasOneWriter) {
 }
 
 TEST_F(LocksTest, WhatAKilledProcessLeftIsCleanedAndSaid) {
-  const std::string scratch = dir_.File("model.wlf.tmp.1"), kept = dir_.File("kept");
+  const std::string kept = dir_.File("kept");
   const pid_t pid = ::fork();
   if (pid == 0) {
     TrackLeftover(Leftover::kFile, kept);  // made, then gone: struck off
     UntrackLeftover(Leftover::kFile, kept);
+    const std::string scratch = TempSibling(dir_.File("model.wlf"));
     TrackLeftover(Leftover::kFile, scratch);
     std::ofstream(scratch) << "half";
     ::_exit(0);  // without cleaning up, as a SIGKILL would
   }
+  const std::string scratch = dir_.File(fmt::format("model.wlf.tmp.{}", pid));
   int status;
   ::waitpid(pid, &status, 0);
   std::ofstream(kept) << "not a leftover";

@@ -178,7 +178,8 @@ def test_sigkill_of_the_harness_leaves_nothing_running_and_nothing_locked(tmp_pa
         except ProcessLookupError:
             pass
         harness.communicate(timeout=30)
-    assert os.listdir(os.path.join(env["LOADBENCH_LOCK_DIR"], "leftovers")), "no journal left"
+    journals = os.path.join(env["LOADBENCH_LOCK_DIR"], f"leftovers-{os.geteuid()}")
+    assert os.listdir(journals), "no journal left"
     # The locks died with the harness: the next command neither waits nor is refused, and it
     # cleans what the killed one left.
     again = subprocess.run([BIN, *args, "--resume", "--no-wait"], capture_output=True, text=True,
@@ -188,7 +189,7 @@ def test_sigkill_of_the_harness_leaves_nothing_running_and_nothing_locked(tmp_pa
         assert f"pid {harness.pid} ended without cleaning up: memory cgroup" in again.stderr
     runs = records(out)
     assert len(runs) == 2 * 5 and set(keys(runs).values()) == {1}
-    assert os.listdir(os.path.join(env["LOADBENCH_LOCK_DIR"], "leftovers")) == []
+    assert os.listdir(journals) == []
 
 
 @pytest.mark.skipif(not ROOT, reason="mounting a tmpfs needs root")
