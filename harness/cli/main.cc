@@ -256,7 +256,7 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--tune", f->tune,
                   "The machine's state for the runs, as an experiment's [system] tune: off (run "
                   "in the state found), on (set what `loadbench system tune` sets before the "
-                  "first run and restore it at the end; exit 2 where it cannot be set) or auto "
+                  "first run and restore it at the end; exit 1 where it cannot be set) or auto "
                   "(tuned where this machine lets the command, else said and run as found)")
       ->check(CLI::IsMember({"off", "on", "auto"}))
       ->capture_default_str();
@@ -346,9 +346,13 @@ CLI::App* AddLock(CLI::App& app, LockFlags* f) {
 CLI::App* AddNetnsExec(CLI::App& app, NetnsExecFlags* f) {
   auto* cmd = app.add_subcommand(
       "netns-exec",
-      "Run a command line in one of loadbench's network namespaces, as a remote shell runs one "
-      "on a host: mpirun's remote shell for the nodes of a [cluster] (docs/fleet.md)");
-  cmd->add_option("netns", f->netns, "The namespace (loadbench-..., as `ip netns list` names it)")
+      "Run a command line in a node of a [cluster], as a remote shell runs one on a host: "
+      "mpirun's remote shell for the cluster's nodes (docs/fleet.md). Only a namespace that the "
+      "loadbench command above it made and lists in its journal, with the node's own TMPDIR; "
+      "anything else is exit 2");
+  cmd->add_option("netns", f->netns,
+                  "The node's namespace (loadbench-..., as `ip netns list` "
+                  "names it)")
       ->required();
   cmd->footer("Usage: loadbench netns-exec NETNS COMMAND [ARGS...] (run by /bin/sh -c)");
   return cmd;
@@ -376,7 +380,7 @@ CLI::App* AddSystem(CLI::App& app, SystemFlags* f) {
               "(page_reporting_order above the largest free block order), the CPU governor "
               "`performance` where there is one and DAMON's pageout stopped; save what was there "
               "for `system reset`. Root "
-              "only: a setting it cannot set is named, exit 2, and nothing is left half-set");
+              "only: a setting it cannot set is named, exit 1, and nothing is left half-set");
   tune->add_option("--page-reporting", f->page_reporting,
                    "off: hold free page reporting off; keep: leave it as it is (recorded as "
                    "the choice, so the state still counts as tuned)")

@@ -1,7 +1,8 @@
 // `loadbench netns-exec NETNS COMMAND...`: mpirun's remote shell for a [cluster]'s nodes
 // (harness/run/cluster_run.h). mpirun runs its remote shell as `AGENT HOST COMMAND-LINE`, as it
 // would run ssh; here HOST is a node's namespace, and the command line runs in it through
-// /bin/sh -c, as ssh's remote shell would run it. Only loadbench's own namespaces are entered.
+// /bin/sh -c, as ssh's remote shell would run it. Only the namespaces of a cluster that a
+// loadbench command above it made are entered (process/child.h ExecShellInNetns).
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"

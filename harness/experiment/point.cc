@@ -32,11 +32,13 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   p.pattern = r.pattern;
   p.memory_limit = r.memory_limit;
   p.link = r.link;
+  if (e.cluster.on()) p.nic = e.cluster.nic, p.uplink = e.cluster.uplink;
   return p;
 }
 
 std::string RunKey(const std::string& file, const RunPoint& p) {
-  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern, p.link);
+  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern, p.link,
+                  FabricKey(p.nic, p.uplink));
 }
 
 }  // namespace loadbench

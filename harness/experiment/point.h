@@ -28,6 +28,7 @@ struct RunPoint {
   std::string pattern = "replicated";  // what each reader loads (loaders/use/part.h)
   uint64_t memory_limit = 0;           // bytes; 0: no memory cgroup
   std::string link;                    // the link's rate; "" without a link
+  std::string nic, uplink;             // a [cluster]'s rates; "" without one
   std::string unsupported;          // a reason known before the run (unknown strategy, bad option)
   std::optional<ExecCommand> exec;  // an exec strategy's command
 };

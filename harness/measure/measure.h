@@ -50,7 +50,9 @@ struct MeasureSettings {
   int profile_hz = 0;
   std::string perf, profile_unavailable;
   const Job* job = nullptr;  // under MPI: the job whose ranks load (launch/job.h)
-  bool cluster = false;      // the readers are a [cluster]'s nodes: each record gets `nodes`
+  bool cluster = false;  // the readers are a [cluster]'s nodes: each record gets `nodes`, `nic`,
+                         // `uplink` and `session`
+  int session = 0;       // this session's index in env.json `sessions`
   // The endpoint of the experiment's own s3rver, which the readers are pointed at; "" for none.
   std::string s3rver;
   // The ceilings' reads by their strategy names (record/record.h): the device's

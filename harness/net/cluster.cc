@@ -120,6 +120,9 @@ Status Cluster::Build(int nodes) {
     const std::string port = fmt::format("n{}", k);
     LB_RETURN_IF_ERROR(Join(node_netns_.back(), port, node_address(k)));
     LB_RETURN_IF_ERROR(Shape(node_netns_.back(), port, node_address(k), nic_bits_));
+    // The node's temporary folder, as a host has one (process/child.h ExecShellInNetns).
+    node_tmp_.emplace_back();
+    LB_RETURN_IF_ERROR(MakeJournaledFolder(node_netns_.back(), &node_tmp_.back()));
   }
   return Status::Ok();
 }
@@ -242,6 +245,7 @@ void Cluster::Remove() {
   if (!store_netns_.empty()) RemoveNet(Leftover::kNetns, store_netns_);
   if (!head_dev_.empty()) RemoveNet(Leftover::kNetDev, head_dev_);
   if (!fabric_netns_.empty()) RemoveNet(Leftover::kNetns, fabric_netns_);
+  for (const std::string& dir : node_tmp_) (void)RemoveJournaledFolder(dir);
 }
 
 Cluster::~Cluster() { Remove(); }

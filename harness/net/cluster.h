@@ -13,7 +13,9 @@
 //
 // Everything is made through iproute2, journaled as a leftover before it is made, and removed
 // when the Cluster goes (every process still inside a namespace killed first); a killed command
-// leaves it to the next measuring command (leftovers/leftovers.h).
+// leaves it to the next measuring command (leftovers/leftovers.h). Each node has a temporary
+// folder of its own (/tmp/NETNS-XXXXXX, made by mkdtemp and journaled), which its processes get
+// as TMPDIR (process/child.h ExecShellInNetns), removed with the cluster.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +73,8 @@ class Cluster {
 
   std::string id_, fabric_netns_, store_netns_, head_dev_;
   std::vector<std::string> node_netns_;
-  int subnet_ = 0;  // X of 169.254.X.0/24
+  std::vector<std::string> node_tmp_;  // each node's temporary folder (journaled)
+  int subnet_ = 0;                     // X of 169.254.X.0/24
   std::string nic_, uplink_;
   uint64_t nic_bits_ = 0, uplink_bits_ = 0;
   nlohmann::ordered_json links_ = nlohmann::ordered_json::array();

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -78,10 +77,6 @@ bool RemoveNet(Leftover kind, const std::string& name) {
     (void)RunIpRoute("ip", {netns ? "netns" : "link", "del", name});
   }
   const bool gone = ::access(where.c_str(), F_OK) != 0;
-  if (gone && netns && name.starts_with("loadbench-")) {
-    std::error_code ignored;
-    std::filesystem::remove_all(NetnsTempDir(name), ignored);
-  }
   if (gone) UntrackLeftover(kind, name);
   return gone;
 }

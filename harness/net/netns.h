@@ -33,7 +33,7 @@ Status RunIpRoute(const std::string& tool, const std::vector<std::string>& args,
 std::vector<std::string> TbfArgs(uint64_t bits_per_s);
 
 // Deletes network namespace `name` (kind kNetns: every process still in it killed first, then
-// `ip netns del`, then its temporary folder, process/child.h NetnsTempDir) or network device `name`
+// `ip netns del`) or network device `name`
 // of this namespace (kNetDev: `ip link del`), and strikes it off this process's journal once it is
 // gone. True when it is gone, also when it was gone already.
 bool RemoveNet(Leftover kind, const std::string& name);

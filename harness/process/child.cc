@@ -19,6 +19,7 @@
 
 #include "harness/process/cgroup.h"
 #include "harness/process/interrupt.h"
+#include "harness/process/journal.h"
 #include "loaders/base/file_io.h"
 
 extern char** environ;
@@ -146,21 +147,53 @@ int WaitForCommandGroup(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-std::string NetnsTempDir(const std::string& name) { return "/tmp/" + name; }
+namespace {
+
+// The temporary folder the loadbench command above this one made for namespace `name` and
+// journaled beside it: /tmp/NAME-XXXXXX, a folder of this user's that no one else may enter.
+Status NodeTempDir(const std::string& name, std::string* dir) {
+  for (const auto& [kind, what] : AncestorJournalListing(Leftover::kNetns, name)) {
+    const std::string prefix = "/tmp/" + name + "-";
+    struct stat st {};
+    if (kind != Leftover::kFolder || !what.starts_with(prefix) ||
+        what.size() != prefix.size() + 6 || ::lstat(what.c_str(), &st) != 0) {
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+      return Status::BadInput(fmt::format("{}: not a folder of this user's alone", what));
+    }
+    *dir = what;
+    return Status::Ok();
+  }
+  return Status::BadInput(fmt::format(
+      "{}: not a node of a cluster that a loadbench command above this one made (none lists it "
+      "with its folder in its journal)",
+      name));
+}
+
+}  // namespace
 
 Status ExecShellInNetns(const std::string& name, const std::string& command) {
+  // A temporary folder of the node's own, as a host has: MPI's daemons of several nodes on one
+  // machine would otherwise race for one session folder.
+  std::string tmp;
+  LB_RETURN_IF_ERROR(NodeTempDir(name, &tmp));
   const std::string path = "/run/netns/" + name;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return Status::FromErrno(path, errno);
   if (::setns(fd.get(), CLONE_NEWNET) != 0) return Status::FromErrno("setns " + path, errno);
-  // A temporary folder of the namespace's own, as a host has: MPI's daemons of several nodes
-  // on one machine would otherwise race for one session folder.
-  const std::string tmp = NetnsTempDir(name);
-  if (::mkdir(tmp.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno(tmp, errno);
   ::setenv("TMPDIR", tmp.c_str(), 1);
   const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
   ::execv("/bin/sh", const_cast<char* const*>(argv));
   return Status::FromErrno("/bin/sh", errno);
+}
+
+bool InNetns(const std::string& name) {
+  struct stat mine {
+  }, theirs{};
+  return name.find('/') == std::string::npos && ::stat("/proc/self/ns/net", &mine) == 0 &&
+         ::stat(("/run/netns/" + name).c_str(), &theirs) == 0 && mine.st_dev == theirs.st_dev &&
+         mine.st_ino == theirs.st_ino;
 }
 
 Status FindProgram(const std::string& name, const std::string& package, std::string* path) {

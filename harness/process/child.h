@@ -63,14 +63,17 @@ Status StartCommandGroup(std::vector<std::string> argv, pid_t* pid);
 // is left of its group. Its exit code, 128 + the signal that killed it.
 int WaitForCommandGroup(pid_t pid);
 
-// This process, moved into the network namespace `name` (/run/netns/NAME) with TMPDIR at
-// NetnsTempDir(name) (made if missing), replaced by /bin/sh -c `command`: what a remote shell
-// does with a command line on a host. Returns only when it cannot (no such namespace, not
-// permitted).
+// This process, moved into the network namespace `name` (/run/netns/NAME) with TMPDIR at the
+// node's own temporary folder, replaced by /bin/sh -c `command`: what a remote shell does with a
+// command line on a host. Only a namespace that a loadbench command above this process made and
+// still lists in its journal (journal.h AncestorJournalListing: a cluster's node, harness/net/
+// cluster.h), with the folder it made for it (/tmp/NAME-XXXXXX, this user's, 0700). Returns only
+// when it cannot: kBadInput for a namespace no such command made, else why.
 Status ExecShellInNetns(const std::string& name, const std::string& command);
-// The temporary folder of the processes ExecShellInNetns starts in namespace `name`: /tmp/NAME,
-// removed with the namespace (harness/net/netns.h).
-std::string NetnsTempDir(const std::string& name);
+
+// Whether this process runs in network namespace `name` (/run/netns/NAME): the same namespace,
+// by its device and inode.
+bool InNetns(const std::string& name);
 
 // A program as execve needs it: `name` as given when it holds a '/', else the first executable
 // of that name on PATH. kUnsupported "command not found" otherwise, naming `package` (the

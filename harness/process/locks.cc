@@ -3,19 +3,25 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/process/child.h"
 #include "harness/process/interrupt.h"
+#include "harness/process/journal.h"
 #include "loaders/base/proc_fields.h"
 
 namespace loadbench {
@@ -112,14 +118,57 @@ bool AdoptInherited(const std::string& path, HeldLock* lock) {
 
 // Whether `pid` is this process's parent, or its parent's, and so on up.
 bool IsAncestor(long pid) {
-  long p = ::getppid();
-  for (int depth = 0; p > 1 && depth < 64; ++depth) {
-    if (p == pid) return true;
-    const std::vector<std::string> stat = ProcStatFields(p);
-    if (stat.size() <= 4) return false;
-    p = std::strtol(stat[4].c_str(), nullptr, 10);
+  const std::vector<long> above = AncestorPids();
+  return std::find(above.begin(), above.end(), pid) != above.end();
+}
+
+// The process that holds a flock on the file `st` is, as the kernel lists it (/proc/locks:
+// "N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF", waiters marked "->"); 0 when none.
+long FlockHolder(const struct stat& st) {
+  std::ifstream in("/proc/locks");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string n, kind, mode, rw, dev;
+    long pid = 0;
+    if (!(f >> n >> kind >> mode >> rw >> pid >> dev) || kind != "FLOCK") continue;
+    unsigned major = 0, minor = 0;
+    unsigned long inode = 0;
+    if (std::sscanf(dev.c_str(), "%x:%x:%lu", &major, &minor, &inode) == 3 && inode == st.st_ino &&
+        makedev(major, minor) == st.st_dev) {
+      return pid;
+    }
+  }
+  return 0;
+}
+
+// Whether this process runs in a network namespace that process `pid`'s journal lists (a node of
+// the cluster it made).
+bool InNetnsJournaledBy(long pid) {
+  for (const auto& [kind, name] : JournalOf(pid)) {
+    if (kind == Leftover::kNetns && InNetns(name)) return true;
   }
   return false;
+}
+
+// The machine lock lent by a command (LendMachineLock): adopted below it, or in a namespace it
+// made (a rank, whose daemon mpirun detaches), while it, or a process above it, holds the lock.
+bool AdoptLent(const std::string& path, HeldLock* lock) {
+  const char* var = std::getenv(kLockHolderVar);
+  long pid = 0;
+  char start[32] = {};
+  struct stat st {};
+  if (var == nullptr || std::sscanf(var, "%ld-%31s", &pid, start) != 2 || pid <= 1 ||
+      ProcessStartTime(static_cast<pid_t>(pid)) != start || ::stat(path.c_str(), &st) != 0 ||
+      !(IsAncestor(pid) || InNetnsJournaledBy(pid))) {
+    return false;
+  }
+  const long holder = FlockHolder(st);
+  const std::vector<long> above = AncestorPids(pid);
+  if (holder != pid && std::find(above.begin(), above.end(), holder) == above.end()) return false;
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  lock->Hold(std::move(fd), path, /*inherited=*/true);
+  return true;
 }
 
 }  // namespace
@@ -195,7 +244,7 @@ Status LockMachine(const std::string& who, const LockHolder& me, bool wait, Held
   std::string dir;
   LB_RETURN_IF_ERROR(LockDir(&dir));
   const std::string path = dir + "/measure.lock";
-  if (AdoptInherited(path, lock)) return Status::Ok();
+  if (AdoptInherited(path, lock) || AdoptLent(path, lock)) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
   long named = 0;  // the holder last named on stderr
   for (;;) {
@@ -248,6 +297,13 @@ Status PassMachineLockToChildren(const HeldLock& lock) {
     return Status::FromErrno("the machine lock: fcntl", errno);
   }
   ::setenv(kLockFdVar, std::to_string(lock.fd()).c_str(), 1);
+  return Status::Ok();
+}
+
+Status LendMachineLock(const HeldLock& lock) {
+  if (!lock.held()) return Status::BadInput("the machine lock is not held");
+  const std::string me = fmt::format("{}-{}", ::getpid(), ProcessStartTime(::getpid()));
+  ::setenv(kLockHolderVar, me.c_str(), 1);
   return Status::Ok();
 }
 

@@ -70,4 +70,14 @@ Status LockResultsFolder(const std::string& dir, const LockHolder& me, HeldLock*
 // under it instead of waiting for it.
 Status PassMachineLockToChildren(const HeldLock& lock);
 
+// For a command whose measurement runs in processes that a launcher starts without its
+// descriptors (mpirun closes them: a [cluster]'s ranks, harness/run/cluster_run.h): the held
+// machine lock lent by name to every process below this one, LOADBENCH_LOCK_HOLDER=PID-START
+// (this process, its start time). LockMachine in a process below it, or in a network namespace
+// its journal lists (a rank, whose daemon mpirun detaches from the command), adopts the lock
+// while it or a process above it holds it, as the kernel says (/proc/locks), without taking it;
+// anywhere else the variable is ignored.
+Status LendMachineLock(const HeldLock& lock);
+inline constexpr const char* kLockHolderVar = "LOADBENCH_LOCK_HOLDER";
+
 }  // namespace loadbench

@@ -69,6 +69,9 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("memory_limit_bytes", r.memory_limit_bytes, Key::kWhenSet);
   v("link", r.link, Key::kWhenSet);
   v("nodes", r.nodes, Key::kWhenSet);
+  v("session", r.session, Key::kWhenSet);
+  v("nic", r.nic, Key::kWhenSet);
+  v("uplink", r.uplink, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
   v("ended_at", r.ended_at, Key::kAlways);
   v("status", r.status, Key::kAlways);

@@ -65,8 +65,12 @@ struct RunRecord {
   std::optional<uint64_t> memory_limit_bytes;  // only under a memory cgroup
   std::optional<std::string> link;             // the link's rate, on a link only
   std::optional<int> nodes;  // in a [cluster] only: the run's nodes (its readers, one per node)
-  std::string started_at;    // UTC, before the cache state is made
-  std::string ended_at;      // UTC, once the workers are reaped
+  // In a [cluster] only: the session (env.json `sessions`) that ran it, whose cluster it crossed,
+  // and the cluster's rates, part of the run's identity.
+  std::optional<int> session;
+  std::optional<std::string> nic, uplink;
+  std::string started_at;  // UTC, before the cache state is made
+  std::string ended_at;    // UTC, once the workers are reaped
 
   // How it ended.
   std::string status = "failed";  // ok, failed, unsupported, invalid

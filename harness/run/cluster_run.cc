@@ -1,5 +1,7 @@
 #include "harness/run/cluster_run.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "harness/net/cluster.h"
 #include "harness/process/child.h"
 #include "harness/process/interrupt.h"
+#include "harness/process/journal.h"
 #include "harness/process/locks.h"
 #include "harness/run/session.h"
 #include "loaders/base/proc_fields.h"
@@ -92,7 +95,78 @@ Status MakeCluster(const Experiment& e, const ExecuteOptions& o, std::unique_ptr
   return Status::Ok();
 }
 
+using Json = nlohmann::ordered_json;
+
+// Why `entry` (env.json's `store`, or one of `node_list`) is not a namespace of a cluster's, or "".
+std::string NotANamespace(const Json& entry, const std::string& what) {
+  if (!entry.is_object()) return what + " is not an object";
+  const Json netns = entry.value("netns", Json()), address = entry.value("address", Json());
+  if (!netns.is_string() || !netns.get<std::string>().starts_with("loadbench-") ||
+      netns.get<std::string>().find_first_of("/.") != std::string::npos) {
+    return what + ".netns is not a network namespace of loadbench's own (loadbench-...)";
+  }
+  in_addr a{};
+  if (!address.is_string() || !address.get<std::string>().starts_with("169.254.") ||
+      ::inet_pton(AF_INET, address.get<std::string>().c_str(), &a) != 1) {
+    return what + ".address is not a link-local IPv4 address (169.254.X.Y)";
+  }
+  return "";
+}
+
+// Why `c` is not a cluster as Cluster::Env describes one (the keys this code reads), or "".
+std::string NotACluster(const Json& c) {
+  if (!c.is_object()) return "not a JSON object";
+  const Json nodes = c.value("nodes", Json());
+  if (!nodes.is_number_integer() || nodes.get<int>() < 1 || nodes.get<int>() > kMaxClusterNodes) {
+    return fmt::format("`nodes` is not a count of 1 to {}", kMaxClusterNodes);
+  }
+  for (const char* key : {"nic", "uplink"}) {
+    if (!c.value(key, Json()).is_string()) return fmt::format("`{}` is not a rate", key);
+  }
+  if (std::string why = NotANamespace(c.value("store", Json()), "store"); !why.empty()) return why;
+  const Json list = c.value("node_list", Json());
+  if (!list.is_array() || list.size() != nodes.get<size_t>()) {
+    return "`node_list` does not list the `nodes` nodes";
+  }
+  for (size_t k = 0; k < list.size(); ++k) {
+    std::string why = NotANamespace(list[k], fmt::format("node_list[{}]", k));
+    if (!why.empty()) return why;
+  }
+  if (!c.value("links", Json()).is_array()) return "`links` is not a list";
+  return "";
+}
+
 }  // namespace
+
+Status ClusterOfThisRank(nlohmann::ordered_json* out) {
+  *out = Json();
+  const char* text = std::getenv(kClusterVar);
+  if (text == nullptr) return Status::Ok();
+  const auto bad = [](const std::string& why) {
+    return Status::BadInput(fmt::format("{}: {}", kClusterVar, why));
+  };
+  Json c = Json::parse(text, nullptr, false);
+  if (std::string why = NotACluster(c); !why.empty()) return bad(why);
+  if (!LaunchedByMpi()) {
+    return bad("set, but this command is not a rank that loadbench started on a cluster it "
+               "made; unset it");
+  }
+  // The namespaces are the cluster's only when a loadbench command that still runs made them (its
+  // journal lists them: only root's journals, for root), and this rank runs in one of its nodes.
+  std::vector<std::string> names = {c["store"]["netns"].get<std::string>()};
+  for (const Json& node : c["node_list"]) names.push_back(node["netns"].get<std::string>());
+  const JournalLines made = RunningJournalListing(Leftover::kNetns, names[0]);
+  for (const std::string& name : names) {
+    if (std::find(made.begin(), made.end(), std::pair{Leftover::kNetns, name}) == made.end()) {
+      return bad(fmt::format("names namespace {}, which no running loadbench command made", name));
+    }
+  }
+  if (std::none_of(names.begin() + 1, names.end(), InNetns)) {
+    return bad("this rank runs in none of the cluster's nodes' namespaces");
+  }
+  *out = std::move(c);
+  return Status::Ok();
+}
 
 std::vector<std::string> MpirunArgv(const std::string& mpirun, const std::string& exe,
                                     const std::vector<std::string>& netns,
@@ -117,7 +191,7 @@ std::vector<std::string> MpirunArgv(const std::string& mpirun, const std::string
     argv.insert(argv.end(), {"--mca", mca[0], mca[1]});
   }
   argv.insert(argv.end(), {"--map-by", "node", "--bind-to", "none", "-x", kClusterVar, "-x",
-                           kPeersVar, "-x", "PATH", exe});
+                           kPeersVar, "-x", kLockHolderVar, "-x", "PATH", exe});
   argv.insert(argv.end(), args.begin() + 1, args.end());
   return argv;
 }
@@ -129,24 +203,23 @@ int ExecuteOnCluster(const Experiment& e, const ExecuteOptions& o) {
     fmt::print(stderr, "{}: {}\n", o.who, s.message());
     return 2;
   }
+  // The machine for this command from before the cluster is made until its last rank is done,
+  // lent to the ranks (rank 0 measures under it); declared first, so that it is let go only
+  // after the cluster is removed.
+  HeldLock lock;
   std::unique_ptr<Cluster> cluster;
-  {
-    // The machine for this command while the cluster is made and measured; the ranks' rank 0
-    // takes it again for the runs.
-    HeldLock lock;
-    Status s = BeginMeasurement(o.who, ThisProcess(o.command_line, o.out_dir), o.wait, &lock);
-    if (s.ok()) s = MakeCluster(e, o, &cluster);
-    if (!s.ok()) {
-      fmt::print(stderr, "{}: {}\n", o.who, s.message());
-      return Interrupted() ? 130 : s.exit_code();
-    }
+  Status s = BeginMeasurement(o.who, ThisProcess(o.command_line, o.out_dir), o.wait, &lock);
+  if (s.ok()) s = MakeCluster(e, o, &cluster);
+  if (s.ok()) s = LendMachineLock(lock);
+  if (!s.ok()) {
+    fmt::print(stderr, "{}: {}\n", o.who, s.message());
+    return Interrupted() ? 130 : s.exit_code();
   }
   std::vector<std::string> netns;
   for (int k = 0; k < cluster->nodes(); ++k) netns.push_back(cluster->node_netns(k));
   const std::string exe = SelfExe();
   pid_t pid = -1;
-  if (Status s =
-          StartCommandGroup(MpirunArgv(mpirun, exe, netns, cluster->subnet(), OwnArgs()), &pid);
+  if (s = StartCommandGroup(MpirunArgv(mpirun, exe, netns, cluster->subnet(), OwnArgs()), &pid);
       !s.ok()) {
     fmt::print(stderr, "{}: {}\n", o.who, s.message());
     return 2;

@@ -23,8 +23,19 @@ namespace loadbench {
 inline constexpr const char* kClusterVar = "LOADBENCH_CLUSTER";
 
 // The whole command: exit 2 before anything is made (no mpirun, not root, more nodes than the
-// memory holds, a rate tc refuses), else mpirun's exit code (rank 0's: Execute's contract).
+// memory holds, a rate tc refuses), else mpirun's exit code (rank 0's: Execute's contract). It
+// holds the machine lock from before the cluster is made until mpirun has ended, lent to the
+// ranks (process/locks.h LendMachineLock).
 int ExecuteOnCluster(const Experiment& e, const ExecuteOptions& o);
+
+// The cluster a rank runs on, from LOADBENCH_CLUSTER (env.json's `cluster`, as
+// ExecuteOnCluster sets it): null when the variable is not set. kBadInput naming the variable
+// when it is set but is not such a cluster (a JSON object with `nodes`, `nic`, `uplink`, a
+// `store` and a `node_list` of namespaces named loadbench-* at link-local addresses, `links`),
+// or when this process is not a rank of the cluster run that set it: not started by an MPI
+// launcher, no running loadbench command lists the cluster's namespaces in its journal, or it
+// runs in none of its nodes' namespaces.
+Status ClusterOfThisRank(nlohmann::ordered_json* out);
 
 // mpirun's command line for `nodes` ranks, one in each of `netns`, reaching them through `exe`
 // netns-exec, MPI's traffic held to `subnet`, running `args` (argv[0] the binary).

@@ -104,7 +104,7 @@ class Executor {
     if (Status s = StartServer(); !s.ok()) return Stop(s.message());
     if (Status s = PrepareFiles(); !s.ok()) return Stop(s.message());
     if (int code = CheckRanks(); code != 0) return code;
-    if (Status s = TuneMachine(); !s.ok()) return Stop(s.message());
+    if (Status s = TuneMachine(); !s.ok()) return Stop(s.message(), s.exit_code());
     // The machine as it was, however the command ends (a kill: the next command, from the
     // journal).
     struct Untune {
@@ -345,7 +345,7 @@ Status Executor::TuneMachine() {
                  s.message());
       return Status::Ok();
     }
-    return Status::BadInput(fmt::format(
+    return Status::IOError(fmt::format(
         "{}: {}", e_.path.empty() ? "--tune on" : e_.path + ": [system] tune = true", s.message()));
   }
   tune_ = TuneRecord{e_.path.empty() ? "run --tune" : "experiment", NowStamp("%Y-%m-%dT%H:%M:%SZ"),
@@ -470,6 +470,10 @@ Status Executor::OpenResults() {
                               {"stability", stability_},
                               {"system_tuned", env_["system"]["tuned"]},
                               {"settled", settled}});
+  if (o_.cluster.is_object()) {  // each session makes and measures the cluster anew
+    env_["sessions"].back()["cluster"] = o_.cluster;
+    env_["cluster"] = o_.cluster;
+  }
   LB_RETURN_IF_ERROR(WriteJsonFile(o_.out_dir + "/env.json", env_));
   created_out_dir_ = false;  // it holds results now
   // The experiment as it was run, beside its results.
@@ -487,6 +491,7 @@ Status Executor::OpenResults() {
   rs_.reporter.out = &out_;
   rs_.measure.job = o_.job;
   rs_.measure.cluster = o_.cluster.is_object();
+  rs_.measure.session = static_cast<int>(env_["sessions"].size()) - 1;
   rs_.reporter.log = o_.verbose;
   return Status::Ok();
 }
@@ -663,7 +668,8 @@ void Executor::RemoveGenerated() const {
     if (::unlink(path.c_str()) == 0) {
       fmt::print(stderr, "{}: removed {}\n", o_.who, path);
     } else {
-      fmt::print(stderr, "{}: could not remove {}: {}\n", o_.who, path, std::strerror(errno));
+      fmt::print(stderr, "{}: {}\n", o_.who,
+                 Status::FromErrno("could not remove " + path, errno).message());
     }
   }
 }
@@ -716,8 +722,9 @@ int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
     return 2;
   }
   o.job = &job;
-  if (const char* cluster = std::getenv(kClusterVar); cluster != nullptr) {
-    o.cluster = Json::parse(cluster, nullptr, false);
+  if (Status s = ClusterOfThisRank(&o.cluster); !s.ok()) {
+    if (job.rank() == 0) fmt::print(stderr, "{}: {}\n", o.who, s.message());
+    return 2;
   }
   if (e.cluster.on() && !o.cluster.is_object()) {
     if (job.rank() == 0) {
@@ -747,6 +754,11 @@ int ExecuteInJob(const Experiment& e, ExecuteOptions o) {
 
 int Execute(const Experiment& e, const ExecuteOptions& o) {
   if (LaunchedByMpi()) return ExecuteInJob(e, o);
+  nlohmann::ordered_json cluster;
+  if (Status s = ClusterOfThisRank(&cluster); !s.ok()) {  // set outside a cluster's ranks
+    fmt::print(stderr, "{}: {}\n", o.who, s.message());
+    return 2;
+  }
   if (e.cluster.on()) return ExecuteOnCluster(e, o);
   return Executor(e, o).Run();
 }

@@ -259,3 +259,29 @@ def test_ranks_read_one_model_from_one_store(place, tmp_path):
             assert r["status"] == "ok" and r["checksum_ok"], r
             assert r["read_as"].startswith("s3://loadbench/") and r["details"]["requests"] > 0
             assert r["server_cpu_s"] == readers[0]["server_cpu_s"]
+
+
+def test_a_forged_cluster_variable_stops_every_rank(place):
+    """LOADBENCH_CLUSTER is honoured only under the cluster run that set it: a rank started by
+    anyone else with one, however well formed, stops, naming the variable; so does a command
+    that is no rank at all."""
+    d, env, model, _ = place
+    x = experiment(d, "forged", model, "")
+    forged = {"nodes": 1, "nic": "1gbit", "uplink": "1gbit", "links": [],
+              "store": {"netns": "loadbench-forged-store", "address": "169.254.9.1"},
+              "node_list": [{"node": 0, "netns": "loadbench-forged-n0",
+                             "address": "169.254.9.10"}]}
+    bad = dict(env, LOADBENCH_CLUSTER=json.dumps(forged))
+    p = mpirun(bad, 1, "experiment", x, "--out", str(d / "forged"))
+    assert p.returncode == 2, p.stderr
+    assert ("LOADBENCH_CLUSTER: names namespace loadbench-forged-store, which no running "
+            "loadbench command made") in p.stderr, p.stderr
+    assert not (d / "forged" / "runs.jsonl").exists()
+    alone = subprocess.run([BIN, "experiment", x, "--out", str(d / "alone")], env=bad,
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 2, alone.stderr
+    assert alone.stderr.strip().endswith("LOADBENCH_CLUSTER: set, but this command is not a rank "
+                                         "that loadbench started on a cluster it made; unset it")
+    malformed = dict(env, LOADBENCH_CLUSTER='{"store": {"netns": "../../etc"}}')
+    p = mpirun(malformed, 1, "experiment", x, "--out", str(d / "malformed"))
+    assert p.returncode == 2 and "LOADBENCH_CLUSTER: `nodes` is not a count" in p.stderr, p.stderr
