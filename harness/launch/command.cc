@@ -25,8 +25,6 @@
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 
-extern char** environ;
-
 namespace loadbench {
 namespace {
 
@@ -41,12 +39,7 @@ double Since(Clock::time_point t0, Clock::time_point t1) {
 
 // The environment with LOADBENCH_FD set, as execve takes it.
 std::vector<std::string> CommandEnv() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (!std::string_view(*e).starts_with("LOADBENCH_FD=")) env.emplace_back(*e);
-  }
-  env.push_back(fmt::format("LOADBENCH_FD={}", kReportFd));
-  return env;
+  return EnvironmentWith({fmt::format("LOADBENCH_FD={}", kReportFd)});
 }
 
 // The pids of `cgroup_dir` (none without one) or, without a cgroup, of process group `pgid`,

@@ -54,6 +54,9 @@ struct LaunchRequest {
   std::string link;      // the link's rate, on a link (harness/net/link.h); "" without one
   double timeout_s = 0;  // 0: none
   double sample_s = 0;   // the timeline's interval; 0: no timeline
+  // The run's secret, which its readers present to each other (loaders/blocks/peers.h
+  // LOADBENCH_FLEET_TOKEN): a new one for every run.
+  std::string peer_token;
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
   std::string perf, profile_dir;
   int profile_hz = 0;

@@ -272,6 +272,7 @@ RankJson RunMessage(const LaunchRequest& req) {
           {"expect", req.expect_checksum},
           {"parts", req.part_checksums},
           {"timeout_s", req.timeout_s},
+          {"peer_token", req.peer_token},
           {"counters", req.counters}};
 }
 
@@ -291,6 +292,7 @@ LaunchRequest RequestOf(const RankJson& run, const std::string& exe) {
   r.pattern = run.value("pattern", "replicated");
   r.readers = run.value("readers", 1);
   r.timeout_s = run.value("timeout_s", 0.0);
+  r.peer_token = run.value("peer_token", "");
   if (run.contains("parts") && run["parts"].is_array()) {
     r.part_checksums = run["parts"].get<std::vector<std::string>>();
   }

@@ -47,9 +47,11 @@ std::string RankDifference(int k, const std::string& host, const RankJson& check
 std::unique_ptr<Launcher> RanksLauncher(const Job& job);
 
 // The run message rank 0 sends for a run, and the request every other rank makes of it for its
-// own reader (no timeline, no profile). It carries no credential: a rank reads a remote model
-// with the credentials of its own environment, or, for the experiment's own s3rver (which the
-// message names by its endpoint), with s3rver's public keys, set by the rank itself.
+// own reader (no timeline, no profile). It carries no credential of a store: a rank reads a
+// remote model with the credentials of its own environment, or, for the experiment's own s3rver
+// (which the message names by its endpoint), with s3rver's public keys, set by the rank itself.
+// It does carry the run's peer token (loaders/blocks/peers.h), the secret the run's readers
+// present to each other, over the job's own connections.
 RankJson RunMessage(const LaunchRequest& req);
 LaunchRequest RequestOf(const RankJson& run, const std::string& exe);
 

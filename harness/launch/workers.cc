@@ -20,8 +20,10 @@
 
 #include "harness/launch/watch.h"
 #include "harness/process/child.h"
+#include "harness/process/program.h"
 #include "harness/profile/profile.h"
 #include "loaders/base/file_io.h"
+#include "loaders/blocks/peers.h"
 
 namespace loadbench {
 namespace {
@@ -111,9 +113,23 @@ void SlowStartHook(int reader) {
   std::this_thread::sleep_for(std::chrono::duration<double>(secs));
 }
 
-// Forks and execs one `loadbench worker`, and its profiler.
+// What a worker finds in its environment beside the harness's own: the run's peer token and,
+// with a timeout, LOADBENCH_DEADLINE (loaders/blocks/peers.h): a little before the watch kills
+// the readers at `killed_at`, so that a reader that waits on another fails, naming it, first.
+std::vector<std::string> WorkerEnv(const LaunchRequest& req, WatchClock::time_point killed_at) {
+  std::vector<std::string> vars;
+  if (!req.peer_token.empty()) vars.push_back(fmt::format("{}={}", kTokenVar, req.peer_token));
+  if (req.timeout_s > 0) {
+    const double margin = std::min(2.0, req.timeout_s / 10);
+    const double at = std::chrono::duration<double>(killed_at.time_since_epoch()).count();
+    vars.push_back(fmt::format("{}={:.3f}", kDeadlineVar, at - margin));
+  }
+  return EnvironmentWith(vars);
+}
+
+// Forks and execs one `loadbench worker`, and its profiler; its environment is `env`.
 Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, const WorkerArgs& args,
-                  Child* c) {
+                  std::vector<std::string> env, Child* c) {
   int result[2], start[2], hold[2] = {-1, -1};
   if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
   c->result.reset(result[0]);
@@ -140,9 +156,10 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, con
   setup.cgroup_procs = cgroup_procs.empty() ? nullptr : cgroup_procs.c_str();
   setup.fds = fds;
   setup.nfds = 5;
+  std::vector<char*> envp = CStrings(env);
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
-  if (pid == 0) ExecChild(setup, req.exe.c_str(), argv.data());
+  if (pid == 0) ExecChild(setup, req.exe.c_str(), argv.data(), envp.data());
   c->pid = pid;
   Attach(req, c);
   return Status::Ok();
@@ -161,10 +178,13 @@ class Group final : public Watched {
         released_(req.readers == 1) {}
 
   void StartAll(int first_part) {
+    const std::vector<std::string> env =
+        WorkerEnv(req_, t0 + std::chrono::duration_cast<WatchClock::duration>(
+                                 std::chrono::duration<double>(req_.timeout_s)));
     for (size_t i = 0; i < children_.size(); ++i) {
       SlowStartHook(first_part + static_cast<int>(i));
       const WorkerArgs args = ArgsOf(req_, first_part + static_cast<int>(i));
-      if (Status s = StartChild(req_, cgroup_procs_, args, &children_[i]); !s.ok()) {
+      if (Status s = StartChild(req_, cgroup_procs_, args, env, &children_[i]); !s.ok()) {
         out_[i].error = s.message();
         children_[i].open = false;
       }

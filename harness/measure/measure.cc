@@ -19,6 +19,7 @@
 #include "harness/measure/complete.h"
 #include "harness/measure/host.h"
 #include "harness/profile/profile.h"
+#include "loaders/blocks/peers.h"
 #include "loaders/remote/url.h"
 #include "loaders/use/use.h"
 
@@ -49,7 +50,11 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (p.procs > 1) r.pattern = p.pattern;
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   if (!p.link.empty()) r.link = p.link;
-  if (s.cluster) r.nodes = p.procs;
+  if (s.cluster) {
+    r.nodes = p.procs;
+    r.session = s.session;
+    r.nic = p.nic, r.uplink = p.uplink;
+  }
   r.started_at = NowUtcMs();
   return r;
 }
@@ -119,6 +124,7 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
   req.link = p.link;
   req.timeout_s = s.timeout_s;
   req.sample_s = s.sample_ms / 1000.0;
+  req.peer_token = NewPeerToken();
   if (p.exec) {
     const ExecPlaces places = {
         req.file, std::filesystem::path(req.file).parent_path().string(), file.table.file_size,

@@ -6,15 +6,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "harness/process/child.h"
 #include "harness/process/interrupt.h"
 #include "loaders/base/file_io.h"
+
+extern char** environ;
 
 namespace loadbench {
 namespace {
@@ -101,6 +105,19 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   for (std::string& s : v) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
+}
+
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& vars) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const bool replaced = std::any_of(vars.begin(), vars.end(), [&](const std::string& v) {
+      return entry.starts_with(std::string_view(v).substr(0, v.find('=') + 1));
+    });
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), vars.begin(), vars.end());
+  return env;
 }
 
 }  // namespace loadbench

@@ -36,4 +36,8 @@ std::string DescribeExit(int wstatus);
 // `v` as execve takes it: pointers into its strings, then a null.
 std::vector<char*> CStrings(std::vector<std::string>& v);
 
+// This process's environment with `vars` ("NAME=VALUE") in it, each replacing any of its name:
+// a child's environment (ExecChild's envp, through CStrings).
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& vars);
+
 }  // namespace loadbench

@@ -70,6 +70,7 @@ class FleetLoader final : public ObjectLoader {
     d["store_requests"] = stats_.requests;
     d["peer_rx_bytes"] = mesh_.rx_bytes();
     d["peer_tx_bytes"] = mesh_.tx_bytes();
+    d["peer_rejected"] = mesh_.rejected();
     return d;
   }
 
@@ -84,30 +85,55 @@ class FleetLoader final : public ObjectLoader {
     return Me() == 0;
   }
 
-  // Whom this node sends to and how many send to it.
-  void Peers(std::vector<int>* to, int* from) const {
-    *from = 0;
-    if (design_ == "every" || N() == 1) return;
+  // Whom this node sends to and who sends to it.
+  MeshPlan Plan() const {
+    MeshPlan plan{.port = port_, .to = {}, .from = {}, .connect_s = kConnectS};
+    if (design_ == "every" || N() == 1) return plan;
     if (design_ == "chain") {
-      if (Me() + 1 < N()) to->push_back(Me() + 1);
-      *from = Me() > 0 ? 1 : 0;
-      return;
+      if (Me() + 1 < N()) plan.to.push_back(Me() + 1);
+      if (Me() > 0) plan.from.push_back(Me() - 1);
+      return plan;
     }
     const bool bcast = design_ == "bcast";
-    for (int j = bcast ? 1 : 0; j < N(); ++j) {
-      if (j != Me()) to->push_back(j);
+    for (int j = 0; j < N(); ++j) {
+      if (j == Me()) continue;
+      if (!bcast || j > 0) plan.to.push_back(j);
+      if (!bcast || Me() > 0) plan.from.push_back(j);
     }
-    *from = bcast ? (Me() == 0 ? 0 : 1 + (N() - 2)) : N() - 1;
+    return plan;
+  }
+
+  // The node chunk c comes from, to a node that does not pull it itself.
+  int Sender(size_t c) const {
+    if (design_ == "chain") return Me() - 1;
+    if (design_ == "stripe") return static_cast<int>(c % static_cast<size_t>(N()));
+    return Owner(c) == Me() ? 0 : Owner(c);  // bcast
+  }
+
+  // Whether this node still needs chunk `c` from node `from`: one of the model's chunks, whole,
+  // that it does not pull itself, from the node that sends it that chunk, and not in yet.
+  std::string Claim(int from, const Chunk& c) {
+    const size_t i = c.offset / chunk_;
+    if (c.offset % chunk_ != 0 || i >= chunks_.size() || c.len != chunks_[i].len) {
+      return fmt::format("not one of the model's {} chunks", chunks_.size());
+    }
+    if (Pulls(i)) return fmt::format("node {} pulls chunk {} itself", Me(), i);
+    if (Sender(i) != from) return fmt::format("chunk {} comes from node {}", i, Sender(i));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (claimed_[i]) return fmt::format("chunk {} is in already", i);
+    claimed_[i] = true;
+    return "";
   }
 
   Status OpenMesh() {
-    std::vector<int> to;
-    int from = 0;
-    Peers(&to, &from);
-    expects_peers_ = from > 0;
-    if (to.empty() && from == 0) return Status::Ok();
-    return mesh_.Open(place_, port_, to, from, region_.data(), region_.size(), kConnectS,
-                      [this](const Chunk& c) { Landed(c, /*from_store=*/false); });
+    const MeshPlan plan = Plan();
+    expects_peers_ = !plan.from.empty();
+    claimed_.assign(chunks_.size(), false);
+    if (plan.to.empty() && plan.from.empty()) return Status::Ok();
+    return mesh_.Open(
+        place_, plan, region_.data(), region_.size(),
+        [this](int from, const Chunk& c) { return Claim(from, c); },
+        [this](const Chunk& c) { Landed(c, /*from_store=*/false); });
   }
 
   // A chunk in place: passed on as the design says, then counted.
@@ -192,6 +218,7 @@ class FleetLoader final : public ObjectLoader {
   std::mutex mu_;
   std::condition_variable cv_;
   uint64_t have_ = 0;
+  std::vector<bool> claimed_;   // per chunk: taken from a peer (guarded by mu_)
   bool expects_peers_ = false;  // some node sends to this one
   Clock::time_point start_;
   double ready_s_ = 0, connect_s_ = 0;
@@ -210,7 +237,13 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
           {"every", "bcast", "stripe", "chain"}},
          {"chunk", OptionSpec::Kind::kBytes, "4MiB", "bytes per ranged GET and per chunk"},
          {"concurrency", OptionSpec::Kind::kInt, "4", "store requests in flight", {}, 1, 256},
-         {"port", OptionSpec::Kind::kInt, "29400", "node K listens on port + K", {}, 1024, 65000},
+         {"port",
+          OptionSpec::Kind::kInt,
+          "29400",
+          "node K listens on port + K (at most 65535)",
+          {},
+          1024,
+          65535},
          BufferOption()},
     .make = [](const Params& p) -> std::unique_ptr<Loader> {
       return std::make_unique<FleetLoader>(p);
