@@ -21,4 +21,9 @@ void MakeSocketFile(const std::string& path);
 bool ReturnsWithin(std::chrono::milliseconds limit, const std::string& fifo,
                    const std::function<void()>& fn);
 
+// The limit that tells a call that refuses a FIFO (it returns in microseconds) from one blocked
+// in open(2) on it (it never returns until a writer comes): 10 s, slack for the slowest, most
+// loaded machine, not a measure of speed.
+inline constexpr std::chrono::milliseconds kBlockedOnFifo{10000};
+
 }  // namespace loadbench::test

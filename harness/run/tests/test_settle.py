@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 from conftest import BIN
 
@@ -39,9 +40,11 @@ def stability(out):
 
 def test_a_process_spinning_through_the_wait_is_waited_for_then_named(model, tmp_path, env):
     p = spinner()
+    t0 = time.monotonic()
     try:
         r = run(model, str(tmp_path / "out"), env, 3)
     finally:
+        took = time.monotonic() - t0
         stop(p)
     assert r.returncode == 0, r.stderr
     assert "loadbench run: waiting for the machine to settle (" in r.stderr, r.stderr
@@ -50,7 +53,10 @@ def test_a_process_spinning_through_the_wait_is_waited_for_then_named(model, tmp
     assert "The machine was still busy after 3 s of waiting: other work used" in warning[0]
     assert f"{p.pid} (sh)" in warning[0], warning[0]
     s = stability(str(tmp_path / "out"))
-    assert s["settled"] is False and s["max_wait_s"] == 3 and s["waited_s"] >= 2.5, s
+    # Waited up to the bound: the command took no less (a lower bound, which a loaded machine
+    # only lengthens); where its last window started (waited_s) depends on each window's length.
+    assert s["settled"] is False and s["max_wait_s"] == 3 and s["waited_s"] > 0, s
+    assert took >= 3, took
     assert p.pid in [b["pid"] for b in s["busy_processes"]], s
     assert s["busy"]["cpu_percent"] >= 50, s
     assert s["warnings"] == [warning[0].split("WARNING before the runs: ", 1)[1]]

@@ -48,7 +48,7 @@ TEST(OpenReadOnly, AFifoIsRefusedWithoutBlocking) {
     SCOPED_TRACE(path);
     for (const int flags : {0, static_cast<int>(O_DIRECT)}) {
       ::testing::AssertionResult r = ::testing::AssertionFailure();
-      EXPECT_TRUE(test::ReturnsWithin(milliseconds(1000), fifo, [&] {
+      EXPECT_TRUE(test::ReturnsWithin(test::kBlockedOnFifo, fifo, [&] {
         r = Refused(path, "a FIFO (named pipe), not a regular file", flags);
       })) << "OpenReadOnly blocked on a FIFO";
       EXPECT_TRUE(r);

@@ -421,12 +421,12 @@ TEST_F(ModelIndexTest, AShardThatIsNoRegularFileIsRefusedWithoutBlocking) {
   std::filesystem::remove(fifo);
   test::MakeFifo(fifo);
   ::testing::AssertionResult r = ::testing::AssertionFailure();
-  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), fifo, [&] {
+  EXPECT_TRUE(test::ReturnsWithin(test::kBlockedOnFifo, fifo, [&] {
     r = Refused(idx, fifo, "a FIFO (named pipe), not a regular file");
   })) << "reading the index blocked on a FIFO shard";
   EXPECT_TRUE(r);
   // The folder that holds the index reads it, and refuses the same.
-  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), fifo, [&] {
+  EXPECT_TRUE(test::ReturnsWithin(test::kBlockedOnFifo, fifo, [&] {
     r = Refused(dir_.path(), fifo, "a FIFO (named pipe), not a regular file");
   })) << "reading the folder blocked on a FIFO shard";
   EXPECT_TRUE(r);
@@ -725,7 +725,7 @@ TEST_F(ModelGgufSplitTest, ASiblingThatIsAFifoIsRefusedWithoutBlocking) {
   std::filesystem::remove(Split(2));
   test::MakeFifo(Split(2));
   ::testing::AssertionResult r = ::testing::AssertionFailure();
-  EXPECT_TRUE(test::ReturnsWithin(std::chrono::milliseconds(1000), Split(2), [&] {
+  EXPECT_TRUE(test::ReturnsWithin(test::kBlockedOnFifo, Split(2), [&] {
     r = Refused(Split(0), Split(2), "a FIFO (named pipe), not a regular file");
   })) << "reading the split blocked on a FIFO sibling";
   EXPECT_TRUE(r);

@@ -176,7 +176,11 @@ TEST(OwnedModel, EachTensorIsWholeOnceArrivedSaysSo) {
     if (reference[i].empty()) continue;
     EXPECT_EQ(std::memcmp(views[i].data(), reference[i].data(), reference[i].size()), 0) << i;
   }
-  EXPECT_EQ(loader->Details()["handout"], "arrival");
+  const nlohmann::json d = loader->Details();
+  EXPECT_EQ(d["handout"], "arrival");
+  // Each Arrived waited on the reads (loaders/blocks/tests/prefix_test.cc: the wait itself),
+  // not handed the view over unchecked.
+  EXPECT_GT(d["consumer_wait_s"].get<double>(), 0) << d.dump();
 }
 
 TEST(OwnedErrors, ATruncatedShardIsBadInputNamingIt) {
