@@ -178,14 +178,23 @@ def share_marks(table: pd.DataFrame) -> pd.Series:
                       for _, r in table.iterrows()], index=table.index, dtype=object)
 
 
-def share_cell(share: float, mark: str) -> str:
-    """A share of device as a table prints it, with its mark (`185% ⚠`), one decimal where a
-    share above 100% would print as 100% (`100.4% †`); "" where none."""
+def share_cell(share: float, mark: str, percent: bool = True) -> str:
+    """A share of a limit as a table prints it, with its mark: of device as a percentage
+    (`185% ⚠`), or with `percent` false as a fraction (`1.85 ⚠`: the machines report's *of
+    limit*, the fleet's *of bound*); one more decimal where a share above 1 would print as
+    100% or 1.00 (`100.4% †`, `1.004 ⚠`); "" where none."""
     if pd.isna(share):
         return ""
-    text = f"{share:.0%}"
-    text = f"{share:.1%}" if share > 1 and text == "100%" else text
+    plain, finer = (f"{share:.0%}", f"{share:.1%}") if percent else (f"{share:.2f}",
+                                                                     f"{share:.3f}")
+    text = finer if share > 1 and plain in ("100%", "1.00") else plain
     return text + (f" {mark}" if mark else "")
+
+
+def above_one(share: float) -> str:
+    """The mark of a share of a limit that has no spread of its own to be within (the probe's
+    one figure, the fabric's bound): BEYOND above 1, else none."""
+    return BEYOND if pd.notna(share) and share > 1 else ""
 
 
 def _within_md(within: pd.DataFrame, name) -> str:

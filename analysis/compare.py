@@ -47,7 +47,8 @@ GB = 1e9
 # What a row of A and a row of B must share to be compared; the file too where both sides ran
 # it (by its name, since paths differ between machines, and its size), else they compare by
 # time per byte.
-POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes", "link",
+         "fabric"]
 SAME_FILE, PER_BYTE = "same file", "time per byte"
 
 

@@ -19,23 +19,32 @@ Any other strategy whose records carry `nodes` (http_ranges run on every node) i
 same tables by its strategy spec, and counts as `every` in the bound and the model: each of its
 nodes reads the whole model from the store by itself.
 
-1. Rounds (`rounds`). The records of one (file, cache, strategy spec, nodes, rep), one per node
-   (`proc`), are a round. It counts only whole: every node's record there and counted
+1. Rounds (`rounds`). The records of one (file, cache, strategy spec, nodes, nic, uplink, rep),
+   one per node (`proc`), are a round: `nic` and `uplink` are the [cluster] rates the record
+   ran under ("" in records from before they were kept), so that rounds under different
+   rates never pool. It counts only whole: every node's record there and counted
    (results.load's rule: ok, its bytes verified, a wall time), else it is a failed round whose
-   `reason` names each node that failed and why. Its duration is its LAST node's wall_s (every
-   node's clock starts at the common start barrier and stops once it holds every byte and has
-   done its forwarding); its spread, the last node's wall_s over the first's, the slowest node
-   named; its read amplification, the nodes' store_bytes summed over M (every: N; the other
-   designs: 1); the bytes each NIC carried, in (store_bytes + peer_rx_bytes) and out
+   `reason` names each node that failed and why. Its duration is every round of several
+   readers' (readers.duration): from its first node's start to its last node's end
+   (load_start_unix_s + wall_s; the nodes are released together from the start barrier, and
+   a node's clock stops once it holds every byte and has done its forwarding), the largest
+   wall_s in records without a start; its spread, the last node's wall_s over the first's, the
+   slowest node named; its read amplification, the nodes' store_bytes summed over M (every: N;
+   the other designs: 1); the bytes each NIC carried, in (store_bytes + peer_rx_bytes) and out
    (peer_tx_bytes), the busiest node's in units of M. M: the nodes' tensor_bytes (each node
-   gets the whole model), their median.
-2. Series (`summarize`): per (file, cache, spec, nodes) the median duration over the complete
-   rounds, the rounds and failed ones, the medians of amplification, spread and the busiest
-   NICs, the node most often slowest; the fabric's bound (3.), and its share of the median
-   (bound / median s; 1: at the fabric's limit) and the best design's (the lowest of the four
-   designs' bounds at that N, over the median s).
-3. The fabric and its bound (`fabric_of`, `bound`). The links as MEASURED (iperf3 over each
-   link, env.json cluster.links: "down" into that end, "up" out of it): the uplink is the store
+   gets the whole model), their median. Its bounds (3.) are from the fabric of the session it
+   ran in (`session`, the records' index into env.json `sessions`; `with_bounds`): its
+   design's (`bound_s`) and the best design's (the lowest of the four at that N), and each
+   over its duration (`of_bound`, `of_best`; 1: at the fabric's limit, above 1 marked: the
+   round beat the bound).
+2. Series (`summarize`): per (file, cache, spec, nodes, nic, uplink) the median duration over
+   the complete rounds, the rounds and failed ones, the medians of amplification, spread, the
+   busiest NICs and the rounds' bounds and shares of them, the node most often slowest.
+3. The fabric and its bound (`fabric_of`, `bound`). A session's cluster (`cluster_of`):
+   env.json `sessions[i].cluster` (each session of a resumed experiment makes and measures the
+   cluster again), else the top-level `cluster` (the latest session's; records without
+   `session` use it). Its links as MEASURED (iperf3 over each
+   link, cluster.links: "down" into that end, "up" out of it): the uplink is the store
    link's up figure; a node's NIC the median of the nodes' down figures (in) and up figures
    (out); a configured rate (cluster.uplink_bits_per_s, nic_bits_per_s) stands in only where no
    figure was measured, and `Fabric.source` says so. Rates are bits per second, M is bytes: a
@@ -63,15 +72,23 @@ nodes reads the whole model from the store by itself.
    is when its flows end, plus the pipeline's fill for bcast and chain as in the bound (chain:
    k chunks at nic for node k), plus a start cost per round fitted from the records (the median
    of measured less modelled seconds) where it lowers the largest error (`fit_start` says so).
-   Every measured series is predicted (`predictions`): the modelled duration against the
-   median, its error and the resource that held its last flow back.
+   Every measured series is predicted (`predictions`) on the fabric its rounds ran on (their
+   session's; the median of each rate where they ran in several: `series_fabrics`): by the
+   fit on every series (`modelled_s`, `error`: in sample, since the CPU per byte and the start
+   cost were fitted on the series it scores); HELD OUT, by the same fit (`fit`) made without
+   the series' records and time (`held_out_s`, `held_out_error`); and, at the largest N, by
+   the fit on the smaller Ns alone (`from_smaller_s`, `from_smaller_error`): what the curves
+   do. Each with the resource that held its last flow back.
 5. Curves (`curve`, `changes`, `first_past`): the model at N = 1, 2, 4, ... 1024, for the
    measured fabric and for a described one (`--nic`, `--uplink`, default 100gbit and 25gbit;
    `--model`, default the measured M; `--cpu-per-node`, CPU seconds per GB moved, default the
    fitted figure; `--cores-per-node`, default the measured machine's cores): where the fastest
    design changes (the first N, found between powers of 2 by bisection), and the first N at
    which the slowest node would pass a deadline (`--deadline`, default 600 s: NCCL's watchdog
-   timeout of 10 minutes), per design (bisection too, assuming time grows with N).
+   timeout of 10 minutes), per design (bisection too, assuming time grows with N). Each
+   curve carries a band (`low_s`, `high_s`): the model's time over 1 + the highest and the
+   lowest held-out error (`held_out_range`), the times a measurement would have given had the
+   model erred there as it did on the series it did not see.
 """
 
 from __future__ import annotations
@@ -88,7 +105,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from analysis import readers, stats
+from analysis import ceiling, readers, stats
 from analysis.noise import plural, records
 from analysis.results import UNVERIFIED, Results, ResultsError, guard, load
 
@@ -100,18 +117,22 @@ NODE_COUNTS = [2**i for i in range(11)]  # the curves' N: 1 ... 1024
 DEADLINE_S = 600.0  # NCCL's watchdog: a collective that waits 10 minutes kills the job
 DESCRIBED = {"nic": "100gbit", "uplink": "25gbit"}
 TIE = 1e-3  # designs within 0.1% of the fastest tie with it
-ROUND = ["file", "cache", "strategy_spec", "nodes", "rep"]
-SERIES = ["file", "cache", "strategy_spec", "nodes"]
+# A round, and a series of rounds, never pools runs under different [cluster] rates: `nic` and
+# `uplink` are the rate texts a record ran under ("" for records from before they were kept).
+ROUND = ["file", "cache", "strategy_spec", "nodes", "nic", "uplink", "rep"]
+SERIES = ["file", "cache", "strategy_spec", "nodes", "nic", "uplink"]
 SPEC = ["design", "label", "kind", "chunk"]  # what every record of a spec shares
 BYTES = ["tensor_bytes", "store_bytes", "peer_rx_bytes", "peer_tx_bytes"]
-NODE_COLUMNS = ROUND + ["node"] + SPEC + ["status", "error", "counted", "wall_s", "ready_s",
-                                          "connect_s", "cpu_s", "store_requests"] + BYTES
+NODE_COLUMNS = ROUND + ["node", "session"] + SPEC + [
+    "status", "error", "counted", "wall_s", "load_start_unix_s", "ready_s", "connect_s", "cpu_s",
+    "store_requests"] + BYTES
 FIGURES = ["model_bytes", "duration_s", "first_s", "spread", "slowest", "amplification",
            "nic_in", "nic_in_node", "nic_out", "nic_out_node", "ready_s"]
-ROUND_COLUMNS = ROUND + SPEC + ["nodes_recorded", "ok_nodes"] + FIGURES + ["reason"]
+BOUNDS = ["bound_s", "of_bound", "best_bound_s", "of_best"]
+ROUND_COLUMNS = ROUND + ["session"] + SPEC + ["nodes_recorded", "ok_nodes"] + FIGURES + BOUNDS \
+    + ["reason"]
 SUMMARY_COLUMNS = SERIES + SPEC + ["rounds", "failed", "seconds", "spread", "slowest",
-                                   "amplification", "nic_in", "nic_out", "model_bytes",
-                                   "bound_s", "of_bound", "best_bound_s", "of_best"]
+                                   "amplification", "nic_in", "nic_out", "model_bytes"] + BOUNDS
 # Resources of the model: the store's uplink, the shared CPU, then per node k of N its NIC in
 # (IN + k), its NIC out (IN + N + k) and its own CPU (IN + 2N + k).
 UPLINK, CPU, IN = 0, 1, 2
@@ -214,19 +235,21 @@ def label_of(strategy: str, spec: str, design: str) -> str:
 
 def nodes_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per node's record of a cluster experiment (results.load's `runs` with `nodes`),
-    every status (NODE_COLUMNS): node (proc, else details.node), design and label, kind (the
-    design the bound and the model give it: one of DESIGNS, `every` for any other strategy),
-    chunk (params.chunk, else CHUNK), cpu_s (the timed region's load_user_s + load_sys_s,
-    else the worker's user_s + sys_s), the details' figures. Another
-    strategy's record without details.store_bytes read everything from the store (its
-    details.bytes_received, else its tensor_bytes) and nothing from a peer."""
+    every status (NODE_COLUMNS): node (proc, else details.node), session (its index into
+    env.json `sessions`, null for records from before it was kept), nic and uplink (the rates
+    it ran under, "" where not recorded), design and label, kind (the design the bound and the
+    model give it: one of DESIGNS, `every` for any other strategy), chunk (params.chunk, else
+    CHUNK), cpu_s (the timed region's load_user_s + load_sys_s, else the worker's user_s +
+    sys_s), the details' figures. Another strategy's record without details.store_bytes read
+    everything from the store (its details.bytes_received, else its tensor_bytes) and nothing
+    from a peer."""
     runs = runs[pd.to_numeric(_field(runs, "nodes"), errors="coerce").notna()]
     details, params = _field(runs, "details"), _field(runs, "params")
     fleet = runs["strategy"] == FLEET
     design = [design_of(*a) for a in zip(runs["strategy"], runs["strategy_spec"], details, params)]
     number = {c: pd.to_numeric(_field(runs, c), errors="coerce")
               for c in ("wall_s", "user_s", "sys_s", "load_user_s", "load_sys_s",
-                        "tensor_bytes")}
+                        "tensor_bytes", "load_start_unix_s", "session")}
     # The timed region's CPU where the record has it (what competes with the transfers), as
     # stats.load_or_process prefers it; else the whole worker's.
     cpu = (number["load_user_s"] + number["load_sys_s"]).fillna(
@@ -244,6 +267,9 @@ def nodes_table(runs: pd.DataFrame) -> pd.DataFrame:
         kind=[d if d in DESIGNS else "every" for d in design],
         chunk=_from(params, "chunk").fillna(CHUNK),
         wall_s=number["wall_s"], tensor_bytes=number["tensor_bytes"],
+        load_start_unix_s=number["load_start_unix_s"], session=number["session"],
+        # Strings, so that grouping keeps the records that have none.
+        **{c: _field(runs, c).fillna("") for c in ("nic", "uplink")},
         cpu_s=cpu, store_bytes=store,
         **{c: _from(details, c) for c in ("ready_s", "connect_s", "store_requests")},
         **{c: _from(details, c).where(fleet, _from(details, c).fillna(0))
@@ -261,8 +287,9 @@ def why_not(node) -> str:
 
 
 def _round(key: tuple, group: pd.DataFrame) -> dict:
-    """One round's row (ROUND_COLUMNS; the module's docstring, 1.)."""
+    """One round's row (ROUND_COLUMNS but BOUNDS; the module's docstring, 1.)."""
     row = {**dict(zip(ROUND, key)), **group.iloc[0][SPEC].to_dict(),
+           "session": next(iter(group["session"].dropna().astype(int)), None),
            **{c: None for c in FIGURES}}
     ok = group[group["counted"]].drop_duplicates("node", keep="last")
     missing = sorted(set(range(int(row["nodes"]))) - set(group["node"]))
@@ -276,7 +303,8 @@ def _round(key: tuple, group: pd.DataFrame) -> dict:
     model = float(ok["tensor_bytes"].median())
     into = (ok["store_bytes"] + ok["peer_rx_bytes"]).set_axis(ok["node"]) / model
     out = ok["peer_tx_bytes"].set_axis(ok["node"]) / model
-    row.update(model_bytes=model, duration_s=float(wall.max()), first_s=float(wall.min()),
+    # The same duration as every round of several readers: the first start to the last end.
+    row.update(model_bytes=model, duration_s=readers.duration(ok)[0], first_s=float(wall.min()),
                spread=float(wall.max() / wall.min()),
                slowest=int(wall.idxmax()) if wall.max() > wall.min() else None,
                amplification=ok["store_bytes"].sum(min_count=len(ok)) / model,
@@ -287,11 +315,33 @@ def _round(key: tuple, group: pd.DataFrame) -> dict:
     return row
 
 
-def rounds(nodes: pd.DataFrame) -> pd.DataFrame:
+def rounds(nodes: pd.DataFrame, env: dict | None = None) -> pd.DataFrame:
     """One row per round (ROUND_COLUMNS) of `nodes_table`'s rows: a failed round has no
-    figures and its `reason`; a complete one none."""
+    figures and its `reason`; a complete one none, and its bounds from the fabric of the
+    session it ran in (`with_bounds`; `env`: env.json)."""
     out = [_round(key, g) for key, g in nodes.groupby(ROUND, sort=False, dropna=False)]
-    return pd.DataFrame(out, columns=ROUND_COLUMNS)
+    return with_bounds(pd.DataFrame(out, columns=ROUND_COLUMNS), env or {})
+
+
+def with_bounds(table: pd.DataFrame, env: dict) -> pd.DataFrame:
+    """The rounds with BOUNDS for each complete one, from the fabric of the session it ran in
+    (`fabric_of`): the bound of its own design, the best design's (the lowest of DESIGNS' at
+    its N), and each over its duration (1: at the fabric's limit); null without a fabric."""
+    fabrics: dict = {}
+    values = []
+    for _, r in table.iterrows():
+        session = None if pd.isna(r["session"]) else int(r["session"])
+        if session not in fabrics:
+            fabrics[session] = fabric_of(env, session)
+        fabric = fabrics[session]
+        if fabric is None or pd.isna(r["duration_s"]):
+            values.append([math.nan] * len(BOUNDS))
+            continue
+        n, m, chunk = int(r["nodes"]), float(r["model_bytes"]), float(r["chunk"])
+        own = bound(r["kind"], n, m, chunk, fabric)
+        best = min(bound(k, n, m, chunk, fabric) for k in DESIGNS)
+        values.append([own, own / r["duration_s"], best, best / r["duration_s"]])
+    return table.assign(**{c: [v[i] for v in values] for i, c in enumerate(BOUNDS)})
 
 
 def _most(values: pd.Series) -> str:
@@ -312,25 +362,18 @@ def _order(frame: pd.DataFrame) -> pd.DataFrame:
         columns=["_c", "_d"]).reset_index(drop=True)
 
 
-def summarize(rounds_table: pd.DataFrame, fabric: Fabric | None) -> pd.DataFrame:
-    """One row per series (SUMMARY_COLUMNS; the module's docstring, 2.); no bound without a
-    fabric."""
+def summarize(rounds_table: pd.DataFrame) -> pd.DataFrame:
+    """One row per series (SUMMARY_COLUMNS; the module's docstring, 2.): the medians over its
+    complete rounds, each round's bounds its own (no bound without a fabric)."""
     rows = []
     for key, g in rounds_table.groupby(SERIES, sort=False):
         done = g[g["duration_s"].notna()]
-        row = {**dict(zip(SERIES, key)), **g.iloc[0][SPEC].to_dict(), "rounds": len(g),
-               "failed": len(g) - len(done), "slowest": _most(done["slowest"]),
-               **{c: stats.median_of(done[c]) for c in ("spread", "amplification", "nic_in",
-                                                        "nic_out", "model_bytes")},
-               "seconds": stats.median_of(done["duration_s"])}
-        n, m, chunk = int(row["nodes"]), row["model_bytes"], row["chunk"]
-        have = fabric is not None and pd.notna(m)
-        row["bound_s"] = bound(row["kind"], n, m, chunk, fabric) if have else math.nan
-        row["best_bound_s"] = min(bound(k, n, m, chunk, fabric) for k in DESIGNS) \
-            if have else math.nan
-        row["of_bound"] = row["bound_s"] / row["seconds"]
-        row["of_best"] = row["best_bound_s"] / row["seconds"]
-        rows.append(row)
+        rows.append({**dict(zip(SERIES, key)), **g.iloc[0][SPEC].to_dict(), "rounds": len(g),
+                     "failed": len(g) - len(done), "slowest": _most(done["slowest"]),
+                     **{c: stats.median_of(done[c]) for c in ["spread", "amplification",
+                                                              "nic_in", "nic_out",
+                                                              "model_bytes"] + BOUNDS},
+                     "seconds": stats.median_of(done["duration_s"])})
     return _order(pd.DataFrame(rows, columns=SUMMARY_COLUMNS))
 
 
@@ -379,11 +422,24 @@ def _rate(measured: list[float], cluster: dict, key: str, what: str, how: str,
     return value
 
 
-def fabric_of(env: dict) -> Fabric | None:
-    """The measured fabric (the module's docstring, 3.) from env.json's `cluster`; None
-    without one, or without a rate for the uplink or the NIC."""
+def cluster_of(env: dict, session: int | None = None) -> dict | None:
+    """The cluster a round ran on: env.json `sessions[session].cluster`, that session's own
+    (a resumed experiment makes and measures the cluster again), else the top-level `cluster`
+    (the latest session's, and all that records from before `session` have)."""
+    sessions = env.get("sessions") or []
+    if session is not None and 0 <= session < len(sessions):
+        own = sessions[session].get("cluster")
+        if isinstance(own, dict):
+            return own
     cluster = env.get("cluster")
-    if not isinstance(cluster, dict):
+    return cluster if isinstance(cluster, dict) else None
+
+
+def fabric_of(env: dict, session: int | None = None) -> Fabric | None:
+    """The measured fabric (the module's docstring, 3.) of a session's cluster (`cluster_of`);
+    None without one, or without a rate for the uplink or the NIC."""
+    cluster = cluster_of(env, session)
+    if cluster is None:
         return None
     links = [x for x in cluster.get("links") or [] if isinstance(x, dict)]
     store = [x for x in links if x.get("name") == "store"]
@@ -403,6 +459,29 @@ def fabric_of(env: dict) -> Fabric | None:
     words.append(f"{cores:g} cores shared by every node and the store" if cores else
                  "cores unknown: CPU left out of the model")
     return Fabric(uplink, nic_in, nic_out, cores, True, "; ".join(words))
+
+
+def median_fabric(fabrics: list[Fabric]) -> Fabric:
+    """One fabric for a series whose rounds ran in several sessions: each rate the median of
+    theirs."""
+    def rate(name: str) -> float:
+        return float(np.median([getattr(f, name) for f in fabrics]))
+
+    return replace(fabrics[0], uplink_bps=rate("uplink_bps"), nic_in_bps=rate("nic_in_bps"),
+                   nic_out_bps=rate("nic_out_bps"),
+                   source=f"the median of {len(fabrics)} sessions' measured links")
+
+
+def series_fabrics(rounds_table: pd.DataFrame, env: dict) -> dict[tuple, Fabric | None]:
+    """Per series (SERIES' values), the fabric its complete rounds ran on: their session's, or
+    `median_fabric` of theirs where they ran in several; None where one had no fabric."""
+    out = {}
+    for key, g in rounds_table[rounds_table["duration_s"].notna()].groupby(SERIES, sort=False):
+        sessions = dict.fromkeys(None if pd.isna(x) else int(x) for x in g["session"])
+        found = [fabric_of(env, x) for x in sessions]
+        out[key] = (None if any(f is None for f in found) else
+                    found[0] if len(found) == 1 else median_fabric(found))
+    return out
 
 
 def fill_chunks(kind: str, n: int) -> int:
@@ -646,13 +725,16 @@ def cpu_fit(nodes: pd.DataFrame) -> dict[str, float]:
 # --- the model against the measurements, and its curves ----------------------------------------
 
 PREDICTION_COLUMNS = SERIES + SPEC + ["measured_s", "flow_s", "modelled_s", "error",
-                                      "limited_by"]
+                                      "held_out_s", "held_out_error", "from_smaller_s",
+                                      "from_smaller_error", "limited_by"]
 
 
 def largest_error(measured, modelled) -> float:
     """The largest |modelled - measured| / measured; NaN without a point."""
     measured, modelled = np.asarray(measured, float), np.asarray(modelled, float)
-    return float(np.max(np.abs(modelled - measured) / measured)) if len(measured) else math.nan
+    ok = ~np.isnan(modelled)
+    return float(np.max(np.abs(modelled[ok] - measured[ok]) / measured[ok])) if ok.any() \
+        else math.nan
 
 
 def fit_start(measured: pd.Series, flow: pd.Series) -> tuple[float, str]:
@@ -668,33 +750,96 @@ def fit_start(measured: pd.Series, flow: pd.Series) -> tuple[float, str]:
                        "modelled time: the median of measured less modelled seconds over the "
                        f"{len(measured)} series (what no flow carries: starting the "
                        "transfers, connecting the peers, the first requests' round trips); it "
-                       f"lowers the largest error from {plain:.0%} to {fitted:.0%}.")
+                       f"lowers the largest error of the fit from {plain:.0%} to {fitted:.0%}.")
     return 0.0, (f"No start cost is added: the median of measured less modelled seconds "
                  f"({start:.3g} s) would not lower the largest error ({plain:.0%}).")
 
 
-def predictions(summary: pd.DataFrame, base: Model) -> tuple[pd.DataFrame, float, str]:
-    """Every measured series modelled (PREDICTION_COLUMNS; the module's docstring, 4.) with its
-    own M and chunk, the start cost (`fit_start`) and its sentence."""
-    rows = []
-    for _, s in summary[summary["seconds"].notna() & summary["model_bytes"].notna()].iterrows():
-        m = replace(base, model_bytes=float(s["model_bytes"]), chunk=float(s["chunk"]),
-                    start_s=0.0)
-        t, neck = m.times(s["kind"], int(s["nodes"]))
-        rows.append({**{c: s[c] for c in SERIES + SPEC}, "measured_s": float(s["seconds"]),
-                     "flow_s": float(t.max()), "limited_by": neck})
-    table = pd.DataFrame(rows, columns=PREDICTION_COLUMNS)
-    start, note = fit_start(table["measured_s"], table["flow_s"])
-    modelled = table["flow_s"] + start
-    return (table.assign(modelled_s=modelled,
-                         error=(modelled - table["measured_s"]) / table["measured_s"]),
-            start, note)
+def flow_times(series: pd.DataFrame, base: Model, cpu: dict, fabrics: dict) -> pd.DataFrame:
+    """Per row of `series` (summary rows the model can predict): measured_s, flow_s (the model
+    with CPU per byte `cpu` and no start cost, on the series' own M, chunk and fabric) and
+    limited_by."""
+    rows, seen = [], {}
+    for _, s in series.iterrows():
+        # Series that differ only in what the model does not see (the cache state) are one
+        # simulation.
+        what = (fabrics[tuple(s[SERIES])], float(s["model_bytes"]), float(s["chunk"]))
+        if what not in seen:
+            seen[what] = replace(base, fabric=what[0], model_bytes=what[1], chunk=what[2],
+                                 cpu=cpu, start_s=0.0)
+        t, neck = seen[what].times(s["kind"], int(s["nodes"]))
+        rows.append([float(s["seconds"]), float(t.max()), neck])
+    return pd.DataFrame(rows, index=series.index, columns=["measured_s", "flow_s", "limited_by"])
 
 
-def curve(model: Model, counts: list[int] = NODE_COUNTS) -> pd.DataFrame:
+@dataclass
+class Fit:
+    """The model's two fitted figures, CPU seconds per byte by kind (`cpu_fit`) and the start
+    cost with its sentence (`fit_start`), and every series' flow times under them."""
+    cpu: dict
+    start_s: float
+    note: str
+    flows: pd.DataFrame  # flow_times'
+
+    def modelled(self) -> pd.Series:
+        return self.flows["flow_s"] + self.start_s
+
+
+def fit(nodes: pd.DataFrame, series: pd.DataFrame, train, base: Model,
+        fabrics: dict) -> Fit:
+    """The model fitted on the series `train` marks (a boolean per row of `series`) and their
+    nodes' records alone, and every series modelled under that fit."""
+    cpu = cpu_fit(nodes.merge(series.loc[train, SERIES], on=SERIES))
+    flows = flow_times(series, base, cpu, fabrics)
+    start, note = fit_start(flows.loc[train, "measured_s"], flows.loc[train, "flow_s"])
+    return Fit(cpu, start, note, flows)
+
+
+def predictions(nodes: pd.DataFrame, summary: pd.DataFrame, base: Model,
+                fabrics: dict) -> tuple[pd.DataFrame, Fit | None]:
+    """Every measured series with a fabric (`fabrics`: series_fabrics') modelled
+    (PREDICTION_COLUMNS; the module's docstring, 4.): by the fit on every series (modelled_s,
+    error: in sample, the series scored are those fitted), by the same fit made without the
+    series (held_out_s, held_out_error) and, at the largest N, by the fit on the smaller Ns
+    alone (from_smaller_s, from_smaller_error; null at the others); and the fit on every
+    series (None without a series)."""
+    known = [fabrics.get(tuple(k)) is not None for k in summary[SERIES].itertuples(index=False)]
+    series = summary[summary["seconds"].notna() & summary["model_bytes"].notna()
+                     & pd.Series(known, index=summary.index, dtype=bool)].reset_index(drop=True)
+    if series.empty:
+        return pd.DataFrame(columns=PREDICTION_COLUMNS), None
+    full = fit(nodes, series, np.ones(len(series), dtype=bool), base, fabrics)
+    held = [fit(nodes, series, series.index != i, base, fabrics).modelled().iloc[i]
+            for i in series.index]
+    smaller = (series["nodes"] < series["nodes"].max()).to_numpy()
+    ahead = (fit(nodes, series, smaller, base, fabrics).modelled().where(~smaller)
+             if smaller.any() else pd.Series(math.nan, index=series.index))
+    measured = full.flows["measured_s"]
+    table = series[SERIES + SPEC].assign(
+        measured_s=measured, flow_s=full.flows["flow_s"], modelled_s=full.modelled(),
+        held_out_s=held, from_smaller_s=ahead, limited_by=full.flows["limited_by"])
+    for name in ("", "held_out_", "from_smaller_"):
+        prefix = name or "modelled_"
+        table[f"{name}error"] = (table[f"{prefix}s"] - measured) / measured
+    return table[PREDICTION_COLUMNS], full
+
+
+def held_out_range(p: pd.DataFrame) -> tuple[float, float] | None:
+    """(lowest, highest) of the held-out errors (each series left out, and the largest N from
+    the smaller): what the curves' band spans; None without one."""
+    errors = pd.concat([p["held_out_error"], p["from_smaller_error"]]).dropna()
+    return (float(errors.min()), float(errors.max())) if len(errors) else None
+
+
+def curve(model: Model, counts: list[int] = NODE_COUNTS,
+          errors: tuple[float, float] | None = None) -> pd.DataFrame:
     """The modelled duration of each design at each N of `counts` (nodes, design, seconds,
-    limited_by)."""
+    limited_by) and its band (low_s, high_s: the times that the held-out errors `errors`,
+    (lowest, highest) of modelled / measured - 1, would have measured; null without them)."""
+    low, high = errors if errors else (math.nan, math.nan)
     return pd.DataFrame([{"nodes": n, "design": k, "seconds": model.seconds(k, n),
+                          "low_s": model.seconds(k, n) / (1 + high),
+                          "high_s": model.seconds(k, n) / (1 + low),
                           "limited_by": model.times(k, n)[1]}
                          for n in counts for k in DESIGNS])
 
@@ -781,41 +926,44 @@ def check(options: Options) -> None:
 
 
 def analyse(results: Results, options: Options | None = None) -> dict:
-    """Every table of the module for a results folder: nodes, rounds, summary, fabric, cpu,
-    predictions with start_s and start_note, models (measured and described) and per model its
-    curve, changes and first_past. A ResultsError where no record has `nodes`."""
+    """Every table of the module for a results folder: nodes, rounds, summary, fabric (the
+    latest session's), cpu, predictions with start_s and start_note (the fit on every series)
+    and held_out (held_out_range's), models (measured and described) and per model its curve,
+    changes and first_past. A ResultsError where no record has `nodes`."""
     options = options or Options()
     check(options)
     nodes = nodes_table(results.runs)
     if nodes.empty:
         raise ResultsError(f"{results.folder}: no fleet records (no record has `nodes`)")
     fabric = fabric_of(results.env)
-    table = rounds(nodes)
-    summary = summarize(table, fabric)
-    cpu = cpu_fit(nodes)
+    table = rounds(nodes, results.env)
+    summary = summarize(table)
     model_bytes = stats.median_of(summary["model_bytes"])
     if pd.isna(model_bytes):
         model_bytes = stats.median_of(nodes["tensor_bytes"])
     chunk = float(nodes.loc[nodes["design"].isin(DESIGNS), "chunk"].median()) \
         if nodes["design"].isin(DESIGNS).any() else float(CHUNK)
-    out = {"nodes": nodes, "rounds": table, "summary": summary, "fabric": fabric, "cpu": cpu,
-           "model_bytes": model_bytes, "chunk": chunk, "start_s": 0.0, "start_note": "",
-           "predictions": pd.DataFrame(columns=PREDICTION_COLUMNS), "models": {},
-           "deadline": options.deadline}
+    out = {"nodes": nodes, "rounds": table, "summary": summary, "fabric": fabric,
+           "cpu": cpu_fit(nodes), "model_bytes": model_bytes, "chunk": chunk, "start_s": 0.0,
+           "start_note": "", "predictions": pd.DataFrame(columns=PREDICTION_COLUMNS),
+           "held_out": None, "models": {}, "deadline": options.deadline}
     if pd.isna(model_bytes):
         return out
     if fabric is not None:
-        pred, out["start_s"], out["start_note"] = predictions(
-            summary, Model(fabric, model_bytes, chunk, cpu))
-        out["predictions"] = pred
-        out["models"]["measured"] = Model(fabric, model_bytes, chunk, cpu, out["start_s"])
+        pred, full = predictions(nodes, summary, Model(fabric, model_bytes, chunk),
+                                 series_fabrics(table, results.env))
+        if full is not None:
+            out.update(predictions=pred, cpu=full.cpu, start_s=full.start_s,
+                       start_note=full.note, held_out=held_out_range(pred))
+        out["models"]["measured"] = Model(fabric, model_bytes, chunk, out["cpu"],
+                                          out["start_s"])
     size = parse_size(options.model) if options.model is not None else model_bytes
     own = ({"store": options.cpu_per_node / 1e9, "peer": options.cpu_per_node / 1e9}
-           if options.cpu_per_node else cpu)
+           if options.cpu_per_node else out["cpu"])
     out["models"]["described"] = Model(described(options, fabric), size, chunk, own,
                                        out["start_s"])
     for name, m in out["models"].items():
-        out[f"{name}_curve"] = curve(m)
+        out[f"{name}_curve"] = curve(m, errors=out["held_out"])
         out[f"{name}_changes"] = changes(m)
         out[f"{name}_first_past"] = first_past(m, options.deadline)
     return out
@@ -840,8 +988,17 @@ def _table(head: list[str], lines: list[list[str]]) -> str:
                         for cells in lines])
 
 
-def _name(row, files: int) -> str:
-    where = f" [{os.path.basename(str(row['file']))}]" if files > 1 else ""
+def _apart(frame: pd.DataFrame) -> tuple[int, int]:
+    """What a row's name must tell apart in `frame`: (its files, its [cluster] rates)."""
+    return frame["file"].nunique(), len(frame[["nic", "uplink"]].drop_duplicates())
+
+
+def _name(row, apart: tuple[int, int]) -> str:
+    """A series in the tables: its label, its file's name where there are several files, its
+    [cluster] rates where the rounds ran under several."""
+    where = f" [{os.path.basename(str(row['file']))}]" if apart[0] > 1 else ""
+    if apart[1] > 1:
+        where += f" [nic {row['nic'] or '?'}, uplink {row['uplink'] or '?'}]"
     return str(row["label"]) + where
 
 
@@ -854,24 +1011,46 @@ SERIES_HEAD = ["design", "cache", "nodes", "rounds", "median s", "spread: last /
                "of bound", "of best design's bound"]
 
 
+def _share(x) -> str:
+    """A share of a bound, marked above 1 as every share of a limit is (ceiling.share_cell)."""
+    return ceiling.share_cell(x, ceiling.above_one(x), percent=False)
+
+
 def series_md(summary: pd.DataFrame) -> str:
-    """The fleet table (SERIES_HEAD): one row per series."""
-    files = summary["file"].nunique()
+    """The fleet table (SERIES_HEAD): one row per series; under it, what a share of a bound
+    above 1 says (`beyond_md`)."""
+    apart = _apart(summary)
     lines = []
     for _, r in summary.iterrows():
         failed = f" ({r['failed']} failed)" if r["failed"] else ""
         nic = f"{_nic(r, 'nic_in')} / {_nic(r, 'nic_out')}" if pd.notna(r["nic_in"]) else ""
-        lines.append([_name(r, files), r["cache"], str(r["nodes"]), f"{r['rounds']}{failed}",
+        lines.append([_name(r, apart), r["cache"], str(r["nodes"]), f"{r['rounds']}{failed}",
                       _s(r["seconds"]), _f(r["spread"], ".2f"), r["slowest"],
                       _f(r["amplification"], ".2f"), nic, _s(r["bound_s"]),
-                      _f(r["of_bound"], ".2f"), _f(r["of_best"], ".2f")])
-    return _table(SERIES_HEAD, lines)
+                      _share(r["of_bound"]), _share(r["of_best"])])
+    return "\n\n".join(p for p in (_table(SERIES_HEAD, lines), beyond_md(summary)) if p)
+
+
+def beyond_md(summary: pd.DataFrame) -> str:
+    """A line per series whose median round was faster than its design's bound (of bound
+    above 1, marked): the bound, from the links as iperf3 measured them, is not the fabric's
+    limit there. "" where none was."""
+    apart = _apart(summary)
+    lines = [f"{ceiling.BEYOND} {_name(r, apart)}, {r['cache']}, {r['nodes']} nodes: its median "
+             f"round of {_s(r['seconds'])} s beat the bound of {_s(r['bound_s'])} s "
+             f"({_s(r['of_bound'])} of it)" for _, r in summary[summary["of_bound"] > 1].iterrows()]
+    if not lines:
+        return ""
+    return ("\n".join(f"- {x}" for x in lines) + "\n\nA round faster than its bound shows that "
+            "the bound is not the fabric's limit there: the links carried more than iperf3 "
+            "measured over them (a shaper's burst, a measurement that fell short), and its "
+            "shares of the bound overstate how near the design comes to the fabric's limit.")
 
 
 def failed_md(table: pd.DataFrame) -> str:
     """The failed rounds, each with the nodes that failed it."""
-    files = table["file"].nunique()
-    lines = [f"- {_name(r, files)}, {r['cache']}, {r['nodes']} nodes, round {r['rep']}: "
+    apart = _apart(table)
+    lines = [f"- {_name(r, apart)}, {r['cache']}, {r['nodes']} nodes, round {r['rep']}: "
              f"{r['reason']}" for _, r in table[table["reason"].notna()].iterrows()]
     return ("Failed rounds (a round counts only when every node's record is there and ok):\n\n"
             + "\n".join(lines)) if lines else ""
@@ -944,11 +1123,31 @@ def fabric_md(a: dict, env: dict) -> str:
                 "and the nodes' NICs: no bound and no model of the measured fabric.")
     else:
         text = f"**The fabric** (what the bound and the model use): {fabric.source}."
-    return "\n\n".join(p for p in (text + topology, links_md(env)) if p)
+    return "\n\n".join(p for p in (text + topology, sessions_md(env), links_md(env)) if p)
 
 
-TARGET = 0.15  # the model's aim: every series within 15% of its measured median
-MODEL_HEAD = ["design", "cache", "nodes", "measured s", "modelled s", "error",
+def sessions_md(env: dict) -> str:
+    """Where the experiment ran in several sessions that each measured the cluster again: a
+    line per session with its rates and links; "" where fewer than two did."""
+    sessions = env.get("sessions") or []
+    own = [i for i, x in enumerate(sessions) if isinstance(x.get("cluster"), dict)]
+    if len(own) < 2:
+        return ""
+    lines = []
+    for i in own:
+        cluster, fabric = sessions[i]["cluster"], fabric_of(env, i)
+        lines.append(f"- session {i} ({sessions[i].get('started_at', '?')}), nic "
+                     f"{cluster.get('nic', '?')}, uplink {cluster.get('uplink', '?')}: "
+                     + (fabric.source if fabric else "no rates for the uplink and the NICs"))
+    return ("The experiment ran in several sessions, each of which made and measured the "
+            "cluster again: each round's bound, and each series' model, use the links of the "
+            "session its rounds ran in (the fabric above is the latest session's, the curves' "
+            "measured fabric; the links below are its too).\n\n" + "\n".join(lines))
+
+
+TARGET = 0.15  # the model's aim: every series within 15% of its measured median, held out
+MODEL_HEAD = ["design", "cache", "nodes", "measured s", "fitted s", "fit error (in sample)",
+              "held out s", "held-out error", "from smaller N, error",
               "limited by (the last flow)"]
 
 
@@ -956,52 +1155,94 @@ def cpu_text(cpu: dict) -> str:
     """The fitted CPU per GB moved, by kind of byte."""
     if not cpu:
         return "No record has its CPU seconds and bytes: CPU is left out of the model"
-    return ("CPU seconds per GB a node moves, fitted by least squares over every counted "
-            f"record (its CPU seconds on its bytes): {cpu['store'] * 1e9:.3g} per GB from the "
+    return ("CPU seconds per GB a node moves, fitted by least squares over the counted "
+            "records of every series below (each record's CPU seconds on its bytes): "
+            f"{cpu['store'] * 1e9:.3g} per GB from the "
             f"store (HTTP), {cpu['peer'] * 1e9:.3g} per GB to or from another node (TCP)")
 
 
 def error_text(x: float) -> str:
     """A relative error, signed (+: the model is slower than measured), `0%` when it rounds
-    to none."""
+    to none; "" for none."""
+    if pd.isna(x):
+        return ""
     text = f"{x:+.0%}"
     return "0%" if text in ("+0%", "-0%") else text
 
 
+def _worst(p: pd.DataFrame, column: str, apart: tuple[int, int]) -> str:
+    """The largest error of a column, with its series; "none" where it has none."""
+    known = p[p[column].notna()]
+    if known.empty:
+        return "none"
+    w = known.loc[known[column].abs().idxmax()]
+    return f"{error_text(w[column])} ({_name(w, apart)}, {w['cache']}, {w['nodes']} nodes)"
+
+
+MODEL_NOTE = (
+    "*Fitted s* and its error are a fit, in sample: the CPU per byte and the start cost were "
+    "fitted on these same series, so the error says how well the model can be made to agree, "
+    "not how well it predicts. *Held out*: each series predicted by the same fit made without "
+    "it (its records and its time left out). *From smaller N*: each series at the largest N "
+    "predicted by the fit on the smaller Ns alone, as the curves below extrapolate.")
+
+
 def model_md(a: dict) -> str:
-    """The model's predicted-against-measured table, with what it assumed and its largest
-    error."""
+    """The model's fitted and held-out times against the measured, with what it assumed and
+    its largest errors."""
     if a["fabric"] is None:
         return ""
     p = a["predictions"]
     intro = ("**The model against the measurements.** A flow-level model: each design's "
              "transfers as flows sharing the store's uplink, each node's NIC in and out and the "
              "CPU by max-min fairness (progressive filling), plus the pipeline's fill for bcast "
-             "and chain (analysis/fleet.py's docstring says exactly how). "
-             + cpu_text(a["cpu"]) + ". " + a["start_note"])
+             "and chain (analysis/fleet.py's docstring says exactly how); each series on the "
+             "links of the sessions its rounds ran in. " + cpu_text(a["cpu"]) + ". "
+             + a["start_note"])
     if p.empty:
         return intro + "\n\nNo complete round to set it against."
-    files = p["file"].nunique()
-    lines = [[_name(r, files), r["cache"], str(r["nodes"]), _s(r["measured_s"]),
-              _s(r["modelled_s"]), error_text(r["error"]), r["limited_by"]]
-             for _, r in p.iterrows()]
-    worst = p.loc[p["error"].abs().idxmax()]
-    verdict = "within" if abs(worst["error"]) <= TARGET else "beyond"
-    end = (f"Largest error: {error_text(worst['error'])} ({_name(worst, files)}, {worst['cache']}, "
-           f"{worst['nodes']} nodes), {verdict} the {TARGET:.0%} the model aims at.")
-    return "\n\n".join([intro, _table(MODEL_HEAD, lines), end])
+    apart = _apart(p)
+    lines = [[_name(r, apart), r["cache"], str(r["nodes"]), _s(r["measured_s"]),
+              _s(r["modelled_s"]), error_text(r["error"]), _s(r["held_out_s"]),
+              error_text(r["held_out_error"]), error_text(r["from_smaller_error"]),
+              r["limited_by"]] for _, r in p.iterrows()]
+    held = largest_error(p["measured_s"], p["held_out_s"])
+    verdict = "within" if held <= TARGET else "beyond"
+    end = (f"Largest error of the fit (in sample): {_worst(p, 'error', apart)}. Held out: "
+           f"{_worst(p, 'held_out_error', apart)}, {verdict} the {TARGET:.0%} the model aims "
+           f"at; the largest N from the smaller ones: {_worst(p, 'from_smaller_error', apart)}.")
+    return "\n\n".join([intro, MODEL_NOTE, _table(MODEL_HEAD, lines), end])
+
+
+def _banded(r) -> str:
+    """A modelled time with its band from the held-out errors: `12.3 (10.1–15.2)`."""
+    band = f" ({_s(r['low_s'])}–{_s(r['high_s'])})" if pd.notna(r["low_s"]) else ""
+    return _s(r["seconds"]) + band
 
 
 def curve_md(table: pd.DataFrame) -> str:
-    """A model's curve as a table: a row per N, a column per design, the fastest and what
-    held it back."""
+    """A model's curve as a table: a row per N, a column per design (with its band), the
+    fastest and what held it back."""
     lines = []
     for n, g in table.groupby("nodes", sort=True):
         g = g.set_index("design")
         best = g.index[g["seconds"] <= g["seconds"].min() * (1 + TIE)]
-        lines.append([str(n)] + [_s(g.loc[k, "seconds"]) for k in DESIGNS]
+        lines.append([str(n)] + [_banded(g.loc[k]) for k in DESIGNS]
                      + [" = ".join(best), g.loc[best[0], "limited_by"]])
-    return _table(["nodes"] + [f"{k} s" for k in DESIGNS] + ["fastest", "its limit"], lines)
+    banded = table["low_s"].notna().any()
+    note = ("Each time with its band: the times the held-out errors (lowest to highest) would "
+            "have measured where the model gives this one.\n\n" if banded else "")
+    return note + _table(["nodes"] + [f"{k} s" for k in DESIGNS] + ["fastest", "its limit"],
+                         lines)
+
+
+def band_text(errors: tuple[float, float] | None) -> str:
+    """What the curves' band is, in a sentence."""
+    if errors is None:
+        return "No series was held out (one series alone): the curves carry no band."
+    return ("The band about each curve spans the held-out errors, from "
+            f"{error_text(errors[0])} to {error_text(errors[1])}: the times the measurements "
+            "would have been, had the model erred there as it did on a series it did not see.")
 
 
 def _fastest_text(found: list[tuple[int, tuple]]) -> str:
@@ -1027,7 +1268,8 @@ def outlook_md(a: dict) -> str:
             "design and the first N at which it changes (designs within "
             f"{TIE:.1%} tie), and the first N at which the last node would pass the deadline "
             f"({_s(a['deadline'])} s: NCCL's watchdog kills a collective that waits 10 "
-            "minutes), each found between powers of 2 by bisection.\n\n" + _table(head, lines))
+            "minutes), each found between powers of 2 by bisection, on the model's own times. "
+            + band_text(a["held_out"]) + "\n\n" + _table(head, lines))
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -1069,13 +1311,13 @@ def plot_time(a: dict, figs) -> None:
                 label="the fabric's bound (its design's color)")
         readers.readers_axis(ax, sorted(set(s["nodes"])))
         ax.set_xlabel("nodes (log)")
-        ax.set_ylabel("round: the last node's wall time, median (s)")
+        ax.set_ylabel("round: the first node's start to the last one's end, median (s)")
         ax.set_title(f"{cache} cache", fontsize=10)
         ax.legend(fontsize=7)
     figs.save(fig, FIGURE_TIME,
-              "Fleet: each design's round (its last node's wall time, the median over rounds) "
-              "against the number of nodes; dashed, the same color: the fabric's lower bound "
-              "for that design; dots: every ok node's own wall time.")
+              "Fleet: each design's round (from its first node's start to its last one's end, "
+              "the median over rounds) against the number of nodes; dashed, the same color: "
+              "the fabric's lower bound for that design; dots: every ok node's own wall time.")
 
 
 def plot_store(a: dict, figs) -> None:
@@ -1116,6 +1358,8 @@ def plot_curves(a: dict, figs) -> None:
         for kind in DESIGNS:
             k = c[c["design"] == kind]
             ax.plot(k["nodes"], k["seconds"], color=COLORS[kind], label=kind)
+            ax.fill_between(k["nodes"], k["low_s"], k["high_s"], color=COLORS[kind],
+                            alpha=0.15, linewidth=0)
             if name == "measured":
                 m = done[done["design"] == kind]
                 ax.scatter(m["nodes"], m["seconds"], color=COLORS[kind], s=16, zorder=3)
@@ -1133,10 +1377,12 @@ def plot_curves(a: dict, figs) -> None:
                       f"{rate_text(m.fabric.uplink_bps)}") + f", M {size_text(m.model_bytes)}",
                      fontsize=9)
         ax.legend(fontsize=7)
+    band = ("; shaded, each curve's band from the model's held-out errors"
+            if a["held_out"] else "")
     figs.save(fig, FIGURE_CURVES,
               "Fleet, modelled: each design's round against the number of nodes up to "
               f"{NODE_COUNTS[-1]}, on the measured fabric (dots: the measured medians) and on "
-              "the described one; dashed grey: the deadline.")
+              f"the described one{band}; dashed grey: the deadline.")
 
 
 # --- the section and the command ---------------------------------------------------------------
@@ -1148,15 +1394,18 @@ INTRO = (
     "to an owner node that forwards it to the others; *stripe*, node k pulls every N-th chunk "
     "and then sends its stripe to every other node; *chain*, node 0 pulls and each node "
     "relays each chunk to the next. A round (one rep of one design at N nodes) counts only "
-    "whole, every node ok; it lasts as long as its LAST node (each node's wall time runs from "
-    "the common start to when it holds every byte and has done its forwarding). Spread: the "
+    "whole, every node ok; it lasts from its first node's start to its last node's end, as "
+    "every round of several readers does in *Many readers* (the nodes are released together "
+    "from a start barrier; each node's wall time runs until it holds every byte and has done "
+    "its forwarding). Spread: the "
     "last node's time over the first's, the node most often last named; store bytes / M: the "
     "read amplification (every: N; the others: 1); busiest NIC: the most a node's NIC carried "
     "in (from the store and its peers) and out, in units of M. Bound: the fabric's lower bound "
-    "for the design from the measured links (the store's uplink, each node's NIC; the "
-    "pipeline's fill for bcast and chain); of bound: bound / median s (1: at the fabric's "
-    "limit); of best design's bound: the lowest of the four designs' bounds at that N over the "
-    "median s, how far this design is from the best the fabric allows any of them. Medians over "
+    "for the design from the links measured in the round's session (the store's uplink, each "
+    "node's NIC; the pipeline's fill for bcast and chain); of bound: bound / the round's "
+    f"duration (1: at the fabric's limit; {ceiling.BEYOND}: above 1, faster than the bound); "
+    "of best design's bound: the lowest of the four designs' bounds at that N over the "
+    "duration, how far this design is from the best the fabric allows any of them. Medians over "
     "the complete rounds.")
 
 
@@ -1176,11 +1425,20 @@ def section(results: Results, figs=None, options: Options | None = None) -> dict
 
 
 def summary_of(a: dict) -> dict:
-    """summary.json's `fleet`: the series, the model's points, its start cost and largest
-    error, and per model its curve, where the fastest design changes and the deadline's N."""
+    """summary.json's `fleet`: the series, the model's points, its start cost, its largest
+    errors (of the fit, in sample; held out; the largest N from the smaller), the band's
+    errors, and per model its curve, where the fastest design changes and the deadline's N."""
     p = a["predictions"]
+
+    def largest(column: str) -> float | None:
+        found = largest_error(p["measured_s"], p[column]) if len(p) else math.nan
+        return None if math.isnan(found) else found
+
     return {"series": records(a["summary"]), "model": records(p), "start_s": a["start_s"],
-            "largest_error": largest_error(p["measured_s"], p["modelled_s"]) if len(p) else None,
+            "largest_error": largest("modelled_s"),
+            "held_out_largest_error": largest("held_out_s"),
+            "from_smaller_largest_error": largest("from_smaller_s"),
+            "band_errors": list(a["held_out"]) if a["held_out"] else None,
             "deadline_s": a["deadline"],
             "curves": {name: {"fabric": m.fabric.source, "model_bytes": m.model_bytes,
                               "points": records(a[f"{name}_curve"]),

@@ -10,13 +10,16 @@ columns, named by the settings that differ ("vm (tuned)", "vm (untuned)"). A poo
 figures are the median of its folders' probes'.
 
 Workloads. A workload is what the folders may share: the file (its name and size, the path
-aside), the cache state, the readers (procs, pattern), the memory limit and the link. Per
-workload and machine, each strategy's median time (every counted run of its folders: one
-value per run, from its first reader's start to its last one's end, as analysis/paired.py
-counts it), its share of the machine's limit (the delivered bytes over the median time, over
-the limit: the link's ceiling for a run through a server, the probe's device figure for a cold
-run, its page cache read for a warm one; above 1 for a strategy that copies less than a read()
-from the cache does, a mapping), and its rank on that machine (1: the fastest).
+aside), the cache state, the readers (procs, pattern), the memory limit, the link and a
+cluster's fabric (its [cluster] rates, results.load's `fabric`). Per workload and machine, each
+strategy's median time (every counted run of its folders: one value per run, from its first
+reader's start to its last one's end, as analysis/paired.py counts it), its share of the
+machine's limit (the bytes all its readers delivered, by analysis/readers.py's rule, over the
+median time, over the limit: the link's ceiling for a run through a server, the probe's device
+figure (the one the main report draws) for a run whose bytes came from storage, cold or warm
+with O_DIRECT as analysis/model.py prices it, its page cache read for any other warm one; above
+1 for a strategy that copies less than a read() from the cache does, a mapping, and marked
+there as every share above 1 is), and its rank on that machine (1: the fastest).
 
 Flips. For every two machines sharing a workload, each pair of strategies whose order by median
 differs: on each machine the first one's time over the second's, paired within the rounds both
@@ -48,10 +51,11 @@ import numpy as np
 import pandas as pd
 
 from analysis import machine_figures as mf
-from analysis import machines_page, model, paired, remote, stats
+from analysis import machines_page, model, paired, readers, remote, stats
 from analysis.results import CONDITION, Results, ResultsError, guard, json_default, load
 
-WORKLOAD = ["file_name", "file_bytes", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+# What the folders' rows may share (the module's docstring, Workloads), as the pages name it.
+WORKLOAD = machines_page.WORKLOAD
 ROW = WORKLOAD + ["strategy_spec", "role"]
 
 
@@ -84,8 +88,12 @@ def run_values(r: Results, index: int) -> pd.DataFrame:
 
 
 def counts(ok: pd.DataFrame) -> pd.DataFrame:
-    """Per ROW, what the model reads of the runs: flags, consumer, remote, bytes one run
-    delivers, the load's minor faults, huge page bytes and storage reads (medians)."""
+    """Per ROW, what the model reads of the runs: flags, consumer, remote, bytes (one reader
+    delivers: the model is one reader's), the load's minor faults, huge page bytes and storage
+    reads (medians); and run_bytes, what a run's readers deliver together, which its share of
+    the limit is of: the file's bytes, by analysis/readers.py's rule for a round (once per
+    reader where each loads it all, replicated, as a fleet's nodes do; once where the pattern
+    splits it)."""
     rows = []
     for key, g in _with_workload(ok).groupby(ROW, sort=False, dropna=False):
         file_bytes = stats.median_of(g["file_bytes"])
@@ -100,22 +108,27 @@ def counts(ok: pd.DataFrame) -> pd.DataFrame:
                      "remote": bool(remote.is_remote(g).any()),
                      "timed": g["timed"].iloc[0], "verified": bool(g["verified"].all()),
                      "bytes": stats.reader_bytes(g, file_bytes),
+                     "run_bytes": readers.expected_bytes(g["pattern"].iloc[0],
+                                                         int(g["procs"].iloc[0]), file_bytes),
                      "minor_faults": stats.median_of(stats.load_or_process(g, "minor_faults")),
                      "anon_huge_bytes": stats.median_of(g.get("anon_huge_bytes")),
                      "read_bytes": stats.median_of(g.get("read_bytes"))})
     return pd.DataFrame(rows, columns=ROW + ["strategy_flags", "consume", "buffer", "remote",
                                              "timed",
-                                             "verified", "bytes",
+                                             "verified", "bytes", "run_bytes",
                                              "minor_faults", "anon_huge_bytes", "read_bytes"])
 
 
 def limit(row, figures: mf.Figures) -> tuple[str, float | None]:
-    """The machine's limit for the row's workload: (what it is, GB/s or None)."""
+    """The machine's limit for the row: (what it is, GB/s or None): the link's ceiling through
+    a server; the device where its bytes came from storage, as the model prices them (cold, or
+    warm and read with O_DIRECT all the same: model.reads_storage); else a read() from the page
+    cache."""
     if row["remote"]:
         return f"link {row['link'] or 'unshaped'}", model.positive(figures.links.get(row["link"]))
-    if row["cache"] == "warm":
-        return "page cache read", figures.figures.get("page_cache_gb_per_s")
-    return "device", figures.figures.get("device_gb_per_s")
+    if model.reads_storage(row):
+        return "device", figures.figures.get("device_gb_per_s")
+    return "page cache read", figures.figures.get("page_cache_gb_per_s")
 
 
 def table_of(values: pd.DataFrame, facts: pd.DataFrame, figures: mf.Figures) -> pd.DataFrame:
@@ -133,7 +146,8 @@ def table_of(values: pd.DataFrame, facts: pd.DataFrame, figures: mf.Figures) -> 
     rows = []
     for _, row in t.iterrows():
         name, gb = limit(row, figures)
-        share = row["bytes"] / row["median_s"] / 1e9 / gb if gb and row["bytes"] > 0 else math.nan
+        run = row["run_bytes"]
+        share = run / row["median_s"] / 1e9 / gb if gb and run > 0 else math.nan
         predicted = model.predict(row, figures.figures, figures.links, figures.thp)
         rows.append({"limit": name, "limit_gb_per_s": gb if gb else math.nan, "share": share,
                      **predicted, "error": predicted["predicted_s"] / row["median_s"],

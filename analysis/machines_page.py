@@ -16,11 +16,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from analysis import html_page, model  # noqa: E402
+from analysis import ceiling, html_page, model  # noqa: E402
 from analysis.report import Figures, gib  # noqa: E402
-from analysis.results import number, ratio_text, spec_label  # noqa: E402
+from analysis.results import (MAPS_FILE, has_flag, network, number, ratio_text,  # noqa: E402
+                              spec_label)
 
-WORKLOAD = ["file_name", "file_bytes", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+# A workload (analysis/machines.py): the file by its name and size, the cache state, the
+# readers, the memory limit, and the network the runs crossed (a link, a cluster's fabric).
+WORKLOAD = ["file_name", "file_bytes", "cache", "procs", "pattern", "memory_limit_bytes", "link",
+            "fabric"]
 FLIPS_SHOWN = 12  # per workload and two machines; the rest are counted
 
 
@@ -30,7 +34,7 @@ def workload_name(w) -> str:
         text += f", {w['procs']} readers ({w['pattern']})"
     if w["memory_limit_bytes"] > 0:
         text += f", memory ≤ {gib(w['memory_limit_bytes'])}"
-    return text + (f", link {w['link']}" if w["link"] else "")
+    return text + network(w, ", ")
 
 
 def name(row) -> str:
@@ -87,11 +91,44 @@ def _rows_of(m, w: tuple) -> pd.DataFrame:
     return t[(t[WORKLOAD] == pd.Series(w, index=WORKLOAD)).all(axis=1)]
 
 
+def limits_md(m, rows: pd.DataFrame) -> str:
+    """A machine's limits for a workload's rows: the limit most of them share, and each other
+    limit with the rows measured against it (rows through a server beside local ones, a warm
+    O_DIRECT read beside copies from the page cache)."""
+    found: dict[str, list[str]] = {}
+    for _, r in rows.iterrows():
+        found.setdefault(f"{r['limit']} {_f(r['limit_gb_per_s'])} GB/s", []).append(name(r))
+    most, *others = sorted(found, key=lambda k: -len(found[k]))
+    return f"{m.label}: {most}" + "".join(f", but {k} for {', '.join(found[k])}"
+                                          for k in others)
+
+
+MAPS_CACHED = ("they map the cached file and copy nothing, where a read() from the page cache, "
+               "the limit, copies every byte once")
+NOT_A_LIMIT = ("that figure is not this machine's limit for them, and the shares of it "
+               "overstate how near the strategies come to the limit")
+
+
+def beyond_md(present, w: tuple) -> str:
+    """Per machine and limit, the rows whose share of it is above 1 (marked), with what each
+    delivered, and why it can be."""
+    lines = []
+    for m in present:
+        above = _rows_of(m, w)[lambda t: t["share"] > 1]
+        for (limit, gb), g in above.groupby(["limit", "limit_gb_per_s"], sort=False):
+            maps = g["strategy_flags"].map(lambda f: has_flag(f, MAPS_FILE))
+            for mapping, rows in g.groupby(maps & (limit == "page cache read"), sort=False):
+                each = ", ".join(f"{name(r)} ({r['run_bytes'] / r['median_s'] / 1e9:.3g} GB/s)"
+                                 for _, r in rows.iterrows())
+                lines.append(f"- {ceiling.BEYOND} {m.label}: {each} passed the {limit} "
+                             f"({_f(gb)} GB/s): {MAPS_CACHED if mapping else NOT_A_LIMIT}.")
+    return "\n".join(lines)
+
+
 def workload_md(machines, w: tuple, flips: pd.DataFrame, figs) -> str:
     present = [m for m in machines if not _rows_of(m, w).empty]
     wd = dict(zip(WORKLOAD, w))
-    limits = "; ".join(f"{m.label}: {r['limit']} {_f(r['limit_gb_per_s'])} GB/s"
-                       for m in present for r in [_rows_of(m, w).iloc[0]])
+    limits = "; ".join(limits_md(m, _rows_of(m, w)) for m in present)
     names = list(dict.fromkeys(name(r) for m in present for _, r in _rows_of(m, w).iterrows()))
     # Rows of which no run counted on a machine: their status instead of a time.
     left = [{name({"strategy_spec": k[-2], "role": k[-1]}): status
@@ -104,12 +141,15 @@ def workload_md(machines, w: tuple, flips: pd.DataFrame, figs) -> str:
         cells = [n]
         for found, statuses in zip(by_name, left):
             r = found.get(n)
+            share = "" if r is None else ceiling.share_cell(
+                r["share"], ceiling.above_one(r["share"]), percent=False)
             cells += ([statuses.get(n, ""), "", ""] if r is None else
-                      [_f(r["median_s"], ".3f"), _f(r["share"], ".2f"), str(r["rank"])])
+                      [_f(r["median_s"], ".3f"), share, str(r["rank"])])
         rows.append(cells)
     parts = [f"### {workload_name(wd)}", f"Median time of the runs, its share of the machine's "
-             f"limit (the bytes over the median time, over the limit) and its rank (1: the "
-             f"fastest). Limits: {limits}.", _table(head, rows)]
+             f"limit (the bytes all its readers delivered over the median time, over the "
+             f"limit; {ceiling.BEYOND}: above 1) and its rank (1: the fastest). Limits: "
+             f"{limits}.", _table(head, rows), beyond_md(present, w)]
     parts.append(heat_map(present, w, names, figs))
     parts.append(flips_md(flips, w))
     return "\n\n".join(p for p in parts if p)

@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from analysis import ceiling, paired
-from analysis.results import CONDITION, REPLICATED, Results, ratio_text, spec_label
+from analysis.results import CONDITION, REPLICATED, Results, network, ratio_text, spec_label
 
 TITLE = "Noise: rounds, ceiling, drift, outliers"
 
@@ -34,7 +34,7 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 def condition(row, files: int) -> str:
     """A condition in words: cache state, and file, workers, read pattern, memory limit and
-    link where they tell conditions apart."""
+    link or fabric where they tell conditions apart."""
     text = str(row["cache"])
     if files > 1:
         text += f" [{os.path.basename(str(row['file']))}]"
@@ -44,9 +44,7 @@ def condition(row, files: int) -> str:
         text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{row['memory_limit_bytes'] / 2**30:.2f} GiB"
-    if row.get("link"):
-        text += f", link {row['link']}"
-    return text
+    return text + network(row, ", ")
 
 
 def plural(n: int, word: str) -> str:

@@ -3,16 +3,17 @@ one machine, or N ranks of an MPI job across hosts), each its own record, each r
 of the model by the run's read pattern (`pattern`: replicated, tp, tp:DIM, pp, files).
 
 A *round* of such a run is the records of one (file, cache, strategy spec, rep, procs, pattern,
-memory limit, link): one per reader. Its figures are MLPerf Storage's: the round lasts from its
-first reader's start to its last reader's end (`duration_s`; readers are released together from a
-start barrier and record `load_start_unix_s`: records without it give the largest wall_s), and
-`start_spread_s` says how far apart the readers started; its throughput is every byte the readers
-delivered (their tensor_bytes summed) over that time (`gb_per_s`); its `spread` is the slowest
-reader's wall_s over the median reader's. A round with a reader that does not count (a status
-other than ok, or bytes not verified: results.load's rule) or without a record of some reader
-has none of the three, and its `reason` names the reader and why; its other readers stay in the
-per-reader table (`readers`). A single reader's runs are rounds of one reader, the reference
-the many-reader rounds are set against (`vs_single`).
+memory limit, link, fabric: a cluster's [cluster] rates): one per reader. Its figures are MLPerf
+Storage's: the round lasts from its first reader's start to its last reader's end
+(`duration_s`; readers are released together from a start barrier and record
+`load_start_unix_s`: records without it give the largest wall_s), and `start_spread_s` says
+how far apart the readers started; its throughput is every byte the readers delivered (their
+tensor_bytes summed) over that time (`gb_per_s`); its `spread` is the slowest reader's wall_s
+over the median reader's. A round with a reader that does not count (a status other than ok, or
+bytes not verified: results.load's rule) or without a record of some reader has none of the
+three, and its `reason` names the reader and why; its other readers stay in the per-reader
+table (`readers`). A single reader's runs are rounds of one reader, the reference the
+many-reader rounds are set against (`vs_single`, of the same link and fabric).
 
 The bytes of a round add up when the pattern says they should (`bytes_check`): replicated
 delivers the model N times, every other pattern each tensor byte once over all readers. The
@@ -27,16 +28,18 @@ import os
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from analysis.results import REPLICATED, UNVERIFIED, Results
+from analysis.results import REPLICATED, UNVERIFIED, Results, network
 
-# The records of one round: one per reader (link: results.load's, "" without one).
+# The records of one round: one per reader (link and fabric: results.load's, "" without one;
+# a cluster experiment resumed under other rates reuses the reps).
 ROUND = ["file", "cache", "strategy_spec", "rep", "procs", "pattern", "memory_limit_bytes",
-         "link"]
+         "link", "fabric"]
 # The rounds one summary row pools: every round of one number of readers and one pattern.
-SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_bytes", "link"]
-# What a series shares with its single-reader reference (same memory limit and link: never
-# pooled).
-REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes", "link"]
+SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_bytes", "link",
+          "fabric"]
+# What a series shares with its single-reader reference (same memory limit, link and fabric:
+# never pooled).
+REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes", "link", "fabric"]
 READER_COLUMNS = ROUND + ["proc", "host", "rank", "run_id", "status", "error", "counted",
                           "checksum_ok", "wall_s", "load_start_unix_s", "tensor_bytes"]
 ROUND_COLUMNS = ROUND + ["readers", "ok_readers", "duration_s", "start_spread_s", "gb_per_s",
@@ -204,15 +207,13 @@ def summarize(rounds_table: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure_title(key: dict, files: int) -> str:
-    """A figure's (file, cache, strategy spec, memory limit, link) in words."""
+    """A figure's (file, cache, strategy spec, memory limit, link or fabric) in words."""
     text = f"{key['strategy_spec']}, {key['cache']} cache"
     if files > 1:
         text += f" [{os.path.basename(str(key['file']))}]"
     if key["memory_limit_bytes"] > 0:
         text += f" ≤{key['memory_limit_bytes'] / 2**30:.2f} GiB"
-    if key.get("link"):
-        text += f", link {key['link']}"
-    return text
+    return text + network(key, ", ")
 
 
 def readers_axis(ax, counts: list[int]) -> None:
@@ -226,11 +227,11 @@ def readers_axis(ax, counts: list[int]) -> None:
 
 
 def plot(reader_table: pd.DataFrame, summary_table: pd.DataFrame, figs) -> list[tuple[str, str]]:
-    """Per (file, cache, strategy spec, memory limit, link) with rounds of several readers, a figure
-    of two panels against the number of readers, one line per pattern: the median round
-    duration with every ok reader's own wall_s as dots beside it, and the median GB/s of all
-    readers together; each with the single reader's median as a dashed line. Saved by `figs`
-    (report.Figures), shown in the section; returns their (name, caption)."""
+    """Per (file, cache, strategy spec, memory limit, link, fabric) with rounds of several
+    readers, a figure of two panels against the number of readers, one line per pattern: the
+    median round duration with every ok reader's own wall_s as dots beside it, and the median
+    GB/s of all readers together; each with the single reader's median as a dashed line. Saved
+    by `figs` (report.Figures), shown in the section; returns their (name, caption)."""
     files = summary_table["file"].nunique()
     out = []
     for i, (key, series) in enumerate(summary_table.groupby(REFERENCE, sort=False)):

@@ -35,8 +35,8 @@ import pandas as pd
 from analysis import link, noise, paired, stats
 from analysis.link import SERVER_BUSY
 from analysis.noise import records
-from analysis.results import (CONDITION, EXEC, GROUP, Results, paired_cell, ratio_text,
-                              spec_label)
+from analysis.results import (CONDITION, EXEC, GROUP, Results, network, paired_cell,
+                              ratio_text, spec_label)
 
 TITLE = "Remote"
 HTTP_STRATEGIES = ("http_get", "http_ranges", "http_stream")
@@ -280,9 +280,9 @@ def summarize(results: Results, table: pd.DataFrame | None = None) -> pd.DataFra
                          "verdict": ""})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["link_rank"] = link_rank(frame, results.env)
-    order = ["cache", "link_rank", "file", "procs", "pattern", "memory_limit_bytes", "is_local",
-             "median_s"]
-    return frame.sort_values(order, ascending=[True] * 6 + [False, True],
+    order = ["cache", "link_rank", "fabric", "file", "procs", "pattern", "memory_limit_bytes",
+             "is_local", "median_s"]
+    return frame.sort_values(order, ascending=[True] * 7 + [False, True],
                              kind="stable").drop(columns="link_rank").reset_index(drop=True)
 
 
@@ -369,10 +369,11 @@ def ranges_points(results: Results) -> pd.DataFrame:
 
 def plot_ranges(results: Results, figs) -> None:
     """`remote-ranges`: for http_ranges, the median GB/s against the number of ranged requests
-    in flight (concurrency, log 2), one line per chunk size (and link), cold and warm side by
-    side. A line that rises with concurrency was waiting on each request's round trip; one that
-    is flat was held by something else (the server's CPU, the client's copy, the link). Drawn
-    for the cache states with two concurrency values or more; none when no state has them."""
+    in flight (concurrency, log 2), one line per chunk size (and link or fabric), cold and warm
+    side by side. A line that rises with concurrency was waiting on each request's round trip;
+    one that is flat was held by something else (the server's CPU, the client's copy, the
+    link). Drawn for the cache states with two concurrency values or more; none when no state
+    has them."""
     points = ranges_points(results)
     caches = [c for c in ("cold", "warm")
               if points.loc[points["cache"] == c, "concurrency"].nunique() >= 2]
@@ -383,10 +384,10 @@ def plot_ranges(results: Results, figs) -> None:
                              sharey=True)
     for ax, cache in zip(axes[0], caches):
         t = points[points["cache"] == cache]
-        for (chunk, file, rate), g in t.groupby(["chunk", "file", "link"], sort=True):
+        for (chunk, file, *_), g in t.groupby(["chunk", "file", "link", "fabric"], sort=True):
             g = g.sort_values("concurrency")
             name = f"chunk {_size(chunk)}" + (f" [{os.path.basename(file)}]" if files > 1 else "") \
-                + (f", link {rate}" if rate else "")
+                + network(g.iloc[0], ", ")
             ax.plot(g["concurrency"], g["gb_per_s"], marker="o", label=name)
         ax.set_xscale("log", base=2)
         ticks = sorted(t["concurrency"].unique())

@@ -33,19 +33,22 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from analysis import (after, carryover, causes, ceiling, fleet, gpu, html_page,  # noqa: E402
-                      noise, paired, peers, readers, remote, stats, touch, verdict)
+                      machine_figures, noise, paired, peers, readers, remote, stats, touch,
+                      verdict)
 from analysis.results import (EXEC, GROUP, REPLICATED, UNVERIFIED_MARK,  # noqa: E402
-                              Results, ResultsError, guard, json_default, load,
+                              Results, ResultsError, guard, json_default, load, network,
                               problems_md, ratio_text, spec_label)
 
 # The published cold-start table `reference-table` reproduces: seconds and peak RSS (GB) for a
 # 14 GB file, on another machine.
 PUBLISHED = {"fread": (26.0, 18.0), "mmap": (10.0, 14.0), "mmap_seq": (8.0, 14.0)}
 
-# Probe ceilings drawn as reference lines on throughput plots: (key in env.probe.ceilings, label).
+# The probe's figures drawn as reference lines on the throughput plots: (model.FIGURES' name,
+# label), read as the machines report reads them (machine_figures.from_env), so that the device
+# is one number in both: the probe's fastest read recipe, `device_limit`.
 CEILINGS = {
-    "cold": [("cold_buffered_read", "device, buffered"), ("cold_direct_read", "device, O_DIRECT")],
-    "warm": [("warm_read", "page cache read"), ("memcpy", "memcpy")],
+    "cold": [("device_gb_per_s", "device")],
+    "warm": [("page_cache_gb_per_s", "page cache read"), ("memcpy_gb_per_s", "memcpy")],
 }
 
 
@@ -117,8 +120,7 @@ def label(row: pd.Series, files: int) -> str:
         text += f" {row['pattern']}"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{gib(row['memory_limit_bytes'])}"
-    if row.get("link"):
-        text += f" link {row['link']}"
+    text += network(row, " ")
     if files > 1:
         text += f" [{os.path.basename(row['file'])}]"
     return text
@@ -188,14 +190,14 @@ def memory_md(table: pd.DataFrame, files: int) -> str:
 
 def plot_throughput(table: pd.DataFrame, env: dict, figs: Figures) -> None:
     files = table["file"].nunique()
-    ceilings = env.get("probe", {}).get("ceilings", {})
+    figures = machine_figures.from_env(env, "").figures
     for cache in [c for c in ("cold", "warm") if c in set(table["cache"])]:
         t = table[table["cache"] == cache].sort_values("gb_per_s")
         fig, ax = plt.subplots(figsize=(8, 0.35 * len(t) + 2))
         ax.barh([label(r, files) for _, r in t.iterrows()], t["gb_per_s"], color="#4c72b0")
         drawn = []
         for key, name in CEILINGS[cache]:
-            gbps = (ceilings.get(key) or {}).get("gb_per_s")
+            gbps = figures.get(key)
             if gbps:
                 ax.axvline(gbps, linestyle="--", color="grey")
                 ax.text(gbps, len(t) - 0.5, f" {name}\n {gbps:.2f} GB/s", fontsize=8, va="top")
@@ -590,15 +592,14 @@ READERS_INTRO = (
 
 
 def series_name(row: pd.Series, files: int) -> str:
-    """A summary row's strategy, with its file and memory limit where they tell rows apart."""
+    """A summary row's strategy, with its file, memory limit and link or fabric where they
+    tell rows apart."""
     text = spec_label(row)
     if files > 1:
         text += f" [{os.path.basename(row['file'])}]"
     if row["memory_limit_bytes"] > 0:
         text += f" ≤{gib(row['memory_limit_bytes'])}"
-    if row.get("link"):
-        text += f" link {row['link']}"
-    return text
+    return text + network(row, " ")
 
 
 def figure_cell(value, fmt: str) -> str:

@@ -38,11 +38,14 @@ from analysis import schema
 # creator and attacher do different work: "" for runs without one), one cache state, one file,
 # one number of workers (readers), one read pattern (what each reader loads), one memory limit,
 # one network link (`link`: the shaped link's rate as the experiment wrote it, "1gbit",
-# "unshaped"; "" for records without one, every folder from before links).
+# "unshaped"; "" for records without one, every folder from before links), one cluster's fabric
+# (`fabric`: the [cluster] rates the run ran under, its record's `nic` and `uplink`, in words
+# by `fabric`; "" for records without them, every run outside a cluster): a resumed cluster
+# experiment whose sessions ran under other rates reuses the reps, and its rounds never pool.
 GROUP = ["strategy_spec", "role", "cache", "file", "procs", "pattern", "memory_limit_bytes",
-         "link"]
+         "link", "fabric"]
 # What every strategy of a round shares: the runs of one rep of a condition are a round.
-CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes", "link"]
+CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes", "link", "fabric"]
 # The read pattern of a record without one: every reader loads the whole model (a single
 # reader's records, and those from before patterns, have none).
 REPLICATED = "replicated"
@@ -210,6 +213,22 @@ def role(details) -> str:
     if isinstance(details, dict) and isinstance(details.get("role"), str):
         return details["role"]
     return ""
+
+
+def fabric(nic, uplink) -> str:
+    """A cluster run's fabric in words, from its record's [cluster] rates as the experiment
+    wrote them: `nic 200mbit, uplink 400mbit`; "" for a record with neither."""
+    return ", ".join(f"{name} {rate}" for name, rate in (("nic", nic), ("uplink", uplink))
+                     if isinstance(rate, str) and rate)
+
+
+def network(row, lead: str) -> str:
+    """The network a condition's runs crossed, as its labels show it after `lead`: its shaped
+    link (`link 1gbit`) or its cluster's fabric (`nic 200mbit, uplink 400mbit`); "" for
+    neither (a row without them, or with a null there), so that its label reads as before."""
+    link, rates = (row.get(k) if isinstance(row.get(k), str) else "" for k in ("link", "fabric"))
+    text = ", ".join(p for p in (f"link {link}" if link else "", rates) if p)
+    return lead + text if text else ""
 
 
 def has_flag(flags, flag: str) -> bool:
@@ -380,9 +399,10 @@ def _read_env(folder: str, problems: list[Problem]) -> dict:
 
 def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     """The records with what older ones lack filled in: one reader, no memory limit, the
-    replicated pattern (always, for a single reader), no link (""), the strategy as its spec,
-    the role from details, and null for any other field of schema.RECORD that is no object, so
-    that every such column exists."""
+    replicated pattern (always, for a single reader), no link and no fabric (""; a cluster
+    run's `fabric` its `nic` and `uplink` in words), the strategy as its spec, the role from
+    details, and null for any other field of schema.RECORD that is no object, so that every
+    such column exists."""
     for column in schema.COLUMNS:
         records[column] = _column(records, column)
     for column, default in (("procs", 1), ("memory_limit_bytes", 0)):
@@ -390,8 +410,9 @@ def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     # A read pattern says what each of several readers loaded: a single reader loads it all.
     records["pattern"] = _column(records, "pattern").where(records["procs"] > 1).fillna(
         REPLICATED)
-    # A string, so that groupby keeps the records without a link.
+    # Strings, so that groupby keeps the records without a link or a fabric.
     records["link"] = _column(records, "link").fillna("")
+    records["fabric"] = [fabric(n, u) for n, u in zip(records["nic"], records["uplink"])]
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
     records["role"] = _column(records, "details").map(role)
     records["timed"] = _column(records, "exec").map(timed)

@@ -48,9 +48,12 @@ RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
                          "profile_error", "started_at", "ended_at", "read_as", "link",
-                         "strategy_flags"]},
+                         "strategy_flags",
+                         # A cluster run's [cluster] rates, as the experiment wrote them.
+                         "nic", "uplink"]},
+    # session: a cluster run's index into env.json `sessions`, whose `cluster` it ran on.
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks", "nodes",
-                            "memory_limit_bytes"]},
+                            "memory_limit_bytes", "session"]},
     **{k: NUMBER for k in _SECONDS + _COUNTS},
     "cache": frozenset({"cold", "warm"}),  # a run of another is in no table
     "checksum_ok": BOOLEAN,
@@ -95,6 +98,11 @@ _STABILITY = {
 _FILE = {"path": TEXT, "tensor_bytes": INTEGER}
 _END = {"dev": SCALAR, "address": SCALAR, "mtu": NUMBER}
 # A shaped link (veth pair into a network namespace, tc TBF): what analysis/link.py shows.
+# A cluster on one machine (harness/net/cluster.h): what analysis/fleet.py reads.
+_CLUSTER = {"nodes": INTEGER, "nic": TEXT, "uplink": TEXT, "nic_bits_per_s": NUMBER,
+            "uplink_bits_per_s": NUMBER, "cores": NUMBER,
+            "links": [{"name": TEXT, "rate": TEXT, "bits_per_s": NUMBER,
+                       "iperf3": {"down_bits_per_s": NUMBER, "up_bits_per_s": NUMBER}}]}
 _LINK = {"rates": [TEXT], "netns": SCALAR, "client": _END, "server": _END, "shaping": SCALAR,
          "rtt_ms": {"median": NUMBER, "min": NUMBER, "max": NUMBER},
          "delay": {"asked": SCALAR, "applied": BOOLEAN, "why": SCALAR},
@@ -122,18 +130,16 @@ ENV = {
                "auto": {"target": NUMBER, "budget_s": NUMBER, "min_rounds": SCALAR,
                         "max_rounds": SCALAR}},
     "stability": _STABILITY,
-    "sessions": [{"started_at": SCALAR, "stability": _STABILITY, "system_tuned": BOOLEAN}],
+    # Each session's own cluster: a resumed cluster experiment makes and measures it again.
+    "sessions": [{"started_at": SCALAR, "stability": _STABILITY, "system_tuned": BOOLEAN,
+                  "cluster": _CLUSTER}],
     "system": {"tuned": BOOLEAN, "page_reporting": TEXT, "damon_pageout": TEXT,
                "not_tuned_because": [TEXT], "tune": {"by": TEXT, "page_reporting": TEXT}},
     "file": _FILE,
     "files": [_FILE],
     "experiment_file": {"question": TEXT},
     "link": _LINK,
-    # A cluster on one machine (harness/net/cluster.h): what analysis/fleet.py reads.
-    "cluster": {"nodes": INTEGER, "nic": TEXT, "uplink": TEXT, "nic_bits_per_s": NUMBER,
-                "uplink_bits_per_s": NUMBER, "cores": NUMBER,
-                "links": [{"name": TEXT, "rate": TEXT, "bits_per_s": NUMBER,
-                           "iperf3": {"down_bits_per_s": NUMBER, "up_bits_per_s": NUMBER}}]},
+    "cluster": _CLUSTER,  # the latest session's
 }
 ADAPTIVE = {
     "target": NUMBER, "budget_s": NUMBER, "elapsed_s": NUMBER,

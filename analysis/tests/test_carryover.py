@@ -30,7 +30,10 @@ def with_after(folder, slow_after_ceiling=1.0):
 @pytest.fixture
 def slowed(tmp_path):
     """12 exact rounds (no noise), cold and warm; in each cold round a ceiling read, then the
-    three strategies in an order rotated by the round; the run after the ceiling 1.5x slow."""
+    three strategies in an order rotated by the round; the run after the ceiling 1.5x slow.
+    Exact: without noise or drift every time is its spec's times exp(0) and 1 ** x, both
+    exactly 1 on every libm (C's Annex F), so that the medians and ratios the tests below
+    compare with == are sums, halves and quotients of whole and half numbers, exact in binary."""
     write_rounds(tmp_path, rounds=12, sigma=0.0)
     with_after(tmp_path, 1.5)
     return results.load(str(tmp_path))

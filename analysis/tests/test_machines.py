@@ -3,18 +3,21 @@ match (one machine tuned and untuned is two, named by the setting; another CPU i
 machine, and a pool's figures are the median of its folders' probes); finds a planted order flip
 between two machines and calls it sure with each machine's paired ratio, while a swap of two
 near-equal medians is reported but not sure; measures each strategy against its own machine's
-limit (the probe's device cold, its page cache read warm) and ranks the fastest 1; the model
-(analysis/model.py) gives hand-computed times for rows of every kind and says why it gives none;
-`--predict` prices each row on a machine given by its figures, an env.json or a folder; a
-folder without the probe is still reported and names `make probe`; bad input is one line and
-exit 2; and the committed reference folder against itself untuned is two machines. The cases
-at the end were once wrong: one file name at two sizes, the GPU's name, a flip without an
-interval in machines.json (strict JSON), and a folder that does not say whether it was tuned."""
+limit (the probe's device cold, and warm where O_DIRECT read storage, the same figure the main
+report draws; its page cache read warm; a link's ceiling through a server, named beside the
+local rows' limit) by the bytes all of a run's readers delivered, marks a share above 1 and
+says why, and ranks the fastest 1; the model (analysis/model.py) gives hand-computed times for
+rows of every kind and says why it gives none; `--predict` prices each row on a machine given
+by its figures, an env.json or a folder; a folder without the probe is still reported and
+names `make probe`; bad input is one line and exit 2; and the committed reference, tuned
+against untuned, flips owned and fread surely, while against itself twice as slow nothing
+flips. The cases at the end were once wrong: one file name at two sizes, the GPU's name, a flip
+without an interval in machines.json (strict JSON), and a folder that does not say whether it
+was tuned."""
 
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 
@@ -22,7 +25,7 @@ import numpy as np
 import pytest
 
 from analysis import machine_figures as mf
-from analysis import machines, model
+from analysis import machines, model, report
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIZE = 2 * 10**9
@@ -82,6 +85,11 @@ def folder(path, e, times, rounds=8, caches=("cold",), sigma=0.0, seed=0, file=F
                 t = times[spec][rep] if isinstance(times[spec], list) else times[spec]
                 wall = t * float(np.exp(rng.normal(0, sigma)))
                 records.append(record(len(records), spec, cache, rep, k, wall, file, size))
+    return write_folder(path, e, records)
+
+
+def write_folder(path, e, records):
+    """A results folder of `records` and env.json `e`."""
     os.makedirs(path)
     with open(os.path.join(path, "runs.jsonl"), "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in records)
@@ -182,6 +190,107 @@ def test_share_is_bytes_over_median_over_the_machines_limit_and_rank_1_the_faste
     assert warm["share"] == pytest.approx(0.16)
     assert mmap["share"] == pytest.approx(0.4)
     assert (cold["rank"], mmap["rank"]) == (1, 2)
+
+
+def readers_records(pattern, round_s, rounds=6):
+    """Rounds of 4 warm fread readers released together, each with its part by `pattern`
+    (tp: a quarter of the model; replicated: all of it), the slowest ending `round_s` after
+    the start."""
+    part = SIZE // 4 if pattern == "tp" else SIZE
+    out = []
+    for rep in range(rounds):
+        for k in range(4):
+            r = record(len(out), "fread", "warm", rep, 0, round_s * (0.85 + 0.05 * k), FILE,
+                       SIZE)
+            r.update(procs=4, proc=k, pattern=pattern, tensor_bytes=part,
+                     load_start_unix_s=1000.0 + 100 * rep)
+            out.append(r)
+    return out
+
+
+def test_a_run_of_several_readers_is_measured_by_the_bytes_all_its_readers_delivered(tmp_path):
+    # The issue's run: 4 warm tp readers deliver the model at 6.53 GB/s against a page cache
+    # read of 11.78 GB/s: 0.554 of it, where one reader's quarter gave 0.138. 4 replicated
+    # readers deliver it 4 times, as a fleet's nodes do.
+    e = env(probe={**PROBE, "warm_read": {"gb_per_s": 11.78}})
+    tp = machines.open_machines([write_folder(tmp_path / "tp", e, readers_records(
+        "tp", SIZE / 6.53e9))])[0].table.iloc[0]
+    assert tp["share"] == pytest.approx(6.53 / 11.78, rel=1e-9)
+    assert tp["run_bytes"] == SIZE and tp["bytes"] == SIZE / 4  # the model's: one reader's
+    replicated = machines.open_machines([write_folder(tmp_path / "rep", e, readers_records(
+        "replicated", 4 * SIZE / 6.53e9))])[0].table.iloc[0]
+    assert replicated["share"] == pytest.approx(6.53 / 11.78, rel=1e-9)
+    assert replicated["run_bytes"] == 4 * SIZE
+
+
+def test_the_device_is_one_number_in_the_machines_report_and_the_main_report(tmp_path):
+    # A probe whose buffered and O_DIRECT reads differ from its fastest recipe, device_limit.
+    probe = {**PROBE, "cold_buffered_read": {"gb_per_s": 3.0},
+             "cold_direct_read": {"gb_per_s": 1.0}}
+    a = folder(tmp_path / "a", env(probe=probe), {"fread": 1.25, "mmap": 2.5})
+    [m] = machines.open_machines([a])
+    assert row_of(m, "fread")["limit_gb_per_s"] == 2.0
+    report.build(a)
+    md = open(os.path.join(a, "report.md")).read()
+    caption = next(x for x in md.splitlines() if x.startswith("*Cold throughput"))
+    assert "the probe's device 2.00 GB/s" in caption and "buffered" not in caption, caption
+
+
+def test_a_share_above_1_is_marked_and_says_why(tmp_path):
+    # Warm, mmap maps the cached file at 20 GB/s, twice the page cache read it copies nothing
+    # of; cold, fread's 2.5 GB/s passes the probe's device figure of 2.
+    a = folder(tmp_path / "a", env(), {"mmap": 0.1, "fread": 0.8}, caches=("cold", "warm"))
+    machines.build([a], str(tmp_path / "out"))
+    md = (tmp_path / "out" / "machines.md").read_text()
+    rows = [x for x in md.splitlines() if x.startswith(("| mmap | 0.100", "| fread | 0.800"))]
+    assert "| mmap | 0.100 | 2.00 ⚠ | 1 |" in rows and "| fread | 0.800 | 1.25 ⚠ | 2 |" in rows, \
+        rows
+    assert ("⚠ box: mmap (20 GB/s) passed the page cache read (10 GB/s): they map the cached "
+            "file and copy nothing") in md
+    assert ("⚠ box: mmap (20 GB/s), fread (2.5 GB/s) passed the device (2 GB/s): that figure is "
+            "not this machine's limit for them") in md
+    assert "| fread | 0.800 | 0.25 | 2 |" in md  # warm fread, 0.25 of the page cache's
+
+
+def test_a_warm_odirect_row_that_read_storage_is_measured_against_the_device(tmp_path):
+    a = folder(tmp_path / "a", env(), {"fread": 1.0, "odirect": 1.6, "io_uring": 1.0},
+               caches=("warm",))
+    lines = open(os.path.join(a, "runs.jsonl")).read().splitlines()
+    records = [json.loads(x) for x in lines]
+    for r in records:  # odirect read the file from storage though it was cached
+        r["read_bytes"] = SIZE if r["strategy"] == "odirect" else 0
+        if r["strategy"] == "io_uring":  # may use O_DIRECT; here it read the page cache
+            r["strategy_flags"] = "eager,allocates,direct-io"
+    write_folder(tmp_path / "b", env(), records)
+    [m] = machines.open_machines([str(tmp_path / "b")])
+    odirect, io_uring = row_of(m, "odirect", "warm"), row_of(m, "io_uring", "warm")
+    assert (odirect["limit"], odirect["share"]) == ("device", pytest.approx(2e9 / 1.6 / 2e9))
+    assert io_uring["limit"] == "page cache read"
+    assert model.stages(odirect)[0][0] == "device"  # as the model prices it
+    machines.build([str(tmp_path / "b")], str(tmp_path / "out"))
+    said = next(x for x in (tmp_path / "out" / "machines.md").read_text().splitlines()
+                if "Limits:" in x)
+    assert "Limits: box: page cache read 10 GB/s, but device 2 GB/s for odirect." in said, said
+
+
+def test_the_limits_line_names_each_rows_own_limit_where_local_and_remote_rows_mix(tmp_path):
+    # A [link] experiment: fread reads the local file, http_get the same bytes through the
+    # server over the 1gbit link, in the same rounds; the link's ceiling 0.1175 GB/s.
+    records = []
+    for rep in range(6):
+        records.append({"run_id": f"c{rep}", "strategy": "link_ceiling",
+                        "strategy_spec": "link_ceiling", "file": FILE, "cache": "cold",
+                        "rep": rep, "position": 0, "link": "1gbit", "status": "ok",
+                        "gb_per_s": 0.1175, "wall_s": 3.0})
+        for k, (spec, wall) in enumerate((("fread", 1.0), ("http_get", 20.0))):
+            records.append({**record(len(records), spec, "cold", rep, k + 1, wall, FILE, SIZE),
+                            "link": "1gbit"})
+    [m] = machines.open_machines([write_folder(tmp_path / "a", env(), records)])
+    assert row_of(m, "http_get")["share"] == pytest.approx(0.1 / 0.1175, rel=1e-9)
+    machines.build([str(tmp_path / "a")], str(tmp_path / "out"))
+    said = next(x for x in (tmp_path / "out" / "machines.md").read_text().splitlines()
+                if "Limits:" in x)
+    assert "Limits: box: device 2 GB/s, but link 1gbit 0.117 GB/s for http_get." in said, said
 
 
 # --- the model --------------------------------------------------------------------------------
@@ -392,20 +501,47 @@ def test_build_writes_every_page_and_figure(tmp_path):
     assert page.count("<figure><img") == 2 and "<strong>Order flips between a and b</strong>" in page
 
 
-def test_the_reference_folder_against_itself_untuned_is_two_machines(tmp_path):
-    source = os.path.join(REPO, "results", "reference", "quick")
-    for name, tuned in (("tuned", True), ("untuned", False)):
-        os.makedirs(tmp_path / name)
-        shutil.copy(os.path.join(source, "runs.jsonl"), tmp_path / name)
-        with open(os.path.join(source, "env.json")) as f:
-            e = json.load(f)
-        e["system"]["tuned"] = tuned
-        (tmp_path / name / "env.json").write_text(json.dumps(e))
-    built = machines.build([str(tmp_path / "tuned"), str(tmp_path / "untuned")],
+def reference_copy(folder, name, tuned, scale=1.0):
+    """The committed reference folder `name` copied to `folder` as a run `tuned` or not, every
+    time of its records times `scale`."""
+    source = os.path.join(REPO, "results", "reference", name)
+    with open(os.path.join(source, "runs.jsonl")) as f:
+        records = [json.loads(line) for line in f]
+    for r in records:
+        r["wall_s"] = r["wall_s"] * scale if r.get("wall_s") else r.get("wall_s")
+    with open(os.path.join(source, "env.json")) as f:
+        e = json.load(f)
+    e["system"]["tuned"] = tuned
+    return write_folder(folder, e, records)
+
+
+def test_the_reference_tuned_and_untuned_flips_where_owned_pays_for_reported_memory(tmp_path):
+    # The committed pair: warm, owned took 0.23x fread's time tuned and 2.66x untuned (the
+    # README's figures), a sure flip.
+    built = machines.build([reference_copy(tmp_path / "tuned", "quick", True),
+                            reference_copy(tmp_path / "untuned", "quick-untuned", False)],
                            str(tmp_path / "out"))
     assert [m.label for m in built["machines"]] == ["vm (tuned)", "vm (untuned)"]
-    assert built["flips"].empty  # the same runs: no order differs
+    f = built["flips"]
+    owned = f[(f["cache"] == "warm") & (f["first"] == ("owned", ""))
+              & (f["second"] == ("fread", ""))]
+    assert len(owned) == 1 and owned.iloc[0]["sure"], f[["cache", "first", "second", "sure"]]
+    assert owned.iloc[0]["a"]["ratio"] == pytest.approx(0.23, abs=0.005)
+    assert owned.iloc[0]["b"]["ratio"] == pytest.approx(2.66, abs=0.005)
     assert not built["families"].empty
+
+
+def test_the_reference_against_itself_twice_as_slow_has_no_flip(tmp_path):
+    # Every time doubled on the "untuned" machine: each pair's order and paired ratio are the
+    # same on both, so nothing flips though every median differs.
+    built = machines.build([reference_copy(tmp_path / "tuned", "quick", True),
+                            reference_copy(tmp_path / "untuned", "quick", False, scale=2.0)],
+                           str(tmp_path / "out"))
+    tuned, untuned = built["machines"]
+    # A run's time is its end less its start, at 1.8e9 s since the epoch: rounded to 2.4e-7 s.
+    assert (untuned.table["median_s"].to_numpy()
+            == pytest.approx(2 * tuned.table["median_s"].to_numpy(), rel=0, abs=1e-6))
+    assert built["flips"].empty
 
 
 # --- cases that were once wrong ----------------------------------------------------------------
