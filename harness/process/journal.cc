@@ -182,6 +182,22 @@ bool ReadJournal(int dir, const std::string& name, JournalLines* out, std::strin
   return true;
 }
 
+// The names of the journals (PID-STARTTIME) in the folder `dir`.
+std::vector<std::string> JournalNames(int dir) {
+  std::vector<std::string> names;
+  DIR* d = ::fdopendir(::fcntl(dir, F_DUPFD_CLOEXEC, 0));
+  if (d == nullptr) return names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    const size_t dash = name.find('-');
+    if (dash != std::string::npos && dash > 0 && std::strtol(name.c_str(), nullptr, 10) > 0) {
+      names.push_back(name);
+    }
+  }
+  ::closedir(d);
+  return names;
+}
+
 }  // namespace
 
 std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
@@ -217,15 +233,11 @@ std::vector<StaleJournal> StaleJournals(std::vector<std::string>* refused) {
   std::vector<StaleJournal> out;
   std::string why;
   const UniqueFd dir = OpenFolder(/*create=*/false, &why);
-  DIR* d = dir.valid() ? ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0)) : nullptr;
-  if (d == nullptr) {
+  if (!dir.valid()) {
     if (!why.empty() && refused != nullptr) refused->push_back(why);
     return out;
   }
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
-    const size_t dash = name.find('-');
-    if (dash == std::string::npos || dash == 0) continue;
+  for (const std::string& name : JournalNames(dir.get())) {
     const long pid = std::strtol(name.c_str(), nullptr, 10);
     if (pid == ::getpid() || StillRuns(name)) continue;
     StaleJournal j{.name = name, .pid = pid, .owner = ::geteuid(), .outstanding = {}};
@@ -235,7 +247,6 @@ std::vector<StaleJournal> StaleJournals(std::vector<std::string>* refused) {
     }
     out.push_back(std::move(j));
   }
-  ::closedir(d);
   return out;
 }
 
@@ -269,25 +280,15 @@ JournalLines AncestorJournalListing(Leftover kind, const std::string& what) {
 JournalLines RunningJournalListing(Leftover kind, const std::string& what) {
   std::string why;
   const UniqueFd dir = OpenFolder(/*create=*/false, &why);
-  DIR* d = dir.valid() ? ::fdopendir(::fcntl(dir.get(), F_DUPFD_CLOEXEC, 0)) : nullptr;
-  JournalLines found;
-  while (d != nullptr && found.empty()) {
-    const dirent* e = ::readdir(d);
-    if (e == nullptr) break;
-    const std::string name = e->d_name;
-    const size_t dash = name.find('-');
-    const long pid = std::strtol(name.c_str(), nullptr, 10);
+  if (!dir.valid()) return {};
+  for (const std::string& name : JournalNames(dir.get())) {
     JournalLines lines;
-    if (dash == std::string::npos || pid <= 0 || !StillRuns(name) ||
-        !ReadJournal(dir.get(), name, &lines, &why)) {
-      continue;  // not a journal of a process that still runs
-    }
-    if (std::find(lines.begin(), lines.end(), std::pair{kind, what}) != lines.end()) {
-      found = std::move(lines);
+    if (StillRuns(name) && ReadJournal(dir.get(), name, &lines, &why) &&
+        std::find(lines.begin(), lines.end(), std::pair{kind, what}) != lines.end()) {
+      return lines;
     }
   }
-  if (d != nullptr) ::closedir(d);
-  return found;
+  return {};
 }
 
 Status MakeJournaledFolder(const std::string& prefix, std::string* dir) {
