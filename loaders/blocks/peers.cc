@@ -181,6 +181,9 @@ Status PeerMesh::Connect(int to, double deadline, UniqueFd* fd) {
     if (err == EINPROGRESS && (err = WaitFor(s.get(), POLLOUT, deadline)) == 0) {
       socklen_t len = sizeof err;
       if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    } else if (err == ETIMEDOUT) {  // WaitFor's: the deadline, not the kernel's own give-up
+      return Status::IOError(
+          fmt::format("node {} at {}:{}: no answer by the connect deadline", to, host, port));
     }
     uint64_t sent = 0;
     if (err == 0) {

@@ -232,12 +232,12 @@ def test_a_cold_command_that_sends_the_stored_checksum_unread_is_invalid(setup):
 
 
 def test_a_command_that_exits_at_once_is_timed_under_the_sample_interval(setup):
-    runs, _, _ = run_execs(setup, "quick", ["true=true"], "--sample-ms", "1000")
+    runs, _, _ = run_execs(setup, "quick", ["true=true"], "--sample-ms", "30000")
     r = runs["true"]
     assert r["status"] == "ok", r
-    # Seen when it exits, not at the next sample: under the sample interval (1 s), whatever the
-    # machine's load makes of `true`'s own few milliseconds.
-    assert r["wall_s"] < 1.0, r["wall_s"]
+    # Seen when it exits, not at the next sample: under the sample interval, 30 s, which leaves
+    # `true`'s own few milliseconds room for any machine's load.
+    assert r["wall_s"] < 30, r["wall_s"]
 
 
 def test_a_region_timed_command_ranks_its_own_done(setup):

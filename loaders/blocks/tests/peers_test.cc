@@ -328,18 +328,15 @@ TEST(PeerMesh, AConnectHonoursItsDeadline) {
   }
   std::vector<std::byte> buf(4096);
   PeerMesh mesh;
-  const double start = Now();
   const Status s =
       mesh.Open(Place(0, 2), {.port = kPort + 70, .to = {1}, .from = {}, .connect_s = 0.5},
                 buf.data(), buf.size(), Any(), [](const Chunk&) {});
-  const double took = Now() - start;
   for (int fd : queued) ::close(fd);
   ::close(full);
+  // Given up by the mesh's own deadline: the kernel's give-up (after about 127 s) would say
+  // "Connection timed out" instead.
   EXPECT_EQ(s.code(), Status::Code::kIOError) << s.message();
-  EXPECT_NE(s.message().find("node 1 at 127.0.0.1:29871"), std::string::npos) << s.message();
-  // The kernel gives up an unanswered handshake after about 127 s; the deadline is 0.5 s, and
-  // 30 s is slack for the slowest machine.
-  EXPECT_LT(took, 30.0);
+  EXPECT_EQ(s.message(), "node 1 at 127.0.0.1:29871: no answer by the connect deadline");
 }
 
 TEST(PeerMesh, APortPast65535IsRefused) {
