@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/gen/encoder.h"
+#include "harness/gen/generator.h"
 #include "loaders/format/model.h"
 
 namespace loadbench {
@@ -108,5 +110,51 @@ nlohmann::json ShardIndexJson(const std::vector<std::string>& tensor_names,
 }
 
 std::string ShardIndexText(const nlohmann::json& index) { return index.dump(2) + "\n"; }
+
+Status PlanShards(const GenOptions& opts, const GenEncoder& encoder, GenPlan* p) {
+  const std::vector<uint64_t>& sizes = p->layout.tensor_sizes;
+  std::vector<GenShard> shards;
+  if (opts.shards != 0) {
+    if (opts.shards > kMaxShards) {
+      return Status::BadInput(
+          fmt::format("shards {}: at most {} are supported", opts.shards, kMaxShards));
+    }
+    LB_RETURN_IF_ERROR(SplitByCount(sizes, opts.shards, &shards));
+  } else {
+    LB_RETURN_IF_ERROR(SplitBySize(sizes, opts.shard_size, &shards));
+  }
+  p->shards = std::move(shards);
+  const size_t n = p->shards.size();
+  p->total_bytes = 0;
+  std::vector<std::byte> head;
+  for (size_t k = 0; k < n; ++k) {
+    GenShard& s = p->shards[k];
+    s.path = ShardPath(opts.out_path, opts.format, k, n);
+    const std::vector<WlfTensorSpec> tensors = ShardTensors(*p, s);
+    LB_RETURN_IF_ERROR(encoder.EncodeHead(*p, {&tensors, 0, k, 0}, &s.layout, &head));
+    p->total_bytes += s.layout.file_size;
+  }
+  if (!encoder.indexed()) {
+    p->model_path = p->shards[0].path;
+    return Status::Ok();
+  }
+  p->index_path = IndexPath(opts.out_path);
+  p->model_path = p->index_path;
+  p->index_bytes = ShardIndexText(PlanIndexJson(*p, 0)).size();
+  p->total_bytes += p->index_bytes;
+  return Status::Ok();
+}
+
+std::vector<WlfTensorSpec> ShardTensors(const GenPlan& plan, const GenShard& s) {
+  const auto begin = plan.model.tensors.begin() + static_cast<ptrdiff_t>(s.first_tensor);
+  return {begin, begin + static_cast<ptrdiff_t>(s.tensor_count)};
+}
+
+nlohmann::json PlanIndexJson(const GenPlan& plan, uint64_t model_checksum) {
+  std::vector<std::string> names;
+  names.reserve(plan.model.tensors.size());
+  for (const WlfTensorSpec& t : plan.model.tensors) names.push_back(t.name);
+  return ShardIndexJson(names, plan.shards, plan.model.tensor_bytes, model_checksum, plan.spec_id);
+}
 
 }  // namespace loadbench

@@ -1,8 +1,9 @@
 // A generated model in shards, as the real tools ship them: the split of the tensor list into
 // contiguous shards (by count, balancing bytes, or by a largest shard size as Hugging Face's
 // max_shard_size), the file names (NAME-00001-of-0000N.EXT), and the index of the
-// safetensors and WLF forms (NAME.EXT.index.json, Hugging Face's shape). GGUF has no index:
-// its splits carry llama.cpp's split.* keys (see generator.cc).
+// safetensors and WLF forms (NAME.EXT.index.json, Hugging Face's shape), and the plan of a
+// sharded model's files. GGUF has no index: its splits carry llama.cpp's split.* keys (see
+// gguf_encoder.cc). sharded.cc writes them.
 #pragma once
 
 #include <cstddef>
@@ -14,8 +15,13 @@
 
 #include "loaders/base/status.h"
 #include "loaders/format/tensor_table.h"
+#include "loaders/format/wlf.h"
 
 namespace loadbench {
+
+struct GenOptions;
+struct GenPlan;
+class GenEncoder;
 
 // The most shards a model may have: five digits in the name, and GGUF's split.count is a u16.
 inline constexpr uint64_t kMaxShards = 65535;
@@ -59,5 +65,18 @@ nlohmann::json ShardIndexJson(const std::vector<std::string>& tensor_names,
 // The index's text as written: ShardIndexJson indented by 2, and a newline. Its length does
 // not depend on the checksum (16 hex digits).
 std::string ShardIndexText(const nlohmann::json& index);
+
+// The sharding of a plan, at most one of opts.shards and opts.shard_size given: splits the
+// model's tensors into shards as the options say and plans each shard's file (its path and
+// its layout, as `encoder` lays it out), the index, the model's path and the bytes of every
+// file. kBadInput names a sharding that cannot be.
+Status PlanShards(const GenOptions& opts, const GenEncoder& encoder, GenPlan* plan);
+
+// The tensors of shard `s` of `plan`, in order.
+std::vector<WlfTensorSpec> ShardTensors(const GenPlan& plan, const GenShard& s);
+
+// The index of a sharded plan with the model's checksum `model_checksum` (ShardIndexJson of
+// its tensors' names, its shards, its tensor bytes and its spec id).
+nlohmann::json PlanIndexJson(const GenPlan& plan, uint64_t model_checksum);
 
 }  // namespace loadbench

@@ -3,7 +3,6 @@
 #include "harness/probe/read_recipes.h"
 
 #include <fcntl.h>
-#include <liburing.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
 #include "loaders/base/units.h"
+#include "loaders/blocks/ring_reads.h"
 
 namespace loadbench::probe {
 namespace {
@@ -79,73 +79,41 @@ Status MapBuffer(uint64_t len, Mapping* out) {
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
-// One job's O_DIRECT reads: its pieces in blocks, queue_depth of them in flight in its ring,
-// slot i reading into buf + i * block. A file's last block is asked for rounded up to the
-// alignment and reads short, to the file's end. Short reads are requeued for the rest,
-// -EAGAIN and -EINTR retried. After an error or an interrupt nothing more is queued, but every
-// request in flight is still reaped.
+// One job's O_DIRECT reads, by the ring read loop (loaders/blocks/ring_reads.h): its pieces
+// in blocks, queue_depth of them in flight in its ring, slot i reading into buf + i * block.
+// A file's last block is asked for rounded up to the alignment and reads short, to the file's
+// end. After an error or an interrupt nothing more is queued, but every request in flight is
+// still reaped.
 Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, uint64_t align,
                  const BlockSink& sink, Job* job) {
-  struct Request {
-    size_t file;
-    uint64_t offset, len, done;
-  };
-  std::vector<Request> slots(rc.queue_depth);
+  std::vector<size_t> files(rc.queue_depth);  // by slot: the file its read is of
   size_t piece = 0;
   uint64_t next = job->pieces.empty() ? 0 : job->pieces[0].begin;
-  unsigned in_flight = 0;
-  io_uring* ring = job->ring.get();
-  auto queue = [&](size_t slot) {
-    const Request& r = slots[slot];
-    io_uring_sqe* sqe = ::io_uring_get_sqe(ring);  // the ring has an entry per slot
-    ::io_uring_prep_read(sqe, job->fds[r.file],
-                         job->buf.mutable_data() + slot * rc.block_bytes + r.done,
-                         static_cast<unsigned>(RoundUp(r.len - r.done, align)), r.offset + r.done);
-    ::io_uring_sqe_set_data64(sqe, slot);
-    ++in_flight;
-  };
-  auto queue_next = [&](size_t slot) {
+  const RingSource blocks = [&](size_t slot, RingRead* read) {
+    if (Interrupted()) return false;
     while (piece < job->pieces.size() && next >= job->pieces[piece].end) {
       if (++piece < job->pieces.size()) next = job->pieces[piece].begin;
     }
-    if (piece == job->pieces.size()) return;
+    if (piece == job->pieces.size()) return false;
     const Piece& p = job->pieces[piece];
-    slots[slot] = {p.file, next, std::min(rc.block_bytes, p.end - next), 0};
-    next += slots[slot].len;
-    queue(slot);
+    const uint64_t len = std::min(rc.block_bytes, p.end - next);
+    files[slot] = p.file;
+    *read = {.fd = job->fds[p.file],
+             .offset = next,
+             .dst = job->buf.mutable_data() + slot * rc.block_bytes,
+             .len = RoundUp(len, align),
+             .need = len,
+             .path = paths[p.file]};
+    next += len;
+    return true;
   };
-  for (size_t slot = 0; slot < slots.size(); ++slot) queue_next(slot);
-  Status error;
-  while (in_flight > 0) {
-    if (const int ret = ::io_uring_submit_and_wait(ring, 1); ret < 0 && ret != -EINTR) {
-      return Status::IOErrorFromErrno("io_uring_enter", -ret);
-    }
-    io_uring_cqe* cqe = nullptr;
-    while (::io_uring_peek_cqe(ring, &cqe) == 0) {
-      const auto slot = static_cast<size_t>(::io_uring_cqe_get_data64(cqe));
-      const int res = cqe->res;
-      ::io_uring_cqe_seen(ring, cqe);
-      --in_flight;
-      Request& r = slots[slot];
-      if (res == -EAGAIN || res == -EINTR) {
-        queue(slot);
-      } else if (res <= 0) {
-        if (error.ok()) {
-          const std::string read = fmt::format("{}: read of {} bytes at offset {}", paths[r.file],
-                                               r.len - r.done, r.offset + r.done);
-          error = res < 0 ? Status::IOErrorFromErrno(read, -res)
-                          : Status::IOError(read + ": end of file");
-        }
-      } else if (r.done = std::min(r.len, r.done + static_cast<uint64_t>(res)); r.done < r.len) {
-        queue(slot);
-      } else {
-        if (sink) sink(r.file, r.offset, job->buf.data() + slot * rc.block_bytes, r.len);
-        if (error.ok() && !Interrupted()) queue_next(slot);
-      }
-    }
-  }
-  if (error.ok() && Interrupted()) return Status::Failed(kInterrupted);
-  return error;
+  const RingArrived seen = [&](size_t slot, const RingRead& read, uint64_t) {
+    if (sink) sink(files[slot], read.offset, read.dst, read.need);
+    return Status::Ok();
+  };
+  LB_RETURN_IF_ERROR(ReadRequests(
+      job->ring.get(), {.slots = rc.queue_depth, .align = align, .name = rc.name}, blocks, seen));
+  return Interrupted() ? Status::Failed(kInterrupted) : Status::Ok();
 }
 
 // posix_fadvise of [offset, offset + len) of `fd`, its error naming the file.

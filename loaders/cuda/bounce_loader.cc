@@ -14,6 +14,7 @@
 #include "loaders/base/file_io.h"
 #include "loaders/base/io_ring.h"
 #include "loaders/blocks/destination.h"
+#include "loaders/blocks/ring_reads.h"
 #include "loaders/cuda/device.h"
 
 namespace loadbench {
@@ -41,13 +42,13 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
                                           "buffer may have",
                                           path, chunk_));
     }
-    const uint64_t align = direct_ ? DirectIoAlignment(fd.get()) : 1;
-    if (chunk_ % align != 0) {
+    align_ = direct_ ? DirectIoAlignment(fd.get()) : 1;
+    if (chunk_ % align_ != 0) {
       return Status::BadInput(fmt::format(
           "{}: cuda_bounce: chunk={} is not a multiple of the {}-byte O_DIRECT alignment", path,
-          chunk_, align));
+          chunk_, align_));
     }
-    span_ = TensorSpan(table, align);
+    span_ = TensorSpan(table, align_);
     // Every byte up to here must arrive; an O_DIRECT span may reach past the end of the file.
     data_end_ = std::min(span_.end, table.file_size);
     packed_ = cuda::PackedOffsets(table);
@@ -114,8 +115,9 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     s.got = 0;
   }
 
-  // How a read of the slot's chunk that returned `res` bytes leaves it: done, more to ask for,
-  // or the file ended before its tensors did.
+  // How a pread of the slot's chunk that returned `res` bytes leaves it: done, more to ask for,
+  // or the file ended before its tensors did (the ring's reads follow the same rules in
+  // ReadRequests).
   Status Advance(Slot& s, ssize_t res, bool* done) {
     if (res < 0) {
       return Status::IOErrorFromErrno(fmt::format("{}: read of {} bytes at offset {}", path_,
@@ -127,7 +129,7 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     const uint64_t need = std::min(s.len, data_end_ - s.offset);
     *done = s.got >= need;
     if (*done) return Status::Ok();
-    if (res == 0 || (direct_ && res % 4096 != 0)) {
+    if (res == 0 || res % static_cast<ssize_t>(align_) != 0) {
       return Status::BadInput(
           fmt::format("{}: truncated: the file ends at offset {}, its tensors need it up to {}",
                       path_, s.offset + s.got, data_end_));
@@ -174,70 +176,43 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
     return Status::Ok();
   }
 
-  void Queue(io_uring* ring, size_t k) {
-    Slot& s = slots_[k];
-    io_uring_sqe* sqe = ::io_uring_get_sqe(ring);
-    ::io_uring_prep_read(sqe, fd_, s.buffer.get() + s.got, static_cast<unsigned>(s.len - s.got),
-                         s.offset + s.got);
-    ::io_uring_sqe_set_data64(sqe, k);
-  }
-
-  // A read in flight for every buffer: a finished read's pieces are queued for copying, and
-  // its buffer is read into again once they have left it, while the other reads go on.
+  // A read in flight for every buffer, by the ring read loop (blocks/ring_reads.h): a finished
+  // read's pieces are queued for copying, and its buffer is read into again once they have
+  // left it, while the other reads go on. Completions are handled one at a time, so that the
+  // wait for one buffer's copies does not hold back the next read of another.
   Status ReadRing(int fd) {
     IoRing ring;
     if (const int ret = ring.Init(static_cast<unsigned>(slots_.size())); ret < 0) {
       return Status::Unsupported(fmt::format("{}: {}", path_, RingSetupFailure(-ret)));
     }
-    fd_ = fd;
     uint64_t next = span_.begin;
-    size_t in_flight = 0;
-    for (size_t k = 0; k < slots_.size() && next < ReadEnd(); ++k, next += chunk_) {
-      Assign(slots_[k], next);
-      Queue(ring.get(), k);
-      ++in_flight;
-    }
-    Status failed;
-    while (in_flight > 0) {
-      ::io_uring_submit(ring.get());
-      io_uring_cqe* cqe = nullptr;
-      const int ret = ::io_uring_wait_cqe(ring.get(), &cqe);
-      if (ret == -EINTR) continue;
-      if (ret < 0) {
-        // Nothing can be reaped: the ring's teardown cancels what is left.
-        return Status::IOErrorFromErrno(path_ + ": io_uring_wait_cqe", -ret);
-      }
-      const size_t k = ::io_uring_cqe_get_data64(cqe);
-      const int res = cqe->res;
-      ::io_uring_cqe_seen(ring.get(), cqe);
-      --in_flight;
-      if (!failed.ok()) continue;  // draining: O_DIRECT reads target pinned buffers
+    const RingSource chunks = [&](size_t k, RingRead* read) {
+      if (next >= ReadEnd()) return false;
       Slot& s = slots_[k];
-      if (res == -EAGAIN || res == -EINTR) {
-        Queue(ring.get(), k);
-        ++in_flight;
-        continue;
-      }
-      bool done = false;
-      Status st = Advance(s, res, &done);
-      if (st.ok() && !done) {
-        Queue(ring.get(), k);
-        ++in_flight;
-        continue;
-      }
-      if (st.ok()) st = CopyOut(s);
-      if (st.ok() && next < ReadEnd()) {
-        st = Reuse(s);
-        if (st.ok()) {
-          Assign(s, next);
-          next += chunk_;
-          Queue(ring.get(), k);
-          ++in_flight;
-        }
-      }
-      if (!st.ok()) failed = st;
-    }
-    return failed;
+      Assign(s, next);
+      next += chunk_;
+      *read = {.fd = fd,
+               .offset = s.offset,
+               .dst = s.buffer.get(),
+               .len = s.len,
+               .need = std::min(s.len, data_end_ - s.offset),
+               .path = path_};
+      return true;
+    };
+    const RingArrived copy_out = [&](size_t k, const RingRead&, uint64_t got) -> Status {
+      Slot& s = slots_[k];
+      s.got = got;
+      LB_RETURN_IF_ERROR(CopyOut(s));
+      return next < ReadEnd() ? Reuse(s) : Status::Ok();
+    };
+    RingReadCounts counts;
+    const Status st =
+        ReadRequests(ring.get(),
+                     {.slots = slots_.size(), .align = align_, .reap_one = true, .name = path_},
+                     chunks, copy_out, &counts);
+    reads_ += counts.reads;
+    short_reads_ += counts.short_reads;
+    return st;
   }
 
   const size_t buffers_;
@@ -251,7 +226,7 @@ class CudaBounceLoader final : public cuda::DeviceLoader {
   std::vector<uint64_t> packed_;
   cuda::DeviceMemory device_;  // destroyed after the slots: their copies target it
   std::deque<Slot> slots_;
-  int fd_ = -1;
+  uint64_t align_ = 1;  // O_DIRECT's alignment; 1 without direct
   uint64_t reads_ = 0, short_reads_ = 0, copies_ = 0, copy_waits_ = 0, copied_bytes_ = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <stdexcept>
 
 #include <boost/endian/conversion.hpp>
@@ -137,6 +138,14 @@ std::vector<std::byte> ReadFileBytes(const std::string& path) {
 void WriteFileBytes(const std::string& path, const std::vector<std::byte>& bytes) {
   UniqueFd fd = OpenOrThrow(path, O_WRONLY | O_CREAT | O_TRUNC);
   PwriteAll(fd.get(), path, bytes.data(), bytes.size(), 0);
+}
+
+std::vector<std::byte> WriteRandom(const std::string& path, uint64_t size, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<std::byte> bytes(size);
+  for (std::byte& b : bytes) b = static_cast<std::byte>(gen());
+  WriteFileBytes(path, bytes);
+  return bytes;
 }
 
 void PatchBytes(const std::string& path, uint64_t offset, const void* data, size_t len) {

@@ -72,6 +72,8 @@ std::vector<WlfTensorSpec> OddTensors();
 std::vector<std::byte> ReadFileBytes(const std::string& path);
 // Creates or truncates `path` and writes `bytes`.
 void WriteFileBytes(const std::string& path, const std::vector<std::byte>& bytes);
+// A file of `size` pseudo-random bytes drawn from `seed`; returns them.
+std::vector<std::byte> WriteRandom(const std::string& path, uint64_t size, uint64_t seed);
 // Overwrites bytes at `offset` in an existing file (extending it when past the end).
 void PatchBytes(const std::string& path, uint64_t offset, const void* data, size_t len);
 // Overwrite a u32 / u64 at `offset`, little-endian unless `order` says big.

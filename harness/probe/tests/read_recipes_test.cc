@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -24,15 +23,6 @@ namespace loadbench::probe {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-// A file of `size` pseudo-random bytes drawn from `seed`.
-std::vector<std::byte> WriteRandom(const std::string& path, uint64_t size, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::vector<std::byte> bytes(size);
-  for (std::byte& b : bytes) b = static_cast<std::byte>(gen());
-  test::WriteFileBytes(path, bytes);
-  return bytes;
-}
 
 // Why O_DIRECT cannot be used on `path` (tmpfs refuses it); empty when it can.
 std::string NoDirectReason(const std::string& path) {
@@ -52,7 +42,7 @@ class ReadRecipesTest : public ::testing::Test {
     const uint64_t sizes[] = {9 * kRecipeMiB + 4097, kRecipeMiB - 3, 5};
     for (size_t i = 0; i < std::size(sizes); ++i) {
       paths_.push_back(File("f" + std::to_string(i)));
-      contents_.push_back(WriteRandom(paths_.back(), sizes[i], i + 1));
+      contents_.push_back(test::WriteRandom(paths_.back(), sizes[i], i + 1));
     }
   }
 
