@@ -111,15 +111,9 @@ struct PutFlags {
 int PutCommand(const PutFlags& f);
 
 struct WorkerFlags {
-  WorkerRequest req;
-  int result_fd = 1;
-  std::string counters = "none", expect_checksum = "none";
-  std::string part = "0/1";  // K/N: the part of the model this worker loads
-  // K/N: this worker is reader K of the run's N, which the strategy finds in its environment
-  // (LOADBENCH_READER: loaders/blocks/peers.h)
-  std::string reader = "0/1";
+  std::string request;  // the request as JSON (launch/request.h)
 };
-int WorkerCommand(WorkerFlags& f);
+int WorkerCommand(const WorkerFlags& f);
 
 // "loadbench CMD: message" on stderr; returns the status's exit code.
 int ReportError(const std::string& cmd, const Status& s);

@@ -452,18 +452,7 @@ CLI::App* AddPut(CLI::App& app, PutFlags* f) {
 CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   auto* cmd = app.add_subcommand("worker", "Internal: one load in a worker process");
   cmd->group("");
-  cmd->add_option("--file", f->req.file)->required();
-  cmd->add_option("--strategy", f->req.strategy)->required();
-  cmd->add_option("--result-fd", f->result_fd)->capture_default_str();
-  cmd->add_option("--counters", f->counters)->capture_default_str();
-  cmd->add_option("--hold-fd", f->req.hold_fd)->capture_default_str();
-  cmd->add_option("--expect-checksum", f->expect_checksum)->capture_default_str();
-  cmd->add_option("--pattern", f->req.pattern)->capture_default_str();
-  cmd->add_option("--part", f->part)->capture_default_str();
-  cmd->add_option("--reader", f->reader)->capture_default_str();
-  cmd->add_option("--profile-ctl-fd", f->req.profile_ctl_fd)->capture_default_str();
-  cmd->add_option("--profile-ack-fd", f->req.profile_ack_fd)->capture_default_str();
-  cmd->add_option("--start-fd", f->req.start_fd)->capture_default_str();
+  cmd->add_option("--request", f->request, "What it loads and how (JSON)")->required();
   return cmd;
 }
 

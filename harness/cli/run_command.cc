@@ -1,83 +1,104 @@
 // `loadbench run`: the strategies of --strategies on one file, cold and/or warm, in rounds. The
-// flags become an experiment in memory, which the executor runs like an experiment file.
+// flags become an experiment's tables (docs/experiments.md), read by the readers that read an
+// experiment file (harness/experiment/tables.h), and the executor runs the experiment like a
+// file's.
 #include <algorithm>
+#include <cstdint>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <toml++/toml.h>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/reps_options.h"
+#include "harness/experiment/tables.h"
 #include "harness/machine/counters.h"
 #include "harness/record/record.h"
 #include "harness/run/executor.h"
 #include "loaders/base/units.h"
-#include "loaders/use/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench::cli {
 namespace {
 
-// --exec and --exec-shell, after the strategies, each a point of its own.
-Status ExecStrategies(const RunFlags& f, Experiment* e, std::vector<std::string>* written) {
+// The flags as tables, and what the readers need to name them: each value's flag, each
+// point's text as written.
+struct FlagTables {
+  toml::table top;
+  ExperimentSource source;
+  std::vector<std::string> written;  // each point as given, before --consume and the like
+  std::vector<std::string> texts;    // each point's text, with them
+};
+
+// --exec and --exec-shell, after the strategies, each a [[strategy]] table of its own. A bad
+// label, or one used twice, is the reader's to refuse.
+Status ExecTables(const RunFlags& f, toml::array* strategies, FlagTables* out) {
   for (bool shell : {false, true}) {
     for (const std::string& text : shell ? f.exec_shell : f.exec) {
-      ExperimentStrategy point;
       ExecCommand c;
       LB_RETURN_IF_ERROR(ParseExecFlag(text, shell, &c));
-      point.spec = ExecSpec(c.label);
-      LB_RETURN_IF_ERROR(LabelOf(point.spec, &c.label));
-      for (const ExperimentStrategy& other : e->strategies) {
-        if (other.spec.text == point.spec.text) {
-          return Status::BadInput(fmt::format("--exec: label '{}' is used twice", c.label));
-        }
+      toml::table t{{"name", kExec}, {"label", c.label}};
+      if (shell) {
+        t.insert("shell", true);
+        t.insert("command", c.argv[0]);
+      } else {
+        toml::array argv;
+        for (const std::string& word : c.argv) argv.push_back(word);
+        t.insert("command", std::move(argv));
       }
-      point.exec = std::move(c);
-      written->push_back(point.spec.text);
-      e->strategies.push_back(std::move(point));
+      strategies->push_back(std::move(t));
+      out->written.push_back(ExecSpec(c.label).text);
+      out->texts.push_back(out->written.back());
     }
   }
-  if (e->strategies.empty()) {
+  if (strategies->empty()) {
     return Status::BadInput("--strategies none: nothing to run without --exec or --exec-shell");
   }
   return Status::Ok();
 }
 
-// The strategy points, with --consume and the like joined to every one that does not set them;
-// `written` gets each as given.
-Status Strategies(const RunFlags& f, Experiment* e, std::vector<std::string>* written) {
+// The strategy points, with --consume and the like joined to every one that does not set them,
+// each a [[strategy]] table that keeps its text as written.
+Status StrategyTables(const RunFlags& f, FlagTables* out) {
   std::vector<StrategySpec> specs;
   if (f.strategies != "none") LB_RETURN_IF_ERROR(ParseStrategyList(f.strategies, &specs));
+  out->top.insert("strategy", toml::array{});
+  toml::array* strategies = out->top.get_as<toml::array>("strategy");
   for (StrategySpec& spec : specs) {
-    written->push_back(spec.text);
+    out->written.push_back(spec.text);
     for (const auto& [name, value] : f.use) {
       if (value.empty() || spec.options.count(name)) continue;
       spec.options[name] = value;
       spec.text += fmt::format(":{}={}", name, value);
     }
-    ExperimentStrategy point;
-    point.spec = std::move(spec);
-    e->strategies.push_back(std::move(point));
+    toml::table t{{"name", spec.name}};
+    for (const auto& [k, v] : spec.options) t.insert(k, v);
+    if (!spec.via.empty()) t.insert("via", spec.via);
+    strategies->push_back(std::move(t));
+    out->source.written[&strategies->back()] = spec.text;
+    out->texts.push_back(spec.text);
   }
-  return ExecStrategies(f, e, written);
+  return ExecTables(f, strategies, out);
 }
 
 // --baseline names a strategy as written in --strategies, before --consume and the like join
 // it; by default fread when listed as such, else the first.
-Status Baseline(const RunFlags& f, const std::vector<std::string>& written, Experiment* e) {
-  std::vector<std::string> specs;
-  for (const auto& s : e->strategies) specs.push_back(s.spec.text);
+Status Baseline(const RunFlags& f, const FlagTables& t, std::string* out) {
+  const std::vector<std::string>& written = t.written;
+  const std::vector<std::string>& specs = t.texts;
   if (f.baseline.empty()) {
-    e->baseline = specs.empty() ? "" : specs[0];
+    *out = specs.empty() ? "" : specs[0];
     for (size_t i = 0; i < specs.size(); ++i) {
-      if (written[i] == "fread") e->baseline = specs[i];
+      if (written[i] == "fread") *out = specs[i];
     }
     return Status::Ok();
   }
   const auto it = std::find(written.begin(), written.end(), f.baseline);
   if (it != written.end()) {
-    e->baseline = specs[static_cast<size_t>(it - written.begin())];
+    *out = specs[static_cast<size_t>(it - written.begin())];
   } else if (std::find(specs.begin(), specs.end(), f.baseline) != specs.end()) {
-    e->baseline = f.baseline;
+    *out = f.baseline;
   } else {
     return Status::BadInput(fmt::format("--baseline '{}' is not one of --strategies ({})",
                                         f.baseline, fmt::join(written, ",")));
@@ -85,45 +106,75 @@ Status Baseline(const RunFlags& f, const std::vector<std::string>& written, Expe
   return Status::Ok();
 }
 
-// The experiment the flags describe: one given file, one procs count, one memory limit.
-Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
-  std::vector<std::string> written;  // as given, before --consume and the like joined them
-  LB_RETURN_IF_ERROR(Strategies(f, e, &written));
-  LB_RETURN_IF_ERROR(ParseCounterList(f.counters, &o->counters));
-  RepsOverrides reps;
-  LB_RETURN_IF_ERROR(ParseRepsFlags(f.reps, &reps));
-  e->name = f.experiment;
-  e->reps = 5;
-  e->caches = f.cache == "both" ? std::vector<std::string>{"cold", "warm"}
-                                : std::vector<std::string>{f.cache};
-  LB_RETURN_IF_ERROR(ParseRoundOrder(f.order, &e->order));
-  e->seed = f.seed;
-  e->ceiling = f.ceiling;
-  if (Status s = CheckGroupedOrder(*e); !s.ok()) return Status::BadInput("--order: " + s.message());
-  if (f.profile.hz && !f.profile.on) return Status::BadInput("--profile-hz: only with --profile");
-  e->profile = f.profile.on;
-  if (f.profile.hz) e->profile_hz = *f.profile.hz;
-  e->timeout_s = f.timeout_s;
-  e->system.tune = f.tune != "off";
-  e->system.tune_auto = f.tune == "auto";
-  e->procs = {f.procs};
-  e->procs_given = f.procs > 1;  // under MPI, 1 means the job's size
-  ReadPattern pattern;
-  LB_RETURN_IF_ERROR(ParsePattern(f.pattern, &pattern));
-  e->patterns = {pattern.Text()};
-  ExperimentFile file;
-  file.path = f.file;
-  e->files = {file};
-  LB_RETURN_IF_ERROR(ApplyRepsOverrides(reps, e));
-  LB_RETURN_IF_ERROR(Baseline(f, written, e));
+// Names `n`, and every value in it, by `flag` in the readers' messages.
+void NameByFlag(const toml::node* n, const std::string& flag, ExperimentSource* source) {
+  if (n == nullptr) return;
+  source->flags[n] = flag;
+  if (const toml::table* t = n->as_table()) {
+    for (const auto& [key, v] : *t) NameByFlag(&v, flag, source);
+  } else if (const toml::array* a = n->as_array()) {
+    for (const toml::node& v : *a) NameByFlag(&v, flag, source);
+  }
+}
+
+// The top level's keys from the flags: one given file, one procs count, one memory limit, and
+// `run`'s 5 rounds (--reps is applied over them, as `experiment --reps` is over a file's).
+Status TopKeys(const RunFlags& f, const std::string& baseline, FlagTables* out) {
+  if (f.seed > static_cast<uint64_t>(INT64_MAX)) {
+    return Status::BadInput(fmt::format("--seed: {} is out of range (0 to {})", f.seed, INT64_MAX));
+  }
   uint64_t limit = 0;
   if (!f.memory_limit.empty()) {
     LB_RETURN_IF_ERROR(ParseBytes(f.memory_limit, "--memory-limit", &limit));
     if (limit == 0) return Status::BadInput("--memory-limit: must not be 0");
   }
-  e->memory_limits = {limit};
-  PlanRuns(e);
+  toml::table& top = out->top;
+  // Each value named by its flag, for a message of the readers'.
+  auto put = [&](const char* key, auto&& value, const char* flag) {
+    top.insert(key, std::forward<decltype(value)>(value));
+    NameByFlag(top.get(key), flag, &out->source);
+  };
+  put("name", f.experiment, "--experiment");
+  top.insert("reps", 5);
+  put("cache", f.cache, "--cache");
+  put("order", f.order, "--order");
+  put("seed", static_cast<int64_t>(f.seed), "--seed");
+  put("ceiling", f.ceiling, "--ceiling");
+  put("baseline", baseline, "--baseline");
+  put("profile", f.profile.on, "--profile");
+  if (f.profile.hz) put("profile_hz", *f.profile.hz, "--profile-hz");
+  put("timeout_s", f.timeout_s, "--timeout");
+  if (f.tune == "auto") {
+    put("system", toml::table{{"tune", "auto"}}, "--tune");
+  } else {
+    put("system", toml::table{{"tune", f.tune == "on"}}, "--tune");
+  }
+  if (f.procs > 1) put("procs", f.procs, "--procs");  // under MPI, 1 means the job's size
+  put("pattern", f.pattern, "--pattern");
+  if (limit > 0) put("memory_limit", static_cast<int64_t>(limit), "--memory-limit");
+  put("file", toml::array{toml::table{{"path", f.file}}}, "--file");
+  NameByFlag(top.get("strategy"), "--strategies", &out->source);
+  // An exec command's table names itself ("exec:label=a b: ..."), as in a file.
+  for (const toml::node& t : *top.get_as<toml::array>("strategy")) {
+    if (t.as_table()->get_as<std::string>("name")->get() == kExec) out->source.flags.erase(&t);
+  }
   return Status::Ok();
+}
+
+// The experiment the flags describe: their tables read by the readers of an experiment file,
+// then --reps applied over them as `experiment --reps` is over a file's.
+Status Build(const RunFlags& f, Experiment* e, ExecuteOptions* o) {
+  FlagTables tables;
+  LB_RETURN_IF_ERROR(StrategyTables(f, &tables));
+  LB_RETURN_IF_ERROR(ParseCounterList(f.counters, &o->counters));
+  RepsOverrides reps;
+  LB_RETURN_IF_ERROR(ParseRepsFlags(f.reps, &reps));
+  if (f.profile.hz && !f.profile.on) return Status::BadInput("--profile-hz: only with --profile");
+  std::string baseline;
+  LB_RETURN_IF_ERROR(Baseline(f, tables, &baseline));
+  LB_RETURN_IF_ERROR(TopKeys(f, baseline, &tables));
+  LB_RETURN_IF_ERROR(ReadExperiment(tables.top, tables.source, e));
+  return ApplyRepsOverrides(reps, e);
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ double EstimateOnLink(const Experiment& e, const ExperimentRun& r, uint64_t file
   const StrategyInfo* info = FindStrategy(spec.name);
   const bool remote = !spec.via.empty() || (info != nullptr && (info->flags & kRemote));
   if (!remote) return local_s;
-  const double wire = static_cast<double>(file_bytes) * (r.pattern == "replicated" ? r.procs : 1);
+  const double wire = static_cast<double>(file_bytes) * (r.pattern.replicated() ? r.procs : 1);
   return std::max(local_s, wire / (static_cast<double>(bits) / 8 * 0.95));
 }
 

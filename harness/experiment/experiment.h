@@ -92,7 +92,9 @@
 #include "harness/machine/tuning.h"
 #include "loaders/base/status.h"
 #include "loaders/strategy/registry.h"
+#include "loaders/use/part.h"
 #include "loaders/use/spec.h"
+#include "loaders/use/use.h"
 
 namespace loadbench {
 
@@ -111,6 +113,7 @@ struct ExperimentFile {
 // One point of a strategy's grid.
 struct ExperimentStrategy {
   StrategySpec spec;                // name and options as a run gets them; spec.text as on the CLI
+  ResolvedSpec resolved;            // the spec resolved, once (no strategy: unsupported, exec)
   std::string unsupported;          // why it cannot run (unknown strategy, bad option), else empty
   std::optional<ExecCommand> exec;  // an exec strategy's command (spec: "exec:label=LABEL")
 };
@@ -121,10 +124,10 @@ struct ExperimentRun {
   std::string cache;    // "cold" or "warm"
   int rep = 0;
   int procs = 1;
-  uint64_t memory_limit = 0;           // bytes; 0: none
-  int position = -1;                   // place in its round; -1 in grouped order
-  std::string pattern = "replicated";  // what each of the procs readers loads
-  std::string link;                    // the link's rate for the run; "" without a [link]
+  uint64_t memory_limit = 0;  // bytes; 0: none
+  int position = -1;          // place in its round; -1 in grouped order
+  ReadPattern pattern;        // what each of the procs readers loads
+  std::string link;           // the link's rate for the run; "" without a [link]
 };
 
 // The runs past the strategies: strategies.size() + each of these.
@@ -187,7 +190,7 @@ struct Experiment {
   int profile_hz = kDefaultProfileHz;
   std::vector<int> procs = {1};
   bool procs_given = false;  // the file set procs (else MPI makes it the job's size)
-  std::vector<std::string> patterns = {"replicated"};  // as ReadPattern::Text writes them
+  std::vector<ReadPattern> patterns = {ReadPattern()};  // parsed once, when read
   std::vector<uint64_t> memory_limits = {0};
   ExperimentSystem system;
   ExperimentServer server;

@@ -79,21 +79,19 @@ nlohmann::ordered_json FileEnv(const PreparedFile& f) {
           {"shards", ShardsJson(f.table)}};
 }
 
-std::string PartsKey(const std::string& pattern, int readers) {
-  return fmt::format("{}/{}", pattern, readers);
+std::string PartsKey(const ReadPattern& pattern, int readers) {
+  return fmt::format("{}/{}", pattern.Text(), readers);
 }
 
-Status PrepareParts(const std::string& pattern, int readers, PreparedFile* f) {
+Status PrepareParts(const ReadPattern& pattern, int readers, PreparedFile* f) {
   const std::string key = PartsKey(pattern, readers);
-  if (readers <= 1 || pattern == "replicated" || f->part_checksums.count(key)) {
+  if (readers <= 1 || pattern.replicated() || f->part_checksums.count(key)) {
     return Status::Ok();
   }
-  ReadPattern p;
-  LB_RETURN_IF_ERROR(ParsePattern(pattern, &p));
   std::vector<uint64_t> sums;
   for (int k = 0; k < readers; ++k) {
     TensorTable part;
-    LB_RETURN_IF_ERROR(PartOf(f->path, f->table, p, k, readers, &part));
+    LB_RETURN_IF_ERROR(PartOf(f->path, f->table, pattern, k, readers, &part));
     uint64_t sum = 0;
     LB_RETURN_IF_ERROR(ChecksumModel(part, &sum));
     sums.push_back(sum);

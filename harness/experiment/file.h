@@ -11,6 +11,7 @@
 
 #include "loaders/base/status.h"
 #include "loaders/format/format.h"
+#include "loaders/use/part.h"
 
 namespace loadbench {
 
@@ -27,11 +28,11 @@ struct PreparedFile {
 };
 
 // "tp/4": the key of part_checksums for `readers` readers by `pattern`.
-std::string PartsKey(const std::string& pattern, int readers);
+std::string PartsKey(const ReadPattern& pattern, int readers);
 
 // Computes part_checksums[PartsKey(pattern, readers)] of `f` once: kBadInput naming the file
 // when the pattern cannot split it among that many readers.
-Status PrepareParts(const std::string& pattern, int readers, PreparedFile* f);
+Status PrepareParts(const ReadPattern& pattern, int readers, PreparedFile* f);
 
 // Reads and checks the file's table, checks that its residency can be measured (every run
 // checks its cache state), and, for a file that stores no checksum, reads it once with plain

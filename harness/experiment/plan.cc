@@ -10,8 +10,8 @@ namespace {
 
 // The patterns a condition of `procs` readers is run with: one reader loads the whole model
 // whatever the pattern, so it is run once.
-std::vector<std::string> PatternsFor(const Experiment& e, int procs) {
-  if (procs == 1) return {"replicated"};
+std::vector<ReadPattern> PatternsFor(const Experiment& e, int procs) {
+  if (procs == 1) return {ReadPattern()};
   return e.patterns;
 }
 
@@ -42,7 +42,7 @@ void PlanRounds(Experiment* e) {
       for (const std::string& link : LinksOf(*e)) {
         for (uint64_t limit : e->memory_limits) {
           for (int procs : e->procs) {
-            for (const std::string& pattern : PatternsFor(*e, procs)) {
+            for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
               for (size_t f = 0; f < e->files.size(); ++f) {
                 for (size_t k = 0; k < members.size(); ++k) {
                   e->runs.push_back({f, members[order[k]], cache, rep, procs, limit,
@@ -67,7 +67,7 @@ void PlanRuns(Experiment* e) {
     for (size_t k = 0; k < ns; ++k) {
       for (uint64_t limit : e->memory_limits) {
         for (int procs : e->procs) {
-          for (const std::string& pattern : PatternsFor(*e, procs)) {
+          for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
             for (const std::string& link : LinksOf(*e)) {
               for (const std::string& cache : e->caches) {
                 for (int rep = 0; rep < e->reps; ++rep) {

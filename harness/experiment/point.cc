@@ -22,6 +22,7 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   } else {
     const ExperimentStrategy& st = e.strategies[r.strategy];
     p.spec = st.spec;
+    p.strategy = st.resolved;
     p.unsupported = st.unsupported;
     p.exec = st.exec;
   }
@@ -37,8 +38,8 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
 }
 
 std::string RunKey(const std::string& file, const RunPoint& p) {
-  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern, p.link,
-                  FabricKey(p.nic, p.uplink));
+  return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern.Text(),
+                  p.link, FabricKey(p.nic, p.uplink));
 }
 
 }  // namespace loadbench

@@ -281,7 +281,7 @@ class Command final : public Launcher {
       const ExecOutcome o = RunCommand(er, interrupted);
       if (*interrupted) return out;
       host.after(&h);
-      FillExecRecord(o, ParseChecksum(req.expect_checksum), req.timed, {h.cgroup, h.no_cgroup},
+      FillExecRecord(o, req.worker.expect_checksum, req.timed, {h.cgroup, h.no_cgroup},
                      &out[0].record);
       out[0].signal = o.signal;
       out[0].usage = o.usage;

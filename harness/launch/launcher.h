@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/launch/request.h"
 #include "harness/machine/timeline.h"
 #include "harness/record/record.h"
 
@@ -36,16 +37,16 @@ namespace loadbench {
 
 // A run's readers as a launcher starts them.
 struct LaunchRequest {
-  std::string exe;                       // the loadbench binary the workers run
-  std::string file;                      // the model as the readers open it
-  std::vector<std::string> file_paths;   // its files, for the timeline
-  std::string strategy, cache;           // the spec text; "cold" or "warm"
-  std::string counters = "none";         // libpfm4 events, comma-separated
-  std::string expect_checksum = "none";  // hex: the model's, as the runner read it
-  // Readers of parts (harness/../loaders/use/part.h): reader k loads part k of
-  // part_checksums.size() and must give part_checksums[k] (hex); empty: the whole model each.
-  std::string pattern = "replicated";
-  std::vector<std::string> part_checksums;
+  std::string exe;  // the loadbench binary the workers run
+  // What every reader is told (launch/request.h): the model as the readers open it, the
+  // resolved strategy, the counters, the model's checksum as the runner read it, the pattern;
+  // a launcher sets what differs between its readers (part, place, descriptors).
+  WorkerRequest worker;
+  std::vector<std::string> file_paths;  // the model's files, for the timeline
+  std::string cache;                    // "cold" or "warm"
+  // Readers of parts (loaders/use/part.h): reader k loads part k of part_checksums.size() and
+  // must give part_checksums[k]; empty: the whole model each.
+  std::vector<uint64_t> part_checksums;
   int readers = 1;
   int all_readers = 0;  // under MPI: the run's readers over every rank (readers: this rank's)
   // The endpoint of the experiment's own s3rver, which the readers are pointed at

@@ -264,39 +264,31 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
 RankJson RunMessage(const LaunchRequest& req) {
   return {{"type", "run"},
           {"s3rver", req.s3rver},
-          {"path", req.file},
-          {"strategy", req.strategy},
+          {"worker", RequestJson(req.worker)},
           {"cache", req.cache},
-          {"pattern", req.pattern},
           {"readers", req.readers},
-          {"expect", req.expect_checksum},
           {"parts", req.part_checksums},
           {"timeout_s", req.timeout_s},
-          {"peer_token", req.peer_token},
-          {"counters", req.counters}};
+          {"peer_token", req.peer_token}};
 }
 
-LaunchRequest RequestOf(const RankJson& run, const std::string& exe) {
-  LaunchRequest r;
+Status RequestOf(const RankJson& run, const std::string& exe, LaunchRequest* out) {
+  LaunchRequest& r = *out;
   r.s3rver = run.value("s3rver", "");
   // The experiment's s3rver, started after this rank: pointed at as rank 0 is, with its public
   // keys. Any other store's credentials are this rank's own, as it was started.
   if (!r.s3rver.empty()) PointAtS3rver(r.s3rver);
   r.exe = exe;
-  r.file = run.value("path", "");
-  r.file_paths = {r.file};
-  r.strategy = run.value("strategy", "");
   r.cache = run.value("cache", "");
-  r.counters = run.value("counters", "none");
-  r.expect_checksum = run.value("expect", "none");
-  r.pattern = run.value("pattern", "replicated");
   r.readers = run.value("readers", 1);
   r.timeout_s = run.value("timeout_s", 0.0);
   r.peer_token = run.value("peer_token", "");
   if (run.contains("parts") && run["parts"].is_array()) {
-    r.part_checksums = run["parts"].get<std::vector<std::string>>();
+    r.part_checksums = run["parts"].get<std::vector<uint64_t>>();
   }
-  return r;
+  const Status s = ReadWorkerRequest(run.value("worker", RankJson()), &r.worker);
+  r.file_paths = {r.worker.file};
+  return s;
 }
 
 void EndJob(const Job& job, int code) {

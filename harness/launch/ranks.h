@@ -53,7 +53,9 @@ std::unique_ptr<Launcher> RanksLauncher(const Job& job);
 // It does carry the run's peer token (loaders/blocks/peers.h), the secret the run's readers
 // present to each other, over the job's own connections.
 RankJson RunMessage(const LaunchRequest& req);
-LaunchRequest RequestOf(const RankJson& run, const std::string& exe);
+// The request read back: kBadInput when the message's worker request is not one (the rest is
+// read all the same).
+Status RequestOf(const RankJson& run, const std::string& exe, LaunchRequest* out);
 
 // This rank's part of one run: its host prepared (by its first rank, `host.prepare`), this
 // rank's reader (rank < req.readers) started as a worker loading its part, every rank at the

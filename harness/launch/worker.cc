@@ -104,32 +104,26 @@ RunRecord Unfinished(RunRecord r, const Status& s) {
   return r;
 }
 
-// Before the timed region: the strategy, its options and whether it can run here, the
-// counters, and a device strategy's GPU context.
+// Before the timed region: whether the strategy can run here, the counters, and a device
+// strategy's GPU context.
 struct Setup {
-  const StrategyInfo* info = nullptr;
-  Params params;
-  UseOptions use;
   CounterSet counters;
   std::optional<double> context_s;
 };
 
 Status SetUp(const WorkerRequest& req, Setup* s, RunRecord* r) {
-  std::vector<StrategySpec> specs;
-  LB_RETURN_IF_ERROR(ParseStrategyList(req.strategy, &specs));
-  if (specs.size() != 1) return Status::BadInput("worker: exactly one strategy expected");
-  s->info = FindStrategy(specs[0].name);
-  LB_RETURN_IF_ERROR(ResolveSpec(*s->info, specs[0], &s->params, &s->use));
-  r->params = s->params.ToJson();
-  r->use = s->use.ToJson();
-  if (std::string why = s->info->unsupported_reason(); !why.empty()) {
+  const StrategyInfo* info = req.strategy.info;
+  if (info == nullptr) return Status::BadInput("worker: the request names no strategy");
+  r->params = req.strategy.params.ToJson();
+  r->use = req.strategy.use.ToJson();
+  if (std::string why = info->unsupported_reason(); !why.empty()) {
     return Status::Unsupported(why);
   }
-  if (std::string why = FileKindMismatch(*s->info, req.file); !why.empty()) {
+  if (std::string why = FileKindMismatch(*info, req.file); !why.empty()) {
     return Status::Unsupported(why);
   }
   LB_RETURN_IF_ERROR(s->counters.Open(req.counters));
-  if (s->info->flags & kDevice) {
+  if (info->flags & kDevice) {
     double secs = 0;
     LB_RETURN_IF_ERROR(gpu::Warm(&secs));
     s->context_s = secs;
@@ -246,11 +240,9 @@ RunRecord::Json ProfileWindow(const std::vector<TimeSpan>& timed, Clock::time_po
 // out its slices as it opens the model). Replicated readers load the whole model as it is. A
 // part in one file of a sharded model is loaded from that file (*path).
 Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path) {
-  ReadPattern p;
-  LB_RETURN_IF_ERROR(ParsePattern(req.pattern, &p));
-  if (p.kind == ReadPattern::Kind::kReplicated) return Status::Ok();
+  if (req.pattern.kind == ReadPattern::Kind::kReplicated) return Status::Ok();
   TensorTable part;
-  LB_RETURN_IF_ERROR(PartOf(req.file, *table, p, req.part, req.parts, &part));
+  LB_RETURN_IF_ERROR(PartOf(req.file, *table, req.pattern, req.part, req.parts, &part));
   if (table->sharded() && part.shards.size() == 1) *path = part.shards[0].path;
   *table = std::move(part);
   return Status::Ok();
@@ -258,7 +250,8 @@ Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path)
 
 }  // namespace
 
-RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
+RunRecord RunWorker(const WorkerRequest& req) {
+  const int result_fd = req.result_fd;
   RunRecord r;
   Setup setup;
   if (Status s = SetUp(req, &setup, &r); !s.ok()) return Unfinished(r, s);
@@ -286,7 +279,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path);
   r.open_s = Seconds(t0, Clock::now());
   if (!s.ok()) return Unfinished(r, s);
-  UsePipeline pipeline(*setup.info, setup.params, setup.use, path, table);
+  UsePipeline pipeline(*req.strategy.info, req.strategy.params, req.strategy.use, path, table);
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
   const auto profile_off = Clock::now();
@@ -321,7 +314,7 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   if (profiled) {
     r.profile_window_mono_s = ProfileWindow(pipeline.Timed(t0), profile_off);
   }
-  if (setup.info->flags & kDevice) {
+  if (req.strategy.info->flags & kDevice) {
     r.device = pipeline.DeviceJson(t0);
     // Before the timed region, not in wall_s.
     r.device["context_s"] = setup.context_s ? RunRecord::Json(*setup.context_s) : nullptr;
@@ -333,13 +326,13 @@ RunRecord RunWorker(const WorkerRequest& req, int result_fd) {
   return r;
 }
 
-int WorkerMain(const WorkerRequest& req, int result_fd) {
+int WorkerMain(const WorkerRequest& req) {
   // A profiler that is gone makes its control pipe's write fail with EPIPE, not kill the load.
   if (req.profile_ctl_fd >= 0) ::signal(SIGPIPE, SIG_IGN);
-  const RunRecord r = RunWorker(req, result_fd);
+  const RunRecord r = RunWorker(req);
   const std::string line =
       WireJson(r).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
-  if (!WriteExact(result_fd, "result pipe", line.data(), line.size()).ok()) return 1;
+  if (!WriteExact(req.result_fd, "result pipe", line.data(), line.size()).ok()) return 1;
   return 0;
 }
 

@@ -43,41 +43,24 @@ struct Child {
   std::string profile_data, profile_error;
 };
 
-// What differs between the workers of one run: the part each loads and its checksum.
-// Reader `reader` of the run's readers (under MPI, of every rank's).
-struct WorkerArgs {
-  std::string part, checksum, reader;
-};
-
-WorkerArgs ArgsOf(const LaunchRequest& req, int reader) {
-  const std::string place =
-      fmt::format("{}/{}", reader, req.all_readers > 0 ? req.all_readers : req.readers);
-  if (req.part_checksums.empty()) return {"0/1", req.expect_checksum, place};
-  return {fmt::format("{}/{}", reader, req.part_checksums.size()),
-          req.part_checksums.at(static_cast<size_t>(reader)), place};
-}
-
-// The worker's command line; its descriptors are 3 (result), 4 (hold), 5 and 6 (perf's), 7
-// (start).
-std::vector<std::string> WorkerArgv(const LaunchRequest& req, const WorkerArgs& args, bool hold,
-                                    bool profiled) {
-  const std::pair<const char*, std::string> flags[] = {
-      {"--file", req.file},
-      {"--strategy", req.strategy},
-      {"--result-fd", "3"},
-      {"--counters", req.counters},
-      {"--hold-fd", hold ? "4" : "-1"},
-      {"--expect-checksum", args.checksum},
-      {"--pattern", req.pattern},
-      {"--part", args.part},
-      {"--reader", args.reader},
-      {"--profile-ctl-fd", profiled ? "5" : "-1"},
-      {"--profile-ack-fd", profiled ? "6" : "-1"},
-      {"--start-fd", "7"},
-  };
-  std::vector<std::string> argv = {req.exe, "worker"};
-  for (const auto& [flag, value] : flags) argv.insert(argv.end(), {flag, value});
-  return argv;
+// Reader `reader`'s request (of the run's readers; under MPI, of every rank's): the part it loads
+// and the checksum that must give, its place among the readers, and its descriptors: 3
+// (result), 4 (hold), 5 and 6 (perf's), 7 (start).
+WorkerRequest RequestOf(const LaunchRequest& req, int reader, bool hold, bool profiled) {
+  WorkerRequest w = req.worker;
+  if (!req.part_checksums.empty()) {
+    w.part = reader;
+    w.parts = static_cast<int>(req.part_checksums.size());
+    w.expect_checksum = req.part_checksums.at(static_cast<size_t>(reader));
+  }
+  w.reader = reader;
+  w.readers = req.all_readers > 0 ? req.all_readers : req.readers;
+  w.result_fd = 3;
+  w.hold_fd = hold ? 4 : -1;
+  w.profile_ctl_fd = profiled ? 5 : -1;
+  w.profile_ack_fd = profiled ? 6 : -1;
+  w.start_fd = 7;
+  return w;
 }
 
 // Perf's pipes for a worker about to be forked; without them the worker runs unprofiled and
@@ -128,7 +111,7 @@ std::vector<std::string> WorkerEnv(const LaunchRequest& req, WatchClock::time_po
 }
 
 // Forks and execs one `loadbench worker`, and its profiler; its environment is `env`.
-Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, const WorkerArgs& args,
+Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, int reader,
                   std::vector<std::string> env, Child* c) {
   int result[2], start[2], hold[2] = {-1, -1};
   if (::pipe2(result, O_CLOEXEC) != 0) return Status::FromErrno("pipe", errno);
@@ -146,7 +129,8 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, con
   const int fds[5] = {wr.get(), hold_rd.valid() ? hold_rd.get() : -1,
                       c->profiler ? c->profiler->worker_ctl() : -1,
                       c->profiler ? c->profiler->worker_ack() : -1, start_rd.get()};
-  std::vector<std::string> argv_s = WorkerArgv(req, args, hold_rd.valid(), c->profiler != nullptr);
+  const WorkerRequest w = RequestOf(req, reader, hold_rd.valid(), c->profiler != nullptr);
+  std::vector<std::string> argv_s = {req.exe, "worker", "--request", RequestJson(w).dump()};
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -183,8 +167,8 @@ class Group final : public Watched {
                                  std::chrono::duration<double>(req_.timeout_s)));
     for (size_t i = 0; i < children_.size(); ++i) {
       SlowStartHook(first_part + static_cast<int>(i));
-      const WorkerArgs args = ArgsOf(req_, first_part + static_cast<int>(i));
-      if (Status s = StartChild(req_, cgroup_procs_, args, env, &children_[i]); !s.ok()) {
+      const int reader = first_part + static_cast<int>(i);
+      if (Status s = StartChild(req_, cgroup_procs_, reader, env, &children_[i]); !s.ok()) {
         out_[i].error = s.message();
         children_[i].open = false;
       }

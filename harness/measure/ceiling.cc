@@ -39,7 +39,7 @@ std::optional<double> Settle(const std::vector<std::string>& paths) {
 // of this boot, made on the file's device); nullptr where neither chose one.
 const probe::ReadRecipe* Chosen(const std::map<std::string, std::string>& recipe_of_file,
                                 const LaunchRequest& req, std::string* by) {
-  if (const auto it = recipe_of_file.find(req.file); it != recipe_of_file.end()) {
+  if (const auto it = recipe_of_file.find(req.worker.file); it != recipe_of_file.end()) {
     *by = "first_ceiling";
     return probe::FindRecipe(it->second);
   }
@@ -111,7 +111,7 @@ void DiskCeiling::Read(const LaunchRequest& req, RunRecord* r) {
   if (Interrupted()) return;
   Fill(measured, by, r);
   if (r->status == "ok") {
-    if (by == "measured") recipe_of_file_[req.file] = r->params["recipe"];
+    if (by == "measured") recipe_of_file_[req.worker.file] = r->params["recipe"];
     r->settle_s = Settle(req.file_paths);
   }
 }

@@ -47,7 +47,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (p.position >= 0) r.position = p.position;
   if (!out.previous.empty()) r.after = out.previous;
   if (p.procs > 1) r.procs = p.procs;
-  if (p.procs > 1) r.pattern = p.pattern;
+  if (p.procs > 1) r.pattern = p.pattern.Text();
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   if (!p.link.empty()) r.link = p.link;
   if (s.cluster) {
@@ -75,18 +75,13 @@ Resolved Resolve(const MeasureSettings& s, const RunPoint& p) {
     out.ceiling = it->second;
     return out;
   }
-  out.info = FindStrategy(p.spec.name);
+  out.info = p.strategy.info;
   out.unsupported = p.unsupported;
-  if (out.info == nullptr && out.unsupported.empty()) out.unsupported = NotBuiltReason(p.spec.name);
   if (out.info != nullptr) {
-    Params params;
-    UseOptions use;
-    Status s = ResolveSpec(*out.info, p.spec, &params, &use);
-    if (s.ok()) out.params = params.ToJson(), out.use = use.ToJson();
-    if (!s.ok() && out.unsupported.empty()) out.unsupported = s.message();
+    out.params = p.strategy.params.ToJson(), out.use = p.strategy.use.ToJson();
     if (out.unsupported.empty()) out.unsupported = out.info->unsupported_reason();
-  }
-  if (out.info == nullptr || out.params.empty()) {
+  } else {
+    if (out.unsupported.empty()) out.unsupported = NotBuiltReason(p.spec.name);
     for (const auto& [k, v] : p.spec.options) out.params[k] = v;  // as asked, for the record
   }
   return out;
@@ -107,17 +102,15 @@ std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& 
 LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, const RunPoint& p) {
   LaunchRequest req;
   req.exe = s.exe;
-  req.file = file.read_as.empty() ? file.path : file.read_as;
+  req.worker.file = file.read_as.empty() ? file.path : file.read_as;
+  req.worker.strategy = p.strategy;
+  req.worker.counters = s.counters;
+  req.worker.expect_checksum = file.table.expected_checksum;
+  req.worker.pattern = p.pattern;
   for (const ShardInfo& sh : file.table.shards) req.file_paths.push_back(sh.path);
-  req.strategy = p.spec.text;
   req.cache = p.cache;
-  req.counters = s.counters.empty() ? "none" : fmt::format("{}", fmt::join(s.counters, ","));
-  req.expect_checksum = fmt::format("{:016x}", *file.table.expected_checksum);
-  req.pattern = p.pattern;
-  if (p.procs > 1 && p.pattern != "replicated") {
-    for (uint64_t sum : file.part_checksums.at(PartsKey(p.pattern, p.procs))) {
-      req.part_checksums.push_back(fmt::format("{:016x}", sum));
-    }
+  if (p.procs > 1 && !p.pattern.replicated()) {
+    req.part_checksums = file.part_checksums.at(PartsKey(p.pattern, p.procs));
   }
   req.readers = p.procs;
   req.s3rver = s.s3rver;
@@ -127,8 +120,9 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
   req.peer_token = NewPeerToken();
   if (p.exec) {
     const ExecPlaces places = {
-        req.file, std::filesystem::path(req.file).parent_path().string(), file.table.file_size,
-        PeersDir(), std::getenv("AWS_ENDPOINT_URL") ? std::getenv("AWS_ENDPOINT_URL") : ""};
+        req.worker.file, std::filesystem::path(req.worker.file).parent_path().string(),
+        file.table.file_size, PeersDir(),
+        std::getenv("AWS_ENDPOINT_URL") ? std::getenv("AWS_ENDPOINT_URL") : ""};
     req.argv = FillCommand(*p.exec, places);
     req.timed = p.exec->timed;
   }

@@ -106,6 +106,12 @@ std::string Joined(const std::vector<std::string>& items) {
   return out;
 }
 
+std::vector<std::string> PatternTexts(const std::vector<ReadPattern>& patterns) {
+  std::vector<std::string> out;
+  for (const ReadPattern& p : patterns) out.push_back(p.Text());
+  return out;
+}
+
 void PrintSettings(const Experiment& e) {
   fmt::print("strategies ({} points):\n", e.strategies.size());
   for (const auto& s : e.strategies) {
@@ -117,9 +123,9 @@ void PrintSettings(const Experiment& e) {
   for (int p : e.procs) procs.push_back(std::to_string(p));
   fmt::print("cache: {}; reps: {}; procs: {}{}; memory limit: {}; order: {}; timeout: {}\n",
              Joined(e.caches), RepsText(e), Joined(procs),
-             e.patterns == std::vector<std::string>{"replicated"}
+             e.patterns == std::vector<ReadPattern>{ReadPattern()}
                  ? ""
-                 : fmt::format(" (pattern {})", Joined(e.patterns)),
+                 : fmt::format(" (pattern {})", Joined(PatternTexts(e.patterns))),
              Joined(limits),
              e.order == RoundOrder::kShuffled || e.order == RoundOrder::kBalanced
                  ? fmt::format("{} (seed {})", RoundOrderName(e.order), e.seed)

@@ -544,7 +544,8 @@ void Executor::PlanWhatIsLeft() {
     }
     todo_.push_back(&r);
     items.push_back({files_[r.file].path + "|" + p.spec.text,
-                     fmt::format("{}|{}|{}|{}", p.cache, p.procs, p.pattern, p.memory_limit), est});
+                     fmt::format("{}|{}|{}|{}", p.cache, p.procs, p.pattern.Text(), p.memory_limit),
+                     est});
   }
   eta_.emplace(std::move(items));
   if (rs_.reporter.total > 0)

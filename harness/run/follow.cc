@@ -11,22 +11,18 @@
 namespace loadbench {
 namespace {
 
-// The strategy a run message names, for what it leaves behind; null when it names none.
-const StrategyInfo* StrategyOf(const std::string& spec) {
-  std::vector<StrategySpec> specs;
-  if (!ParseStrategyList(spec, &specs).ok() || specs.size() != 1) return nullptr;
-  return FindStrategy(specs[0].name);
-}
-
 // This rank's part of one run: its host prepared (when it is the host's first rank) exactly as
 // rank 0 prepares its own (measure/host.h), its reader run.
 void FollowRun(const Job& job, const RankJson& run, const std::vector<PreparedFile>& files,
                const std::string& exe) {
-  const LaunchRequest req = RequestOf(run, exe);
+  LaunchRequest req;
+  if (Status s = RequestOf(run, exe, &req); !s.ok()) {
+    fmt::print(stderr, "loadbench (rank {}): run message: {}\n", job.rank(), s.message());
+  }
   const PreparedFile* f = nullptr;  // the run's file among this host's, by path
-  for (const PreparedFile& mine : files) f = mine.path == req.file ? &mine : f;
-  Host host({f != nullptr ? &f->table : nullptr, req.file, req.cache, StrategyOf(req.strategy), 0,
-             false});
+  for (const PreparedFile& mine : files) f = mine.path == req.worker.file ? &mine : f;
+  Host host({f != nullptr ? &f->table : nullptr, req.worker.file, req.cache,
+             req.worker.strategy.info, 0, false});
   bool interrupted = false;
   RunOnEveryRank(job, req, host.Steps(), &interrupted);
   if (job.host_leader()) host.CleanUp(fmt::format("loadbench (rank {})", job.rank()));

@@ -22,11 +22,8 @@ constexpr int kMaxStreams = 128;      // iperf3's most
 int MostConcurrency(const Experiment& e) {
   int most = 1;
   for (const ExperimentStrategy& st : e.strategies) {
-    const StrategyInfo* info = FindStrategy(st.spec.name);
-    Params params;
-    UseOptions use;
-    if (info == nullptr || !ResolveSpec(*info, st.spec, &params, &use).ok()) continue;
-    const Json j = params.ToJson();
+    if (st.resolved.info == nullptr) continue;
+    const Json j = st.resolved.params.ToJson();
     if (j.contains("concurrency") && j["concurrency"].is_number_integer()) {
       most = std::max(most, j["concurrency"].get<int>());
     }
@@ -99,7 +96,7 @@ void LinkRuns::LinkCeiling::Read(const LaunchRequest& req, RunRecord* r) {
 // the link unshaped (ShapeFor), with the most concurrency of the strategy points.
 void LinkRuns::ServerCeiling::Read(const LaunchRequest& req, RunRecord* r) {
   const RemoteFiles& remote = *runs_.remote_;
-  const PreparedFile* view = remote.ViewOf(req.file);
+  const PreparedFile* view = remote.ViewOf(req.worker.file);
   r->params = {{"concurrency", runs_.concurrency_}, {"chunk", kChunk}, {"link", "unshaped for it"}};
   if (view == nullptr) {
     r->status = "unsupported", r->error = "no strategy point reads the model through the server";

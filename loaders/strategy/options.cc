@@ -80,6 +80,31 @@ Status Params::Resolve(const std::string& strategy, const std::vector<OptionSpec
   return Status::Ok();
 }
 
+Status Params::FromJson(const std::string& strategy, const std::vector<OptionSpec>& specs,
+                        const nlohmann::json& j, Params* out) {
+  if (!j.is_object())
+    return Status::BadInput(fmt::format("strategy {}: options are no object", strategy));
+  Params p;
+  for (const OptionSpec& spec : specs) {
+    const auto it = j.find(spec.name);
+    const bool choice = spec.kind == OptionSpec::Kind::kChoice;
+    if (it == j.end() || (choice ? !it->is_string() : !it->is_number_integer())) {
+      return Status::BadInput(fmt::format("strategy {}: option {}: {}", strategy, spec.name,
+                                          it == j.end() ? "missing"
+                                          : choice      ? "not a word"
+                                                        : "not an integer"));
+    }
+    LB_RETURN_IF_ERROR(ParseOptionValue(
+        strategy, spec, choice ? it->get<std::string>() : it->dump(), &p.numbers_, &p.choices_));
+  }
+  if (j.size() != specs.size()) {
+    return Status::BadInput(
+        fmt::format("strategy {}: {} options given, it has {}", strategy, j.size(), specs.size()));
+  }
+  *out = std::move(p);
+  return Status::Ok();
+}
+
 int64_t Params::Int(const std::string& name) const { return numbers_.at(name); }
 
 const std::string& Params::Choice(const std::string& name) const { return choices_.at(name); }

@@ -44,8 +44,13 @@ class Params {
   const std::string& Choice(const std::string& name) const;
   bool On(const std::string& name) const { return Choice(name) == "on"; }
   // {"chunk": 1048576, "buffer": "malloc", ...}: sizes and integers as numbers, choices as
-  // words, for the `params` field of a run.
+  // words, for the `params` field of a run and for what a worker is told.
   nlohmann::json ToJson() const;
+  // Back from ToJson's object: every option of `specs` and nothing else, a size or an integer
+  // as a number, a choice as one of its words, each in its range. kBadInput names the strategy,
+  // the option and the reason.
+  static Status FromJson(const std::string& strategy, const std::vector<OptionSpec>& specs,
+                         const nlohmann::json& j, Params* out);
 
  private:
   std::map<std::string, int64_t> numbers_;

@@ -32,6 +32,9 @@ struct ReadPattern {
   int dim = 0;  // tp only
   // "replicated", "tp", "tp:1", "pp", "files": as written in experiments and records.
   std::string Text() const;
+  bool replicated() const { return kind == Kind::kReplicated; }
+  bool operator==(const ReadPattern& o) const { return kind == o.kind && dim == o.dim; }
+  bool operator!=(const ReadPattern& o) const { return !(*this == o); }
 };
 
 // kBadInput naming the word and the patterns there are.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "loaders/strategy/registry.h"
+
 namespace loadbench {
 
 const std::vector<OptionSpec>& UseOptionSpecs() {
@@ -83,28 +85,10 @@ Status LabelOf(const StrategySpec& spec, std::string* label) {
   return Status::Ok();
 }
 
-Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
-                   UseOptions* use) {
-  std::string label;
-  LB_RETURN_IF_ERROR(LabelOf(spec, &label));
-  std::map<std::string, std::string> own, common;
-  for (const auto& [k, v] : spec.options) {
-    if (k == kLabelOption) continue;
-    bool is_use = false;
-    for (const OptionSpec& o : UseOptionSpecs()) is_use = is_use || o.name == k;
-    (is_use ? common : own)[k] = v;
-  }
-  Status s = Params::Resolve(info.name, info.options, own, params);
-  if (!s.ok() && s.code() == Status::Code::kBadInput &&
-      s.message().find("unknown option") != std::string::npos) {
-    std::string names;
-    for (const OptionSpec& o : UseOptionSpecs()) names += (names.empty() ? "" : ", ") + o.name;
-    return Status::BadInput(
-        fmt::format("{}; every strategy also takes {} and {}", s.message(), names, kLabelOption));
-  }
-  LB_RETURN_IF_ERROR(s);
-  Params u;
-  LB_RETURN_IF_ERROR(Params::Resolve(info.name, UseOptionSpecs(), common, &u));
+namespace {
+
+// The use options from their resolved values, and the combinations that cannot be done.
+Status UseOptionsOf(const StrategyInfo& info, const Params& u, UseOptions* use) {
   UseOptions o;
   o.consume = u.Choice("consume");
   o.bind = u.Choice("bind");
@@ -132,6 +116,71 @@ Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* p
         info.name));
   }
   *use = std::move(o);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
+                   UseOptions* use) {
+  std::string label;
+  LB_RETURN_IF_ERROR(LabelOf(spec, &label));
+  std::map<std::string, std::string> own, common;
+  for (const auto& [k, v] : spec.options) {
+    if (k == kLabelOption) continue;
+    bool is_use = false;
+    for (const OptionSpec& o : UseOptionSpecs()) is_use = is_use || o.name == k;
+    (is_use ? common : own)[k] = v;
+  }
+  Status s = Params::Resolve(info.name, info.options, own, params);
+  if (!s.ok() && s.code() == Status::Code::kBadInput &&
+      s.message().find("unknown option") != std::string::npos) {
+    std::string names;
+    for (const OptionSpec& o : UseOptionSpecs()) names += (names.empty() ? "" : ", ") + o.name;
+    return Status::BadInput(
+        fmt::format("{}; every strategy also takes {} and {}", s.message(), names, kLabelOption));
+  }
+  LB_RETURN_IF_ERROR(s);
+  Params u;
+  LB_RETURN_IF_ERROR(Params::Resolve(info.name, UseOptionSpecs(), common, &u));
+  return UseOptionsOf(info, u, use);
+}
+
+Status ResolveSpec(const StrategySpec& spec, ResolvedSpec* out) {
+  ResolvedSpec r;
+  r.info = FindStrategy(spec.name);
+  if (r.info == nullptr) {
+    return Status::BadInput(fmt::format("unknown strategy '{}'", spec.name));
+  }
+  LB_RETURN_IF_ERROR(ResolveSpec(*r.info, spec, &r.params, &r.use));
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+nlohmann::ordered_json ResolvedJson(const ResolvedSpec& r) {
+  if (r.info == nullptr) return nullptr;
+  return {{"name", r.info->name}, {"params", r.params.ToJson()}, {"use", r.use.ToJson()}};
+}
+
+Status ResolvedOf(const nlohmann::ordered_json& j, ResolvedSpec* out) {
+  ResolvedSpec r;
+  if (j.is_null()) {
+    *out = std::move(r);
+    return Status::Ok();
+  }
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+    return Status::BadInput("strategy: no name");
+  }
+  const std::string name = j["name"].get<std::string>();
+  r.info = FindStrategy(name);
+  if (r.info == nullptr) return Status::BadInput(fmt::format("unknown strategy '{}'", name));
+  const nlohmann::json params = j.value("params", nlohmann::ordered_json());
+  const nlohmann::json use = j.value("use", nlohmann::ordered_json());
+  LB_RETURN_IF_ERROR(Params::FromJson(name, r.info->options, params, &r.params));
+  Params u;
+  LB_RETURN_IF_ERROR(Params::FromJson(name, UseOptionSpecs(), use, &u));
+  LB_RETURN_IF_ERROR(UseOptionsOf(*r.info, u, &r.use));
+  *out = std::move(r);
   return Status::Ok();
 }
 

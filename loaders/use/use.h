@@ -50,4 +50,21 @@ Status LabelOf(const StrategySpec& spec, std::string* label);
 Status ResolveSpec(const StrategyInfo& info, const StrategySpec& spec, Params* params,
                    UseOptions* use);
 
+// A spec as a plan carries it and a worker is told it: resolved once, when the experiment is
+// read, so that nothing after parses or resolves its text again.
+struct ResolvedSpec {
+  const StrategyInfo* info = nullptr;  // null: no strategy (a ceiling, a command, not built)
+  Params params;
+  UseOptions use;
+};
+
+// ResolveSpec into `out` (out->info: the strategy the spec names, which must be registered).
+Status ResolveSpec(const StrategySpec& spec, ResolvedSpec* out);
+
+// {"name": ..., "params": {...}, "use": {...}} (null without a strategy), and back by one
+// function: the strategy found by name, its options and use options checked as ResolveSpec
+// checks them. kBadInput names what is wrong.
+nlohmann::ordered_json ResolvedJson(const ResolvedSpec& r);
+Status ResolvedOf(const nlohmann::ordered_json& j, ResolvedSpec* out);
+
 }  // namespace loadbench

@@ -24,10 +24,15 @@ void WriteModel(const ModelFile& m) {
 }
 
 nlohmann::ordered_json WorkerRecord(const std::string& file, const std::string& strategy) {
+  std::vector<StrategySpec> specs;
   WorkerRequest req;
   req.file = file;
-  req.strategy = strategy;
-  return RecordJson(RunWorker(req, -1));
+  if (!ParseStrategyList(strategy, &specs).ok() || specs.size() != 1 ||
+      !ResolveSpec(specs[0], &req.strategy).ok()) {
+    throw std::runtime_error("not one strategy that resolves: " + strategy);
+  }
+  req.result_fd = -1;
+  return RecordJson(RunWorker(req));
 }
 
 }  // namespace loadbench::test

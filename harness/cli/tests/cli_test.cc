@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/cache/cache.h"
+#include "harness/launch/request.h"
 #include "loaders/strategy/registry.h"
+#include "loaders/use/spec.h"
 #include "tests/support/format_builders.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
@@ -349,6 +351,37 @@ TEST_F(CliTest, CacheBadInput) {
   ExpectBadInput(RunLoadbench({"cache", "status", dir_.path()}),
                  {dir_.path(), "a folder, holding no"});
   ExpectBadInput(RunLoadbench({"cache", "evict", valid_}), {"evict"});
+}
+
+// ---- worker: one typed request ----
+
+// The worker's request as the runner writes it, for `valid_` read by `spec`.
+std::string RequestFor(const std::string& file, const std::string& spec) {
+  std::vector<StrategySpec> specs;
+  WorkerRequest w;
+  w.file = file;
+  EXPECT_TRUE(ParseStrategyList(spec, &specs).ok());
+  EXPECT_TRUE(ResolveSpec(specs.at(0), &w.strategy).ok());
+  return RequestJson(w).dump();
+}
+
+TEST_F(CliTest, WorkerLoadsWhatItsRequestSays) {
+  const ProcessResult r =
+      RunLoadbench({"worker", "--request", RequestFor(valid_, "fread:chunk=4KiB")});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const auto record = nlohmann::json::parse(r.out);
+  EXPECT_EQ(record["status"], "ok") << r.out;
+  EXPECT_EQ(record["params"]["chunk"], 4096) << r.out;
+}
+
+TEST_F(CliTest, WorkerRefusesABrokenRequestNamingWhy) {
+  ExpectBadInput(RunLoadbench({"worker", "--request", "{"}), {"worker request", "not a JSON"});
+  auto j = nlohmann::ordered_json::parse(RequestFor(valid_, "fread"));
+  j["strategy"]["params"]["chunk"] = "big";
+  ExpectBadInput(RunLoadbench({"worker", "--request", j.dump()}), {"option chunk"});
+  j.erase("pattern");
+  j["strategy"]["params"]["chunk"] = 4096;
+  ExpectBadInput(RunLoadbench({"worker", "--request", j.dump()}), {"no pattern"});
 }
 
 }  // namespace

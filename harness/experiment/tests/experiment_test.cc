@@ -24,6 +24,12 @@
 namespace loadbench {
 namespace {
 
+std::vector<std::string> PatternTexts(const std::vector<ReadPattern>& patterns) {
+  std::vector<std::string> out;
+  for (const ReadPattern& p : patterns) out.push_back(p.Text());
+  return out;
+}
+
 class ExperimentTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {
@@ -494,11 +500,11 @@ name = "fread"
                   &e);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(e.procs_given);
-  EXPECT_EQ(e.patterns, (std::vector<std::string>{"replicated", "tp", "pp"}));
+  EXPECT_EQ(PatternTexts(e.patterns), (std::vector<std::string>{"replicated", "tp", "pp"}));
   // Per strategy point, cache state and rep: 1 run with 1 reader, 3 with 2 (one per pattern).
   std::map<std::tuple<size_t, std::string, int, int>, std::multiset<std::string>> runs;
   for (const auto& r : e.runs) {
-    runs[{r.strategy, r.cache, r.rep, r.procs}].insert(r.pattern);
+    runs[{r.strategy, r.cache, r.rep, r.procs}].insert(r.pattern.Text());
     EXPECT_EQ(PointOf(e, r).pattern, r.pattern);
   }
   ASSERT_EQ(runs.size(), 2u * 2u * 2u * 2u);
@@ -515,9 +521,9 @@ name = "fread"
            "name = \"mmap\"\n",
            &e);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(e.patterns, (std::vector<std::string>{"tp:1"}));
+  EXPECT_EQ(PatternTexts(e.patterns), (std::vector<std::string>{"tp:1"}));
   ASSERT_FALSE(e.runs.empty());
-  for (const auto& r : e.runs) EXPECT_EQ(r.pattern, "tp:1");
+  for (const auto& r : e.runs) EXPECT_EQ(r.pattern.Text(), "tp:1");
 }
 
 TEST_F(ExperimentTest, ABadPatternNamesTheLineAndTheProcsDefault) {
@@ -532,7 +538,7 @@ TEST_F(ExperimentTest, ABadPatternNamesTheLineAndTheProcsDefault) {
   const std::string rest = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"mmap\"\n";
   ASSERT_TRUE(Load(rest, &e).ok());
   EXPECT_FALSE(e.procs_given);
-  EXPECT_EQ(e.patterns, (std::vector<std::string>{"replicated"}));
+  EXPECT_EQ(PatternTexts(e.patterns), (std::vector<std::string>{"replicated"}));
   ASSERT_TRUE(Load("procs = 1\n" + rest, &e).ok());
   EXPECT_TRUE(e.procs_given);
   ASSERT_TRUE(Load("pattern = \"tp\"\n" + rest, &e).ok());
@@ -555,7 +561,7 @@ TEST(RunKeyTest, OnlyAPatternOtherThanReplicatedChangesTheKey) {
   record["pattern"] = "replicated";
   EXPECT_EQ(RunKey(record), replicated);
 
-  p.pattern = "tp";
+  ASSERT_TRUE(ParsePattern("tp", &p.pattern).ok());
   const std::string tp = RunKey("/m.wlf", p);
   EXPECT_NE(tp, replicated);
   record["pattern"] = "tp";

@@ -15,19 +15,25 @@
 namespace loadbench {
 namespace {
 
+ReadPattern Pattern(const std::string& text) {
+  ReadPattern p;
+  EXPECT_TRUE(ParsePattern(text, &p).ok()) << text;
+  return p;
+}
+
 TEST(PreparedFile, EachReaderOfAPatternGetsTheChecksumOfItsPart) {
   test::TempDir dir;
   const std::string path = dir.File("m.wlf");
   test::WriteModel({.path = path, .seed = 3});
-  EXPECT_EQ(PartsKey("tp", 4), "tp/4");
+  EXPECT_EQ(PartsKey(Pattern("tp"), 4), "tp/4");
   PreparedFile f;
   Status s = PrepareFile(path, "part_test", &f);
   ASSERT_TRUE(s.ok()) << s.message();
 
-  ASSERT_TRUE(PrepareParts("replicated", 2, &f).ok());
+  ASSERT_TRUE(PrepareParts(Pattern("replicated"), 2, &f).ok());
   EXPECT_TRUE(f.part_checksums.empty());
 
-  s = PrepareParts("tp", 2, &f);
+  s = PrepareParts(Pattern("tp"), 2, &f);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(f.part_checksums.size(), 1u);
   const std::vector<uint64_t>& sums = f.part_checksums.at("tp/2");
@@ -44,7 +50,7 @@ TEST(PreparedFile, EachReaderOfAPatternGetsTheChecksumOfItsPart) {
   }
   EXPECT_NE(sums[0], sums[1]);
 
-  s = PrepareParts("pp", 1000, &f);
+  s = PrepareParts(Pattern("pp"), 1000, &f);
   EXPECT_EQ(s.code(), Status::Code::kBadInput);
   EXPECT_NE(s.message().find(f.path + ": pp cannot split"), std::string::npos) << s.message();
   EXPECT_EQ(f.part_checksums.size(), 1u);

@@ -97,8 +97,9 @@ class RunMessageTest : public ::testing::Test {
 
 TEST_F(RunMessageTest, CarriesNoSecret) {
   LaunchRequest req;
-  req.file = "s3://models/m.wlf";
-  req.strategy = "http_ranges";
+  req.worker.file = "s3://models/m.wlf";
+  ASSERT_TRUE(
+      ResolveSpec(StrategySpec{"http_ranges", {}, "http_ranges"}, &req.worker.strategy).ok());
   const RankJson message = RunMessage(req);
   const std::string m = message.dump();
   EXPECT_FALSE(Has(m, "marker-secret-key")) << m;
@@ -108,20 +109,23 @@ TEST_F(RunMessageTest, CarriesNoSecret) {
   // Another rank keeps the credentials it was started with.
   ::setenv("AWS_SECRET_ACCESS_KEY", "the-rank's-own", 1);
   ::unsetenv("AWS_SESSION_TOKEN");
-  const LaunchRequest back = RequestOf(message, "loadbench");
-  EXPECT_EQ(back.file, "s3://models/m.wlf");
+  LaunchRequest back;
+  ASSERT_TRUE(RequestOf(message, "loadbench", &back).ok());
+  EXPECT_EQ(back.worker.file, "s3://models/m.wlf");
+  EXPECT_EQ(back.worker.strategy.info, req.worker.strategy.info);
   EXPECT_STREQ(std::getenv("AWS_SECRET_ACCESS_KEY"), "the-rank's-own");
   EXPECT_EQ(std::getenv("AWS_SESSION_TOKEN"), nullptr);
 }
 
 TEST_F(RunMessageTest, NamesTheExperimentsS3rverWhoseKeysEachRankSetsItself) {
   LaunchRequest req;
-  req.file = "s3://loadbench/m.wlf";
+  req.worker.file = "s3://loadbench/m.wlf";
   req.s3rver = "http://127.0.0.1:4568";
   const RankJson message = RunMessage(req);
   EXPECT_FALSE(Has(message.dump(), "marker-secret-key")) << message.dump();
   EXPECT_EQ(message["s3rver"], "http://127.0.0.1:4568");
-  const LaunchRequest back = RequestOf(message, "loadbench");
+  LaunchRequest back;
+  ASSERT_TRUE(RequestOf(message, "loadbench", &back).ok());
   EXPECT_EQ(back.s3rver, "http://127.0.0.1:4568");
   EXPECT_STREQ(std::getenv("AWS_ENDPOINT_URL"), "http://127.0.0.1:4568");
   EXPECT_STREQ(std::getenv("AWS_ACCESS_KEY_ID"), kS3rverKey);

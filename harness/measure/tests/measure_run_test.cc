@@ -90,7 +90,7 @@ TEST_F(MeasureRunPathTest, ACeilingIsTheReadItsNameFindsCompletedUnderTheRunsIde
   const std::vector<Json> runs = Measure(p);
 
   ASSERT_EQ(link.asked.size(), 1u) << "the run is the read the settings name";
-  EXPECT_EQ(link.asked[0].file, file_.path);
+  EXPECT_EQ(link.asked[0].worker.file, file_.path);
   EXPECT_EQ(link.asked[0].readers, 2);
   EXPECT_EQ(link.asked[0].link, "200mbit");
   EXPECT_EQ(meters_.reads, 0) << "nothing is metered around a ceiling";
@@ -119,6 +119,7 @@ TEST_F(MeasureRunPathTest, ACeilingIsTheReadItsNameFindsCompletedUnderTheRunsIde
 TEST_F(MeasureRunPathTest, ALoadsRecordsGetWhatMovedOnTheMetersOverItsReaders) {
   RunPoint p;
   p.spec.name = p.spec.text = "fread";
+  ASSERT_TRUE(ResolveSpec(p.spec, &p.strategy).ok());  // as the plan resolves it
   p.cache = "warm";
   p.procs = 2;
   const std::vector<Json> runs = Measure(p);

@@ -19,6 +19,7 @@
 
 #include "harness/cache/cache.h"
 #include "harness/gen/generator.h"
+#include "harness/launch/request.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
 
@@ -244,8 +245,11 @@ TEST_F(RunnerTest, AFileWithoutAStoredChecksumIsCheckedAgainstAReferenceRead) {
 
 TEST_F(RunnerTest, ALoadThatDisagreesWithTheReferenceIsAFailedRun) {
   const std::string file = CopyRealSafetensors();
-  const test::ProcessResult p = test::RunLoadbench(
-      {"worker", "--file", file, "--strategy", "mmap", "--expect-checksum", "0123456789abcdef"});
+  WorkerRequest w;
+  w.file = file;
+  ASSERT_TRUE(ResolveSpec(StrategySpec{"mmap", {}, "mmap"}, &w.strategy).ok());
+  w.expect_checksum = 0x0123456789abcdefull;
+  const test::ProcessResult p = test::RunLoadbench({"worker", "--request", RequestJson(w).dump()});
   ASSERT_EQ(p.exit_code, 0) << test::Describe(p);
   const nlohmann::json r = nlohmann::json::parse(p.out);
   EXPECT_EQ(r["status"], "failed") << r.dump();
