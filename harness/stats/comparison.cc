@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/record/record.h"
 #include "harness/stats/paired_stats.h"
@@ -57,11 +58,18 @@ double WallOf(const Json& r) {
 
 namespace {
 
+// "reader K", with its host and rank where it ran under MPI, as the report says it
+// (analysis/ readers.who; pinned by analysis/tests/fixtures/console).
 std::string Who(int k, const Json& r) {
-  std::string out = fmt::format("reader {}", k);
-  if (r.contains("rank"))
-    out += fmt::format(" (rank {}, host {})", r.value("rank", -1), r.value("host", "?"));
-  return out;
+  std::vector<std::string> where;
+  if (r.contains("host") && r["host"].is_string()) {
+    where.push_back("host " + r["host"].get<std::string>());
+  }
+  if (r.contains("rank") && r["rank"].is_number()) {
+    where.push_back(fmt::format("rank {}", r["rank"].get<int>()));
+  }
+  const std::string out = fmt::format("reader {}", k);
+  return where.empty() ? out : fmt::format("{} ({})", out, fmt::join(where, ", "));
 }
 
 std::optional<double> StartOf(const Json& r) {
@@ -117,13 +125,13 @@ RunTime TimeOfRun(const RunReaders& run) {
   for (int k = 0; k < run.readers; ++k) {
     const auto it = run.by_reader.find(k);
     if (it == run.by_reader.end()) {
-      t.why = fmt::format("reader {} left no record", k);
+      t.why = fmt::format("reader {}: no record", k);
       return t;
     }
     const Json& r = *it->second;
     if (!IsOk(r) || WallOf(r) <= 0) {
       const auto error = r.find("error");
-      t.why = fmt::format("{} {}: {}", Who(k, r), r.value("status", "?"),
+      t.why = fmt::format("{}: {}: {}", Who(k, r), r.value("status", "?"),
                           error != r.end() && error->is_string() ? error->get<std::string>()
                                                                  : "no time");
       return t;

@@ -43,7 +43,7 @@ struct RunReaders {
 // first), else it is the largest wall_s.
 struct RunTime {
   std::optional<double> duration, start_spread;
-  std::string why;  // "reader 2 (rank 2, host b) failed: ...", when it has no duration
+  std::string why;  // "reader 2 (host b, rank 2): failed: ...", when it has no duration
 };
 RunTime TimeOfRun(const RunReaders& run);
 
@@ -60,7 +60,7 @@ using Rounds = std::map<Condition, std::map<Series, std::map<int, double>>>;
 Rounds RoundsOf(const std::vector<nlohmann::ordered_json>& records);
 
 // The runs of several readers made in rounds that have no time because some reader failed,
-// timed out or left no record: "cold x4 procs tp fread round 3: reader 2 failed: timed out", one a
+// timed out or left no record: "cold x4 procs tp fread round 3: reader 2: failed: timed out", one a
 // line.
 std::vector<std::string> BrokenRuns(const std::vector<nlohmann::ordered_json>& records,
                                     bool with_file);

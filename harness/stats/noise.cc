@@ -179,10 +179,14 @@ std::string OutlierLines(const std::vector<Json>& records, bool many_files, bool
   }
   std::vector<std::string> lines;
   for (const auto& [key, rs] : groups) {
-    std::vector<double> x;
-    for (const Json* r : rs) x.push_back(std::log(WallOf(*r)));
+    std::vector<double> x, wall;
+    for (const Json* r : rs) {
+      wall.push_back(WallOf(*r));
+      x.push_back(std::log(wall.back()));
+    }
     const std::vector<bool> flags = paired::MadOutliers(x);
-    const double med = std::exp(paired::Median(x));
+    // The median time, as the report gives it (of an even count, the mean of the middle two).
+    const double med = paired::Median(wall);
     for (size_t i = 0; i < rs.size(); ++i) {
       if (!flags[i]) continue;
       lines.push_back(fmt::format("  {} {} rep {}: {:.3f} s, the group's median {:.3f} s ({})",

@@ -236,11 +236,11 @@ TEST(RoundsCompare, ARunCountsOnlyWhole) {
   EXPECT_NEAR(v.comparisons[0].ratio, 2.25 / 5.25, 1e-9);
   const std::string summary = NoiseSummary(records, "fread");
   EXPECT_NE(summary.find("not paired: 2 runs of several readers"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("cold x2 procs mmap_seq round 3: reader 1 failed: timed out after "
+  EXPECT_NE(summary.find("cold x2 procs mmap_seq round 3: reader 1: failed: timed out after "
                          "60 s"),
             std::string::npos)
       << summary;
-  EXPECT_NE(summary.find("round 5: reader 0 left no record"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("round 5: reader 0: no record"), std::string::npos) << summary;
 }
 
 // A command that sent no checksum is ranked and paired like any strategy, and marked
