@@ -275,7 +275,7 @@ def io_seconds(record):
 def paired(mine, theirs):
     """{n, median of each side, the ratio mine / theirs paired by round (Hodges-Lehmann) and
     its 95% interval} of two {rep: seconds}, over the rounds where both are positive."""
-    from analysis.paired import signed_rank_interval  # pandas and numpy: only when needed
+    from analysis.stats.paired import signed_rank_interval  # pandas and numpy: only when needed
     mine = {k: v for k, v in mine.items() if v and v > 0}
     theirs = {k: v for k, v in theirs.items() if v and v > 0}
     reps = sorted(mine.keys() & theirs.keys())

@@ -12,8 +12,9 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from analysis import results, verdict  # noqa: E402
-from analysis.report import machine_state  # noqa: E402
+from analysis.core import results  # noqa: E402
+from analysis.sections import verdict  # noqa: E402
+from analysis.core.machine import machine_state  # noqa: E402
 
 
 def gib(n) -> str:

@@ -16,7 +16,7 @@ DEVICE_GB_PER_S = 2.0  # the synthetic device's speed at the first round
 def build_report_of(tmp_path_factory, fixture):
     """A copy of the results folder `fixture` with its report built, once per test module: the
     tests only read what the report wrote."""
-    from analysis import report
+    from analysis.pages import report
 
     folder = tmp_path_factory.mktemp("built") / "results"
     shutil.copytree(fixture, folder)

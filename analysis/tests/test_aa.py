@@ -4,7 +4,8 @@ too few rounds for an interval are counted apart, and a folder that is not one i
 
 from conftest import write_rounds
 
-from analysis import aa, results
+from analysis.core.ratios import ratio_text
+from analysis.pages import aa
 
 SAME = {"mmap_seq:label=a": 1.0, "mmap_seq:label=b": 1.0}
 
@@ -33,7 +34,7 @@ def test_the_rate_counts_marked_comparisons(tmp_path, capsys):
     assert "MARKED" in text
     first = out["comparisons"][0]
     assert (f"{dirs[0]}: cold mmap_seq:label=b: "
-            f"{results.ratio_text(first['ratio'], first['low'], first['high'])} the time of "
+            f"{ratio_text(first['ratio'], first['low'], first['high'])} the time of "
             "mmap_seq:label=a, 12 rounds: ") in text
 
 

@@ -11,7 +11,9 @@ import shutil
 import pytest
 from conftest import build_report_of
 
-from analysis import after, compare, report, results
+from analysis.core import results
+from analysis.pages import compare, report
+from analysis.stats import after, compare as compare_stats
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "after")
 OLD = os.path.join(os.path.dirname(__file__), "fixtures", "small")
@@ -181,7 +183,7 @@ def test_compare_takes_the_new_records(tmp_path):
         if x["strategy_spec"] == "mmap:consume=forward:bind=copy":
             x["wall_s"] *= 2
     (b / "runs.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    c = compare.compare(str(a), str(b))
+    c = compare_stats.compare(str(a), str(b))
     by = {(x["strategy_spec"], x["file_name"]): x for x in c["rows"]}
     assert len(by) == 7
     # exp of the median log ratio: a libm may give exp(log 2) as 1.9999999999999998.
@@ -194,6 +196,6 @@ def test_compare_takes_the_new_records(tmp_path):
     json.dumps(c, default=results.json_default)
     # Old results against new ones: only fread cold in common, on another file (by time per
     # byte); the rest said so.
-    mixed = compare.compare(OLD, str(a))
+    mixed = compare_stats.compare(OLD, str(a))
     assert [(x["strategy_spec"], x["match"]) for x in mixed["rows"]] == [("fread", "time per byte")]
     assert len(mixed["only_in_b"]) == 6

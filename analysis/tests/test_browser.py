@@ -17,8 +17,9 @@ import pytest
 from conftest import write_rounds
 from test_readers import many_records, write
 
-from analysis import noise, report
-from analysis.html_page import slug
+from analysis.core.html_page import slug
+from analysis.pages import report
+from analysis.sections import noise
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -152,7 +153,7 @@ def test_the_machines_page_loads_and_fits_a_laptop(tmp_path):
     """machines.html of the reference's two states: every figure decoded, every table in its
     scroll wrapper, nothing sticking out sideways (the fingerprint and the per-row model table
     are the widest)."""
-    from analysis import machines
+    from analysis.pages import machines
 
     reference = os.path.join(os.path.dirname(__file__), "..", "..", "results", "reference")
     out = tmp_path / "machines"

@@ -1,7 +1,7 @@
-"""Carry-over (analysis/carryover.py): on synthetic rounds whose records name their predecessor
-(`after`), a run slowed by the ceiling read before it is found, with its ratio and the pooled
-ceiling effect; rounds without such an effect show none; several folders pool; the report has
-the section only when the records carry `after`."""
+"""Carry-over (analysis/stats/carryover.py): on synthetic rounds whose records name their
+predecessor (`after`), a run slowed by the ceiling read before it is found, with its ratio and
+the pooled ceiling effect; rounds without such an effect show none; several folders pool; the
+report has the section only when the records carry `after`."""
 
 import json
 
@@ -10,7 +10,9 @@ import pytest
 from conftest import write_rounds
 from scipy.stats import kruskal
 
-from analysis import carryover, report, results
+from analysis.core import results
+from analysis.pages import carryover as carryover_pages, report
+from analysis.stats import carryover
 
 
 def with_after(folder, slow_after_ceiling=1.0):
@@ -101,7 +103,7 @@ def test_the_command_pools_folders(tmp_path, capsys):
     for name in ("a", "b"):
         write_rounds(tmp_path / name, rounds=12, sigma=0.0, caches=("cold",))
         with_after(tmp_path / name, 1.5)
-    assert carryover.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert carryover_pages.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "fread, cold\n" in out
     assert "  after                            n   median s  × median time\n" in out
@@ -112,8 +114,8 @@ def test_the_command_pools_folders(tmp_path, capsys):
             "ceiling read against runs after another run, each run's time over its group's "
             "median, pooled: median 1.500 over 24 runs against 1.000 over 48).") in out
     write_rounds(tmp_path / "old", rounds=6)
-    assert carryover.main([str(tmp_path / "old")]) == 1
-    assert carryover.main([str(tmp_path / "none")]) == 2
+    assert carryover_pages.main([str(tmp_path / "old")]) == 1
+    assert carryover_pages.main([str(tmp_path / "none")]) == 2
 
 
 def test_the_report_has_the_section_only_with_after(slowed, tmp_path):

@@ -1,4 +1,4 @@
-"""Where the time went (analysis/causes.py) on the real profiles of fixtures/profiles (see its
+"""Where the time went (analysis/stats/causes.py) on the real profiles of fixtures/profiles (see its
 README.md): recorded call chains fall to the cause their leaf-most named frame gives, no profile
 leaves much to the fallbacks, a single-threaded run's causes and waiting add up to its wall
 time, a bad folded file is one line naming it, and the report has the section, its figures
@@ -13,8 +13,11 @@ import sys
 import pytest
 from conftest import build_report_of
 
-from analysis import causes, report, results
-from analysis.results import ResultsError
+from analysis.core import results
+from analysis.core.results import ResultsError
+from analysis.pages import report
+from analysis.sections import where as where_sections
+from analysis.stats import causes
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 FIXTURE = os.path.join(FIXTURES, "profiles")
@@ -26,7 +29,7 @@ FREAD_WARM, IO_URING_WARM = "20261202T010024-0008", "20261202T010024-0010"
 ODIRECT_WARM, MMAP_SEQ_WARM, THP_WARM = ("20261202T010024-0012", "20261202T010024-0011",
                                          "20261202T010024-0013")
 FREAD_COLD, THP_COLD = "20261202T010024-0001", "20261202T010024-0006"
-TITLE = f"## {report.WHERE_TITLE}"
+TITLE = f"## {where_sections.WHERE_TITLE}"
 
 
 @pytest.fixture(scope="module")
@@ -376,7 +379,7 @@ def test_a_folder_without_profiles_has_no_section(tmp_path, fixture):
     assert not causes.shown(results.load(str(folder)))
     report.build(str(folder))
     md = (folder / "report.md").read_text()
-    assert report.WHERE_TITLE not in md and "profile:" not in md
+    assert where_sections.WHERE_TITLE not in md and "profile:" not in md
     assert not any(n.startswith(("flame-", "causes-")) for n in os.listdir(folder / "figures"))
     summary = json.loads((folder / "summary.json").read_text())
     assert "causes" not in summary and "profiles_missing" not in summary

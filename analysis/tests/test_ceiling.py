@@ -1,4 +1,4 @@
-"""The ceiling checked (analysis/ceiling.py) on the hand-made fixture in fixtures/ceiling (its
+"""The ceiling checked (analysis/stats/ceiling.py) on the hand-made fixture in fixtures/ceiling (its
 figures worked out in its README.md): a strategy that beats its rounds' ceiling beyond the
 paired interval is flagged as a ceiling that is not one, with both figures, in the report's
 *Noise* section and in summary.json; one that beats it in its estimate only is named but not
@@ -14,7 +14,10 @@ import os
 import pytest
 from conftest import build_report_of, write_rounds
 
-from analysis import ceiling, report, results, verdict
+from analysis.core import results
+from analysis.pages import report
+from analysis.sections import verdict
+from analysis.stats import ceiling
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "ceiling")
 GPU = os.path.join(os.path.dirname(__file__), "fixtures", "gpu")

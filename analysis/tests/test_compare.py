@@ -19,7 +19,10 @@ import pytest
 from conftest import write_rounds
 from scipy.stats import mannwhitneyu
 
-from analysis import compare, results
+from analysis.core import ratios, results
+from analysis.core.ratios import ratio_text
+from analysis.pages import compare
+from analysis.stats import compare as compare_stats, unpaired
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -47,7 +50,7 @@ def test_a_2x_difference_is_flagged_and_a_1_01x_one_is_not(tmp_path):
     write(tmp_path / "a", {"fread": base, "mmap": base / 5}, "6.1", "/data")
     write(tmp_path / "b", {"fread": base * 2 * rng.uniform(0.98, 1.02, 8),
                            "mmap": base / 5 * 1.01}, "6.18", "/other/data")
-    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    c = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b"))
     by = {r["strategy_spec"]: r for r in c["rows"]}
     assert set(by) == {"fread", "mmap"}  # matched by file name across the two paths
     assert {r["match"] for r in c["rows"]} == {"same file"} and c["references"] == []
@@ -118,7 +121,7 @@ def test_a_reference_gives_each_row_the_subfolder_that_matches_best(tmp_path):
     reference(tmp_path / "ref")
     write(tmp_path / "quick", {"fread": [20, 22, 24, 26], "mmap": [5, 6, 7, 8]}, "6.18",
           "/other", "llama-2GiB.wlf", 2 << 30)
-    c = compare.compare(str(tmp_path / "ref"), str(tmp_path / "quick"))
+    c = compare_stats.compare(str(tmp_path / "ref"), str(tmp_path / "quick"))
     assert c["references"] == ["a"]
     assert [(r["strategy_spec"], r["match"], os.path.basename(r["source_a"]))
             for r in c["rows"]] == [("fread", "same file", "quick"), ("mmap", "same file", "quick")]
@@ -138,14 +141,14 @@ def test_a_reference_gives_each_row_the_subfolder_that_matches_best(tmp_path):
     # The same file of the other subfolder, with the reference as B.
     write(tmp_path / "st", {"fread": [20, 21, 22, 23]}, "6.1", "/x", "llama-2GiB.safetensors",
           (2 << 30) + 9000)
-    c = compare.compare(str(tmp_path / "st"), str(tmp_path / "ref"))
+    c = compare_stats.compare(str(tmp_path / "st"), str(tmp_path / "ref"))
     assert [(r["match"], os.path.basename(r["source_b"]), r["ratio"]) for r in c["rows"]] == [
         ("same file", "all-strategies", 1.0)]
     assert c["references"] == ["b"] and "| B all-strategies |" in compare.to_markdown(c)
     # Another size: the closest; the two 2 GiB files tie on size, and the format decides.
     write(tmp_path / "big", {"fread": [40, 42, 44, 46]}, "6.1", "/x", "llama-4GiB.safetensors",
           4 << 30)
-    c = compare.compare(str(tmp_path / "ref"), str(tmp_path / "big"))
+    c = compare_stats.compare(str(tmp_path / "ref"), str(tmp_path / "big"))
     assert [(r["match"], os.path.basename(r["source_a"])) for r in c["rows"]] == [
         ("time per byte", "all-strategies")]
 
@@ -158,7 +161,7 @@ def test_different_files_compare_by_time_per_byte_in_the_direction_of_time(tmp_p
     write(tmp_path / "b", {"fread": base / 4 * rng.uniform(0.99, 1.01, 8),
                            "mmap": base * rng.uniform(0.99, 1.01, 8)}, "6.1", "/d",
           "llama-2GiB.safetensors", 2 << 30)
-    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    c = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b"))
     r, slower = c["rows"]
     assert r["match"] == "time per byte" and r["significant"] and 0.49 < r["ratio"] < 0.51
     # B's mmap takes as long for half the bytes: twice the time per byte, slower, above 1.
@@ -170,8 +173,8 @@ def test_different_files_compare_by_time_per_byte_in_the_direction_of_time(tmp_p
     assert r["median_a_s_per_gb"] == pytest.approx(np.median(base / (4 << 30) * 1e9))
     assert r["median_a_gb_s"] == pytest.approx(np.median((4 << 30) / base / 1e9))
     # The statistics of time per byte, as on the same file.
-    walls_b = compare.groups(results.load(str(tmp_path / "b")))[0].walls
-    per_byte = compare.shift_row(base / (4 << 30), walls_b / (2 << 30))
+    walls_b = compare_stats.groups(results.load(str(tmp_path / "b")))[0].walls
+    per_byte = unpaired.shift_row(base / (4 << 30), walls_b / (2 << 30))
     assert r["ratio"] == pytest.approx(per_byte["ratio"])
     assert (r["ci_low"], r["ci_high"]) == pytest.approx((per_byte["ci_low"],
                                                          per_byte["ci_high"]))
@@ -179,9 +182,9 @@ def test_different_files_compare_by_time_per_byte_in_the_direction_of_time(tmp_p
     md = compare.to_markdown(c)
     assert "2 of 2 rows compare *by time per byte*" in md and "B's time per byte over A's" in md
     assert "(below 1: B is faster)" in md and "throughput over" not in md
-    assert "| fread | cold | by time per byte: A 4.0 GiB wlf, B 2.0 GiB safetensors | " in md
+    assert "| fread | cold | by time per byte: A 4.00 GiB wlf, B 2.00 GiB safetensors | " in md
     assert (f"| {r['median_a_s_per_gb']:.3f} s/GB | {r['median_b_s_per_gb']:.3f} s/GB | "
-            f"{compare.ratio_text(r['ratio'], r['ci_low'], r['ci_high'])} |") in md
+            f"{ratios.ratio_text(r['ratio'], r['ci_low'], r['ci_high'])} |") in md
 
 
 def cell(md: str, head: str, first: str) -> str:
@@ -210,7 +213,7 @@ def test_the_report_the_verdict_and_compare_print_one_text_for_one_pair(tmp_path
 
     brief = run("analysis.report", "--brief", str(x))
     v = json.loads((x / "summary.json").read_text())["verdict"]["cold"]
-    text = results.ratio_text(v["ratio"], v["lo"], v["hi"])
+    text = ratio_text(v["ratio"], v["lo"], v["hi"])
     assert v["fastest"] == "mmap_seq" and re.fullmatch(r"0\.6\d× \(0\.\d\d–0\.\d\d\)", text)
     verdict = next(line for line in brief.splitlines() if line.startswith("cold: "))
     assert f": {text} the time of fread, the baseline (95.8% interval, 12 rounds)" in verdict
@@ -232,7 +235,7 @@ def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
     write(tmp_path / "a", {"fread": [1, 2, 3, 4], "mmap": [1, 1, 1, 1]}, "6.1", "/d")
     write(tmp_path / "b", {"fread": [1, 2, 3, 4], "pread": [2, 2, 2, 2]}, "6.1", "/d",
           "llama-8GiB.wlf", 8 << 30)
-    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    c = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b"))
     assert [(r["strategy_spec"], r["match"]) for r in c["rows"]] == [("fread", "time per byte")]
     assert [x["strategy_spec"] for x in c["only_in_a"]] == ["mmap"]
     assert [x["strategy_spec"] for x in c["only_in_b"]] == ["pread"]
@@ -243,7 +246,7 @@ def test_rows_on_one_side_only_are_listed_and_others_find_a_partner(tmp_path):
     write(tmp_path / "b2", {"fread": [1, 2, 3, 4]}, "6.1", "/d")
     with open(tmp_path / "b2" / "runs.jsonl", "a") as f:
         f.writelines(line for line in open(tmp_path / "b" / "runs.jsonl"))
-    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b2"))
+    c = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b2"))
     assert [(r["file_b"]["name"], r["match"]) for r in c["rows"]] == [
         ("llama-4GiB.wlf", "same file"), ("llama-8GiB.wlf", "time per byte")]
 
@@ -255,24 +258,24 @@ def test_the_null_distribution_of_u_is_the_count_of_orderings():
             ys = [v for v in range(m + n) if v not in xs]
             counts[sum(y < x for x in xs for y in ys)] += 1
         want = np.cumsum(counts) / math.comb(m + n, m)
-        assert np.allclose(compare.mann_whitney_cdf(m, n), want, rtol=0, atol=1e-15), (m, n)
+        assert np.allclose(unpaired.mann_whitney_cdf(m, n), want, rtol=0, atol=1e-15), (m, n)
     # Beyond floats' exact integers: still a distribution, symmetric.
-    cdf = compare.mann_whitney_cdf(40, 40)
+    cdf = unpaired.mann_whitney_cdf(40, 40)
     assert cdf[-1] == 1.0 and cdf[799] == pytest.approx(1 - cdf[800], abs=1e-15)
 
 
 def test_literal_intervals_and_too_few_runs():
     x, y = [1.0, 2.0, 3.0, 4.0], [11.0, 12.0, 13.0, 14.0]
     # 4 a side: P(U = 0) = 1/70 <= 2.5% < P(U <= 1) = 2/70, so k = 1: [min, max] of y - x.
-    assert compare.shift_interval(x, y) == (10.0, 7.0, 13.0)
-    estimate, low, high = compare.shift_interval([1.0, 2.0, 3.0], [5.0, 6.0, 7.0])
+    assert unpaired.shift_interval(x, y) == (10.0, 7.0, 13.0)
+    estimate, low, high = unpaired.shift_interval([1.0, 2.0, 3.0], [5.0, 6.0, 7.0])
     assert estimate == 4.0 and math.isnan(low) and math.isnan(high)  # 1/20 > 2.5%
     # 8 a side: P(U <= 13) = 0.0249 <= 2.5% < P(U <= 14): k = 14, [D_(14), D_(51)].
-    cdf = compare.mann_whitney_cdf(8, 8)
+    cdf = unpaired.mann_whitney_cdf(8, 8)
     assert cdf[13] <= 0.025 < cdf[14]
     x8, y8 = np.arange(8.0), np.arange(8.0) * 1.5 + 20
     d = np.sort(np.subtract.outer(y8, x8).ravel())
-    assert compare.shift_interval(x8, y8) == (float(np.median(d)), d[13], d[50])
+    assert unpaired.shift_interval(x8, y8) == (float(np.median(d)), d[13], d[50])
 
 
 def test_the_interval_is_the_inverted_mann_whitney_test():
@@ -281,8 +284,8 @@ def test_the_interval_is_the_inverted_mann_whitney_test():
     rng = np.random.default_rng(3)
     for m, n in ((4, 4), (5, 7), (9, 6)):
         x, y = rng.normal(0, 1, m), rng.normal(0.5, 1, n)
-        _, low, high = compare.shift_interval(x, y)
-        cdf = compare.mann_whitney_cdf(m, n)
+        _, low, high = unpaired.shift_interval(x, y)
+        cdf = unpaired.mann_whitney_cdf(m, n)
         level = 2 * cdf[np.flatnonzero(cdf <= 0.025)[-1]]
         d = np.sort(np.subtract.outer(y, x).ravel())
         for s in (d[:-1] + d[1:]) / 2:
@@ -295,11 +298,11 @@ def test_the_interval_reaches_its_coverage_on_skewed_times():
     ratio holds 1.3 in at least 95% of them, and at the exact level within sampling error."""
     rng = np.random.default_rng(8)
     m, n = 6, 8
-    cdf = compare.mann_whitney_cdf(m, n)
+    cdf = unpaired.mann_whitney_cdf(m, n)
     exact = 1 - 2 * cdf[np.flatnonzero(cdf <= 0.025)[-1]]
     held = []
     for _ in range(3000):
         x, y = rng.lognormal(0, 0.5, m), 1.3 * rng.lognormal(0, 0.5, n)
-        _, low, high = compare.shift_interval(np.log(x), np.log(y))
+        _, low, high = unpaired.shift_interval(np.log(x), np.log(y))
         held.append(low <= math.log(1.3) <= high)
     assert np.mean(held) >= 0.95 and abs(np.mean(held) - exact) < 0.012

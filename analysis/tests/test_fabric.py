@@ -11,8 +11,11 @@ import pytest
 from conftest import write_rounds
 from test_fleet import cluster, node_record, write
 
-from analysis import compare, machines, noise, paired, readers, report, stats
-from analysis.results import load
+from analysis.core import labels
+from analysis.core.labels import condition
+from analysis.core.results import load
+from analysis.pages import machines, report
+from analysis.stats import aggregates as stats, compare as compare_stats, paired, readers
 
 EVERY, BCAST = "fleet:design=every", "fleet:design=bcast"
 FAST, SLOW = "nic 200mbit, uplink 400mbit", "nic 100mbit, uplink 400mbit"
@@ -116,8 +119,8 @@ def test_the_report_names_each_fabric(built):
     md = (built / "report.md").read_text()
     summary = json.loads((built / "summary.json").read_text())
     # The verdict per condition, its name the fabric's where it is one.
-    assert {f"cold ×2, {FAST}", f"cold ×2, {SLOW}", f"cold, {FAST}",
-            f"cold, {SLOW}"} <= set(summary["verdict"])
+    assert {f"cold ×2 {FAST}", f"cold ×2 {SLOW}", f"cold {FAST}",
+            f"cold {SLOW}"} <= set(summary["verdict"])
     # The start table's rows (2 nodes' records in each of 3 rounds), and the Many readers
     # table's (3 rounds): one per fabric.
     for fabric in (FAST, SLOW):
@@ -131,7 +134,7 @@ def test_the_report_names_each_fabric(built):
 
 
 def test_compare_keeps_the_fabrics_apart(folder, tmp_path):
-    c = compare.compare(str(folder), str(folder))
+    c = compare_stats.compare(str(folder), str(folder))
     rows = [r for r in c["rows"] if r["strategy_spec"] == BCAST and r["procs"] == 2]
     assert sorted(r["fabric"] for r in rows) == sorted([FAST, SLOW])
     assert all(r["ratio"] == pytest.approx(1.0) for r in rows)
@@ -144,7 +147,7 @@ def test_make_machines_keeps_the_fabrics_apart(folder, tmp_path):
     assert sorted(bcast["fabric"]) == sorted([FAST, SLOW])
     assert list(bcast["rank"]) == [1, 1]  # each the fastest of its own workload
     md = (tmp_path / "machines" / "machines.md").read_text()
-    assert f"### llama-4GiB.wlf (0.06 GiB), cold, 2 readers (replicated), {SLOW}" in md
+    assert f"### llama-4GiB.wlf (64 MiB), cold ×2 {SLOW}" in md
 
 
 def test_a_folder_without_a_fabric_reads_as_before(tmp_path):
@@ -152,5 +155,5 @@ def test_a_folder_without_a_fabric_reads_as_before(tmp_path):
     r = load(str(tmp_path / "plain"))
     assert (r.runs["fabric"] == "").all()
     row = r.runs.iloc[0]
-    assert noise.condition(row, 1) == row["cache"]
-    assert report.label(row, 1) == row["strategy_spec"]
+    assert condition(row, 1) == row["cache"]
+    assert labels.label(row, 1) == row["strategy_spec"]

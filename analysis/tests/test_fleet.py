@@ -22,8 +22,12 @@ import pandas as pd
 import pytest
 from conftest import FILE, write_rounds
 
-from analysis import fleet, readers, report
-from analysis.results import load
+from analysis.core import units
+from analysis.core.results import load
+from analysis.models import fleet, flow
+from analysis.pages import report
+from analysis.sections import fleet as fleet_sections, fleet_figures
+from analysis.stats import fleet_rounds, readers
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MODEL = 64 * 2**20  # M: the model's tensor bytes
@@ -33,7 +37,7 @@ CORES = 2  # shared by every node
 CPU_PER_BYTE = 1.5e-8  # a node's CPU seconds per byte it moves, in and out
 START = 0.4  # the fixed start cost of a round
 COUNTS = (1, 2, 4)
-FABRIC = fleet.Fabric(UPLINK, NIC, NIC, CORES, True, "synthetic")
+FABRIC = fleet_rounds.Fabric(UPLINK, NIC, NIC, CORES, True, "synthetic")
 
 
 def hand_times(design, n, start=START, nic=NIC, uplink=UPLINK):
@@ -71,7 +75,7 @@ def cluster(nodes=4, iperf=True, nic=NIC, nic_text="200mbit"):
         return {"name": name, "rate": rate, "tc": tc, "iperf3": figures}
 
     return {"nodes": nodes, "nic": nic_text, "uplink": "400mbit",
-            "nic_bits_per_s": fleet.parse_rate(nic_text), "uplink_bits_per_s": 4e8,
+            "nic_bits_per_s": units.parse_rate(nic_text), "uplink_bits_per_s": 4e8,
             "cores": CORES,
             "topology": "a bridge in namespace lb-fleet: the store and each node on a veth pair",
             "store": {"netns": "lb-store", "address": "169.254.7.1", "dev": "st0"},
@@ -86,7 +90,7 @@ def node_record(i, design, n, k, *, rep=0, cache="cold", wall=None, status="ok",
     """Node k's record of a round of `n` nodes, as the C++ side writes it: its bytes those the
     design gives node k, its CPU seconds CPU_PER_BYTE times the bytes it moved, its wall time
     `hand_times`' unless `wall` is given, released at `start` (load_start_unix_s)."""
-    store, rx, tx = (x * MODEL for x in fleet.shares(design, n))
+    store, rx, tx = (x * MODEL for x in flow.shares(design, n))
     cpu = CPU_PER_BYTE * (store[k] + rx[k] + tx[k])
     wall = hand_times(design, n)[k] if wall is None else wall
     return {"run_id": f"r{i:04d}", "experiment": "fleet", "strategy": "fleet",
@@ -118,7 +122,7 @@ def fleet_records():
     """Every design at N = 1, 2, 4, cold and warm, 3 rounds each; in round 1 of bcast at 4
     nodes, cold, node 2 fails; and http_ranges on 2 and 4 nodes, cold."""
     out = []
-    for design in fleet.DESIGNS:
+    for design in fleet_rounds.DESIGNS:
         for n in COUNTS:
             for cache in ("cold", "warm"):
                 for rep in range(3):
@@ -172,7 +176,7 @@ def test_a_round_lasts_from_its_first_start_to_its_last_end_as_in_many_readers(t
     records = [node_record(k, "chain", 3, k, wall=w, start=100.0 + 0.25 * k)
                for k, w in enumerate([2.0, 2.5, 3.5])]
     r = load(str(write(tmp_path / "max", records)))
-    row = fleet.rounds(fleet.nodes_table(r.runs)).iloc[0]
+    row = fleet_rounds.rounds(fleet_rounds.nodes_table(r.runs)).iloc[0]
     assert row["duration_s"] == 4.0  # sums of quarters: exact
     # One duration for one round: the Many readers section's is the same.
     assert readers.rounds(r.runs, r.env).iloc[0]["duration_s"] == row["duration_s"]
@@ -191,15 +195,15 @@ def test_a_failed_node_fails_its_round_and_is_named(analysed):
     assert failed["ok_nodes"] == 3
     series = one(analysed["summary"], strategy_spec="fleet:design=bcast", nodes=4, cache="cold")
     assert series["rounds"] == 3 and series["failed"] == 1
-    assert "| bcast | cold | 4 | 3 (1 failed) |" in fleet.series_md(analysed["summary"])
+    assert "| bcast | cold | 4 | 3 (1 failed) |" in fleet_sections.series_md(analysed["summary"])
     assert ("- bcast, cold, 4 nodes, round 1: node 2: failed: peer 0 closed the connection"
-            in fleet.failed_md(rounds))
+            in fleet_sections.failed_md(rounds))
 
 
 def test_a_missing_node_fails_its_round(tmp_path):
     records = [node_record(k, "stripe", 4, k) for k in (0, 1, 3)]
     r = load(str(write(tmp_path / "missing", records)))
-    row = fleet.rounds(fleet.nodes_table(r.runs)).iloc[0]
+    row = fleet_rounds.rounds(fleet_rounds.nodes_table(r.runs)).iloc[0]
     assert pd.isna(row["duration_s"]) and row["reason"] == "node 2: no record"
 
 
@@ -222,49 +226,50 @@ def test_read_amplification_is_n_for_every_and_1_for_the_others(analysed):
 # --- the bound and the allocator, by hand ------------------------------------------------------
 
 def test_the_bound_by_hand():
-    fabric = fleet.Fabric(400e6, 200e6, 200e6)  # 50 MB/s out of the store, 25 MB/s a NIC
+    fabric = fleet_rounds.Fabric(400e6, 200e6, 200e6)  # 50 MB/s out of the store, 25 MB/s a NIC
     m, chunk = 100e6, 4e6  # a chunk at the NIC: 0.16 s
-    assert fleet.bound("every", 1, m, chunk, fabric) == pytest.approx(4.0)  # the NIC
-    assert fleet.bound("every", 4, m, chunk, fabric) == pytest.approx(8.0)  # 4 M at the uplink
-    assert fleet.bound("bcast", 2, m, chunk, fabric) == pytest.approx(4.0 + 0.16)
-    assert fleet.bound("bcast", 4, m, chunk, fabric) == pytest.approx(4.0 + 2 * 0.16)
-    assert fleet.bound("chain", 4, m, chunk, fabric) == pytest.approx(4.0 + 3 * 0.16)
-    assert fleet.bound("stripe", 4, m, chunk, fabric) == pytest.approx(2.0 + 0.75 * 4.0)
-    assert fleet.bound("stripe", 1, m, chunk, fabric) == pytest.approx(4.0)
+    assert fleet_rounds.bound("every", 1, m, chunk, fabric) == pytest.approx(4.0)  # the NIC
+    # 4 M at the uplink
+    assert fleet_rounds.bound("every", 4, m, chunk, fabric) == pytest.approx(8.0)
+    assert fleet_rounds.bound("bcast", 2, m, chunk, fabric) == pytest.approx(4.0 + 0.16)
+    assert fleet_rounds.bound("bcast", 4, m, chunk, fabric) == pytest.approx(4.0 + 2 * 0.16)
+    assert fleet_rounds.bound("chain", 4, m, chunk, fabric) == pytest.approx(4.0 + 3 * 0.16)
+    assert fleet_rounds.bound("stripe", 4, m, chunk, fabric) == pytest.approx(2.0 + 0.75 * 4.0)
+    assert fleet_rounds.bound("stripe", 1, m, chunk, fabric) == pytest.approx(4.0)
     # Rates in bits, sizes in bytes: a gigabit link moves 125 MB a second.
-    assert fleet.bound("every", 1, 125e6, chunk, fleet.Fabric(1e10, 1e9, 1e9)) == 1.0
+    assert fleet_rounds.bound("every", 1, 125e6, chunk, fleet_rounds.Fabric(1e10, 1e9, 1e9)) == 1.0
 
 
 def test_max_min_by_hand():
     # Three flows share a link of 9; the third is held to 1 by a second link: 4, 4, 1.
-    rates, neck = fleet.max_min(np.array([[1, 0], [1, 0], [1, 1]]), [9, 1])
+    rates, neck = flow.max_min(np.array([[1, 0], [1, 0], [1, 1]]), [9, 1])
     assert rates == pytest.approx([4, 4, 1]) and list(neck) == [0, 0, 1]
     # Weights: a flow using a link twice per byte (a relay in and out) gets its fair share of
     # the growth, 10 / 3 each.
-    rates, _ = fleet.max_min(np.array([[2.0], [1.0]]), [10])
+    rates, _ = flow.max_min(np.array([[2.0], [1.0]]), [10])
     assert rates == pytest.approx([10 / 3, 10 / 3])
     # A flow on no limited resource is not held at all.
-    rates, neck = fleet.max_min(np.array([[0.0, 1.0], [1.0, 0.0]]), [5, np.inf])
+    rates, neck = flow.max_min(np.array([[0.0, 1.0], [1.0, 0.0]]), [5, np.inf])
     assert rates[0] == np.inf and rates[1] == 5 and neck[0] == -1
 
 
 def test_flows_share_then_take_what_is_left_and_wait_for_each_other():
     link = np.array([10.0, 5.0])
-    flows = [fleet.Flow(10.0, np.array([0]), np.array([1.0])),
-             fleet.Flow(30.0, np.array([0]), np.array([1.0])),
-             fleet.Flow(10.0, np.array([1]), np.array([1.0]), after=(0,))]
-    end, _ = fleet.simulate(flows, link)
+    flows = [flow.Flow(10.0, np.array([0]), np.array([1.0])),
+             flow.Flow(30.0, np.array([0]), np.array([1.0])),
+             flow.Flow(10.0, np.array([1]), np.array([1.0]), after=(0,))]
+    end, _ = flow.simulate(flows, link)
     # 5 each until the first ends at 2; then the second alone at 10 (20 left: 2 s more); the
     # third starts at 2 on its own link of 5.
     assert end == pytest.approx([2.0, 4.0, 4.0])
 
 
 def test_without_cpu_the_model_is_the_bound():
-    m = fleet.Model(FABRIC, MODEL, CHUNK)
-    for design in fleet.DESIGNS:
+    m = flow.Model(FABRIC, MODEL, CHUNK)
+    for design in fleet_rounds.DESIGNS:
         for n in (1, 2, 3, 4, 8, 64):
             assert m.seconds(design, n) == pytest.approx(
-                fleet.bound(design, n, MODEL, CHUNK, FABRIC)), (design, n)
+                fleet_rounds.bound(design, n, MODEL, CHUNK, FABRIC)), (design, n)
 
 
 # --- the model ---------------------------------------------------------------------------------
@@ -279,11 +284,11 @@ def test_the_fabric_is_the_measured_links(analysed):
 def test_configured_rates_stand_in_only_where_nothing_was_measured():
     env = {"cluster": cluster(iperf=False)}
     env["cluster"]["links"][0]["iperf3"]["up_bits_per_s"] = 3.5e8  # the store's measured
-    fabric = fleet.fabric_of(env)
+    fabric = fleet_rounds.fabric_of(env)
     assert fabric.uplink_bps == 3.5e8 and fabric.nic_in_bps == 2e8
     assert "store uplink 350 Mbit/s (iperf3" in fabric.source
     assert "node NIC in 200 Mbit/s (configured: no iperf3 figure measured)" in fabric.source
-    assert fleet.fabric_of({}) is None
+    assert fleet_rounds.fabric_of({}) is None
 
 
 def test_the_model_agrees_with_the_times_worked_out_by_hand(analysed):
@@ -303,7 +308,7 @@ def test_the_model_agrees_with_the_times_worked_out_by_hand(analysed):
     assert bcast["limited_by"] == "CPU (shared)"
     assert one(p, strategy_spec="fleet:design=every", nodes=4, cache="cold")[
         "limited_by"] == "store uplink"
-    assert "Largest error of the fit (in sample): 0% " in fleet.model_md(analysed)
+    assert "Largest error of the fit (in sample): 0% " in fleet_sections.model_md(analysed)
 
 
 def growing_start(n):
@@ -316,7 +321,7 @@ def growing(tmp_path_factory):
     """Every design at 1, 2 and 4 nodes, cold, one round each, its times worked out by hand
     with `growing_start`; released at 0 s, so that every duration is its last node's time."""
     records = []
-    for design in fleet.DESIGNS:
+    for design in fleet_rounds.DESIGNS:
         for n in COUNTS:
             times = hand_times(design, n, start=growing_start(n))
             records += [node_record(len(records) + k, design, n, k, wall=times[k], start=0.0)
@@ -327,7 +332,7 @@ def growing(tmp_path_factory):
 
 def test_held_out_errors_are_the_ones_worked_out_by_hand(growing):
     p = growing["predictions"].set_index(["design", "nodes"])
-    starts = {(d, n): growing_start(n) for d in fleet.DESIGNS for n in COUNTS}
+    starts = {(d, n): growing_start(n) for d in fleet_rounds.DESIGNS for n in COUNTS}
     # The fit on every series: the median of the 12 starts, 0.4 s; in sample, N = 4 is 0.2 s
     # short and N = 1 0.1 s long.
     assert growing["start_s"] == pytest.approx(0.4, abs=1e-9)
@@ -357,11 +362,12 @@ def test_the_curves_carry_a_band_from_the_held_out_errors(growing):
     assert c["low_s"].tolist() == pytest.approx((c["seconds"] / (1 + high)).tolist(), rel=1e-12)
     assert c["high_s"].tolist() == pytest.approx((c["seconds"] / (1 + low)).tolist(), rel=1e-12)
     assert (c["high_s"] > c["seconds"]).all()  # the model was too fast where it erred most
-    md = fleet.model_md(growing)
+    md = fleet_sections.model_md(growing)
     assert "are a fit, in sample" in md and "Held out: " in md
     assert "the largest N from the smaller ones: -" in md
-    assert "The band about each curve spans the held-out errors" in fleet.outlook_md(growing)
-    summary = fleet.summary_of(growing)
+    outlook = fleet_sections.outlook_md(growing)
+    assert "The band about each curve spans the held-out errors" in outlook
+    summary = fleet_sections.summary_of(growing)
     assert summary["band_errors"] == [low, high]
     assert summary["held_out_largest_error"] > summary["largest_error"]
 
@@ -373,7 +379,7 @@ def test_a_round_faster_than_its_bound_is_marked(tmp_path):
     row = a["summary"].iloc[0]
     assert row["bound_s"] == pytest.approx(MODEL * 8 / NIC, rel=1e-12)
     assert row["of_bound"] == pytest.approx(MODEL * 8 / NIC / 2.0, rel=1e-9)
-    md = fleet.series_md(a["summary"])
+    md = fleet_sections.series_md(a["summary"])
     assert "| 1.34 ⚠ | 1.34 ⚠ |" in md
     assert "⚠ every, cold, 1 nodes: its median round of 2 s beat the bound of 2.68 s" in md
     assert "not the fabric's limit there" in md
@@ -412,15 +418,15 @@ def test_each_round_uses_the_links_of_its_session_and_rates_never_pool(tmp_path)
     s = a["summary"].set_index("nic")
     assert sorted(s.index) == ["", "100mbit", "200mbit"]  # three series: never pooled
     assert s.loc["200mbit", "rounds"] == 4 and s.loc["100mbit", "rounds"] == 2
-    md = fleet.series_md(a["summary"])
+    md = fleet_sections.series_md(a["summary"])
     assert "| every [nic 200mbit, uplink 400mbit] | cold | 2 | 4 |" in md
-    assert "session 0 (t0), nic 200mbit, uplink 400mbit: store uplink" in fleet.fabric_md(
+    assert "session 0 (t0), nic 200mbit, uplink 400mbit: store uplink" in fleet_sections.fabric_md(
         a, env)
 
 
 def test_curves_crossings_and_the_deadline_by_hand():
     # No CPU, no start: the model is the bound (4 s for M at a NIC, 2 s at the uplink).
-    m = fleet.Model(fleet.Fabric(400e6, 200e6, 200e6), 100e6, 4e6)
+    m = flow.Model(fleet_rounds.Fabric(400e6, 200e6, 200e6), 100e6, 4e6)
     assert fleet.changes(m) == [(1, ("every", "bcast", "stripe", "chain")),
                                 (2, ("every", "stripe")), (3, ("bcast", "chain")),
                                 (4, ("bcast",))]
@@ -438,24 +444,30 @@ def test_the_described_topology_has_a_cpu_per_node(analysed):
     assert set(analysed) >= {"described_curve", "measured_curve", "measured_first_past"}
 
 
-@pytest.mark.parametrize("text, bits", [("200mbit", 2e8), ("25gbit", 2.5e10), ("1gbps", 8e9),
-                                        ("100kbit", 1e5), ("1mibit", 2**20), ("1000", 1e3),
-                                        ("2.5Gbit", 2.5e9)])
-def test_rates_parse_as_tc_writes_them(text, bits):
-    assert fleet.parse_rate(text) == bits
+# The values harness/net/link.cc's ParseLinkRate gives (harness/net/tests/link_test.cc pins the
+# first three): decimal prefixes, bps in bytes, 1mbit to 1tbit.
+@pytest.mark.parametrize("text, bits", [("1gbit", 1e9), ("2.5gbit", 2.5e9), ("100mbps", 8e8),
+                                        ("200mbit", 2e8), ("25gbit", 2.5e10), ("1gbps", 8e9),
+                                        ("1mbit", 1e6), ("1tbit", 1e12), ("1000kbit", 1e6)])
+def test_rates_parse_as_the_harness_parses_them(text, bits):
+    assert units.parse_rate(text) == bits
 
 
-@pytest.mark.parametrize("text", ["200mbits", "fast", "0mbit", "-1mbit", "200m", ""])
-def test_bad_rates_are_refused(text):
+# What ParseLinkRate refuses: no rate ("not a rate") or outside 1mbit to 1tbit; and "unshaped",
+# which it takes as 0, is no fabric's rate.
+@pytest.mark.parametrize("text", ["", "1", "1 gbit", "1Gbit", "gbit", "-1gbit", "1gbit/s",
+                                  "500kbit", "2tbit", "1mibit", "1000", "200mbits", "fast",
+                                  "0mbit", "200m", "1e3mbit", "unshaped"])
+def test_what_the_harness_refuses_is_refused(text):
     with pytest.raises(ValueError):
-        fleet.parse_rate(text)
+        units.parse_rate(text)
 
 
 def test_sizes_parse():
-    assert fleet.parse_size("16GB") == 16e9 and fleet.parse_size("8GiB") == 8 * 2**30
-    assert fleet.parse_size("4194304") == 4194304
+    assert units.parse_size("16GB") == 16e9 and units.parse_size("8GiB") == 8 * 2**30
+    assert units.parse_size("4194304") == 4194304
     with pytest.raises(ValueError):
-        fleet.parse_size("big")
+        units.parse_size("big")
 
 
 # --- the command and the report ----------------------------------------------------------------
@@ -470,7 +482,7 @@ def test_the_command_prints_its_tables(folder):
                     "25 Gbit/s, node NIC 100 Gbit/s each way"):
         assert heading in out
     assert "| every | cold | 4 | 3 |" in out and "| 1024 |" in out
-    assert "first N past 600 s" in out and "16 GB" in out and "67.1 MB" in out
+    assert "first N past 600 s" in out and "14.90 GiB" in out and "64 MiB" in out
 
 
 def test_no_fleet_records_is_exit_2_in_one_line(tmp_path):
@@ -506,12 +518,13 @@ def built(folder, tmp_path_factory):
 
 def test_the_report_gains_a_fleet_section(built):
     md = (built / "report.md").read_text()
-    assert f"## {fleet.TITLE}" in md
-    section = md.split(f"## {fleet.TITLE}\n", 1)[1].split("\n## ", 1)[0]
+    assert f"## {fleet_sections.TITLE}" in md
+    section = md.split(f"## {fleet_sections.TITLE}\n", 1)[1].split("\n## ", 1)[0]
     assert "**The fabric**" in section and "| store | 400mbit |" in section
     assert "| every | cold | 4 | 3 |" in section and "**The model against" in section
     assert "**Scaling, modelled.**" in section
-    for name in (fleet.FIGURE_TIME, fleet.FIGURE_STORE, fleet.FIGURE_CURVES):
+    figures = fleet_figures
+    for name in (figures.FIGURE_TIME, figures.FIGURE_STORE, figures.FIGURE_CURVES):
         assert f"(figures/{name}.png)" in section
         assert (built / "figures" / f"{name}.png").stat().st_size > 0
     summary = json.loads((built / "summary.json").read_text())["fleet"]
@@ -527,7 +540,7 @@ def test_no_nodes_no_section(tmp_path):
     plain = tmp_path / "plain"
     write_rounds(str(plain), rounds=2)
     report.build(str(plain))
-    assert f"## {fleet.TITLE}" not in (plain / "report.md").read_text()
+    assert f"## {fleet_sections.TITLE}" not in (plain / "report.md").read_text()
     assert "fleet" not in json.loads((plain / "summary.json").read_text())
 
 

@@ -13,8 +13,10 @@ import shutil
 import pytest
 from conftest import build_report_of
 
-from analysis import gpu, report, results
-from analysis.results import ResultsError
+from analysis.core import results
+from analysis.core.results import ResultsError
+from analysis.pages import report
+from analysis.sections import gpu
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "gpu")
 SMALL = os.path.join(os.path.dirname(__file__), "fixtures", "small")
@@ -183,7 +185,7 @@ def test_the_built_report_has_the_section_and_summary_json_has_gpu(built):
     assert md.index("## Cold start") < md.index(f"## {gpu.TITLE}") < md.index("## Noise")
     assert row_of(section(md), BOUNCE) == [BOUNCE, "3", "2.500 s", "1.60", "64% (disk)", "2.450 s",
                                   "0.050 s", "128 MiB", "143 MiB"]
-    assert row_of(section(md), "cuda_pageable")[7:] == ["0", "3.82 GiB"]
+    assert row_of(section(md), "cuda_pageable")[7:] == ["0 MiB", "3.82 GiB"]
     assert "- disk, cold: 2.50 GB/s, the median of 3 ceiling reads" in section(md)
     assert f"<h2>{gpu.TITLE}</h2>" in (built / "report.html").read_text()
     summary = json.loads((built / "summary.json").read_text())

@@ -14,12 +14,16 @@ import sys
 
 import pytest
 
-from analysis import link, paired, readers, remote, report, results
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 REMOTE = os.path.join(FIXTURES, "remote")
 sys.path.insert(0, REMOTE)
 import make_remote as make  # noqa: E402
+
+from analysis.core import results
+from analysis.pages import report
+from analysis.sections import link, remote
+from analysis.stats import link as link_stats, paired, readers, remote as remote_stats
 
 ROUNDS = 6
 GBIT = 0.1175  # the 1gbit link's ceiling, GB/s
@@ -140,7 +144,7 @@ def loaded(folder):
 
 @pytest.fixture(scope="module")
 def t(loaded):
-    return link.tables(loaded, remote.summarize(loaded))
+    return link_stats.tables(loaded, remote_stats.summarize(loaded))
 
 
 @pytest.fixture(scope="module")
@@ -225,7 +229,7 @@ def test_reach_without_a_link_ceiling():
         {"strategy_spec": R16.format(n), "is_local": False, "link": "10gbit", "cache": "cold",
          "file": "f", "procs": 1, "pattern": "replicated", "memory_limit_bytes": 0,
          "of_link": math.nan} for n in (1, 4)])
-    assert list(link.reach(through)["text"]) == ["no link ceiling"]
+    assert list(link_stats.reach(through)["text"]) == ["no link ceiling"]
 
 
 def test_herds(t):
@@ -252,14 +256,14 @@ def test_a_ceiling_without_procs_falls_back_to_its_link_and_round(tmp_path):
         if r["strategy"] == "link_ceiling" and r.get("procs"):
             out.append({k: v for k, v in r.items() if k not in ("procs", "pattern")})
     r = results.load(write(tmp_path / "loose", out))
-    t = link.tables(r, remote.summarize(r))
+    t = link_stats.tables(r, remote_stats.summarize(r))
     # Each round now has two 1gbit ceilings of one reader: the herd gets their median.
     h = row(t["herds"], R16.format(4), "1gbit", procs=4)
     assert h["link_gb_per_s"] == pytest.approx((GBIT + HERD_GBIT) / 2)
 
 
 def test_two_links_are_never_mixed(loaded, t):
-    rows = remote.summarize(loaded)
+    rows = remote_stats.summarize(loaded)
     gets = rows[rows["strategy_spec"] == "http_get"].set_index("link")
     assert len(gets) == 3
     assert gets.loc["1gbit", "median_s"] == pytest.approx(10.0)
@@ -314,8 +318,8 @@ def test_the_ceilings_are_no_rows_anywhere(built, folder):
 
 def test_no_link_content_without_links():
     r = results.load(REMOTE)
-    assert not link.shown(r) and set(r.runs["link"]) == {""}
-    rows = remote.summarize(r)
+    assert not link_stats.shown(r) and set(r.runs["link"]) == {""}
+    rows = remote_stats.summarize(r)
     assert link.section_md(r, rows) == ""
     text = remote.section_md(r)
     assert "The link" not in text and "of link" not in text and link.FIGURE not in text

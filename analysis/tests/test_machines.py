@@ -6,7 +6,7 @@ near-equal medians is reported but not sure; measures each strategy against its 
 limit (the probe's device cold, and warm where O_DIRECT read storage, the same figure the main
 report draws; its page cache read warm; a link's ceiling through a server, named beside the
 local rows' limit) by the bytes all of a run's readers delivered, marks a share above 1 and
-says why, and ranks the fastest 1; the model (analysis/model.py) gives hand-computed times for
+says why, and ranks the fastest 1; the model (analysis/models/load.py) gives hand-computed times for
 rows of every kind and says why it gives none; `--predict` prices each row on a machine given
 by its figures, an env.json or a folder; a folder without the probe is still reported and
 names `make probe`; bad input is one line and exit 2; and the committed reference, tuned
@@ -24,8 +24,8 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import machine_figures as mf
-from analysis import machines, model, report
+from analysis.models import load as model, machine_figures as mf
+from analysis.pages import machines, report
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIZE = 2 * 10**9

@@ -1,5 +1,5 @@
-"""The verdict's second question (analysis/verdict.py `map_or_own`): per condition the fastest
-way to map the model (strategy_flags hold `maps-file`) and the fastest way to own a copy
+"""The verdict's second question (analysis/sections/verdict.py `map_or_own`): per condition the
+fastest way to map the model (strategy_flags hold `maps-file`) and the fastest way to own a copy
 (`allocates`; GPU strategies in neither), each by the verdict's own rule, and the owning one's
 paired time over the mapping one's; one brief line per condition at most; a condition with one
 kind only leaves the other half out of the brief and says so in the report; a folder without
@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from conftest import write_rounds
 
-from analysis import report, verdict
+from analysis.core import ratios
+from analysis.pages import report
+from analysis.sections import verdict
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FLAGS = {"fread": "eager,allocates", "owned": "eager,allocates,direct-io,threads,model",
@@ -73,7 +75,7 @@ def test_the_fastest_to_map_and_to_own_and_owning_over_mapping(tmp_path):
     ratio, lo, hi = walsh_interval(by["owned"], by["mmap_prefetch"])
     assert (c["ratio"], c["lo"], c["hi"]) == pytest.approx((ratio, lo, hi))
     assert 1 < c["lo"] < c["ratio"] < c["hi"] < 1.2
-    interval = f"{report.ratio_text(ratio, lo, hi)} the time of mmap_prefetch"
+    interval = f"{ratios.ratio_text(ratio, lo, hi)} the time of mmap_prefetch"
     line = (f"cold: to map: mmap_prefetch {np.median(by['mmap_prefetch']):.3f} s; to own: owned "
             f"{np.median(by['owned']):.3f} s, {interval} (96.9% interval, 6 rounds), a sure "
             "difference")

@@ -25,7 +25,8 @@ import pytest
 from conftest import FILE, write_rounds
 from test_readers import many_records
 
-from analysis import noise, results, schema
+from analysis.core import results, schema
+from analysis.sections import noise
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "analysis", "tests", "fixtures")

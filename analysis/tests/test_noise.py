@@ -11,7 +11,11 @@ import os
 import pytest
 from conftest import write_rounds
 
-from analysis import compare, noise, report, results, stats
+from analysis.core import results
+from analysis.core.results import records
+from analysis.pages import compare, report
+from analysis.sections import noise, start
+from analysis.stats import aggregates as stats, compare as compare_stats
 
 ADAPTIVE = {"target": 0.1, "min_rounds": 6, "max_rounds": 30, "budget_s": 0, "rounds": 12,
             "elapsed_s": 812.4, "met": False, "stopped": "max rounds",
@@ -151,12 +155,12 @@ def test_summary_json_carries_the_noise_figures(drifting):
 
 
 def test_outliers_verdicts_and_too_few_rounds(tmp_path):
-    """Rendered without figures (report.table_md, noise.section_md): what the cells say."""
+    """Rendered without figures (start.table_md, noise.section_md): what the cells say."""
     times = {"fread": 10.0, "fread:label=b": 10.0, "mmap_seq": 1.0}
     write_rounds(tmp_path / "a", rounds=10, sigma=0.02, times=times, caches=("cold",),
                  outliers=[("mmap_seq", "cold", 4, 3.0)])
     r = results.load(str(tmp_path / "a"))
-    table = report.table_md(stats.summarize(r), "cold", 1)
+    table = start.table_md(stats.summarize(r), "cold", 1)
     cells = {line.split(" | ")[0]: line.split(" | ") for line in table.splitlines()}
     assert cells["| fread:label=b"][5] == "n.s."  # an A/A pair: the same strategy twice
     assert cells["| mmap_seq"][1] == "10"  # the outlier is one of its runs, as ever
@@ -169,13 +173,13 @@ def test_outliers_verdicts_and_too_few_rounds(tmp_path):
     write_rounds(tmp_path / "b", rounds=4, sigma=0.02, caches=("cold",))
     r = results.load(str(tmp_path / "b"))
     summary = stats.summarize(r)
-    table = report.table_md(summary, "cold", 1)
+    table = start.table_md(summary, "cold", 1)
     odirect = next(line.split(" | ") for line in table.splitlines()
                    if line.startswith("| odirect "))
     assert odirect[4].endswith(" (–)") and odirect[5] == "too few rounds"
     assert ("- the ceiling of llama-4GiB.wlf: 4 rounds, too few to test (6 needed)."
             in noise.section_md(r))
-    row = noise.records(summary[summary["strategy_spec"] == "odirect"])[0]
+    row = records(summary[summary["strategy_spec"] == "odirect"])[0]
     # 4 rounds: an estimate, and no interval (null, neither 0 nor infinity).
     assert row["time_ratio"] == pytest.approx(0.5, rel=0.1)
     assert row["time_ratio_ci_low"] is None and row["time_ratio_ci_high"] is None
@@ -186,6 +190,6 @@ def test_outliers_verdicts_and_too_few_rounds(tmp_path):
 def test_compare_ignores_ceiling_reads(tmp_path):
     write_rounds(tmp_path / "a", rounds=6, sigma=0.02, seed=1)
     write_rounds(tmp_path / "b", rounds=6, sigma=0.02, seed=2, ceiling=False)
-    c = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))
+    c = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b"))
     assert len(c["rows"]) == 6 and c["only_in_a"] == [] and c["only_in_b"] == []
     assert "| ceiling |" not in compare.to_markdown(c)

@@ -1,4 +1,4 @@
-"""The paired comparison method (analysis/paired.py): it matches the cases of
+"""The paired comparison method (analysis/stats/paired.py): it matches the cases of
 fixtures/paired_stats.json, which the harness's C++ must match too; its exact test never rejects
 more often than 5% under no difference; simulated rounds with the noise of this machine show
 what it catches and what the old pooled-median comparison missed; and on synthetic results
@@ -15,7 +15,10 @@ import pytest
 from conftest import DEVICE_GB_PER_S, FILE_BYTES, write_rounds
 from scipy import stats as sp
 
-from analysis import noise, paired, readers, report, results, stats
+from analysis.core import results
+from analysis.pages import report
+from analysis.sections import noise, start
+from analysis.stats import aggregates as stats, paired, readers
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "paired_stats.json")
 
@@ -275,7 +278,7 @@ def test_an_exec_row_says_which_region_it_timed_and_that_it_is_unverified(tmp_pa
     pair = paired.paired_table(r).iloc[0]
     assert pair["timed"] == "command" and not pair["verified"]
     assert results.spec_label(pair) == "mine (whole command) (unverified)"
-    cold = report.table_md(stats.summarize(r), "cold", 1)
+    cold = start.table_md(stats.summarize(r), "cold", 1)
     assert "| mine (whole command) (unverified) | 6 |" in cold
 
 
@@ -426,7 +429,7 @@ def test_runs_without_position_are_never_paired(tmp_path):
     sentence = ("The order was grouped (every run of a strategy back to back, not in rounds), "
                 "so no round-by-round comparison exists and no ratio to the baseline is given.")
     assert paired.no_rounds(g) == sentence
-    md = report.table_md(table, "cold", 1, no_rounds=sentence)
+    md = start.table_md(table, "cold", 1, no_rounds=sentence)
     assert md.startswith(sentence) and "paired" not in md and "(baseline)" not in md
     assert "| odirect | 8 | 5.000 (5.000–5.000) | 0.80 | 3.73 GiB |" in md
     report.build(str(tmp_path / "grouped"))

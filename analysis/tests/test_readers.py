@@ -1,9 +1,9 @@
-"""Many readers (analysis/readers.py) on synthetic runs.jsonl records: a round lasts as long as
-its slowest reader, its throughput is all readers' bytes over that, its spread is slowest over
-median; a failed or missing reader leaves the round without figures and says which reader and
-why, while the other readers' records stay; the bytes add up per pattern; the duration is set
-against the single reader's; and the report has the section (and summary.json `many_readers`)
-only when some run had several readers, with patterns never pooled."""
+"""Many readers (analysis/stats/readers.py) on synthetic runs.jsonl records: a round lasts as
+long as its slowest reader, its throughput is all readers' bytes over that, its spread is
+slowest over median; a failed or missing reader leaves the round without figures and says which
+reader and why, while the other readers' records stay; the bytes add up per pattern; the
+duration is set against the single reader's; and the report has the section (and summary.json
+`many_readers`) only when some run had several readers, with patterns never pooled."""
 
 import json
 
@@ -11,11 +11,13 @@ import pandas as pd
 import pytest
 from conftest import FILE
 
-from analysis import compare, readers, report, stats
-from analysis.results import UNVERIFIED, load
+from analysis.core.results import UNVERIFIED, load
+from analysis.pages import report
+from analysis.sections import many_readers
+from analysis.stats import aggregates as stats, compare as compare_stats, readers
 
 MODEL = 1_200_000_000  # the model's tensor bytes
-TITLE = f"## {report.READERS_TITLE}"
+TITLE = f"## {many_readers.READERS_TITLE}"
 
 
 def record(n, *, rep=0, procs=1, proc=None, pattern=None, wall=2.0, part=MODEL, status="ok",
@@ -191,7 +193,7 @@ def test_patterns_are_never_pooled(many):
     table = stats.summarize(r)
     assert sorted(zip(table["procs"], table["pattern"], table["n"])) == [
         (1, "replicated", 3), (2, "tp", 4), (4, "replicated", 12)]
-    rows = compare.compare(str(many), str(many))["rows"]
+    rows = compare_stats.compare(str(many), str(many))["rows"]
     assert sorted((x["procs"], x["pattern"]) for x in rows) == [
         (1, "replicated"), (2, "tp"), (4, "replicated")]
 

@@ -14,7 +14,6 @@ import sys
 import pytest
 from conftest import build_report_of
 
-from analysis import remote, report, results
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 FIXTURE = os.path.join(FIXTURES, "remote")
@@ -23,18 +22,23 @@ SMALL = os.path.join(FIXTURES, "small")
 sys.path.insert(0, FIXTURE)
 import make_remote as make  # noqa: E402
 
+from analysis.core import results
+from analysis.pages import report
+from analysis.sections import remote
+from analysis.stats import remote as remote_stats
+
 R16 = "http_ranges:chunk=16MiB:concurrency=4"
 
 
 @pytest.fixture(scope="module")
 def rows():
-    table = remote.summarize(results.load(FIXTURE))
+    table = remote_stats.summarize(results.load(FIXTURE))
     return {(r["strategy_spec"], r["cache"]): r for _, r in table.iterrows()}
 
 
 @pytest.fixture(scope="module")
 def s3fs_rows():
-    table = remote.summarize(results.load(S3FS))
+    table = remote_stats.summarize(results.load(S3FS))
     return {(r["strategy_spec"], r["cache"]): r for _, r in table.iterrows()}
 
 
@@ -69,14 +73,14 @@ def test_the_fixture_is_what_its_generator_writes():
 
 
 def test_shown_for_remote_runs_only():
-    assert remote.shown(results.load(FIXTURE))
-    assert remote.shown(results.load(S3FS))
-    assert not remote.shown(results.load(SMALL))
+    assert remote_stats.shown(results.load(FIXTURE))
+    assert remote_stats.shown(results.load(S3FS))
+    assert not remote_stats.shown(results.load(SMALL))
 
 
 def test_which_runs_are_remote():
     r = results.load(S3FS)
-    flagged = dict(zip(r.runs["strategy_spec"], remote.is_remote(r.runs)))
+    flagged = dict(zip(r.runs["strategy_spec"], remote_stats.is_remote(r.runs)))
     assert flagged == {"http_ranges": True, "exec:label=cat-s3fs": True, "mmap:via=s3fs": True,
                        "fread:via=local": False, "fread:via=s3fs": True}
 
@@ -128,7 +132,7 @@ def test_too_few_rounds_with_one(s3fs_rows):
 
 def test_best_remote_design_and_peer():
     r = results.load(FIXTURE)
-    best = remote.comparisons(r, remote.summarize(r)).set_index("cache")
+    best = remote_stats.comparisons(r, remote_stats.summarize(r)).set_index("cache")
     for cache in ("cold", "warm"):
         b = best.loc[cache]
         assert b["best_remote"] == R16 and b["best_local"] == "fread"
@@ -165,7 +169,7 @@ def test_the_section(built):
 def test_the_concurrency_figure(built):
     assert os.path.isfile(os.path.join(built, "figures", f"{remote.FIGURE}.png"))
     assert f"(figures/{remote.FIGURE}.png)" in section(built)
-    points = remote.ranges_points(results.load(FIXTURE))
+    points = remote_stats.ranges_points(results.load(FIXTURE))
     assert sorted(points["concurrency"].unique()) == [1, 4]
 
 
@@ -175,7 +179,7 @@ def test_no_concurrency_figure_for_one_value(built_s3fs):
 
 def test_mmap_against_fread_through_s3fs(built_s3fs):
     r = results.load(S3FS)
-    pairs = remote.through_s3fs(r, remote.summarize(r)).set_index("cache")
+    pairs = remote_stats.through_s3fs(r, remote_stats.summarize(r)).set_index("cache")
     assert pairs.loc["cold", "mmap"] == "mmap:via=s3fs"
     assert pairs.loc["cold", "ratio"] == pytest.approx(0.177636712 / 0.266549914)
     assert pairs.loc["warm", "verdict"] == "too few rounds"

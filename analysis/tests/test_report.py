@@ -14,7 +14,9 @@ import sys
 import pytest
 from conftest import build_report_of, write_rounds
 
-from analysis import report, verdict
+from analysis.core import machine as machine_core
+from analysis.pages import report
+from analysis.sections import machine, verdict
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -292,24 +294,24 @@ def test_the_machine_facts_give_the_state_and_warn_when_it_was_not_the_tuned_one
     tuned = {"system": {"tuned": True, "page_reporting": "off", "not_tuned_because": [],
                         "tune": {"by": "experiment", "page_reporting": "off"}},
              "sessions": [{"system_tuned": True}]}
-    assert report.machine_facts(tuned)["state"] == \
+    assert machine_core.machine_facts(tuned)["state"] == \
         "tuned by experiment: free page reporting held off"
     kept = {"system": {"tuned": True, "page_reporting": "on", "not_tuned_because": [],
                        "tune": {"by": "system tune", "page_reporting": "keep"}}}
-    assert report.machine_state(kept) == "tuned by system tune: free page reporting kept on, " \
+    assert machine_core.machine_state(kept) == "tuned by system tune: free page reporting kept on, " \
         "by choice"
     untuned = {"system": {"tuned": False, "page_reporting": "on", "tune": None,
                           "not_tuned_because": ["free page reporting is on (...)"]}}
-    state = report.machine_md(untuned)
+    state = machine.machine_md(untuned)
     assert "- state: **WARNING: not the tuned state**: free page reporting is on (...)" in state
     # A resumed folder whose earlier session ran untuned warns too.
     tuned["sessions"].insert(0, {"system_tuned": False})
-    assert "WARNING" in report.machine_state(tuned)
-    assert report.machine_state({}).startswith("not recorded")
+    assert "WARNING" in machine_core.machine_state(tuned)
+    assert machine_core.machine_state({}).startswith("not recorded")
     nothing_to_tune = {"system": {"tuned": True, "page_reporting": "absent", "tune": None}}
-    assert report.machine_state(nothing_to_tune) == "tuned: free page reporting absent from " \
+    assert machine_core.machine_state(nothing_to_tune) == "tuned: free page reporting absent from " \
         "this kernel"
     damon_stopped = {"system": {"tuned": True, "page_reporting": "off", "damon_pageout": "off",
                                 "tune": {"by": "experiment", "page_reporting": "off"}}}
-    assert report.machine_state(damon_stopped) == "tuned by experiment: free page reporting " \
+    assert machine_core.machine_state(damon_stopped) == "tuned by experiment: free page reporting " \
         "held off; DAMON's pageout stopped"

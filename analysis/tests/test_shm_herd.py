@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from analysis import paired, readers, results
+from analysis.core import results
+from analysis.stats import paired, readers
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "shm-herd")
 

@@ -11,7 +11,9 @@ import pytest
 from conftest import FILE, FILE_BYTES
 from scipy.stats import binom
 
-from analysis import compare, paired, report, results, stats
+from analysis.core import results
+from analysis.sections import left_out, start
+from analysis.stats import aggregates as stats, compare as compare_stats, paired
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 
@@ -60,7 +62,7 @@ def test_aggregates_equal_hand_computed_values(table):
 def test_groups_of_fewer_than_6_runs_have_no_interval_of_the_median(table):
     assert table["n"].max() < 6
     assert table["ci_low_s"].isna().all() and table["ci_high_s"].isna().all()
-    cells = report.table_md(table, "cold", 1)
+    cells = start.table_md(table, "cold", 1)
     assert "| fread | 3 | 11.000 (–) |" in cells
     assert "fewer than 6 runs: no 95% interval of the median" in cells
 
@@ -120,7 +122,7 @@ def test_ok_runs_whose_checksum_was_not_verified_are_counted_apart(tmp_path):
     assert x.loc["fread", "errors"] == ["checksum_ok false: the bytes did not match",
                                         "checksum_ok null: the bytes were not checked"]
     assert stats.summarize(r).set_index("strategy_spec").loc["fread", "median_s"] == 11.0
-    md = report.excluded_md(r)
+    md = left_out.excluded_md(r)
     assert "| fread | cold | ok, checksum not verified | 3 |" in md
 
 
@@ -154,12 +156,12 @@ def test_roles_are_groups_of_their_own_everywhere(tmp_path):
     assert pairs.loc["creator", "n"] == 6 and pairs.loc["attacher", "n"] == 6
     # Each role's time over fread's, not pooled.
     assert 1 / 2.1 < creator["time_ratio"] < 1 / 1.5 and attacher["time_ratio"] < 0.25
-    cold = report.table_md(stats.summarize(r), "cold", 1)
+    cold = start.table_md(stats.summarize(r), "cold", 1)
     assert "| shm[creator] ×2 | 6 | 12.500 (10.000–15.000) |" in cold
     assert "| shm[attacher] ×2 | 6 | 3.500 (1.000–6.000) |" in cold
     assert " per reader |" in cold and "each reader's own" in cold  # GB/s says whose
     write_records(tmp_path / "b", shm_rounds())
-    rows = compare.compare(str(tmp_path / "a"), str(tmp_path / "b"))["rows"]
+    rows = compare_stats.compare(str(tmp_path / "a"), str(tmp_path / "b"))["rows"]
     # compare takes a run of two readers as one value (the round's), per role.
     assert [(x["strategy_spec"], x["role"], x["n_a"]) for x in rows] == [
         ("fread", "", 6), ("shm", "attacher", 6), ("shm", "creator", 6)]

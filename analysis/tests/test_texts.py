@@ -1,5 +1,5 @@
 """The texts every report, the verdict, compare and the harness's console print alike: a ratio
-with its interval (results.ratio_text) against the hand-written fixture
+with its interval (ratio_text) against the hand-written fixture
 fixtures/ratio_text.json, which the harness's RatioText matches too; the exact level of a
 signed-rank interval of n rounds (paired.coverage_text)."""
 
@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from analysis import paired, results
+from analysis.core.ratios import number, ratio_text
+from analysis.stats import paired
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "ratio_text.json")
 with open(FIXTURE, encoding="utf-8") as f:
@@ -23,12 +24,12 @@ def end(value):
 
 @pytest.mark.parametrize("x, text", TEXTS["numbers"])
 def test_an_estimate_is_rounded_to_the_nearest_by_the_regime_of_its_rounded_value(x, text):
-    assert results.number(x) == text
+    assert number(x) == text
 
 
 @pytest.mark.parametrize("ratio, low, high, text", TEXTS["ratios"])
 def test_an_interval_is_rounded_outward_and_never_to_1_unless_it_is_1(ratio, low, high, text):
-    assert results.ratio_text(ratio, end(low), end(high)) == text
+    assert ratio_text(ratio, end(low), end(high)) == text
 
 
 # The exact coverage 1 - 2 P(T+ <= k - 1) of the signed-rank interval, by hand: at 6 pairs

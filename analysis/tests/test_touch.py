@@ -1,9 +1,9 @@
-"""A copying load's seconds attributed with numbers (analysis/touch.py, the report's *why*): the
-load's first touches × the probe's µs per fault (per huge page where its memory came in huge
-pages), the fill at the probe's memory fill rate, a profile's first-touch seconds beside them
-with whether the two agree within its sampling error; summary.json's groups carry the figures;
-folders without flags or without the probe's figure keep the old phrases and say why; and the
-runs of a group that got huge pages are told apart from those that did not."""
+"""A copying load's seconds attributed with numbers (analysis/stats/touch.py, the report's
+*why*): the load's first touches × the probe's µs per fault (per huge page where its memory came
+in huge pages), the fill at the probe's memory fill rate, a profile's first-touch seconds beside
+them with whether the two agree within its sampling error; summary.json's groups carry the
+figures; folders without flags or without the probe's figure keep the old phrases and say why;
+and the runs of a group that got huge pages are told apart from those that did not."""
 
 import json
 import math
@@ -11,7 +11,9 @@ import math
 import pandas as pd
 import pytest
 
-from analysis import report, results, touch
+from analysis.core.ratios import number
+from analysis.pages import report
+from analysis.stats import touch
 
 GIB = 2**30
 FILE = "/data/model.wlf"
@@ -146,7 +148,7 @@ def test_a_profile_agrees_within_its_sampling_error_or_not(tmp_path, samples, ag
     assert (abs(524636 * 10.9e-6 - seconds) <= 2 * se) is agrees  # the case is what it says
     verdict = "agrees" if agrees else "does not agree"
     assert why_cell(md, "fread").endswith(
-        f"= 0.24 s; profile: {seconds:.1f} ± {results.number(2 * se)} s in first-touch causes, "
+        f"= 0.24 s; profile: {seconds:.1f} ± {number(2 * se)} s in first-touch causes, "
         f"{verdict}")
 
 

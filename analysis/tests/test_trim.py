@@ -6,7 +6,7 @@ import shutil
 
 import pandas as pd
 
-from analysis import trim
+from analysis.pages import trim
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "small")
 
