@@ -24,6 +24,26 @@ def build_report_of(tmp_path_factory, fixture):
     return folder
 
 
+def section_of(md: str, title: str) -> str:
+    """The body of the report section `title` in the Markdown `md`, up to the next section."""
+    assert f"## {title}" in md
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def row_cells(text: str, name: str, after: str = "") -> list[str]:
+    """The cells of the first table row named `name` in `text`, after the line `after`."""
+    text = text.split(after, 1)[1] if after else text
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name} |"))
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+def written_by(folder: str, records: list) -> bool:
+    """Whether the fixture folder's runs.jsonl holds what its generator's `records` write."""
+    with open(os.path.join(folder, "runs.jsonl"), encoding="utf-8") as f:
+        written = [json.loads(line) for line in f]
+    return written == json.loads(json.dumps(records))
+
+
 def stability(warnings=()):
     """A stability check shaped as the contract's (figures made up): still busy after its wait
     when there are warnings, else settled after one."""

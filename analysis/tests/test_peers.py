@@ -11,7 +11,7 @@ import os
 import sys
 
 import pytest
-from conftest import build_report_of
+from conftest import build_report_of, row_cells, section_of, written_by
 
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -40,21 +40,14 @@ def rows():
 
 
 def section(md: str) -> str:
-    assert f"## {peers.TITLE}" in md
-    return md.split(f"## {peers.TITLE}", 1)[1].split("\n## ", 1)[0]
+    return section_of(md, peers.TITLE)
 
 
-def row_of(text: str, name: str, after: str = "") -> list[str]:
-    """The cells of the first table row named `name` in `text`, after the line `after`."""
-    text = text.split(after, 1)[1] if after else text
-    line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name} |"))
-    return [c.strip() for c in line.strip("|").split(" | ")]
+row_of = row_cells
 
 
 def test_the_fixture_is_what_its_generator_writes():
-    with open(os.path.join(FIXTURE, "runs.jsonl"), encoding="utf-8") as f:
-        written = [json.loads(line) for line in f]
-    assert written == json.loads(json.dumps(make_peers.records()))
+    assert written_by(FIXTURE, make_peers.records())
 
 
 def test_an_unverified_command_counts_and_is_marked():

@@ -12,7 +12,7 @@ import shutil
 import sys
 
 import pytest
-from conftest import build_report_of
+from conftest import build_report_of, row_cells, section_of, written_by
 
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
@@ -54,22 +54,14 @@ def built_s3fs(tmp_path_factory):
 
 def section(folder) -> str:
     with open(os.path.join(folder, "report.md"), encoding="utf-8") as f:
-        md = f.read()
-    assert f"## {remote.TITLE}" in md
-    return md.split(f"## {remote.TITLE}", 1)[1].split("\n## ", 1)[0]
+        return section_of(f.read(), remote.TITLE)
 
 
-def cells(text: str, name: str, after: str = "") -> list[str]:
-    """The cells of the first table row named `name` in `text`, after the line `after`."""
-    text = text.split(after, 1)[1] if after else text
-    line = next(ln for ln in text.splitlines() if ln.startswith(f"| {name} |"))
-    return [c.strip() for c in line.strip("|").split(" | ")]
+cells = row_cells
 
 
 def test_the_fixture_is_what_its_generator_writes():
-    with open(os.path.join(FIXTURE, "runs.jsonl"), encoding="utf-8") as f:
-        written = [json.loads(line) for line in f]
-    assert written == json.loads(json.dumps(make.records()))
+    assert written_by(FIXTURE, make.records())
 
 
 def test_shown_for_remote_runs_only():
