@@ -40,6 +40,8 @@ def keyed(rows, key=KEY):
 
 
 def near(got, want, names):
+    """Each figure as the fixture has it, up to the rounding of summing in another order (rel
+    1e-9, far below the digits either side prints)."""
     for ours, theirs in names:
         assert got[ours] == pytest.approx(want[theirs], rel=1e-9), (ours, got, want)
 

@@ -46,7 +46,7 @@ struct Child {
 // Reader `reader`'s request (of the run's readers; under MPI, of every rank's): the part it loads
 // and the checksum that must give, its place among the readers, and its descriptors: 3
 // (result), 4 (hold), 5 and 6 (perf's), 7 (start).
-WorkerRequest RequestOf(const LaunchRequest& req, int reader, bool hold, bool profiled) {
+WorkerRequest ReaderRequest(const LaunchRequest& req, int reader, bool hold, bool profiled) {
   WorkerRequest w = req.worker;
   if (!req.part_checksums.empty()) {
     w.part = reader;
@@ -129,7 +129,7 @@ Status StartChild(const LaunchRequest& req, const std::string& cgroup_procs, int
   const int fds[5] = {wr.get(), hold_rd.valid() ? hold_rd.get() : -1,
                       c->profiler ? c->profiler->worker_ctl() : -1,
                       c->profiler ? c->profiler->worker_ack() : -1, start_rd.get()};
-  const WorkerRequest w = RequestOf(req, reader, hold_rd.valid(), c->profiler != nullptr);
+  const WorkerRequest w = ReaderRequest(req, reader, hold_rd.valid(), c->profiler != nullptr);
   std::vector<std::string> argv_s = {req.exe, "worker", "--request", RequestJson(w).dump()};
   std::vector<char*> argv;
   for (std::string& a : argv_s) argv.push_back(a.data());

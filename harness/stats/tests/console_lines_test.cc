@@ -175,7 +175,9 @@ TEST_P(ConsoleLines, EveryNoiseLine) {
   EXPECT_EQ(got, want);
 }
 
-// The figures behind the paired lines, to more digits than the lines print.
+// The figures behind the paired lines, to more digits than the lines print. The fixture's come
+// from another route (every sign pattern counted, in Python's doubles): 1e-9 allows the rounding
+// of two orders of summing, far below the lines' 2 decimals; the level is a ratio of counts.
 TEST_P(ConsoleLines, PairedFigures) {
   const RoundsVerdict v = CompareWithBaseline(records_, expected_["baseline"], 0);
   EXPECT_EQ(v.comparisons.size(), expected_["paired"].size());

@@ -7,6 +7,7 @@
 #include "loaders/blocks/ring_reads.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -126,10 +127,16 @@ TEST(RingReadsTest, AShortReadIsAskedAgainForTheRest) {
   UniqueFd in(pipe_fds[0]), out(pipe_fds[1]);
   IoRing ring;
   INIT_RING_OR_SKIP(ring, 1);
-  // The read asks for 10 bytes; the pipe has 3 of them when it is first served, the rest later.
+  // The read asks for 10 bytes; the pipe has 3 of them when it is first served, and the rest
+  // only once those 3 were taken (the pipe empty again), so the first read is short on any
+  // machine however late the ring is served.
+  ASSERT_EQ(::write(out.get(), "abc", 3), 3);
   std::thread writer([&] {
-    EXPECT_EQ(::write(out.get(), "abc", 3), 3);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    int queued = 3;
+    for (int i = 0; i < 10000 && queued > 0; ++i) {  // 10 s at most, then the read fails below
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_EQ(::ioctl(in.get(), FIONREAD, &queued), 0);
+    }
     EXPECT_EQ(::write(out.get(), "defghij", 7), 7);
   });
   char got[10] = {};
