@@ -19,6 +19,7 @@ packages=(
   chromium
   nginx-light libcurl4-openssl-dev s3fs rclone awscli python3-boto3 python3-botocore iperf3 fuse3
   iproute2
+  xfsprogs btrfs-progs squashfs-tools erofs-utils
 )
 # s3rver is an npm package; npm comes from Debian only where there is none (a Node.js from
 # elsewhere brings its own, and Debian's npm would conflict with it).

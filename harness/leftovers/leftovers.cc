@@ -26,6 +26,7 @@
 #include "harness/net/netns.h"
 #include "harness/process/cgroup.h"
 #include "harness/process/child.h"
+#include "harness/storage/devices.h"
 #include "loaders/base/file_io.h"
 #include "loaders/base/proc_fields.h"
 #include "loaders/strategy/registry.h"
@@ -158,9 +159,10 @@ bool MountedAt(const std::string& dir) {
   return false;
 }
 
-// A bucket's mount a killed command left (its s3fs died with it, so the mount is dead: every
-// access fails with "Transport endpoint is not connected"): detached, then its empty folder
-// removed; by root's journal only, and only on a folder of loadbench's own.
+// A mount a killed command left: a bucket's (its s3fs or rclone died with it, so the mount is
+// dead: every access fails with "Transport endpoint is not connected") or a storage's file
+// system, alive (its loop device is detached after): detached, then its empty folder removed; by
+// root's journal only, and only on a folder of loadbench's own.
 bool CleanMount(const std::string& dir, uid_t owner, std::vector<std::string>* said) {
   if (owner != 0 || !dir.starts_with("/tmp/loadbench-") || dir.find('/', 5) != std::string::npos) {
     return LeftAlone(dir, "not a mount point of loadbench's own (/tmp/loadbench-*)", said);
@@ -175,6 +177,46 @@ bool CleanMount(const std::string& dir, uid_t owner, std::vector<std::string>* s
     return false;
   }
   if (mounted) said->push_back("mount " + dir);
+  return true;
+}
+
+// A storage's loop device a killed command bound ("/dev/loopN\tFILE"): detached, by root's
+// journal only, and only while it is bound to FILE still, a file in a folder of loadbench's own
+// (/tmp/loadbench-*); one bound to nothing, or to another file since, is not the command's now.
+bool CleanLoop(const std::string& what, uid_t owner, std::vector<std::string>* said) {
+  const size_t tab = what.find('\t');
+  const std::string device = what.substr(0, tab),
+                    file = tab == what.npos ? "" : what.substr(tab + 1);
+  if (owner != 0 || !IsLoopDeviceName(device) || !file.starts_with("/tmp/loadbench-") ||
+      file.find("/../") != std::string::npos) {
+    return LeftAlone(what, "not a loop device of loadbench's own (/dev/loopN on /tmp/loadbench-*)",
+                     said);
+  }
+  const std::string bound = LoopBackingFile(device);
+  if (bound != file && bound != file + " (deleted)") return true;
+  if (Status s = DetachLoop(device); !s.ok()) {
+    said->push_back(fmt::format("could not detach {}: {}", device, s.message()));
+    return false;
+  }
+  said->push_back(fmt::format("loop device {} ({})", device, file));
+  return true;
+}
+
+// A storage's throttling cgroup a killed command made: removed (its tasks ended with it), by
+// root's journal only, and only loadbench-PID-N under the io controller's parent.
+bool CleanIoCgroup(const std::string& dir, const StaleJournal& j, std::vector<std::string>* said) {
+  if (j.owner != 0 || !IsIoCgroupOfProcess(dir, j.pid)) {
+    return LeftAlone(dir,
+                     fmt::format("not a throttling cgroup of loadbench's pid {} (loadbench-{}-N)",
+                                 j.pid, j.pid),
+                     said);
+  }
+  if (::access(dir.c_str(), F_OK) != 0) return true;
+  if (Status s = RemoveIoCgroup(dir); !s.ok()) {
+    said->push_back(fmt::format("could not remove {}", s.message()));
+    return false;
+  }
+  said->push_back("throttling cgroup " + dir);
   return true;
 }
 
@@ -249,6 +291,10 @@ bool CleanOne(Leftover kind, const std::string& what, const StaleJournal& j,
     case Leftover::kNetns:
     case Leftover::kNetDev:
       return CleanNet(kind, what, j.owner, said);
+    case Leftover::kLoop:
+      return CleanLoop(what, j.owner, said);
+    case Leftover::kIoCgroup:
+      return CleanIoCgroup(what, j, said);
   }
   return true;
 }
@@ -268,7 +314,11 @@ std::vector<std::string> CleanLeftovers(std::vector<std::string>* refused) {
       more = true;
       std::vector<std::string> said;
       bool all = true;
-      for (const auto& [kind, what] : j.outstanding) all = CleanOne(kind, what, j, &said) && all;
+      // Undone in the reverse order of their making: a mount before its loop device, a loop
+      // device before the folder of its backing file, a process before its mount.
+      for (auto it = j.outstanding.rbegin(); it != j.outstanding.rend(); ++it) {
+        all = CleanOne(it->first, it->second, j, &said) && all;
+      }
       if (all) RemoveJournal(j);
       if (!said.empty()) {
         out.push_back(

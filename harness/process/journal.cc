@@ -23,14 +23,15 @@
 namespace loadbench {
 namespace {
 
-constexpr const char* kKindNames[] = {"cgroup", "file",  "strategy", "setting", "process",
-                                      "folder", "netns", "netdev",   "mount"};
+constexpr const char* kKindNames[] = {"cgroup",  "file",   "strategy", "setting",
+                                      "process", "folder", "netns",    "netdev",
+                                      "mount",   "loop",   "iocgroup"};
 constexpr int kKinds = sizeof kKindNames / sizeof kKindNames[0];
 
 // Whether a journal line of this kind is one path (made absolute), not fields.
 bool IsPath(Leftover kind) {
   return kind == Leftover::kCgroup || kind == Leftover::kFile || kind == Leftover::kFolder ||
-         kind == Leftover::kMount;
+         kind == Leftover::kMount || kind == Leftover::kIoCgroup;
 }
 
 std::string Absolute(const std::string& path) {

@@ -43,8 +43,15 @@ enum class Leftover {
               // del`); only from a journal of root's
   kNetDev,    // a network device of a link in this namespace ("lb*": a veth end, an IFB
               // device): deleted (`ip link del`); only from a journal of root's
-  kMount,     // a FUSE mount of a bucket on a folder of the harness's own (/tmp/loadbench-*: an
-              // s3fs mount, which a killed command leaves dead): detached, its folder removed;
+  kMount,     // a mount on a folder of the harness's own (/tmp/loadbench-*: an s3fs mount of a
+              // bucket, which a killed command leaves dead; a storage's file system, image,
+              // overlay, tmpfs or rclone mount, harness/storage/storage.h): detached, its folder
+              // removed; only from a journal of root's
+  kLoop,      // "/dev/loopN\tFILE": a storage's loop device bound to FILE, a backing file or image
+              // in a folder of the harness's own (/tmp/loadbench-*): detached, only while it is
+              // still bound to FILE; only from a journal of root's
+  kIoCgroup,  // a storage's throttling cgroup (loadbench-PID-N under the blkio or io
+              // controller's parent, PID the journal's, harness/storage/devices.h): removed;
               // only from a journal of root's
 };
 

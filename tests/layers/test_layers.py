@@ -11,7 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lowest first: each folder may include from the folders before it.
 FLOORS = {
     "loaders": ["base", "remote", "format", "strategy", "blocks", "use", "strategies", "cuda"],
-    "harness": ["process", "cache", "machine", "net", "leftovers", "record", "stats", "probe", "gen",
+    "harness": ["process", "cache", "machine", "net", "storage", "leftovers", "record", "stats", "probe", "gen",
                 "experiment", "profile", "launch", "measure", "run", "cli", "bench"],
 }
 # Folders of a tree that hold no C++ of the floors (the Python peers).
