@@ -1,5 +1,8 @@
 #include "harness/measure/ceiling.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <chrono>
 #include <map>
 #include <optional>
@@ -34,18 +37,47 @@ std::optional<double> Settle(const std::vector<std::string>& paths) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The recipe a ceiling run of `req` repeats, and *by where it was chosen ("first_ceiling":
-// the command's first ceiling run of the file, in `recipe_of_file`; "probe": the cached probe
-// of this boot, made on the file's device); nullptr where neither chose one.
+}  // namespace
+
+// The files of `req` as they are now: the model's name, then each file's device, inode and
+// change time. The same model on another storage (another device, or the same loop device and
+// mount point made again, with another device class) is another key: its recipe is chosen
+// again. A file that cannot be stat'ed keys by its path alone.
+std::string DiskCeiling::FileKey(const LaunchRequest& req) {
+  std::string key = req.worker.file;
+  for (const std::string& path : req.file_paths) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      key += fmt::format("|{}", path);
+      continue;
+    }
+    key += fmt::format("|{}|{}:{}:{}:{}.{}", path, major(st.st_dev), minor(st.st_dev), st.st_ino,
+                       st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+  }
+  return key;
+}
+
+namespace {
+
+// The recipe a ceiling run of `req` (its files keyed `key`) repeats, and *by where it was
+// chosen ("first_ceiling": the command's first ceiling run of these files, in
+// `recipe_of_file`; "probe": the cached probe of this boot, made on the device of every one of
+// the files); nullptr where neither chose one. The probe of another device never chooses: a
+// storage (a loop device, its device class, an overlay, a tmpfs) is not the device the machine's
+// probe measured, and its fastest recipe may be another.
 const probe::ReadRecipe* Chosen(const std::map<std::string, std::string>& recipe_of_file,
-                                const LaunchRequest& req, std::string* by) {
-  if (const auto it = recipe_of_file.find(req.worker.file); it != recipe_of_file.end()) {
+                                const std::string& key, const LaunchRequest& req, std::string* by) {
+  if (const auto it = recipe_of_file.find(key); it != recipe_of_file.end()) {
     *by = "first_ceiling";
     return probe::FindRecipe(it->second);
   }
   std::string why;
-  const std::optional<Json> cached = CachedProbe(req.file_paths.at(0), &why);
-  if (!cached || cached->value("same_device", Json()) != true) return nullptr;
+  std::optional<Json> cached;
+  for (const std::string& path : req.file_paths) {  // every shard on the probe's device
+    cached = CachedProbe(path, &why);
+    if (!cached || cached->value("same_device", Json()) != true) return nullptr;
+  }
+  if (!cached) return nullptr;
   const Json limit = (*cached)["ceilings"].value("device_limit", Json());
   const Json name = limit.is_object() ? limit.value("recipe", Json()) : Json();
   const probe::ReadRecipe* recipe =
@@ -100,7 +132,8 @@ void Fill(const std::vector<Json>& measured, const std::string& by, RunRecord* r
 void DiskCeiling::Read(const LaunchRequest& req, RunRecord* r) {
   std::string by = "measured";
   std::vector<Json> measured;
-  if (const probe::ReadRecipe* chosen = Chosen(recipe_of_file_, req, &by)) {
+  const std::string key = FileKey(req);
+  if (const probe::ReadRecipe* chosen = Chosen(recipe_of_file_, key, req, &by)) {
     measured.push_back(probe::ColdRecipeRead(*chosen, req.file_paths, 1));
   } else {
     for (const probe::ReadRecipe& recipe : probe::kReadRecipes) {
@@ -111,7 +144,7 @@ void DiskCeiling::Read(const LaunchRequest& req, RunRecord* r) {
   if (Interrupted()) return;
   Fill(measured, by, r);
   if (r->status == "ok") {
-    if (by == "measured") recipe_of_file_[req.worker.file] = r->params["recipe"];
+    if (by == "measured") recipe_of_file_[key] = r->params["recipe"];
     r->settle_s = Settle(req.file_paths);
   }
 }

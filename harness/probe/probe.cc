@@ -25,6 +25,7 @@
 
 #include "harness/leftovers/leftovers.h"
 #include "harness/machine/env.h"
+#include "harness/probe/probe_command.h"
 #include "harness/probe/probe_measure.h"
 #include "harness/probe/read_recipes.h"
 #include "harness/process/interrupt.h"
@@ -571,6 +572,7 @@ int WriteAndShow(const ProbeOptions& opts, const Json& env, const Json& probe,
 }  // namespace
 
 int ProbeMain(const ProbeOptions& opts) {
+  if (!opts.storage.empty()) return probe::StorageProbeMain(opts);
   InstallInterruptHandlers();
   const auto t0 = std::chrono::steady_clock::now();
   // Everything the user gave is checked before anything is written.
@@ -605,4 +607,18 @@ int ProbeMain(const ProbeOptions& opts) {
   return WriteAndShow(opts, env, probe, env_path, size, dir);
 }
 
+namespace probe {
+
+Json NewProbeObject(const char* kind, const std::string& dir, uint64_t bytes) {
+  return NewProbe(kind, dir, bytes);
+}
+Json ProbeFacts(const Json& env) { return Facts(env); }
+Status CheckProbeScratch(const ProbeOptions& opts, uint64_t* size, std::string* dir) {
+  return CheckScratch(opts, size, dir);
+}
+Status MakeProbeOutDir(const ProbeOptions& opts, std::string* out, std::string* env_path) {
+  return MakeOutDir(opts, out, env_path);
+}
+
+}  // namespace probe
 }  // namespace loadbench

@@ -16,6 +16,10 @@ struct ProbeOptions {
   bool json = false;          // print the probe object as JSON instead of the table
   bool no_wait = false;       // refuse (exit 2) while another measurement runs, not wait
   std::string command_line;   // recorded in env.json
+  // "KIND[:OPTION=VALUE...]" (harness/storage/storage.h ParseStorage): make that storage with
+  // the scratch file in it and probe its device only (harness/probe/storage_probe.h); "": the
+  // machine's probe.
+  std::string storage;
 };
 
 // The ceilings, in the order they are measured and printed: each one's key under the probe
@@ -60,6 +64,16 @@ inline constexpr CeilingSpec kCeilings[] = {
 // and the reason (a bad --size, a directory that cannot be created or written, too little
 // free space, an --out that already holds env.json), nothing written; 130 interrupted by
 // SIGINT/SIGTERM, nothing written.
+// With opts.storage: the scratch file is written in opts.dir with a name, copied onto the
+// storage made (Storage::Make) and removed; the storage is entered (its device class applied),
+// its device probed (ProbeStorageDevice: the read recipes, the request sizes and depths, the
+// IOPS), left and removed. The probe object has kind "storage", the device ceilings
+// (cold_direct_read, cold_buffered_read, device_limit) and the others null with the reason,
+// "requests", "iops", "iops_at" and "storage_device"; env.json has it as "probe" beside
+// "storages": [Storage::Env()] (as a run's env.json lists the storages it made; "storage" stays
+// the machine's disk). It is not cached: the storage is gone when the command ends.
+// Exit 2 also for a storage text ParseStorage refuses, a made kind without root, and what
+// StorageUnavailable says this machine lacks; 1 when the storage could not be made.
 int ProbeMain(const ProbeOptions& opts);
 
 // ${XDG_CACHE_HOME:-$HOME/.cache}/loadbench/probe.json; "" when neither gives an absolute

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -59,21 +60,36 @@ std::vector<std::vector<Piece>> Shares(const std::vector<uint64_t>& sizes, uint6
 }
 
 // What one job reads with: its pieces, its files (by index into the paths; -1 where it reads
-// none of that file), its buffer faulted in, and for O_DIRECT its ring.
+// none of that file), its buffer faulted in (`base`: where in `buf` it starts), and for
+// O_DIRECT its ring; the bytes it has read, and when it stops asking for more.
 struct Job {
   std::vector<Piece> pieces;
   std::vector<int> fds;
   std::vector<UniqueFd> own;  // the fds this job opened (buffered: one open file per job)
   Mapping buf;
+  std::byte* base = nullptr;
   IoRing ring;
+  uint64_t done = 0;
+  std::optional<Clock::time_point> stop;
   Status result;
+  bool Stopped() const { return stop && Clock::now() >= *stop; }
 };
 
-Status MapBuffer(uint64_t len, Mapping* out) {
-  void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return Status::FromErrno(fmt::format("mmap of {} bytes", len), errno);
-  *out = Mapping(p, len);
-  std::memset(out->mutable_data(), 0, len);  // faulted in now, not in the timed region
+constexpr uint64_t kHugePage = uint64_t{2} << 20;
+
+// `len` bytes of anonymous memory at *base, faulted in now (not in the timed region); with
+// `huge`, 2 MiB aligned and advised MADV_HUGEPAGE, so that the kernel backs it with huge pages
+// where it can.
+Status MapBuffer(uint64_t len, bool huge, Mapping* out, std::byte** base) {
+  const uint64_t map_len = huge ? len + kHugePage : len;
+  void* p = ::mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return Status::FromErrno(fmt::format("mmap of {} bytes", map_len), errno);
+  *out = Mapping(p, map_len);
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  *base = out->mutable_data() + (huge ? (kHugePage - at % kHugePage) % kHugePage : 0);
+  // Advice only: without THP (enabled "never") the buffer stays on 4 KiB pages.
+  if (huge) (void)::madvise(*base, len, MADV_HUGEPAGE);
+  std::memset(*base, 0, len);
   return Status::Ok();
 }
 
@@ -90,7 +106,7 @@ Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, ui
   size_t piece = 0;
   uint64_t next = job->pieces.empty() ? 0 : job->pieces[0].begin;
   const RingSource blocks = [&](size_t slot, RingRead* read) {
-    if (Interrupted()) return false;
+    if (Interrupted() || job->Stopped()) return false;
     while (piece < job->pieces.size() && next >= job->pieces[piece].end) {
       if (++piece < job->pieces.size()) next = job->pieces[piece].begin;
     }
@@ -100,7 +116,7 @@ Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, ui
     files[slot] = p.file;
     *read = {.fd = job->fds[p.file],
              .offset = next,
-             .dst = job->buf.mutable_data() + slot * rc.block_bytes,
+             .dst = job->base + slot * rc.block_bytes,
              .len = RoundUp(len, align),
              .need = len,
              .path = paths[p.file]};
@@ -108,6 +124,7 @@ Status DirectJob(const ReadRecipe& rc, const std::vector<std::string>& paths, ui
     return true;
   };
   const RingArrived seen = [&](size_t slot, const RingRead& read, uint64_t) {
+    job->done += read.need;
     if (sink) sink(files[slot], read.offset, read.dst, read.need);
     return Status::Ok();
   };
@@ -124,26 +141,30 @@ Status Advise(int fd, const std::string& path, uint64_t offset, uint64_t len, in
 
 // One job's buffered reads: each piece read front to back in blocks with pread() on the job's
 // own open file, after POSIX_FADV_SEQUENTIAL over the piece (the kernel's read-ahead doubled),
-// or asking POSIX_FADV_WILLNEED for the bytes up to ahead_bytes past each read.
+// or asking POSIX_FADV_WILLNEED for the bytes up to ahead_bytes past each read, or with no
+// advice ("normal").
 Status BufferedJob(const ReadRecipe& rc, const std::vector<std::string>& paths,
                    const BlockSink& sink, Job* job) {
   const bool willneed = std::strcmp(rc.advice, "willneed") == 0;
+  const bool sequential = std::strcmp(rc.advice, "sequential") == 0;
   for (const Piece& p : job->pieces) {
     const int fd = job->fds[p.file];
     const std::string& path = paths[p.file];
-    if (!willneed) {
+    if (sequential) {
       LB_RETURN_IF_ERROR(Advise(fd, path, p.begin, p.end - p.begin, POSIX_FADV_SEQUENTIAL));
     }
     uint64_t asked = p.begin;  // WILLNEED given up to here
     for (uint64_t off = p.begin; off < p.end;) {
       if (Interrupted()) return Status::Failed(kInterrupted);
+      if (job->Stopped()) return Status::Ok();
       if (const uint64_t want = std::min(p.end, off + rc.ahead_bytes); willneed && want > asked) {
         LB_RETURN_IF_ERROR(Advise(fd, path, asked, want - asked, POSIX_FADV_WILLNEED));
         asked = want;
       }
       const size_t len = std::min(rc.block_bytes, p.end - off);
-      LB_RETURN_IF_ERROR(PreadExact(fd, path, job->buf.mutable_data(), len, off));
-      if (sink) sink(p.file, off, job->buf.data(), len);
+      LB_RETURN_IF_ERROR(PreadExact(fd, path, job->base, len, off));
+      job->done += len;
+      if (sink) sink(p.file, off, job->base, len);
       off += len;
     }
   }
@@ -187,7 +208,8 @@ Status PrepareJob(const ReadRecipe& rc, const std::vector<std::string>& paths,
       job->fds[p.file] = job->own.back().get();
     }
   }
-  LB_RETURN_IF_ERROR(MapBuffer(rc.queue_depth * rc.block_bytes, &job->buf));
+  LB_RETURN_IF_ERROR(MapBuffer(rc.queue_depth * rc.block_bytes, rc.direct && rc.huge_pages,
+                               &job->buf, &job->base));
   if (rc.direct) {
     if (const int ret = job->ring.Init(rc.queue_depth); ret < 0) {
       return Status::Unsupported(RingSetupFailure(-ret));
@@ -212,17 +234,17 @@ Json RecipeParams(const ReadRecipe& r) {
           {"queue_depth", r.queue_depth},
           {"jobs", r.jobs},
           {"advice", r.advice},
-          {"ahead_bytes", r.ahead_bytes}};
+          {"ahead_bytes", r.ahead_bytes},
+          {"huge_pages", r.huge_pages ? "on" : "off"}};
 }
 
 Status ReadWithRecipe(const ReadRecipe& rc, const std::vector<std::string>& paths, uint64_t* bytes,
-                      double* seconds, const BlockSink& sink) {
+                      double* seconds, const BlockSink& sink, double max_seconds) {
   std::vector<UniqueFd> shared;
   std::vector<uint64_t> sizes;
   uint64_t align = 1;
   LB_RETURN_IF_ERROR(OpenFiles(rc, paths, &shared, &sizes, &align));
   *bytes = 0;
-  for (uint64_t s : sizes) *bytes += s;
   std::vector<std::unique_ptr<Job>> jobs;
   for (std::vector<Piece>& share : Shares(sizes, rc.block_bytes, rc.jobs)) {
     if (share.empty()) continue;  // fewer blocks than jobs
@@ -236,6 +258,11 @@ Status ReadWithRecipe(const ReadRecipe& rc, const std::vector<std::string>& path
   };
   Status started;
   const auto t0 = Clock::now();
+  if (max_seconds > 0) {
+    const auto stop = t0 + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(max_seconds));
+    for (const auto& job : jobs) job->stop = stop;
+  }
   {
     std::vector<std::jthread> threads;
     for (size_t j = 1; j < jobs.size() && started.ok(); ++j) {
@@ -249,7 +276,10 @@ Status ReadWithRecipe(const ReadRecipe& rc, const std::vector<std::string>& path
   }  // every thread joined here
   *seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   LB_RETURN_IF_ERROR(started);
-  for (const auto& job : jobs) LB_RETURN_IF_ERROR(job->result);
+  for (const auto& job : jobs) {
+    LB_RETURN_IF_ERROR(job->result);
+    *bytes += job->done;
+  }
   return Status::Ok();
 }
 
@@ -269,8 +299,9 @@ Json ColdRecipeRead(const ReadRecipe& rc, const std::vector<std::string>& paths,
       total, reps,
       fmt::format("{}; every file's cache dropped and checked <= 1% resident before each",
                   rc.direct ? fmt::format("io_uring reads with O_DIRECT, {} requests of {} in "
-                                          "flight per job, {} jobs",
-                                          rc.queue_depth, FormatBytes(rc.block_bytes), rc.jobs)
+                                          "flight per job, {} jobs{}",
+                                          rc.queue_depth, FormatBytes(rc.block_bytes), rc.jobs,
+                                          rc.huge_pages ? ", into huge-page buffers" : "")
                             : fmt::format("pread() of {} through the page cache, advice {}, {} "
                                           "jobs",
                                           FormatBytes(rc.block_bytes), rc.advice, rc.jobs)));

@@ -3,7 +3,8 @@
 // without a probe, the first ceiling measures every recipe and keeps the fastest, whose figures
 // it records beside its own, and the later ones repeat that recipe; with a cached probe of the
 // file's device, every ceiling repeats the probe's fastest recipe; a probe of another device
-// is not used.
+// is not used; the same model made again elsewhere (another storage, or the same path anew) has
+// its recipe chosen again, and a probe chooses only where every shard is on its device.
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -22,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/gen/generator.h"
+#include "harness/launch/launcher.h"
+#include "harness/measure/ceiling.h"
 #include "harness/probe/read_recipes.h"
 #include "tests/support/machine.h"
 #include "tests/support/run_cli.h"
@@ -150,6 +153,79 @@ TEST_F(CeilingTest, AProbeOfTheFilesDeviceChoosesTheRecipeAndOneOfAnotherDeviceD
   ASSERT_EQ(other.size(), 1u);
   EXPECT_EQ(other[0]["params"]["chosen"], "measured") << other[0].dump(2);
   EXPECT_EQ(other[0]["ceiling_recipes"].size(), std::size(probe::kReadRecipes));
+}
+
+// A file of `bytes` varied bytes at `path`.
+void WriteFile(const std::string& path, size_t bytes) {
+  std::string data(bytes, '\0');
+  for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+// A ceiling read of `paths` as the model `name`, in the command of `ceiling`.
+RunRecord ReadCeiling(DiskCeiling& ceiling, const std::string& name,
+                      const std::vector<std::string>& paths) {
+  LaunchRequest req;
+  req.worker.file = name;
+  req.file_paths = paths;
+  req.cache = "cold";
+  RunRecord r;
+  ceiling.Read(req, &r);
+  return r;
+}
+
+TEST_F(CeilingTest, TheSameModelOnAnotherStorageOrMadeAnewHasItsRecipeChosenAgain) {
+  const std::string first = dir_ + "/m.bin";
+  WriteFile(first, 3u << 20);
+  DiskCeiling ceiling;  // one command's ceiling, no probe cached
+  RunRecord r = ReadCeiling(ceiling, "model", {first});
+  ASSERT_EQ(r.status, "ok") << r.error.value_or("");
+  EXPECT_EQ(r.params["chosen"], "measured");
+  EXPECT_EQ(r.ceiling_recipes.size(), std::size(probe::kReadRecipes));
+  r = ReadCeiling(ceiling, "model", {first});
+  EXPECT_EQ(r.params["chosen"], "first_ceiling") << "the same file: the same recipe";
+
+  // The model copied onto another storage: the same name, another file (device, inode).
+  fs::create_directories(dir_ + "/other");
+  const std::string copy = dir_ + "/other/m.bin";
+  fs::copy_file(first, copy);
+  r = ReadCeiling(ceiling, "model", {copy});
+  ASSERT_EQ(r.status, "ok") << r.error.value_or("");
+  EXPECT_EQ(r.params["chosen"], "measured") << "another storage chooses again";
+  EXPECT_EQ(r.ceiling_recipes.size(), std::size(probe::kReadRecipes));
+
+  // The storage made again at the same mount point: the same path, a new file.
+  fs::remove(first);
+  WriteFile(first, 3u << 20);
+  r = ReadCeiling(ceiling, "model", {first});
+  EXPECT_EQ(r.params["chosen"], "measured") << "the same path made anew chooses again";
+  LaunchRequest a, b;
+  a.worker.file = b.worker.file = "model";
+  a.file_paths = {first};
+  b.file_paths = {copy};
+  EXPECT_NE(DiskCeiling::FileKey(a), DiskCeiling::FileKey(b));
+}
+
+TEST_F(CeilingTest, AProbeChoosesOnlyWhereEveryShardIsOnItsDevice) {
+  // /dev/shm is another file system than the test's folder: one shard there is enough for the
+  // probe of the folder's device not to choose. (tmpfs cannot be read cold: no recipe gives a
+  // figure there, but every one was tried.)
+  if (DeviceOf("/dev/shm") == DeviceOf(dir_)) GTEST_SKIP() << "/dev/shm on the test's device";
+  WriteProbe("buffered_4m_willneed_x4", DeviceOf(dir_));
+  const std::string here = dir_ + "/a.bin";
+  WriteFile(here, 1u << 20);
+  char tmpl[] = "/dev/shm/loadbench_ceiling_test.XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string there = std::string(tmpl) + "/b.bin";
+  WriteFile(there, 1u << 20);
+  DiskCeiling ceiling;
+  RunRecord r = ReadCeiling(ceiling, "model", {here});
+  EXPECT_EQ(r.params["chosen"], "probe") << r.error.value_or("");
+  r = ReadCeiling(ceiling, "sharded", {here, there});
+  EXPECT_NE(r.params.value("chosen", ""), "probe") << r.params.dump();
+  EXPECT_EQ(r.ceiling_recipes.size(), std::size(probe::kReadRecipes)) << r.error.value_or("");
+  std::error_code ec;
+  fs::remove_all(tmpl, ec);
 }
 
 }  // namespace
