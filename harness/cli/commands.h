@@ -53,6 +53,7 @@ struct RunFlags {
   std::string pattern = "replicated";
   std::map<std::string, std::string> use;     // --consume and the like, by option name
   std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
+  std::vector<std::string> storages;          // KIND[:OPTION=VALUE...] each
   ProfileFlags profile;
 };
 int RunCommand(const RunFlags& f, const std::string& command_line);

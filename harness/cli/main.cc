@@ -199,6 +199,13 @@ void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
                   "Run every worker in a memory cgroup with this limit (e.g. 4GiB), so that its "
                   "page cache and anonymous memory are charged as in a container (cgroup v2, "
                   "else v1; root only)");
+  cmd->add_option("--storage", f->storages,
+                  "Put the model on a storage the tool makes for the runs and removes after: "
+                  "KIND[:OPTION=VALUE...], KIND one of ext4, xfs, btrfs, squashfs, erofs, "
+                  "overlay, tmpfs, here; a device class on a loop-backed kind: preset=NAME, "
+                  "read_bps=SIZE, read_iops=N (e.g. xfs:preset=gp3); probe=off skips its own "
+                  "probe (15 to 25 s). Repeat it for several, each with rounds of its own; root "
+                  "only but for here (docs/storage.md)");
 }
 
 CLI::App* AddRun(CLI::App& app, RunFlags* f) {
@@ -328,6 +335,13 @@ CLI::App* AddProbe(CLI::App& app, ProbeOptions* f) {
   cmd->add_option("--size", f->size, "Scratch file size, e.g. 1GiB, 64MiB")->capture_default_str();
   cmd->add_option("--out", f->out_dir, "Results folder (default: results/probe-<UTC time>)");
   cmd->add_flag("--json", f->json, "Print the probe as JSON instead of the table");
+  cmd->add_option("--storage", f->storage,
+                  "Probe a storage instead of the machine: make KIND[:OPTION=VALUE...] (as run "
+                  "--storage: e.g. xfs:read_bps=2GB:read_iops=300) with the scratch file in it "
+                  "and measure its device only, cold, each figure at most about 1.25 s: every "
+                  "read recipe, O_DIRECT reads of 64 KiB to 4 MiB at depth 1 and deeper, 4-16 KiB "
+                  "random reads per second, and the device's request size; not the memory or "
+                  "fault figures, and not cached (root but for here; docs/probe.md)");
   AddNoWait(cmd, &f->no_wait);
   return cmd;
 }

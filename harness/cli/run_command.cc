@@ -4,6 +4,8 @@
 // file's.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "harness/machine/counters.h"
 #include "harness/record/record.h"
 #include "harness/run/executor.h"
+#include "harness/storage/storage.h"
 #include "loaders/base/units.h"
 #include "loaders/use/use.h"
 
@@ -117,6 +120,41 @@ void NameByFlag(const toml::node* n, const std::string& flag, ExperimentSource* 
   }
 }
 
+// --storage KIND[:OPTION=VALUE...], each a [[storage]] table, its values named by the flag.
+Status StorageTables(const RunFlags& f, FlagTables* out) {
+  if (f.storages.empty()) return Status::Ok();
+  toml::array tables;
+  for (const std::string& given : f.storages) {
+    // probe=off|on is the run's (its own probe taken or not), the rest the storage's.
+    std::string text = given;
+    std::optional<bool> probe;
+    for (const char* option : {":probe=off", ":probe=on"}) {
+      if (const size_t at = text.find(option); at != std::string::npos) {
+        probe = std::string(option) == ":probe=on";
+        text.erase(at, std::strlen(option));
+      }
+    }
+    StorageSpec spec;
+    if (Status s = ParseStorage(text, &spec); !s.ok()) {
+      return Status::BadInput("--storage: " + s.message());
+    }
+    // The options as written (ParseStorage has checked them), for the table's reader.
+    toml::table t{{"kind", spec.kind}};
+    for (size_t at = text.find(':'); at != std::string::npos;) {
+      const size_t end = text.find(':', at + 1);
+      const std::string option = text.substr(at + 1, end == std::string::npos ? end : end - at - 1);
+      const size_t eq = option.find('=');
+      t.insert(option.substr(0, eq), eq == std::string::npos ? "" : option.substr(eq + 1));
+      at = end;
+    }
+    if (probe) t.insert("probe", *probe);
+    tables.push_back(std::move(t));
+  }
+  out->top.insert("storage", std::move(tables));
+  NameByFlag(out->top.get("storage"), "--storage", &out->source);
+  return Status::Ok();
+}
+
 // The top level's keys from the flags: one given file, one procs count, one memory limit, and
 // `run`'s 5 rounds (--reps is applied over them, as `experiment --reps` is over a file's).
 Status TopKeys(const RunFlags& f, const std::string& baseline, FlagTables* out) {
@@ -153,6 +191,7 @@ Status TopKeys(const RunFlags& f, const std::string& baseline, FlagTables* out) 
   put("pattern", f.pattern, "--pattern");
   if (limit > 0) put("memory_limit", static_cast<int64_t>(limit), "--memory-limit");
   put("file", toml::array{toml::table{{"path", f.file}}}, "--file");
+  LB_RETURN_IF_ERROR(StorageTables(f, out));
   NameByFlag(top.get("strategy"), "--strategies", &out->source);
   // An exec command's table names itself ("exec:label=a b: ..."), as in a file.
   for (const toml::node& t : *top.get_as<toml::array>("strategy")) {

@@ -39,6 +39,12 @@
 //   streams = 4                    #   where the [server] runs; iperf3's streams and seconds
 //   seconds = 2                    #   measuring each link both ways
 //
+//   [[storage]]                    # the model on a storage the tool makes (docs/storage.md):
+//   kind = "xfs"                   #   ext4, xfs, btrfs, squashfs, erofs, overlay, tmpfs, fuse,
+//   preset = "gp3"                 #   here; a device class (preset, read_bps, read_iops) on a
+//   read_iops = 6000               #   loop-backed kind; each table one value of the axis, its
+//   label = "gp3-fast"             #   runs in rounds of their own; records' `storage`
+//
 //   [system]                       # the machine's state for the runs (harness/machine/tuning.h)
 //   tune = true                    # tuned before the first run, restored at the end (default
 //                                  #   false: recorded as found)
@@ -90,6 +96,7 @@
 #include "harness/experiment/rounds.h"
 #include "harness/gen/generator.h"
 #include "harness/machine/tuning.h"
+#include "harness/storage/storage.h"
 #include "loaders/base/status.h"
 #include "loaders/strategy/registry.h"
 #include "loaders/use/part.h"
@@ -128,6 +135,7 @@ struct ExperimentRun {
   int position = -1;          // place in its round; -1 in grouped order
   ReadPattern pattern;        // what each of the procs readers loads
   std::string link;           // the link's rate for the run; "" without a [link]
+  size_t storage = 0;         // index into Experiment::storages (0 without any)
 };
 
 // The runs past the strategies: strategies.size() + each of these.
@@ -173,6 +181,14 @@ struct ExperimentCluster {
   bool on() const { return !nodes.empty(); }
 };
 
+// [[storage]]: one value of the storage axis (harness/storage/storage.h), and where it was
+// written ("PATH:LINE" or "--storage"), named in a message about it.
+struct ExperimentStorage {
+  StorageSpec spec;
+  std::string where;
+  bool probe = true;  // its own probe taken when it is made (probe = false: not; 15 to 25 s)
+};
+
 struct Experiment {
   std::string path;  // the experiment file; empty for one built from `run`'s flags
   std::string name;
@@ -196,6 +212,10 @@ struct Experiment {
   ExperimentServer server;
   ExperimentLink link;
   ExperimentCluster cluster;
+  // The storages the model is put on, one after another, each with every round of its own
+  // (the outermost axis: a storage is made once, its runs made, and removed); empty: the data
+  // folder as it is, and no record names a storage.
+  std::vector<ExperimentStorage> storages;
   std::vector<ExperimentFile> files;
   std::vector<ExperimentStrategy> strategies;
   std::vector<ExperimentRun> runs;  // the plan, in the order the runs are made

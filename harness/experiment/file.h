@@ -20,6 +20,10 @@ struct PreparedFile {
   // What the readers open when it is not `path`: the file's name through a server (an s3:// or
   // http:// name, harness/run/remote_files.h); the table's shards are then read through it.
   std::string read_as;
+  // On a storage the tool made (harness/storage/storage.h): the model's own path, which its
+  // records name (so that its runs pair with each other across the storage's rounds), while
+  // `path` is where the copy on the storage is; else empty.
+  std::string origin;
   TensorTable table;  // expected_checksum always set once prepared
   std::string checksum_source;
   // The checksum of each reader's part under a read pattern (loaders/use/part.h), by

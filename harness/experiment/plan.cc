@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
@@ -34,19 +35,43 @@ std::vector<std::string> LinksOf(const Experiment& e) {
   return e.link.rates.empty() ? std::vector<std::string>{""} : e.link.rates;
 }
 
-void PlanRounds(Experiment* e) {
-  for (int rep = 0; rep < e->reps; ++rep) {
-    for (const std::string& cache : e->caches) {
-      const std::vector<size_t> members = RoundMembers(*e, cache);
-      const std::vector<size_t> order = MembersInOrder(members.size(), rep, e->order, e->seed);
-      for (const std::string& link : LinksOf(*e)) {
-        for (uint64_t limit : e->memory_limits) {
-          for (int procs : e->procs) {
-            for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
-              for (size_t f = 0; f < e->files.size(); ++f) {
-                for (size_t k = 0; k < members.size(); ++k) {
-                  e->runs.push_back({f, members[order[k]], cache, rep, procs, limit,
-                                     static_cast<int>(k), pattern, link});
+// The storages' indexes: one (0) without any.
+size_t StorageCount(const Experiment& e) { return std::max<size_t>(1, e.storages.size()); }
+
+// Round `rep` on storage `st`: every condition, each with its members in the round's order.
+void PlanRound(Experiment* e, size_t st, int rep) {
+  for (const std::string& cache : e->caches) {
+    const std::vector<size_t> members = RoundMembers(*e, cache);
+    const std::vector<size_t> order = MembersInOrder(members.size(), rep, e->order, e->seed);
+    for (const std::string& link : LinksOf(*e)) {
+      for (uint64_t limit : e->memory_limits) {
+        for (int procs : e->procs) {
+          for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
+            for (size_t f = 0; f < e->files.size(); ++f) {
+              for (size_t k = 0; k < members.size(); ++k) {
+                e->runs.push_back({f, members[order[k]], cache, rep, procs, limit,
+                                   static_cast<int>(k), pattern, link, st});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Grouped order on storage `st`: all repetitions of one combination back to back.
+void PlanGrouped(Experiment* e, size_t st) {
+  const size_t nf = e->files.size(), ns = e->strategies.size();
+  for (size_t f = 0; f < nf; ++f) {
+    for (size_t k = 0; k < ns; ++k) {
+      for (uint64_t limit : e->memory_limits) {
+        for (int procs : e->procs) {
+          for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
+            for (const std::string& link : LinksOf(*e)) {
+              for (const std::string& cache : e->caches) {
+                for (int rep = 0; rep < e->reps; ++rep) {
+                  e->runs.push_back({f, k, cache, rep, procs, limit, -1, pattern, link, st});
                 }
               }
             }
@@ -60,24 +85,12 @@ void PlanRounds(Experiment* e) {
 }  // namespace
 
 void PlanRuns(Experiment* e) {
-  const size_t nf = e->files.size(), ns = e->strategies.size();
   e->runs.clear();
-  if (e->order != RoundOrder::kGrouped) return PlanRounds(e);
-  for (size_t f = 0; f < nf; ++f) {
-    for (size_t k = 0; k < ns; ++k) {
-      for (uint64_t limit : e->memory_limits) {
-        for (int procs : e->procs) {
-          for (const ReadPattern& pattern : PatternsFor(*e, procs)) {
-            for (const std::string& link : LinksOf(*e)) {
-              for (const std::string& cache : e->caches) {
-                for (int rep = 0; rep < e->reps; ++rep) {
-                  e->runs.push_back({f, k, cache, rep, procs, limit, -1, pattern, link});
-                }
-              }
-            }
-          }
-        }
-      }
+  for (size_t st = 0; st < StorageCount(*e); ++st) {
+    if (e->order == RoundOrder::kGrouped) {
+      PlanGrouped(e, st);
+    } else {
+      for (int rep = 0; rep < e->reps; ++rep) PlanRound(e, st, rep);
     }
   }
 }
@@ -120,6 +133,12 @@ Status ApplyRepsOverrides(const RepsOverrides& o, Experiment* e) {
     if (e->order == RoundOrder::kGrouped) {
       return Status::BadInput(fmt::format(
           "{}: --reps auto compares within rounds; the experiment's order is grouped", e->path));
+    }
+    if (e->storages.size() > 1) {
+      return Status::BadInput(fmt::format(
+          "{}: --reps auto with several storages: each storage's rounds come one after another; "
+          "give --reps a number",
+          e->path.empty() ? "--storage" : e->path));
     }
     e->reps = e->autoreps.max_rounds;
   }

@@ -34,12 +34,13 @@ RunPoint PointOf(const Experiment& e, const ExperimentRun& r) {
   p.memory_limit = r.memory_limit;
   p.link = r.link;
   if (e.cluster.on()) p.nic = e.cluster.nic, p.uplink = e.cluster.uplink;
+  if (!e.storages.empty()) p.storage = e.storages[r.storage].spec.label;
   return p;
 }
 
 std::string RunKey(const std::string& file, const RunPoint& p) {
   return RunKeyOf(file, p.spec.text, p.cache, p.rep, p.procs, p.memory_limit, p.pattern.Text(),
-                  p.link, FabricKey(p.nic, p.uplink));
+                  p.link, FabricKey(p.nic, p.uplink), p.storage);
 }
 
 }  // namespace loadbench

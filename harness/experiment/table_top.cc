@@ -173,7 +173,7 @@ Status ConditionKey(TableReader& r, const std::string& k, const toml::node& node
 }
 
 // The tables, each given to its reader: [system], [server], [link], [cluster], [[file]],
-// [[strategy]].
+// [[strategy]], [[storage]].
 Status TableKey(TableReader& r, const std::string& k, const toml::node& node, Experiment* e,
                 bool* known) {
   *known = true;
@@ -193,6 +193,11 @@ Status TableKey(TableReader& r, const std::string& k, const toml::node& node, Ex
   if (k == "strategy") {
     return r.Tables(node, "strategy",
                     [&](const toml::table& t) { return ReadStrategy(r, t, &e->strategies); });
+  }
+  if (k == "storage") {
+    r.storage_where = &node;
+    return r.Tables(node, "storage",
+                    [&](const toml::table& t) { return ReadStorage(r, t, &e->storages); });
   }
   *known = false;
   return Status::Ok();
@@ -233,6 +238,7 @@ Status FinishTop(TableReader& r, const toml::table& top, Experiment* e) {
                  "[server] kind = \"http\" or \"s3\"");
   }
   if (e->cluster.on()) LB_RETURN_IF_ERROR(CheckCluster(r, e));
+  if (!e->storages.empty()) LB_RETURN_IF_ERROR(CheckStorages(r, *r.storage_where, *e));
   if (Status s = CheckGroupedOrder(*e); !s.ok()) return r.Bad(*r.order_where, s.message());
   if (r.auto_where != nullptr && !e->auto_reps) {
     return r.Bad(*r.auto_where, "auto_* keys need reps = \"auto\"");

@@ -10,6 +10,7 @@
 //   [server]      table_net.cc       with [link] and [cluster], the tables of the network
 //   [[file]]      table_file.cc
 //   [[strategy]]  table_strategy.cc  a grid of points; an exec command's in table_exec.cc
+//   [[storage]]   table_storage.cc   the storages the model is put on
 #pragma once
 
 #include <cstdint>
@@ -91,6 +92,7 @@ class TableReader {
   const toml::node* order_where = nullptr;
   const toml::node* link_where = nullptr;
   const toml::node* cluster_where = nullptr;
+  const toml::node* storage_where = nullptr;
 
  private:
   const ExperimentSource& source_;
@@ -110,5 +112,8 @@ Status ReadFile(const TableReader& r, const toml::table& t, std::vector<Experime
 Status ReadStrategy(const TableReader& r, const toml::table& t,
                     std::vector<ExperimentStrategy>* out);
 Status ReadExec(const TableReader& r, const toml::table& t, std::vector<ExperimentStrategy>* out);
+Status ReadStorage(const TableReader& r, const toml::table& t, std::vector<ExperimentStorage>* out);
+// Storages checked against [cluster], [server], [link] and automatic rounds.
+Status CheckStorages(const TableReader& r, const toml::node& where, const Experiment& e);
 
 }  // namespace loadbench

@@ -37,7 +37,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (const StrategyInfo* info = FindStrategy(p.spec.name))
     r.strategy_flags = FlagNames(info->flags);
   if (std::string label; LabelOf(p.spec, &label).ok() && !label.empty()) r.label = label;
-  r.file = file.path;
+  r.file = file.origin.empty() ? file.path : file.origin;
   if (!file.read_as.empty()) r.read_as = file.read_as;
   r.format = file.table.format;
   r.file_bytes = file.table.file_size;
@@ -50,6 +50,7 @@ RunRecord BaseRecord(const MeasureSettings& s, const Reporter& out, const Prepar
   if (p.procs > 1) r.pattern = p.pattern.Text();
   if (p.memory_limit > 0) r.memory_limit_bytes = p.memory_limit;
   if (!p.link.empty()) r.link = p.link;
+  if (!p.storage.empty()) r.storage = p.storage;
   if (s.cluster) {
     r.nodes = p.procs;
     r.session = s.session;
@@ -70,13 +71,13 @@ struct Resolved {
 
 Resolved Resolve(const MeasureSettings& s, const RunPoint& p) {
   Resolved out;
+  out.unsupported = p.unsupported;  // known before the run, for a ceiling or a command too
   if (p.exec) return out;
   if (const auto it = s.ceilings.find(p.spec.name); it != s.ceilings.end()) {
     out.ceiling = it->second;
     return out;
   }
   out.info = p.strategy.info;
-  out.unsupported = p.unsupported;
   if (out.info != nullptr) {
     out.params = p.strategy.params.ToJson(), out.use = p.strategy.use.ToJson();
     if (out.unsupported.empty()) out.unsupported = out.info->unsupported_reason();
@@ -239,6 +240,24 @@ void AddMetered(const MeterReading& before, const MeterReading& after, RunRecord
   }
 }
 
+// The storage's device counters between two readings, on a run's record.
+void AddDeviceFigures(const std::optional<DeviceStat>& before,
+                      const std::optional<DeviceStat>& after, RunRecord* r) {
+  if (!before || !after) return;
+  const auto moved = [](uint64_t a, uint64_t b) { return b >= a ? b - a : 0; };
+  r->device_reads = moved(before->reads, after->reads);
+  r->device_read_bytes = moved(before->read_sectors, after->read_sectors) * 512;
+  r->device_read_merges = moved(before->read_merges, after->read_merges);
+  r->device_read_ms = moved(before->read_ms, after->read_ms);
+  r->device_queue_ms = moved(before->queue_ms, after->queue_ms);
+  if (*r->device_reads == 0) return;
+  r->device_request_bytes =
+      static_cast<double>(*r->device_read_bytes) / static_cast<double>(*r->device_reads);
+  if (r->wall_s && *r->wall_s > 0) {
+    r->device_reads_per_s = static_cast<double>(*r->device_reads) / *r->wall_s;
+  }
+}
+
 // The readers launched with the host prepared around them and the meters read from the end of
 // its preparation to their end, their records completed into `batch`, their timelines and
 // profiles written; interrupted, leaves `batch` alone.
@@ -249,16 +268,22 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
       {&file.table, file.path, p.cache, res.info, p.memory_limit, launcher.measuring_cgroup()});
   const Meters* meters = launcher.in_process() ? nullptr : s.meters;
   MeterReading before, after;
+  // The storage's device: around a ceiling's read (which makes its own start state), from the
+  // end of the host's preparation for readers.
+  std::optional<DeviceStat> device_before, device_after;
+  if (s.storage != nullptr) device_before = s.storage->Stat();
   HostSteps steps = host.Steps();
-  if (meters != nullptr) {
+  if (meters != nullptr || s.storage != nullptr) {
     steps.prepare = [&, prepare = steps.prepare] {
       HostState h = prepare();
-      before = meters->Read();
+      if (meters != nullptr) before = meters->Read();
+      if (s.storage != nullptr) device_before = s.storage->Stat();
       return h;
     };
   }
   std::vector<ReaderOutcome> outcomes = launcher.Launch(req, steps, interrupted);
   if (meters != nullptr) after = meters->Read();
+  if (s.storage != nullptr) device_after = s.storage->Stat();
   host.CleanUp("loadbench");
   if (*interrupted) {
     for (const ReaderOutcome& o : outcomes) RemoveProfileData(o.profile_data);
@@ -273,6 +298,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
     RunRecord& r = (*batch)[k];
     r = Complete(r, judging, k, outcomes[k]);
     AddMetered(before, after, &r);
+    AddDeviceFigures(device_before, device_after, &r);
     LB_RETURN_IF_ERROR(WriteTimeline(s.out_dir, outcomes[k], &r));
     if (launcher.in_process()) continue;  // a ceiling's read: no profile, none missing
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
@@ -300,6 +326,10 @@ Status MeasureRun(const MeasureSettings& s, Reporter& out, const PreparedFile& f
   for (size_t i = 0; i < batch.size(); ++i) batch[i].run_id = out.RunId(i);
   if (std::string why = NotOffered(p, res, *launcher, &req); !why.empty()) {
     for (RunRecord& r : batch) r.status = "unsupported", r.error = why;
+    return out.Write(batch);
+  }
+  if (!p.failed.empty()) {
+    for (RunRecord& r : batch) r.status = "failed", r.error = p.failed;
     return out.Write(batch);
   }
   LB_RETURN_IF_ERROR(PrepareProfiles(s, *launcher, &req));

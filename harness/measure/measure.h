@@ -17,6 +17,7 @@
 #include "harness/launch/ceiling.h"
 #include "harness/launch/job.h"
 #include "harness/record/reporter.h"
+#include "harness/storage/storage.h"
 #include "loaders/base/status.h"
 
 namespace loadbench {
@@ -63,6 +64,9 @@ struct MeasureSettings {
   // read through the server is not the run's) to their end: a run's records get what moved (the
   // server's whole work, every reader's). Null without a server.
   const Meters* meters = nullptr;
+  // The storage the runs' model sits on, when the tool made it (harness/storage/storage.h):
+  // its device's counters read around every run's readers (and a ceiling's read). Null else.
+  const Storage* storage = nullptr;
 };
 
 // One run of `p` on `file`: one record per reader (a ceiling: one), written by `out`. Interrupted

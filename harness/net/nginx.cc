@@ -55,7 +55,7 @@ std::string ConfigText(const ServerSpec& spec, const std::string& root, const st
       t, kKeepaliveTimeoutS, kKeepaliveRequests);
   c += fmt::format("  server {{\n    listen {}:{};\n    server_name localhost;\n", spec.address,
                    port);
-  c += fmt::format("    root {};\n    autoindex off;\n", root);
+  c += fmt::format("    root {};\n    autoindex {};\n", root, spec.listings ? "on" : "off");
   if (spec.limit_rate > 0) c += fmt::format("    limit_rate {};\n", spec.limit_rate);
   c += "    location / {\n      limit_except GET HEAD { deny all; }\n    }\n  }\n}\n";
   return c;
@@ -96,7 +96,7 @@ Status PrepareNginx(const ServerSpec& spec, const std::string& temp_dir, ServerL
               {"keepalive_requests", kKeepaliveRequests},
               {"limit_rate_bytes_per_s", spec.limit_rate},
               {"ranges", true},
-              {"autoindex", false},
+              {"autoindex", spec.listings},
               {"methods", {"GET", "HEAD"}}};
   *out = std::move(l);
   return Status::Ok();

@@ -39,6 +39,9 @@ struct ServerSpec {
   std::string root;         // http: the folder served; s3: s3rver's --directory (buckets are
                             // folders in it)
   uint64_t limit_rate = 0;  // http only: nginx limit_rate, bytes/s per connection; 0 = none
+  // http only: folder listings (nginx autoindex), for an rclone mount of the server, which finds
+  // files through them (harness/storage/storage.h, a fuse storage); off otherwise.
+  bool listings = false;
   std::vector<std::string> buckets;  // s3: buckets to create at start (--configure-bucket)
   std::string upstream;  // s3fs only: the S3 endpoint the bucket (buckets[0]) is mounted from
   // Where it listens: 127.0.0.1, or the server's end of a link (harness/net/link.h), in that

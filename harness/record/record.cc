@@ -72,6 +72,7 @@ void VisitIdentity(Record& r, Visit&& v) {
   v("session", r.session, Key::kWhenSet);
   v("nic", r.nic, Key::kWhenSet);
   v("uplink", r.uplink, Key::kWhenSet);
+  v("storage", r.storage, Key::kWhenSet);
   v("started_at", r.started_at, Key::kAlways);
   v("ended_at", r.ended_at, Key::kAlways);
   v("status", r.status, Key::kAlways);
@@ -117,6 +118,13 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("server_cpu_s", r.server_cpu_s, Key::kWhenSet);
   v("mount_cpu_s", r.mount_cpu_s, Key::kWhenSet);
   v("link_rx_bytes", r.link_rx_bytes, Key::kWhenSet);
+  v("device_reads", r.device_reads, Key::kWhenSet);
+  v("device_read_bytes", r.device_read_bytes, Key::kWhenSet);
+  v("device_read_merges", r.device_read_merges, Key::kWhenSet);
+  v("device_read_ms", r.device_read_ms, Key::kWhenSet);
+  v("device_queue_ms", r.device_queue_ms, Key::kWhenSet);
+  v("device_request_bytes", r.device_request_bytes, Key::kWhenSet);
+  v("device_reads_per_s", r.device_reads_per_s, Key::kWhenSet);
   v("worst_shard_resident", r.worst_shard_resident, Key::kWhenSet);
   v("memory", r.memory, Key::kAlways);
   v("counters", r.counters, Key::kAlways);

@@ -69,8 +69,9 @@ struct RunRecord {
   // and the cluster's rates, part of the run's identity.
   std::optional<int> session;
   std::optional<std::string> nic, uplink;
-  std::string started_at;  // UTC, before the cache state is made
-  std::string ended_at;    // UTC, once the workers are reaped
+  std::optional<std::string> storage;  // with [[storage]] only: the storage's label
+  std::string started_at;              // UTC, before the cache state is made
+  std::string ended_at;                // UTC, once the workers are reaped
 
   // How it ended.
   std::string status = "failed";  // ok, failed, unsupported, invalid
@@ -106,6 +107,11 @@ struct RunRecord {
   std::optional<double> server_cpu_s;  // the experiment's server: its CPU seconds during the run
   std::optional<double> mount_cpu_s;   // the s3fs mount's process: its CPU seconds during the run
   std::optional<uint64_t> link_rx_bytes;  // on a link: what its client end received in the run
+  // On a storage the tool made with a block device of its own: the device's counters over the
+  // run (/sys/block/NAME/stat), and the average request and requests per second they give.
+  std::optional<uint64_t> device_reads, device_read_bytes, device_read_merges;
+  std::optional<uint64_t> device_read_ms, device_queue_ms;
+  std::optional<double> device_request_bytes, device_reads_per_s;
   // A remote model served from this machine: the residency of the files its server reads
   std::optional<double> server_resident_before;
   // A sharded model: the shard that started farthest from the cache state (runner)

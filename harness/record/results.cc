@@ -134,13 +134,15 @@ Status ReadRecorded(const std::string& path, const std::string& experiment, cons
 
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
                      int rep, int procs, uint64_t memory_limit, const std::string& pattern,
-                     const std::string& link, const std::string& fabric) {
+                     const std::string& link, const std::string& fabric,
+                     const std::string& storage) {
   // Replicated is every record's pattern from before patterns, no link every record's from
-  // before links, no fabric every record's from before clusters: their keys are unchanged.
-  return fmt::format("{}|{}|{}|{}|{}|{}{}{}{}", file, spec, cache, rep, procs, memory_limit,
+  // before links, no fabric every record's from before clusters, no storage every record's
+  // from before storages: their keys are unchanged.
+  return fmt::format("{}|{}|{}|{}|{}|{}{}{}{}{}", file, spec, cache, rep, procs, memory_limit,
                      pattern == "replicated" ? "" : "|" + pattern,
-                     link.empty() ? "" : "|link=" + link,
-                     fabric.empty() ? "" : "|fabric=" + fabric);
+                     link.empty() ? "" : "|link=" + link, fabric.empty() ? "" : "|fabric=" + fabric,
+                     storage.empty() ? "" : "|storage=" + storage);
 }
 
 std::string FabricKey(const std::string& nic, const std::string& uplink) {
@@ -153,7 +155,7 @@ std::string RunKey(const nlohmann::ordered_json& r) {
                   r.value("rep", -1), r.value("procs", 1),
                   limit != r.end() && limit->is_number() ? limit->get<uint64_t>() : 0,
                   r.value("pattern", "replicated"), r.value("link", ""),
-                  FabricKey(r.value("nic", ""), r.value("uplink", "")));
+                  FabricKey(r.value("nic", ""), r.value("uplink", "")), r.value("storage", ""));
 }
 
 }  // namespace loadbench

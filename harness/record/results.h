@@ -42,10 +42,11 @@ class JsonlWriter final {
 };
 
 // The identity of a run for resuming: file, strategy spec, cache, repetition, procs, memory
-// limit, read pattern and link; from those, or from a record of runs.jsonl.
+// limit, read pattern, link, fabric and storage; from those, or from a record of runs.jsonl.
 std::string RunKeyOf(const std::string& file, const std::string& spec, const std::string& cache,
                      int rep, int procs, uint64_t memory_limit, const std::string& pattern,
-                     const std::string& link = "", const std::string& fabric = "");
+                     const std::string& link = "", const std::string& fabric = "",
+                     const std::string& storage = "");
 // A [cluster]'s rates as part of a run's identity: "NIC/UPLINK", "" without a cluster.
 std::string FabricKey(const std::string& nic, const std::string& uplink);
 std::string RunKey(const nlohmann::ordered_json& record);

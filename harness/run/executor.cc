@@ -35,6 +35,7 @@
 #include "harness/run/progress.h"
 #include "harness/run/remote_files.h"
 #include "harness/run/session.h"
+#include "harness/run/storage_runs.h"
 #include "harness/stats/noise.h"
 #include "harness/stats/summary.h"
 #include "loaders/base/units.h"
@@ -159,6 +160,7 @@ class Executor {
   void Announce();
   void Milestone();
   Status RunThrough(int last_rep, bool* stop);
+  Status EnterStorage(const ExperimentRun& run);
   Status RunAdaptive();
   std::vector<std::string> StrategyLeftovers() const;
   void CleanUpStrategies();
@@ -179,6 +181,7 @@ class Executor {
   LinkRuns link_;       // the experiment's [link]; removed after the server (declared before)
   RemoteFiles remote_;  // the experiment's [server], and the files as read through it
   ServedMeters meters_{remote_, link_};
+  StorageRuns storages_;  // the [[storage]] axis; removed before the server a fuse one mounts
   DiskCeiling disk_ceiling_;
   Json stability_;
   JsonlWriter out_;
@@ -248,14 +251,20 @@ Status Executor::CheckResultsFolder() {
   return Status::Ok();
 }
 
-// Given files are checked before anything is generated or run.
+// Given files are checked before anything is generated or run, and so are the storages the
+// model is to be put on, for every file's bytes.
 Status Executor::CheckGivenFiles() {
+  uint64_t model_bytes = 0;
   for (const ExperimentFile& f : e_.files) {
-    if (f.generate) continue;
+    if (f.generate) {
+      model_bytes += f.file_bytes;
+      continue;
+    }
     TensorTable t;
     LB_RETURN_IF_ERROR(ReadModel(f.path, &t));
+    model_bytes += t.file_size;
   }
-  return Status::Ok();
+  return StorageRuns::Check(e_, model_bytes);
 }
 
 // Generated files, reused when the data folder holds one of the same spec. Returns an exit
@@ -579,17 +588,22 @@ void Executor::Announce() {
 Status Executor::RunThrough(int last_rep, bool* stop) {
   for (; next_ < todo_.size() && todo_[next_]->rep <= last_rep; ++next_) {
     const ExperimentRun& run = *todo_[next_];
-    const RunPoint p = PointOf(e_, run);
-    progress_.Show(fmt::format("[{}/{}] {} {} rep {}{}{}{} ... ETA {}{}", rs_.reporter.done,
-                               rs_.reporter.total, p.cache, p.spec.text, p.rep,
-                               p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
-                               p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
-                               p.link.empty() ? "" : " link " + p.link,
-                               e_.auto_reps ? "at most " : "", eta_->Left(next_)));
+    LB_RETURN_IF_ERROR(EnterStorage(run));
+    if (Interrupted()) return Status::Ok();  // a storage interrupted while it was made
+    RunPoint p = PointOf(e_, run);
+    storages_.Judge(&p);
+    progress_.Show(fmt::format(
+        "[{}/{}] {} {} rep {}{}{}{}{} ... ETA {}{}", rs_.reporter.done, rs_.reporter.total, p.cache,
+        p.spec.text, p.rep, p.procs > 1 ? fmt::format(" x{} procs", p.procs) : "",
+        p.memory_limit ? " limit " + FormatBytes(p.memory_limit) : "",
+        p.link.empty() ? "" : " link " + p.link, p.storage.empty() ? "" : " on " + p.storage,
+        e_.auto_reps ? "at most " : "", eta_->Left(next_)));
     rs_.reporter.clear_line = progress_.on();
     const auto t0 = Clock::now();
     LB_RETURN_IF_ERROR(link_.ShapeFor(e_, run));
-    Status s = MeasureRun(rs_.measure, rs_.reporter, remote_.For(e_, files_, run), p, stop);
+    const PreparedFile* on_storage = storages_.FileFor(run);
+    Status s = MeasureRun(rs_.measure, rs_.reporter,
+                          on_storage ? *on_storage : remote_.For(e_, files_, run), p, stop);
     progress_.Clear();
     LB_RETURN_IF_ERROR(s);
     if (*stop) return Status::Ok();
@@ -597,6 +611,26 @@ Status Executor::RunThrough(int last_rep, bool* stop) {
     Milestone();
   }
   return Status::Ok();
+}
+
+// Run `run`'s storage made (the one before removed) when the runs reach it, the records'
+// device counters read from it, and env.json's `storages` written as each is made.
+Status Executor::EnterStorage(const ExperimentRun& run) {
+  if (e_.storages.empty()) return Status::Ok();
+  progress_.Clear();
+  LB_RETURN_IF_ERROR(storages_.EnterFor(e_, run, files_, remote_, o_.who));
+  rs_.measure.storage = storages_.storage();
+  if (!storages_.changed()) return Status::Ok();
+  storages_.ClearChanged();
+  // One entry per storage: made again by a resumed session, the latest as made.
+  Json& all = env_["storages"];
+  if (!all.is_array()) all = Json::array();
+  const Json& made = storages_.Env().back();
+  for (auto it = all.begin(); it != all.end();) {
+    it = it->value("label", "") == made.value("label", "") ? all.erase(it) : it + 1;
+  }
+  all.push_back(made);
+  return WriteJsonFile(o_.out_dir + "/env.json", env_);
 }
 
 // At every tenth of the runs: off a terminal, where no progress line is redrawn (a log, CI), a
@@ -677,6 +711,8 @@ void Executor::RemoveGenerated() const {
 
 // The summary of every run in the folder (earlier sessions' included), and the exit code.
 int Executor::Finish() {
+  storages_.Remove();
+  rs_.measure.storage = nullptr;
   const std::vector<Json> all = ReadRecords(runs_path_);
   if (!o_.quiet) {
     fmt::print("\n{}{}{}", SummaryTable(all), ReadersTable(all),

@@ -65,6 +65,7 @@ Status RemoteFiles::Start(const Experiment& e, const std::string& data_dir, cons
   spec.kind = kind_;
   spec.root = data_dir_;
   spec.limit_rate = e.server.limit_rate;
+  for (const ExperimentStorage& st : e.storages) spec.listings |= st.spec.kind == "fuse";
   if (!address.empty()) spec.address = address;
   spec.netns = netns;
   if (kind_ == "s3") {
@@ -193,6 +194,25 @@ const PreparedFile* RemoteFiles::ViewOf(const std::string& path) const {
     if (key.second != "s3fs" && view.path == path) return &view;
   }
   return nullptr;
+}
+
+Status RemoteFiles::MountSource(const std::vector<PreparedFile>& files, const std::string& who,
+                                std::string* url, std::string* s3_endpoint) const {
+  if (!server_) return Status::BadInput("a fuse storage needs the experiment's [server]");
+  if (kind_ == "s3") {
+    for (const PreparedFile& f : files) LB_RETURN_IF_ERROR(Publish(f, who));
+    *s3_endpoint = server_->endpoint();
+  }
+  *url = prefix_;
+  return Status::Ok();
+}
+
+void RemoteFiles::RegisterMount(const std::string& mountpoint) const {
+  if (kind_ == "s3") {
+    RegisterServed(mountpoint + "/", data_dir_ + "/s3rver/" + bucket_, kS3rverSuffix);
+  } else {
+    RegisterServed(mountpoint + "/", data_dir_, "");
+  }
 }
 
 nlohmann::ordered_json RemoteFiles::Env() const {

@@ -54,6 +54,14 @@ class RemoteFiles {
   // The s3fs mount's, when there is one (else nullopt).
   bool mounted() const { return mount_ != nullptr; }
   double MountCpuSeconds() const { return mount_ ? mount_->CpuSeconds() : 0.0; }
+  // What a fuse storage (harness/storage/storage.h) mounts: the server's name for the data
+  // folder ("http://ADDR:PORT/", "s3://BUCKET/") and, for s3, its endpoint; each of `files`
+  // published into the bucket first. The pages read through the mount are checked and dropped
+  // at the server, as the s3fs mount's are (`mountpoint`, once mounted: RegisterMount).
+  Status MountSource(const std::vector<PreparedFile>& files, const std::string& who,
+                     std::string* url, std::string* s3_endpoint) const;
+  void RegisterMount(const std::string& mountpoint) const;
+  const std::string& data_dir() const { return data_dir_; }
   // env.json's `server`: the server's kind, program, version, endpoint and configuration.
   nlohmann::ordered_json Env() const;
 

@@ -675,5 +675,71 @@ TEST_F(ExperimentTest, AClusterThatCannotBeIsRefusedWithItsLine) {
             std::string::npos);
 }
 
+// [[storage]]: each table one value of the axis, outermost: every round of one storage before
+// the next's, each storage's rounds numbered from 0, its label on every point and in the key.
+TEST_F(ExperimentTest, StoragesAreTheOutermostAxisWithRoundsOfTheirOwn) {
+  Experiment e;
+  ASSERT_TRUE(Load(R"(name = "s"
+reps = 2
+cache = ["cold"]
+ceiling = true
+[[storage]]
+kind = "xfs"
+read_iops = 300
+preset = "gp3"
+[[storage]]
+kind = "tmpfs"
+label = "ram"
+[[file]]
+path = "x.wlf"
+[[strategy]]
+name = "fread"
+[[strategy]]
+name = "mmap"
+)",
+                   &e)
+                  .ok());
+  ASSERT_EQ(e.storages.size(), 2u);
+  EXPECT_EQ(e.storages[0].spec.device.read_iops, 300u);  // the preset's overridden
+  EXPECT_EQ(e.storages[0].spec.device.preset, "gp3");
+  EXPECT_EQ(e.storages[1].spec.label, "ram");
+  EXPECT_NE(e.storages[0].where.find("e.toml:5"), std::string::npos) << e.storages[0].where;
+  ASSERT_EQ(e.runs.size(), 2u * 2u * 3u);  // storages x reps x (points + ceiling)
+  for (size_t i = 0; i < e.runs.size(); ++i) {
+    EXPECT_EQ(e.runs[i].storage, i < 6 ? 0u : 1u);
+    EXPECT_EQ(e.runs[i].rep, static_cast<int>(i % 6 / 3));
+  }
+  const RunPoint a = PointOf(e, e.runs[0]), b = PointOf(e, e.runs[6]);
+  EXPECT_EQ(b.storage, "ram");
+  EXPECT_EQ(a.storage, e.storages[0].spec.label);
+  EXPECT_NE(RunKey("/m", a), RunKey("/m", b));
+  EXPECT_NE(RunKey("/m", b).find("|storage=ram"), std::string::npos);
+}
+
+TEST_F(ExperimentTest, AStorageThatCannotBeIsRefusedWithItsLine) {
+  const std::string rest = "[[file]]\npath = \"x.wlf\"\n[[strategy]]\nname = \"mmap\"\n";
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"nfs\"\n" + rest).find("e.toml:2"), std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nlabel = \"x\"\n" + rest).find("needs kind"), std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"xfs\"\npreset = \"floppy\"\n" + rest).find("e.toml:3"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"xfs\"\nread_iops = 0\n" + rest).find("e.toml:3"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"tmpfs\"\nread_bps = \"1GB\"\n" + rest).find("e.toml:3"),
+            std::string::npos);
+  EXPECT_NE(
+      Refusal("[[storage]]\nkind = \"squashfs\"\ncompress = \"brotli\"\n" + rest).find("e.toml:3"),
+      std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"fuse\"\n" + rest).find("needs [server]"),
+            std::string::npos);
+  EXPECT_NE(Refusal("[[storage]]\nkind = \"ext4\"\n[[storage]]\nkind = \"ext4\"\n" + rest)
+                .find("give each its own label"),
+            std::string::npos);
+  EXPECT_NE(Refusal("reps = \"auto\"\norder = \"interleaved\"\n[[storage]]\nkind = \"ext4\"\n"
+                    "[[storage]]\nkind = \"xfs\"\n" +
+                    rest)
+                .find("several storages"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace loadbench
