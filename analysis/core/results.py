@@ -41,11 +41,18 @@ from analysis.core import schema
 # "unshaped"; "" for records without one, every folder from before links), one cluster's fabric
 # (`fabric`: the [cluster] rates the run ran under, its record's `nic` and `uplink`, in words
 # by `fabric`; "" for records without them, every run outside a cluster): a resumed cluster
-# experiment whose sessions ran under other rates reuses the reps, and its rounds never pool.
+# experiment whose sessions ran under other rates reuses the reps, and its rounds never pool;
+# and one storage (`storage`: the label of the storage the tool made for the run, "xfs",
+# "xfs:preset=gp3"; "" for a run on the data folder as it is, `here`, and every folder from
+# before storages): rounds are per storage, so that two storages are never pooled or paired.
 GROUP = ["strategy_spec", "role", "cache", "file", "procs", "pattern", "memory_limit_bytes",
-         "link", "fabric"]
+         "link", "fabric", "storage"]
 # What every strategy of a round shares: the runs of one rep of a condition are a round.
-CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes", "link", "fabric"]
+CONDITION = ["file", "cache", "procs", "pattern", "memory_limit_bytes", "link", "fabric",
+             "storage"]
+# What a run on the data folder as it is (no `storage` in its record) is called where
+# storages are set side by side.
+HERE = "here"
 # The read pattern of a record without one: every reader loads the whole model (a single
 # reader's records, and those from before patterns, have none).
 REPLICATED = "replicated"
@@ -344,8 +351,8 @@ def _read_env(folder: str, problems: list[Problem]) -> dict:
 
 def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     """The records with what older ones lack filled in: one reader, no memory limit, the
-    replicated pattern (always, for a single reader), no link and no fabric (""; a cluster
-    run's `fabric` its `nic` and `uplink` in words), the strategy as its spec, the role from
+    replicated pattern (always, for a single reader), no link, no fabric and no storage (""; a
+    cluster run's `fabric` its `nic` and `uplink` in words), the strategy as its spec, the role from
     details, and null for any other field of schema.RECORD that is no object, so that every
     such column exists."""
     for column in schema.COLUMNS:
@@ -358,6 +365,7 @@ def _defaults(records: pd.DataFrame) -> pd.DataFrame:
     # Strings, so that groupby keeps the records without a link or a fabric.
     records["link"] = _column(records, "link").fillna("")
     records["fabric"] = [fabric(n, u) for n, u in zip(records["nic"], records["uplink"])]
+    records["storage"] = _column(records, "storage").fillna("")
     records["strategy_spec"] = _column(records, "strategy_spec").fillna(records["strategy"])
     records["role"] = _column(records, "details").map(role)
     records["timed"] = _column(records, "exec").map(timed)

@@ -43,14 +43,19 @@ _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults
            "minor_faults", "load_major_faults", "load_minor_faults", "read_bytes",
            "resident_before", "resident_after", "worst_shard_resident", "file_bytes",
            "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s",
-           "server_resident_before", "server_cpu_s", "mount_cpu_s", "link_rx_bytes"]
+           "server_resident_before", "server_cpu_s", "mount_cpu_s", "link_rx_bytes",
+           # A made storage's block device over the run (/sys/block/NAME/stat, read side).
+           "device_reads", "device_read_bytes", "device_read_merges", "device_read_ms",
+           "device_queue_ms", "device_request_bytes", "device_reads_per_s"]
 RECORD = {
     **{k: TEXT for k in ["strategy", "status", "file", "run_id", "experiment", "strategy_spec",
                          "error", "verify", "label", "after", "pattern", "host", "timeline",
                          "profile_error", "started_at", "ended_at", "read_as", "link",
                          "strategy_flags",
                          # A cluster run's [cluster] rates, as the experiment wrote them.
-                         "nic", "uplink"]},
+                         "nic", "uplink",
+                         # The label of the storage the tool made for the run (absent: `here`).
+                         "storage"]},
     # session: a cluster run's index into env.json `sessions`, whose `cluster` it ran on.
     **{k: INTEGER for k in ["rep", "position", "procs", "proc", "rank", "ranks", "nodes",
                             "memory_limit_bytes", "session"]},
@@ -96,6 +101,18 @@ _STABILITY = {
     "khugepaged": {"pages_collapsed_delta": NUMBER, "cpu_percent": NUMBER},
 }
 _FILE = {"path": TEXT, "tensor_bytes": INTEGER}
+# A storage the tool made for the runs (harness/storage/storage.h's Env), with its own probe:
+# the device figures of env.json's `probe` (`ceilings`), each request size's read and the most
+# reads per second it sustained (`iops`).
+_STORAGE = {"kind": TEXT, "label": TEXT, "options": OBJECT,
+            "device_class": {"preset": SCALAR, "read_bps": NUMBER, "read_iops": NUMBER},
+            "loop": {"device": SCALAR, "dio": SCALAR, "read_ahead_kb": NUMBER,
+                     "max_sectors_kb": NUMBER, "backing": SCALAR},
+            "fs": SCALAR, "mkfs": OBJECT, "mount_options": SCALAR, "bytes": NUMBER,
+            "made_s": NUMBER,
+            "probe": {"ceilings": {"*": _CEILING}, "iops": NUMBER,
+                      "requests": [{"request_bytes": NUMBER, "gb_per_s": NUMBER,
+                                    "iops": NUMBER}]}}
 _END = {"dev": SCALAR, "address": SCALAR, "mtu": NUMBER}
 # A shaped link (veth pair into a network namespace, tc TBF): what analysis/stats/link.py shows.
 # A cluster on one machine (harness/net/cluster.h): what analysis/fleet.py reads.
@@ -115,7 +132,8 @@ ENV = {
     "kernel": {"release": SCALAR},
     "virtualization": {"hypervisor_flag": SCALAR, "free_page_reporting": SCALAR},
     "storage": {k: SCALAR for k in ["device", "driver", "model", "rotational", "scheduler",
-                                    "read_ahead_kb"]},
+                                    "read_ahead_kb", "max_sectors_kb"]},
+    "storages": [_STORAGE],
     "filesystem": {"type": SCALAR, "source": SCALAR, "mount_options": SCALAR},
     "thp": {"enabled": SCALAR, "defrag": SCALAR},
     "memory": {"swap_total_bytes": NUMBER},
@@ -146,7 +164,7 @@ ADAPTIVE = {
     **{k: SCALAR for k in ["min_rounds", "max_rounds", "rounds", "met", "stopped"]},
     "comparisons": [{
         **{k: NUMBER for k in ["memory_limit_bytes", "ratio", "low", "high", "half_width"]},
-        "procs": INTEGER, "file": TEXT, "cache": TEXT, "pattern": TEXT,
+        "procs": INTEGER, "file": TEXT, "cache": TEXT, "pattern": TEXT, "storage": TEXT,
         **{k: SCALAR for k in ["strategy_spec", "baseline", "n", "met"]}}],
 }
 

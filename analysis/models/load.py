@@ -36,9 +36,25 @@ First touches, counted in the run and priced by the probe:
   machine whose transparent huge pages are `never`, those huge pages are 512 pages of 4 KiB each,
   and a strategy given `buffer=thp` (owned's default) is unsupported there, as it reports itself.
 
+Requests, on a storage whose probe measured the reads per second it sustains (a storage the
+tool made, env.json `storages[i].probe.iops`; analysis/models/machine_figures.py): the device
+stage's rate is the lesser of its bytes per second (`device_limit`) and those reads per second
+times the request size the strategy issues (`request_bytes`), known before the run from its
+params and the storage's block device (env.json `storages[i].loop`: `read_ahead_kb`,
+`max_sectors_kb`; the data folder's `storage` for a run on it as it is), never from the run's
+own counters:
+- O_DIRECT (flags with `direct-io` and no `direct=off`) and io_uring: one request per read of
+  the strategy's size (its `chunk`, else `window`, `block` or `block_bytes`), split at the
+  device's largest request: min(read size, max_sectors_kb);
+- any other (buffered reads, mappings): the read-ahead window, split the same way:
+  min(read_ahead_kb, max_sectors_kb).
+The run's measured `device_request_bytes` is set beside it, to check the rule, never to price
+the row. Without the reads-per-second figure (every machine's own probe) the stage is priced as
+before, by bytes per second alone.
+
 Left out, and so in the error: threads (the stages and touches are summed as if on one core,
-while a strategy's threads may overlap them), read-ahead and queue depth (the device's figure
-is the probe's best recipe), and several readers (the model is one reader's: rows of several
+while a strategy's threads may overlap them), queue depth (the device's figure is the probe's
+best recipe), and several readers (the model is one reader's: rows of several
 readers get no prediction). A row whose strategy declares no flags (an exec command) gets none:
 nothing says which stages its bytes pass. A row that needs a figure its machine lacks gets
 none, and `missing` names the figure.
@@ -67,6 +83,16 @@ FIGURES = {
     "file_fault_us": ("file_minor_fault", "median_us"),
     "h2d_gb_per_s": ("h2d_pinned", "gb_per_s"),
 }
+# The figures of a storage's requests (request_bytes and the device stage): the most reads per
+# second the storage's probe sustained, and its block device's read-ahead window and largest
+# request, in KiB.
+REQUEST_FIGURES = ("device_iops", "read_ahead_kb", "max_sectors_kb")
+# Every figure a machine may have: what --predict accepts and machines.json's `figures` holds.
+ALL_FIGURES = (*FIGURES, *REQUEST_FIGURES)
+KIB = 1024
+# The params that name a strategy's read size (bytes), the first found: its chunk, a ring's
+# window, a block, the ceiling read's block.
+READ_SIZE = ("chunk", "window", "block", "block_bytes")
 # A consumer that reads every byte (use.consume); the others read a part or none.
 READS_ALL = ("checksum", None)
 
@@ -111,6 +137,54 @@ def stages(row) -> list[tuple[str, str]]:
     return out
 
 
+def in_chunks(row) -> bool:
+    """Whether the strategy's reads reach the device as it issues them, one request per read
+    (split at the device's largest): O_DIRECT (flags with `direct-io`, its params not
+    `direct=off`) or io_uring; else the page cache's read-ahead issues them."""
+    spec = str(row.get("strategy_spec") or row.get("strategy") or "")
+    params = row.get("params")
+    direct = params.get("direct") if isinstance(params, dict) else None
+    return spec.split(":")[0] == "io_uring" or (
+        has_flag(row.get("strategy_flags"), DIRECT_IO) and direct != "off")
+
+
+def read_size(params) -> float | None:
+    """The strategy's read size from its params (READ_SIZE, the first that is a number above
+    0), None where none names one."""
+    params = params if isinstance(params, dict) else {}
+    return next((positive(params[k]) for k in READ_SIZE if positive(params.get(k))), None)
+
+
+def request_bytes(row, figures: dict) -> float | None:
+    """The bytes of one read request the row's strategy sends the device (the module's
+    docstring), from the row's flags and `params` (its read size, `direct`) and the storage's
+    read-ahead window and largest request (`figures`); None where a figure it needs is not
+    known."""
+    largest = positive(figures.get("max_sectors_kb"))
+    cap = largest * KIB if largest else math.inf
+    if in_chunks(row):
+        size = read_size(row.get("params")) or math.inf
+    else:
+        window = positive(figures.get("read_ahead_kb"))
+        size = window * KIB if window else math.inf
+    value = min(size, cap)
+    return value if math.isfinite(value) else None
+
+
+def device_rate(row, figures: dict) -> tuple[float | None, float | None, str]:
+    """The device stage's GB/s for the row: (rate, request bytes, bound): the lesser of the
+    storage's bytes per second and its reads per second (`device_iops`) times the row's
+    request bytes, `bound` "requests" where those bind, else "bytes"; the bytes' figure alone
+    (bound "") where the reads per second or the request size are not known."""
+    rate = positive(figures.get("device_gb_per_s"))
+    size = request_bytes(row, figures)
+    iops = positive(figures.get("device_iops"))
+    if rate is None or iops is None or size is None:
+        return rate, size, ""
+    by_requests = iops * size / 1e9
+    return (by_requests, size, "requests") if by_requests < rate else (rate, size, "bytes")
+
+
 def touches(row, thp: str | None) -> list[tuple[str, float, str]]:
     """The first touches the row pays, as (kind, count, the figure that prices one); `thp`: the
     predicted machine's transparent huge pages setting (`never` turns huge pages into 4 KiB
@@ -133,10 +207,14 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
     """The model's time for the row on a machine of `figures` (FIGURES' names to numbers or
     None), `links` (link name to its ceiling's GB/s) and `thp`: predicted_s, the slowest stage
     and its GB/s, stream_s (bytes over it), touch_s, consume_s, and `missing` (the figures it
-    lacked, "" where none; then predicted_s is NaN). `why` names a row the model cannot
-    describe at all."""
+    lacked, "" where none; then predicted_s is NaN), and for a row whose bytes pass the device
+    the request bytes its strategy sends it (`request_bytes`, NaN where unknown) and what
+    bound the device's rate (`device_bound`: "requests", "bytes", or "" where the machine has
+    no reads-per-second figure: device_rate). `why` names a row the model cannot describe at
+    all."""
     none = {"predicted_s": math.nan, "slowest": "", "slowest_gb_per_s": math.nan,
-            "stream_s": math.nan, "touch_s": math.nan, "consume_s": math.nan, "missing": ""}
+            "stream_s": math.nan, "touch_s": math.nan, "consume_s": math.nan, "missing": "",
+            "request_bytes": math.nan, "device_bound": ""}
     size = positive(row.get("bytes"))
     if not flags_of(row):
         return {**none, "why": "no stages: the strategy declares no flags (an exec command)"}
@@ -152,7 +230,13 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
         return positive(links.get(name[5:])) if name.startswith("link:") else \
             positive(figures.get(name))
 
-    rated = [(stage, name, figure(name)) for stage, name in stages(row)]
+    device, request, bound = device_rate(row, figures)
+    rated = [(stage, name, device if name == "device_gb_per_s" else figure(name))
+             for stage, name in stages(row)]
+    if any(stage == "device" for stage, _, _ in rated):
+        none.update(request_bytes=request if request else math.nan)
+    else:
+        bound = ""
     priced = [(kind, count, name, figure(name)) for kind, count, name in touches(row, thp)]
     missing = [name for _, name, value in rated if value is None] + \
         [name for _, count, name, value in priced if value is None]
@@ -170,7 +254,8 @@ def predict(row, figures: dict, links: dict, thp: str | None) -> dict:
     consume_s = size / memcpy / 1e9 if eager_pass else 0.0
     return {"predicted_s": stream_s + touch_s + consume_s, "slowest": stage,
             "slowest_gb_per_s": rate, "stream_s": stream_s, "touch_s": touch_s,
-            "consume_s": consume_s, "missing": "", "why": ""}
+            "consume_s": consume_s, "missing": "", "why": "",
+            "request_bytes": none["request_bytes"], "device_bound": bound}
 
 
 def family(row) -> str:

@@ -4,14 +4,18 @@ text, and its figures, the model's inputs (analysis/model.FIGURES).
 
 From a results folder's env.json: the probe's figures (`probe.ceilings`, copied into every
 run's env.json from the probe of its boot; the device's figure only where the probe measured
-the device of the run's file, `probe.same_device`) and the links' ceilings its rounds measured.
+the device of the run's file, `probe.same_device`) and the links' ceilings its rounds measured;
+for a storage the tool made (`from_storage`), the device's figures are the storage's own probe's
+(env.json `storages[i].probe`: `device_limit`, the reads per second it sustained) and its loop
+device's read-ahead window and largest request.
 
 From a machine described by its figures (`--predict machine.json`), a JSON object:
 
     {"name": "nvme-box", "thp": "madvise", "device_gb_per_s": 6.8,
      "page_cache_gb_per_s": 14.0, "memcpy_gb_per_s": 18.0, "fill_gb_per_s": 30.0,
      "fault_4k_us": 0.25, "fault_2m_us": 40.0, "file_fault_us": 1.5,
-     "h2d_gb_per_s": 25.0, "links": {"10gbit": 1.18}}
+     "h2d_gb_per_s": 25.0, "links": {"10gbit": 1.18},
+     "device_iops": 3000, "read_ahead_kb": 128, "max_sectors_kb": 1280}
 
 every key but `name` optional (a row that needs a figure it lacks gets no prediction), every
 figure a number above 0; or any results folder's env.json, or the folder itself.
@@ -26,7 +30,8 @@ from dataclasses import dataclass, field
 from analysis.core import schema
 from analysis.core.results import ResultsError
 from analysis.core.units import size_text
-from analysis.models.load import FIGURES, positive
+from analysis.models.load import ALL_FIGURES, FIGURES, REQUEST_FIGURES, positive
+from analysis.stats import storage
 
 GIB = 1 << 30
 # What makes two folders the same machine: the hardware, the virtualisation, the kernel, the
@@ -112,6 +117,71 @@ def from_env(env: dict, name: str, links: dict | None = None) -> Figures:
                    caveat(env))
 
 
+def from_storage(env: dict, label: str, name: str, links: dict | None = None) -> Figures:
+    """The figures of a storage the tool made (`label`, env.json `storages`' entry): the
+    machine's (`from_env`) but for the device (models/load.REQUEST_FIGURES added), which is
+    the storage's own probe's (its `device_limit` and the most reads per second it sustained,
+    `iops`; the env.json's own probe where it is one of `loadbench probe --storage`), and the
+    storage's loop device's read-ahead window and largest request. Without a probe of its own (or an entry)
+    it has no device figure, and `lacks` says so: its rows that read the device get no share
+    of the limit and no prediction. The data folder as it is ("") is the machine's, its
+    requests those of the data folder's device (env.json `storage`)."""
+    figures = from_env(env, name, links)
+    if not label:
+        # The data folder's block device: its requests (models/load.request_bytes), and no
+        # reads per second figure, so that its device stage is priced by bytes alone.
+        figures.figures.update(
+            device_iops=None, read_ahead_kb=positive(dig(env, "storage.read_ahead_kb")),
+            max_sectors_kb=positive(dig(env, "storage.max_sectors_kb")))
+        return figures
+    made = storage.entry(env, label)
+    probe = made.get("probe") if made else None
+    if made is not None and probe is None and dig(env, "probe.kind") == "storage":
+        probe = env["probe"]  # `loadbench probe --storage`'s env.json: its probe is the storage's
+    loop = (made or {}).get("loop") or {}
+    figures.figures.update(
+        device_gb_per_s=positive(dig(probe, "ceilings.device_limit.gb_per_s")),
+        device_iops=positive(dig(probe, "iops")),
+        read_ahead_kb=positive(loop.get("read_ahead_kb")),
+        max_sectors_kb=positive(loop.get("max_sectors_kb")))
+    why = ("env.json names no such storage (`storages`)" if made is None else
+           "no probe of its own" if not isinstance(probe, dict) else
+           "its probe has no device figure (`device_limit`)"
+           if figures.figures["device_gb_per_s"] is None else "")
+    if why:
+        figures.lacks = f"the storage {label}: {why}, so its device is not predicted"
+    elif "no probe figures" not in figures.lacks:
+        figures.lacks = ""  # the device figure the machine's probe lacked, the storage's gives
+    return figures
+
+
+def storage_facts(env: dict, label: str | None, figures: Figures) -> dict[str, str]:
+    """A storage variant's facts for the Machines table (`label` None: a machine measured
+    whole, whose runs had no storage axis): what the storage is, its device class, its block
+    device's read-ahead window and largest request, and its probe's reads per second."""
+    if label is None:
+        return {k: "—" for k in ("storage made", "device class", "read-ahead / largest request",
+                                 "device reads/s (probe)")}
+    made = storage.entry(env, label) or {}
+    cls = made.get("device_class") or {}
+    limits = [f"preset {cls['preset']}" if cls.get("preset") else "",
+              f"{cls['read_bps'] / 1e6:.0f} MB/s" if positive(cls.get("read_bps")) else "",
+              f"{cls['read_iops']:.0f} IOPS" if positive(cls.get("read_iops")) else ""]
+    ahead, largest = (figures.figures.get(k) for k in ("read_ahead_kb", "max_sectors_kb"))
+    loop = dig(made, "loop.device")
+    return {
+        "storage made": "the data folder as it is" if not label else
+        f"{text(made.get('kind'))} on {loop}" if loop else
+        f"{text(made.get('kind'))}, no block device",
+        "device class": ", ".join(x for x in limits if x) or "none",
+        "read-ahead / largest request": " / ".join(
+            f"{v:.0f}" if v else "?" for v in (ahead, largest)) + " KiB"
+        if ahead or largest else "—",
+        "device reads/s (probe)": f"{figures.figures['device_iops']:.0f}"
+        if figures.figures.get("device_iops") else "—",
+    }
+
+
 def caveat(env: dict) -> str:
     """Why the probe's first touches may not be the runs' state's: it ran with free page
     reporting on and the runs off, or the other way; "" where both match or either is not
@@ -134,21 +204,22 @@ def probe_state(env: dict) -> str:
 
 def _given(data: dict, path: str) -> Figures:
     """The figures of a machine described by them (the module's docstring)."""
-    known = set(FIGURES) | {"name", "thp", "links"}
+    known = set(ALL_FIGURES) | {"name", "thp", "links"}
     extra = sorted(set(data) - known)
     if extra:
         raise ResultsError(f"{path}: unknown key {extra[0]!r} (known: {', '.join(sorted(known))})")
     name = data.get("name")
     if not isinstance(name, str) or not name:
         raise ResultsError(f"{path}: no `name` (a text naming the machine)")
-    bad = [k for k in FIGURES if k in data and positive(data[k]) is None]
+    bad = [k for k in ALL_FIGURES if k in data and positive(data[k]) is None]
     links = data.get("links", {})
     if not isinstance(links, dict) or any(positive(v) is None for v in links.values()):
         bad.append("links")
     if bad:
         raise ResultsError(f"{path}: `{bad[0]}` is not a number above 0")
     thp = data.get("thp")
-    return Figures(name, {k: positive(data.get(k)) for k in FIGURES}, dict(links),
+    given = [k for k in REQUEST_FIGURES if k in data]  # a storage's, only where described
+    return Figures(name, {k: positive(data.get(k)) for k in [*FIGURES, *given]}, dict(links),
                    thp if isinstance(thp, str) else None)
 
 
@@ -168,7 +239,13 @@ def read(path: str) -> Figures:
         raise ResultsError(f"{path}: not a JSON object")
     if "probe" in data or "loadbench" in data:
         folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
-        return from_env(data, f"{text(dig(data, 'host.hostname'))} ({folder})")
+        name = f"{text(dig(data, 'host.hostname'))} ({folder})"
+        made = data.get("storages") if dig(data, "probe.kind") == "storage" else None
+        if isinstance(made, list) and len(made) == 1 and isinstance(made[0], dict) and \
+                isinstance(made[0].get("label"), str) and made[0]["label"]:
+            # `loadbench probe --storage`'s: the device is that storage's.
+            return from_storage(data, made[0]["label"], f"{name}, {made[0]['label']}")
+        return from_env(data, name)
     return _given(data, path)
 
 

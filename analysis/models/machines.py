@@ -1,5 +1,5 @@
 """The machines report's rows (analysis/pages/machines.py's docstring says what each figure
-means): folders pooled by machine and tuned state, each run's value, each row's median, share
+means): folders pooled by machine and tuned state (a machine's storages, its variants), each run's value, each row's median, share
 of its machine's limit and rank per shared workload, the order flips between machines with each
 machine's paired interval, the model's prediction of every row and its error per family."""
 
@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.core.results import CONDITION, Results, load
 from analysis.models import load as model, machine_figures as mf
-from analysis.stats import aggregates as stats, paired, readers, remote
+from analysis.stats import aggregates as stats, paired, readers, remote, storage
 
 
 # What the folders' rows may share (the module's docstring, Workloads), as the pages name it.
@@ -38,6 +38,9 @@ class Machine:
     table: pd.DataFrame      # one row per ROW: median, share, rank, the model's
     # ROW -> the status of its runs where none counted (unsupported, failed, invalid, ...).
     left_out: dict
+    # A storage variant's storage ("" for the data folder as it is); None for a machine whose
+    # folders have no storage axis.
+    storage: str | None = None
 
 
 def _with_workload(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,7 +62,8 @@ def run_values(r: Results, index: int) -> pd.DataFrame:
 def counts(ok: pd.DataFrame) -> pd.DataFrame:
     """Per ROW, what the model reads of the runs: flags, consumer, remote, bytes (one reader
     delivers: the model is one reader's), the load's minor faults, huge page bytes and storage
-    reads (medians); and run_bytes, what a run's readers deliver together, which its share of
+    reads (medians), its params (which say its read requests) and the device counters it is
+    checked against (medians, NaN where not recorded); and run_bytes, what a run's readers deliver together, which its share of
     the limit is of: the file's bytes, by analysis/stats/readers.py's rule for a round (once per
     reader where each loads it all, replicated, as a fleet's nodes do; once where the pattern
     splits it)."""
@@ -69,7 +73,8 @@ def counts(ok: pd.DataFrame) -> pd.DataFrame:
         use = next((u for u in g["use"] if isinstance(u, dict)), {}) if "use" in g else {}
         params = next((u for u in g["params"] if isinstance(u, dict)), {}) \
             if "params" in g else {}
-        rows.append({**dict(zip(ROW, key)),
+        rows.append({**dict(zip(ROW, key)), "params": params,
+                     **{c: stats.median_of(g.get(c)) for c in storage.COUNTERS},
                      "strategy_flags": next(iter(g["strategy_flags"].dropna()), None),
                      "consume": use.get("consume") if isinstance(use.get("consume"), str) else None,
                      "buffer": params.get("buffer") if isinstance(params.get("buffer"), str)
@@ -85,7 +90,8 @@ def counts(ok: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=ROW + ["strategy_flags", "consume", "buffer", "remote",
                                              "timed",
                                              "verified", "bytes", "run_bytes",
-                                             "minor_faults", "anon_huge_bytes", "read_bytes"])
+                                             "minor_faults", "anon_huge_bytes", "read_bytes",
+                                             "params", *storage.COUNTERS])
 
 
 def limit(row, figures: mf.Figures) -> tuple[str, float | None]:
@@ -128,7 +134,8 @@ def table_of(values: pd.DataFrame, facts: pd.DataFrame, figures: mf.Figures) -> 
 
 def _median_figures(label: str, each: list[mf.Figures], links: dict) -> mf.Figures:
     figures = {}
-    for key in model.FIGURES:
+    # A storage's request figures only where some folder has them (a storage variant's).
+    for key in [k for k in model.ALL_FIGURES if any(k in f.figures for f in each)]:
         known = [f.figures[key] for f in each if f.figures.get(key) is not None]
         figures[key] = float(np.median(known)) if known else None
     # What a folder lacked, unless another of the pool has it.
@@ -148,14 +155,38 @@ def links_of(runs: list[Results]) -> dict:
     return {k: float(pd.to_numeric(g["gb_per_s"]).median()) for k, g in c.groupby("link")}
 
 
-def machine(label: str, runs: list[Results], first: int) -> Machine:
-    """The machine of the pooled folders `runs` (folder indices from `first` on)."""
-    each = [mf.from_env(r.env, label) for r in runs]
+def machine(label: str, runs: list[Results], first: int,
+            on: str | None = None) -> Machine:
+    """The machine of the pooled folders `runs` (folder indices from `first` on); with `on`,
+    the variant of the storage `on` ("" for the data folder as it is): its device's figures
+    are the storage's own probe's (machine_figures.from_storage)."""
+    each = [mf.from_storage(r.env, on, label) if on else mf.from_env(r.env, label)
+            for r in runs]
     figures = _median_figures(label, each, links_of(runs))
+    if on and not figures.lacks:
+        figures.lacks = next((f.lacks for f in each if f.lacks), "")
     values = pd.concat([run_values(r, first + i) for i, r in enumerate(runs)], ignore_index=True)
     facts = counts(pd.concat([r.ok for r in runs], ignore_index=True))
     return Machine(label, runs, figures, mf.fingerprint(runs[0].env, figures), values,
-                   table_of(values, facts, figures), left_out(runs))
+                   table_of(values, facts, figures), left_out(runs), on)
+
+
+def variants(label: str, runs: list[Results], first: int, alone: bool = False) -> list[Machine]:
+    """The machine `label` of the pooled folders `runs`, one variant per storage their runs
+    were on (analysis/stats/storage.py), each named by its storage's label (`label / LABEL`,
+    or the storage's label alone where the machine is `alone`, the only one), its runs those
+    of its storage, its device the storage's own probe's; one machine as before where the runs
+    have no storage axis."""
+    on = list(dict.fromkeys(s for r in runs for s in storage.labels(r)))
+    if on == [""]:
+        return [machine(label, runs, first)]
+    out = []
+    for s in on:
+        name = storage.name(s) if alone else f"{label} / {storage.name(s)}"
+        out.append(machine(name, [storage.on(r, s) for r in runs], first, s))
+    for m in out:
+        m.facts.update(mf.storage_facts(m.runs[0].env, m.storage, m.figures))
+    return out
 
 
 def left_out(runs: list[Results]) -> dict:
@@ -195,7 +226,8 @@ def _setting(key: str, value: str) -> str:
 
 def open_machines(folders: list[str]) -> list[Machine]:
     """The folders read (ResultsError, one line, for one that cannot be) and pooled by
-    machine and state, in the order first given."""
+    machine and state, in the order first given; a machine whose runs were on several
+    storages (or one the tool made) as one variant per storage (`variants`)."""
     loaded = []
     for folder in folders:
         r = load(folder)
@@ -207,8 +239,13 @@ def open_machines(folders: list[str]) -> list[Machine]:
     names = labels(list(groups), [g[0].env for g in groups.values()])
     machines, first = [], 0
     for name, runs in zip(names, groups.values()):
-        machines.append(machine(name, runs, first))
+        # One machine's storages are named by their labels alone.
+        machines += variants(name, runs, first, alone=len(groups) == 1)
         first += len(runs)
+    if any(m.storage is not None for m in machines):  # the same facts in every column
+        for m in machines:
+            if m.storage is None:
+                m.facts.update(mf.storage_facts(m.runs[0].env, None, m.figures))
     return machines
 
 

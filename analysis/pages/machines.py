@@ -7,7 +7,12 @@ cores, memory, kernel, virtualisation, storage device, file system, GPU) and in 
 (machine_figures.STATE: THP, tuned or not, free page reporting, DAMON, read-ahead, scheduler).
 Folders pool into one machine only where both match; the same machine in two states is two
 columns, named by the settings that differ ("vm (tuned)", "vm (untuned)"). A pooled machine's
-figures are the median of its folders' probes'.
+figures are the median of its folders' probes'. A machine whose runs were on storages the tool
+made (records with `storage`, an experiment's [[storage]] axis) is one variant per storage, a
+column each, named by the storage's label ("vm / xfs:preset=gp3", the label alone where there is
+one machine; "here" for the data folder as it is): its runs those of that storage, paired only
+within its rounds, its device figures the storage's own probe's (env.json storages[i].probe),
+the rest its machine's.
 
 Workloads. A workload is what the folders may share: the file (its name and size, the path
 aside), the cache state, the readers (procs, pattern), the memory limit, the link and a
@@ -28,7 +33,10 @@ signed-rank interval; rounds never pair across folders). A flip is sure where bo
 leave out 1, on opposite sides.
 
 The model (analysis/models/load.py): per row, the time the machine's probe figures predict, beside
-the median measured, and their ratio; per family of strategies, the median ratio and its range.
+the median measured, and their ratio (on a storage whose probe measured its reads per second,
+the device's rate is the lesser of its bytes per second and those reads times the request size
+the strategy issues, known from its params and the storage's loop device, set beside the
+request size the run's device counters measured); per family of strategies, the median ratio and its range.
 `--predict machine.json` (machine_figures.read: a machine's figures, an env.json or a folder)
 gives each strategy of each workload its expected time there, from the counts (first touches)
 of the first machine, in the order given, that ran it.
@@ -90,7 +98,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 def as_json(report: dict) -> dict:
     target = report["target"]
-    return {"machines": [{"label": m.label, "folders": [r.folder for r in m.runs],
+    return {"machines": [{"label": m.label, "storage": m.storage,
+                          "folders": [r.folder for r in m.runs],
                           "fingerprint": m.facts, "figures": m.figures.figures,
                           "links": m.figures.links, "lacks": m.figures.lacks,
                           "caveat": m.figures.caveat,
@@ -121,10 +130,14 @@ def console(built: dict) -> str:
 
 def intro_md(report: dict) -> str:
     machines = report["machines"]
-    folders = sum(len(m.runs) for m in machines)
+    folders = len({r.folder for m in machines for r in m.runs})
     both = shared(machines)
     text = (f"{folders} results folders, {len(machines)} machines (a machine in two states "
             f"counts as two; folders pool only where the machine and its state match). ")
+    made = [m.label for m in machines if m.storage is not None]
+    if made:
+        text += (f"Each storage the runs were on is a variant of its machine, named by the "
+                 f"storage's label, its device the storage's own probe's: {', '.join(made)}. ")
     text += (f"{len(both)} workloads are shared by two machines or more." if both else
              "No workload (file, cache state, readers) is shared by two machines: each machine "
              "is shown alone.")

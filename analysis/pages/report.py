@@ -42,6 +42,7 @@ from analysis.sections.peers import Peers
 from analysis.sections.reference import Reference
 from analysis.sections.remote import Remote
 from analysis.sections.start import ColdStart, StartFigures, WarmStart
+from analysis.sections.storage import Storages
 from analysis.sections.verdict import Verdict, lines
 from analysis.sections.where import Where
 from analysis.stats import aggregates, causes, paired, readers, remote, touch
@@ -49,10 +50,10 @@ from analysis.stats import aggregates, causes, paired, readers, remote, touch
 # The report's sections in their order: the verdict and the time figure first, then the tables,
 # each figure right after the table it illustrates; noise, carry-over, the machine and the runs
 # left out last.
-SECTIONS = [Verdict, ColdStart, WarmStart, StartFigures, Memory, ManyReaders, Fleet, Where,
-            Peers, Remote, Reference, After, Gpu, Noise, Carryover, Machine, LeftOut]
+SECTIONS = [Verdict, ColdStart, WarmStart, StartFigures, Storages, Memory, ManyReaders, Fleet,
+            Where, Peers, Remote, Reference, After, Gpu, Noise, Carryover, Machine, LeftOut]
 # summary.json's entries, in this order (after `folder`).
-SUMMARY = [Verdict, After, Gpu, Peers, Remote, Where, ManyReaders, Fleet, Noise]
+SUMMARY = [Verdict, After, Gpu, Peers, Remote, Where, ManyReaders, Fleet, Storages, Noise]
 
 
 def context(folder: str) -> base.Context:

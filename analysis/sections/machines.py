@@ -181,12 +181,14 @@ def _ratio(side: dict) -> str:
     return ratio_text(side["ratio"], side["low"], side["high"]) + f", {side['pairs']} rounds"
 
 
-def flips_md(flips: pd.DataFrame, w: tuple) -> str:
+def flips_md(flips: pd.DataFrame, w: tuple, what: str = "machine") -> str:
+    """The order flips of workload `w` (models/machines.flips' rows) per two machines, or per
+    two storages of one (`what`: the word for a column)."""
     if flips.empty:
         return ""
     f = flips[(flips[WORKLOAD] == pd.Series(w, index=WORKLOAD)).all(axis=1)]
     if f.empty:
-        return "No pair of strategies changes order between the machines."
+        return f"No pair of strategies changes order between the {what}s."
     out = []
     for (a, b), g in f.groupby(["machine_a", "machine_b"], sort=False):
         rows = [[name({"strategy_spec": r["first"][0], "role": r["first"][1]}),
@@ -198,7 +200,7 @@ def flips_md(flips: pd.DataFrame, w: tuple) -> str:
                 if len(rest) else "")
         out.append(f"**Order flips between {a} and {b}** ({int(g['sure'].sum())} of {len(g)} "
                    f"sure): the first strategy's time over the second's, paired within each "
-                   f"machine's rounds (interval at 95% or more); sure where both leave out 1, "
+                   f"{what}'s rounds (interval at 95% or more); sure where both leave out 1, "
                    f"on opposite sides.\n\n"
                    + _table(["first (faster on " + a + ")", "second", f"on {a}", f"on {b}",
                              "flip"], rows) + more)
@@ -214,6 +216,13 @@ MODEL_INTRO = (
     "probe's, fitted on nothing. Predicted ÷ measured: above 1, the model is slower than the "
     "run was (it misses an overlap, of threads or of stages); below 1, the run paid what the "
     "model leaves out.")
+REQUESTS_NOTE = (
+    "On a storage whose probe measured the reads per second it sustains, the device's rate is "
+    "the lesser of its bytes per second and those reads times the request the strategy issues, "
+    "known before the run (O_DIRECT and io_uring: its chunk up to the device's largest request, "
+    "max_sectors_kb; buffered reads and mappings: the read-ahead window up to it); *request "
+    "KiB, predicted / measured* sets it beside the median bytes per read request the run's device "
+    "counted, which the model never reads.")
 
 
 def families_md(families: pd.DataFrame) -> str:
@@ -222,22 +231,57 @@ def families_md(families: pd.DataFrame) -> str:
     return _table(["family", "rows", "predicted ÷ measured (median)", "range"], rows)
 
 
+def requests_shown(machines) -> bool:
+    """Whether the model's rows show their read requests: some machine is a storage variant,
+    or some row's runs counted their device's requests."""
+    return any(m.storage is not None or pd.to_numeric(
+        m.table.get("device_request_bytes", pd.Series(dtype=float)), errors="coerce")
+        .notna().any() for m in machines)
+
+
+def slowest_cell(r, m) -> str:
+    """The slowest stage and its GB/s; a device bound by its requests says so, with the
+    storage's reads per second and the request size (models/load.device_rate)."""
+    text = f"{r['slowest']} {_f(r['slowest_gb_per_s'])} GB/s"
+    if r["slowest"] == "device" and r.get("device_bound") == "requests":
+        iops = m.figures.figures.get("device_iops")
+        text += f" (requests: {_f(iops, '.0f')}/s × {kib(r['request_bytes'])} KiB)"
+    return text
+
+
+def kib(n) -> str:
+    """A request's bytes in KiB, whole (`128`); "—" for none."""
+    return "—" if n is None or pd.isna(n) else f"{n / 1024:.0f}"
+
+
+def request_cell(r) -> str:
+    """The request size the model gives the row beside the one its runs measured (the median
+    of their device_request_bytes), in KiB: `128 / 127`; "" with neither."""
+    predicted, measured = r.get("request_bytes"), r.get("device_request_bytes")
+    if kib(predicted) == kib(measured) == "—":
+        return ""
+    return f"{kib(predicted)} / {kib(measured)}"
+
+
 def model_rows_md(machines) -> str:
+    requests = requests_shown(machines)
     rows = []
     for m in machines:
         for _, r in m.table.iterrows():
             stages = ", ".join(s for s, _ in model.stages(r)) if model.flags_of(r) else ""
+            asked = [request_cell(r)] if requests else []
             if pd.isna(r["predicted_s"]):
                 why = r["why"] or f"no figure: {r['missing']}"
-                rows.append([m.label, workload_name(r), name(r), stages, why, "", "",
+                rows.append([m.label, workload_name(r), name(r), stages, why, *asked, "", "",
                              _f(r["median_s"], ".3f"), ""])
                 continue
-            rows.append([m.label, workload_name(r), name(r), stages,
-                         f"{r['slowest']} {_f(r['slowest_gb_per_s'])} GB/s",
+            rows.append([m.label, workload_name(r), name(r), stages, slowest_cell(r, m), *asked,
                          _f(r["touch_s"], ".3f"), _f(r["predicted_s"], ".3f"),
                          _f(r["median_s"], ".3f"), number(r["error"])])
-    return _table(["machine", "workload", "strategy", "stages", "slowest", "first touches s",
-                   "predicted s", "measured s", "÷"], rows)
+    head = ["machine", "workload", "strategy", "stages", "slowest",
+            *(["request KiB, predicted / measured"] if requests else []), "first touches s",
+            "predicted s", "measured s", "÷"]
+    return _table(head, rows)
 
 
 def scatter(machines, figs) -> str:
@@ -264,7 +308,9 @@ def model_md(report: dict, figs) -> str:
     parts = [MODEL_INTRO, "### Error per family"]
     parts.append(families_md(report["families"]) if not report["families"].empty else
                  "No row has a prediction: no machine has the probe's figures.")
-    parts += [scatter(report["machines"], figs), "### Per row", model_rows_md(report["machines"])]
+    parts += [scatter(report["machines"], figs), "### Per row",
+              REQUESTS_NOTE if requests_shown(report["machines"]) else "",
+              model_rows_md(report["machines"])]
     return "\n\n".join(p for p in parts if p)
 
 

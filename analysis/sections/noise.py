@@ -99,6 +99,8 @@ def drift_md(r: Results, files: int) -> str:
     for _, d in table.iterrows():
         if d["series"] == "ceiling":
             name = f"the ceiling of {os.path.basename(str(d['file']))}"
+            name += f" on {d['storage']}" if isinstance(d.get("storage"), str) and \
+                d["storage"] else ""
             unit, fmt = " GB/s", ".2f"
         else:
             name = f"the round factor of {condition(d, files)}"
@@ -210,7 +212,8 @@ def adaptive_md(adaptive: dict | None, files: int) -> str:
     for c in adaptive.get("comparisons") or []:
         row = {"cache": c.get("cache"), "file": c.get("file"), "procs": c.get("procs") or 1,
                "pattern": c.get("pattern") or REPLICATED,
-               "memory_limit_bytes": c.get("memory_limit_bytes") or 0}
+               "memory_limit_bytes": c.get("memory_limit_bytes") or 0,
+               "storage": c.get("storage") or ""}
         ratio = c.get("ratio")
         half = c.get("half_width")
         lines.append(f"| {c.get('strategy_spec')} | {condition(row, files)} | "

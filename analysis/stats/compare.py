@@ -28,7 +28,7 @@ GB = 1e9
 # it (by its name, since paths differ between machines, and its size), else they compare by
 # time per byte.
 POINT = ["strategy_spec", "role", "cache", "procs", "pattern", "memory_limit_bytes", "link",
-         "fabric"]
+         "fabric", "storage"]
 
 
 SAME_FILE, PER_BYTE = "same file", "time per byte"

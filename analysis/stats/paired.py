@@ -4,8 +4,9 @@ runs. The method is the one of harness/stats/paired_stats.*, so that the
 adaptive stop rule of the harness and the report agree figure for figure; the fixture
 tests/fixtures/paired_stats.json holds cases both must match.
 
-A *condition* is (file, cache, procs, read pattern, memory limit); a *round* is one rep of a
-condition, in which every strategy ran once, back to back. Only records that carry `position`
+A *condition* is (file, cache, procs, read pattern, memory limit, link, fabric, storage); a
+*round* is one rep of a condition (rounds are per storage: a rep of two storages is two
+rounds), in which every strategy ran once, back to back. Only records that carry `position`
 (their place in the round) ran in rounds: runs in grouped order (every run of a strategy back
 to back) have none, and are never paired, since the same rep of two strategies ran far apart in
 time. A strategy's value in a round is its wall time (with several workers, the largest: the
@@ -420,16 +421,17 @@ def _drift_row(series: str, key: dict, y: np.ndarray) -> dict:
 
 
 def drift(results: Results) -> pd.DataFrame:
-    """Kendall's trend test on each series in time order: per file, the ceiling's GB/s per
+    """Kendall's trend test on each series in time order: per file and storage, the ceiling's GB/s per
     round; per condition without ceiling reads (every warm one, and cold ones of experiments
     without `ceiling`), the round factor. `detected` with 6 or more rounds and p < 0.05."""
     columns = ["series"] + CONDITION + ["n", "tau", "z", "p", "first_third", "last_third",
                                         "detected"]
     rows = []
     ceilings = ceiling_values(results).sort_values("order", kind="stable")
-    for file, group in ceilings.groupby("file", sort=False):
+    for (file, storage), group in ceilings.groupby(["file", "storage"], sort=False):
         rows.append(_drift_row("ceiling", {"file": file, "cache": None, "procs": None,
-                                           "pattern": None, "memory_limit_bytes": None},
+                                           "pattern": None, "memory_limit_bytes": None,
+                                           "storage": storage},
                                group["gb_per_s"].to_numpy(dtype=float)))
     measured = {tuple(k) for k in ceilings[CONDITION].itertuples(index=False)}
     for key, group in round_factors(results).groupby(CONDITION, sort=False):

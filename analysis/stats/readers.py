@@ -3,7 +3,8 @@ one machine, or N ranks of an MPI job across hosts), each its own record, each r
 of the model by the run's read pattern (`pattern`: replicated, tp, tp:DIM, pp, files).
 
 A *round* of such a run is the records of one (file, cache, strategy spec, rep, procs, pattern,
-memory limit, link, fabric: a cluster's [cluster] rates): one per reader. Its figures are MLPerf
+memory limit, link, fabric: a cluster's [cluster] rates, storage: the one the tool made for
+it): one per reader. Its figures are MLPerf
 Storage's: the round lasts from its first reader's start to its last reader's end
 (`duration_s`; readers are released together from a start barrier and record
 `load_start_unix_s`: records without it give the largest wall_s), and `start_spread_s` says
@@ -33,13 +34,14 @@ from analysis.core.results import REPLICATED, Results, UNVERIFIED
 # The records of one round: one per reader (link and fabric: results.load's, "" without one;
 # a cluster experiment resumed under other rates reuses the reps).
 ROUND = ["file", "cache", "strategy_spec", "rep", "procs", "pattern", "memory_limit_bytes",
-         "link", "fabric"]
+         "link", "fabric", "storage"]
 # The rounds one summary row pools: every round of one number of readers and one pattern.
 SERIES = ["file", "cache", "strategy_spec", "pattern", "procs", "memory_limit_bytes", "link",
-          "fabric"]
-# What a series shares with its single-reader reference (same memory limit, link and fabric:
-# never pooled).
-REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes", "link", "fabric"]
+          "fabric", "storage"]
+# What a series shares with its single-reader reference (same memory limit, link, fabric and
+# storage: never pooled).
+REFERENCE = ["file", "cache", "strategy_spec", "memory_limit_bytes", "link", "fabric",
+             "storage"]
 READER_COLUMNS = ROUND + ["proc", "host", "rank", "run_id", "status", "error", "counted",
                           "checksum_ok", "wall_s", "load_start_unix_s", "tensor_bytes"]
 ROUND_COLUMNS = ROUND + ["readers", "ok_readers", "duration_s", "start_spread_s", "gb_per_s",
