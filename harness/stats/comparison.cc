@@ -22,12 +22,14 @@ Condition ConditionOf(const Json& r) {
           r.value("procs", 1),
           r.value("memory_limit_bytes", uint64_t{0}),
           r.value("pattern", "replicated"),
-          r.value("link", "")};
+          r.value("link", ""),
+          r.value("storage", "")};
 }
 
 std::string ConditionText(const Condition& c, bool with_file) {
-  const auto& [file, cache, procs, limit, pattern, link] = c;
+  const auto& [file, cache, procs, limit, pattern, link, storage] = c;
   std::string out = cache;
+  if (!storage.empty()) out += " on " + storage;
   if (!link.empty()) out += " link " + link;
   if (procs > 1) out += fmt::format(" x{} procs", procs);
   if (pattern != "replicated") out += " " + pattern;
@@ -196,7 +198,8 @@ Comparison Compare(const Condition& condition, const Series& name,
   }
   const paired::Interval i = paired::SignedRankInterval(d);
   Comparison c;
-  std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link) = condition;
+  std::tie(c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link, c.storage) =
+      condition;
   std::tie(c.spec, c.role) = name;
   c.n = i.n;
   c.ratio = i.n > 0 ? std::exp(i.estimate) : 0;

@@ -16,8 +16,9 @@
 namespace loadbench {
 
 // A condition: runs of it are comparable with each other (file, cache, procs, memory limit,
-// pattern, link).
-using Condition = std::tuple<std::string, std::string, int, uint64_t, std::string, std::string>;
+// pattern, link, storage).
+using Condition =
+    std::tuple<std::string, std::string, int, uint64_t, std::string, std::string, std::string>;
 Condition ConditionOf(const nlohmann::ordered_json& record);
 // "cold", "warm x2 procs limit 512 MiB", with the file's name when `with_file`.
 std::string ConditionText(const Condition& c, bool with_file);
@@ -73,6 +74,7 @@ struct Comparison {
   uint64_t memory_limit_bytes = 0;
   std::string pattern = "replicated";
   std::string link;                  // "" off a link
+  std::string storage;               // "" without a [[storage]]
   std::string spec, role, baseline;  // role: "" for a run without roles
   std::string marks;  // what a reader must know to read the ratio: RowMarks of the spec's runs
   int n = 0;

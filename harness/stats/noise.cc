@@ -28,9 +28,8 @@ std::string PairedLines(const std::vector<Json>& records, const std::string& bas
   std::string lines;
   int too_few = 0, most = 0;
   for (const Comparison& c : v.comparisons) {
-    const std::string cond =
-        ConditionText({c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link},
-                      many_files);
+    const std::string cond = ConditionText(
+        {c.file, c.cache, c.procs, c.memory_limit_bytes, c.pattern, c.link, c.storage}, many_files);
     const std::string spec = MarkedSpec(c);
     if (c.n == 0) {
       lines += fmt::format("  {:<5} {}: no rounds shared with {}\n", cond, spec, baseline);

@@ -33,6 +33,7 @@ void Add(std::vector<double>* to, std::optional<double> v) {
 // one file, cache state, strategy spec, role, procs and memory limit.
 struct Group {
   std::vector<double> wall, ready, rss, major, minor, read;
+  std::vector<double> request, reads_per_s;  // the storage's device, where it has one
   std::optional<double> bytes;  // what one reader delivers: the file, or its part of it
   bool many = false;            // several readers: the figures are each reader's
   int not_ok = 0;
@@ -41,12 +42,18 @@ struct Group {
 
 // The rows: cold ones first, then warm; in first-run order within each. Ceiling reads go apart
 // (their GB/s when ok).
+// The device ceiling's reads of one storage ("" without any).
+struct DeviceCeiling {
+  std::vector<double> gbps;  // the ok ones'
+  int runs = 0;
+  std::set<std::string> recipes;  // the read recipes the ceiling records name
+};
+
 struct Table {
   std::vector<std::pair<std::string, std::string>> order;  // cache, row label
   std::map<std::pair<std::string, std::string>, Group> groups;
-  std::vector<double> ceiling;
-  int ceiling_runs = 0;
-  std::set<std::string> recipes;  // the read recipes the ceiling records name
+  std::map<std::string, DeviceCeiling> ceilings;  // by storage
+  bool device = false;                            // some run has the device's counters
   // The link's and the server's ceilings, by (name, link): their GB/s when ok, and how many.
   std::map<std::pair<std::string, std::string>, std::pair<std::vector<double>, int>> net;
 };
@@ -57,11 +64,12 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
   for (const auto& r : runs) files.insert(r.value("file", ""));
   for (const auto& r : runs) {
     if (r.value("strategy", "") == kCeiling) {
-      ++t.ceiling_runs;
+      DeviceCeiling& c = t.ceilings[r.value("storage", "")];
+      ++c.runs;
       if (const auto p = r.find("params"); p != r.end() && p->is_object()) {
-        t.recipes.insert(p->value("recipe", "direct_1m_qd32"));
+        c.recipes.insert(p->value("recipe", "direct_1m_qd32"));
       }
-      if (r.value("status", "") == "ok") Add(&t.ceiling, Num(r, "gb_per_s"));
+      if (r.value("status", "") == "ok") Add(&c.gbps, Num(r, "gb_per_s"));
       continue;
     }
     if (IsCeilingName(r.value("strategy", ""))) {
@@ -87,6 +95,9 @@ Table Tabulate(const std::vector<nlohmann::ordered_json>& runs) {
     Add(&g.major, Num(r, load ? "load_major_faults" : "major_faults"));
     Add(&g.minor, Num(r, load ? "load_minor_faults" : "minor_faults"));
     Add(&g.read, Num(r, "read_bytes"));
+    Add(&g.request, Num(r, "device_request_bytes"));
+    Add(&g.reads_per_s, Num(r, "device_reads_per_s"));
+    t.device = t.device || r.contains("device_reads");
     // A reader of a part delivers the part's bytes, not the file's.
     const bool part = r.value("pattern", "replicated") != "replicated";
     if (!g.bytes) g.bytes = Num(r, part ? "tensor_bytes" : "file_bytes");
@@ -106,7 +117,14 @@ std::string Cell(const std::vector<double>& v, int width, int decimals, double s
   return fmt::format("{:>{}.{}f}{}", Median(v) / scale, width, decimals, unit);
 }
 
-std::string Row(const std::pair<std::string, std::string>& key, const Group& g, size_t width) {
+// The device's columns, where some run has its counters: the median request and reads per second.
+std::string DeviceCells(const Group& g, bool device) {
+  if (!device) return "";
+  return " " + Cell(g.request, 7, 0, 1024, " KiB") + " " + Cell(g.reads_per_s, 8, 0);
+}
+
+std::string Row(const std::pair<std::string, std::string>& key, const Group& g, size_t width,
+                bool device) {
   const int total = static_cast<int>(g.wall.size()) + g.not_ok;
   const std::string ok = fmt::format("{}/{}", g.wall.size(), total);
   if (g.wall.empty()) {
@@ -118,25 +136,33 @@ std::string Row(const std::pair<std::string, std::string>& key, const Group& g, 
   const double med = Median(g.wall);
   const std::string gbps = g.bytes && med > 0 ? fmt::format("{:>7.2f}", *g.bytes / med / 1e9)
                                               : fmt::format("{:>7}", "-");
-  return fmt::format("{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {} {} {} {} {} {}\n", key.first,
-                     key.second, width, ok, med, *std::min_element(g.wall.begin(), g.wall.end()),
+  return fmt::format("{:<5} {:<{}} {:>5} {:>9.3f} {:>9.3f} {:>9.3f} {} {} {} {} {} {}{}\n",
+                     key.first, key.second, width, ok, med,
+                     *std::min_element(g.wall.begin(), g.wall.end()),
                      *std::max_element(g.wall.begin(), g.wall.end()), gbps, Cell(g.ready, 8, 3),
                      Cell(g.rss, 7, 0, 1e6, " MB"), Cell(g.read, 7, 0, 1e6, " MB"),
-                     Cell(g.major, 9, 0), Cell(g.minor, 10, 0));
+                     Cell(g.major, 9, 0), Cell(g.minor, 10, 0), DeviceCells(g, device));
 }
 
-std::string CeilingLine(const Table& t) {
-  if (t.ceiling_runs == 0) return "";
-  if (t.ceiling.empty()) {
-    return fmt::format("ceiling: none of {} device reads was ok\n", t.ceiling_runs);
+// One line per storage's device ceiling ("ceiling on xfs:preset=gp3 (...)"); without storages,
+// one line for the data folder's device.
+std::string CeilingLines(const Table& t) {
+  std::string out;
+  for (const auto& [storage, c] : t.ceilings) {
+    const std::string on = storage.empty() ? "" : " on " + storage;
+    if (c.gbps.empty()) {
+      out += fmt::format("ceiling{}: none of {} device reads was ok\n", on, c.runs);
+      continue;
+    }
+    std::string recipes;
+    for (const std::string& r : c.recipes) recipes += (recipes.empty() ? "" : ", ") + r;
+    out += fmt::format("ceiling{} (the device's limit, the fastest read recipe: {}): {}/{} ok, "
+                       "median {:.2f} GB/s, min {:.2f}, max {:.2f}\n",
+                       on, recipes, c.gbps.size(), c.runs, Median(c.gbps),
+                       *std::min_element(c.gbps.begin(), c.gbps.end()),
+                       *std::max_element(c.gbps.begin(), c.gbps.end()));
   }
-  std::string recipes;
-  for (const std::string& r : t.recipes) recipes += (recipes.empty() ? "" : ", ") + r;
-  return fmt::format("ceiling (the device's limit, the fastest read recipe: {}): {}/{} ok, median "
-                     "{:.2f} GB/s, min {:.2f}, max {:.2f}\n",
-                     recipes, t.ceiling.size(), t.ceiling_runs, Median(t.ceiling),
-                     *std::min_element(t.ceiling.begin(), t.ceiling.end()),
-                     *std::max_element(t.ceiling.begin(), t.ceiling.end()));
+  return out;
 }
 
 // One line per link and ceiling: the link's own limit (iperf3) and the server's (its objects
@@ -182,6 +208,9 @@ std::string RowLabel(const nlohmann::ordered_json& r, bool name_file, bool with_
   if (const auto link = r.find("link"); link != r.end() && link->is_string()) {
     label += " link " + link->get<std::string>();
   }
+  if (const auto storage = r.find("storage"); storage != r.end() && storage->is_string()) {
+    label += " on " + storage->get<std::string>();
+  }
   if (name_file) {
     const std::string file = r.value("file", "?");
     label += " " + file.substr(file.rfind('/') + 1);
@@ -194,19 +223,24 @@ std::string SummaryTable(const std::vector<nlohmann::ordered_json>& runs) {
   size_t width = 22;
   for (const auto& key : t.order) width = std::max(width, key.second.size());
   std::string out =
-      fmt::format("{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}\n",
+      fmt::format("{:<5} {:<{}} {:>5} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10} {:>10} {:>9} {:>10}{}\n",
                   "cache", "strategy", width, "ok", "median_s", "min_s", "max_s", "GB/s", "ready_s",
-                  "peak_RSS", "read", "major_flt", "minor_flt");
+                  "peak_RSS", "read", "major_flt", "minor_flt",
+                  t.device ? fmt::format(" {:>11} {:>8}", "dev_request", "dev_rd/s") : "");
   bool many = false;
   for (const auto& key : t.order) {
-    out += Row(key, t.groups.at(key), width);
+    out += Row(key, t.groups.at(key), width, t.device);
     many = many || t.groups.at(key).many;
   }
   if (many) {
     out += "rows of several readers (xN): each reader's own figures, GB/s per reader (its bytes "
            "over its own time); the many-readers table gives each round's total\n";
   }
-  return out + CeilingLine(t) + NetCeilingLines(t);
+  if (t.device) {
+    out += "dev_request, dev_rd/s: the storage's device, its average read request and reads per "
+           "second over the run (docs/storage.md)\n";
+  }
+  return out + CeilingLines(t) + NetCeilingLines(t);
 }
 
 }  // namespace loadbench

@@ -79,6 +79,10 @@ def test_each_storage_has_its_rounds_its_label_and_its_device_counters(tmp_path,
             assert r["status"] == "unsupported" and "tmpfs" in r["error"], r
         else:
             assert r["status"] == "ok" and "device_reads" not in r
+    # The console keeps the storages apart: a row and a ceiling line of each.
+    assert "fread on ext4:read_bps=400MB" in p.stdout and "fread on tmpfs" in p.stdout, p.stdout
+    assert "ceiling on ext4:read_bps=400MB (" in p.stdout, p.stdout
+    assert "dev_request" in p.stdout, p.stdout
     env_json = json.load(open(out / "env.json"))
     labels = [s["label"] for s in env_json["storages"]]
     assert labels == ["ext4:read_bps=400MB", "tmpfs"]
