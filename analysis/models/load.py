@@ -45,7 +45,9 @@ params and the storage's block device (env.json `storages[i].loop`: `read_ahead_
 own counters:
 - O_DIRECT (flags with `direct-io` and no `direct=off`) and io_uring: one request per read of
   the strategy's size (its `chunk`, else `window`, `block` or `block_bytes`), split at the
-  device's largest request: min(read size, max_sectors_kb);
+  device's largest request: min(read size, max_sectors_kb), and, into a destination of 4 KiB
+  pages (any `buffer` but thp and hugetlb), at one segment per page: max_segments × 4 KiB (a
+  loop device's 128 segments split such reads at 512 KiB);
 - any other (buffered reads, mappings): the read-ahead window, split the same way:
   min(read_ahead_kb, max_sectors_kb).
 The run's measured `device_request_bytes` is set beside it, to check the rule, never to price
@@ -86,7 +88,11 @@ FIGURES = {
 # The figures of a storage's requests (request_bytes and the device stage): the most reads per
 # second the storage's probe sustained, and its block device's read-ahead window and largest
 # request, in KiB.
-REQUEST_FIGURES = ("device_iops", "read_ahead_kb", "max_sectors_kb")
+REQUEST_FIGURES = ("device_iops", "read_ahead_kb", "max_sectors_kb", "max_segments")
+# Destinations in huge pages (params `buffer`): an O_DIRECT read into them is not split at the
+# device's segments, one per 4 KiB page of any other buffer.
+HUGE_BUFFERS = ("thp", "hugetlb")
+PAGE = 4096
 # Every figure a machine may have: what --predict accepts and machines.json's `figures` holds.
 ALL_FIGURES = (*FIGURES, *REQUEST_FIGURES)
 KIB = 1024
@@ -164,6 +170,10 @@ def request_bytes(row, figures: dict) -> float | None:
     cap = largest * KIB if largest else math.inf
     if in_chunks(row):
         size = read_size(row.get("params")) or math.inf
+        params = row.get("params") if isinstance(row.get("params"), dict) else {}
+        segments = positive(figures.get("max_segments"))
+        if segments and params.get("buffer") not in HUGE_BUFFERS:
+            cap = min(cap, segments * PAGE)  # one segment per 4 KiB page of the destination
     else:
         window = positive(figures.get("read_ahead_kb"))
         size = window * KIB if window else math.inf

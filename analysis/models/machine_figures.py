@@ -132,7 +132,7 @@ def from_storage(env: dict, label: str, name: str, links: dict | None = None) ->
         # reads per second figure, so that its device stage is priced by bytes alone.
         figures.figures.update(
             device_iops=None, read_ahead_kb=positive(dig(env, "storage.read_ahead_kb")),
-            max_sectors_kb=positive(dig(env, "storage.max_sectors_kb")))
+            max_sectors_kb=positive(dig(env, "storage.max_sectors_kb")), max_segments=None)
         return figures
     made = storage.entry(env, label)
     probe = made.get("probe") if made else None
@@ -143,7 +143,8 @@ def from_storage(env: dict, label: str, name: str, links: dict | None = None) ->
         device_gb_per_s=positive(dig(probe, "ceilings.device_limit.gb_per_s")),
         device_iops=positive(dig(probe, "iops")),
         read_ahead_kb=positive(loop.get("read_ahead_kb")),
-        max_sectors_kb=positive(loop.get("max_sectors_kb")))
+        max_sectors_kb=positive(loop.get("max_sectors_kb")),
+        max_segments=positive(loop.get("max_segments")))
     why = ("env.json names no such storage (`storages`)" if made is None else
            "no probe of its own" if not isinstance(probe, dict) else
            "its probe has no device figure (`device_limit`)"

@@ -54,6 +54,7 @@ nlohmann::ordered_json LoopEnv(const StorageParts& p) {
           {"dio", BlockValue(p.loop, "loop/dio").value_or(0) == 1},
           {"read_ahead_kb", value("queue/read_ahead_kb")},
           {"max_sectors_kb", value("queue/max_sectors_kb")},
+          {"max_segments", value("queue/max_segments")},
           {"backing", LoopBackingFile("/dev/" + p.loop)}};
 }
 
