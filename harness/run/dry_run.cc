@@ -139,6 +139,16 @@ void PrintSettings(const Experiment& e) {
                Joined(e.link.rates), e.link.delay.empty() ? "" : ", delay " + e.link.delay,
                e.link.seconds);
   }
+  if (!e.storages.empty()) {
+    fmt::print("storages ({}), one after another, each made (the model copied in, its own probe "
+               "taken), its rounds run on it, then removed (needs root but for here):\n",
+               e.storages.size());
+    for (const ExperimentStorage& st : e.storages) {
+      const std::string why = st.spec.made() ? StorageUnavailable(st.spec, 0) : "";
+      fmt::print("  {}{}\n", st.spec.label,
+                 why.empty() ? "" : " (cannot be made here: " + why + ")");
+    }
+  }
   if (e.cluster.on()) {
     const int most = *std::max_element(e.cluster.nodes.begin(), e.cluster.nodes.end());
     fmt::print("cluster: {} nodes (network namespaces), each NIC {}, the server behind an "
