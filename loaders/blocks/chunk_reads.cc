@@ -24,6 +24,31 @@ void AppendChunks(const std::vector<SpanShard>& shards, size_t k, uint64_t chunk
 
 }  // namespace
 
+ChunkFit FitChunks(const BlockLimits& limits, uint64_t page, uint64_t align, uint64_t chunk,
+                   unsigned threads) {
+  ChunkFit f{.chunk = chunk, .threads = threads};
+  if (!limits.found() || page == 0 || align == 0 || chunk == 0) return f;
+  const uint64_t sectors = limits.max_sectors_kb * 1024;
+  uint64_t piece = page;
+  if (limits.max_segment_size > 0) piece = std::min(piece, limits.max_segment_size);
+  // Plain pages are each a segment, in step with the request; a larger piece may be crossed.
+  const uint64_t pieces =
+      piece > 4096 ? std::max<uint64_t>(1, limits.max_segments - 1) : limits.max_segments;
+  const uint64_t gathered = pieces * piece;
+  const uint64_t unit = std::max(align, limits.logical_block_size);
+  const uint64_t request = std::min(sectors, gathered) / unit * unit;
+  if (request == 0) return f;
+  const uint64_t in_flight = chunk * threads;
+  f.fitted = true;
+  f.request = request;
+  f.limited_by = gathered < sectors ? "max_segments" : "max_sectors_kb";
+  // A chunk of one request at most is never cut; a larger one is made whole requests.
+  if (chunk > request) f.chunk = std::max<uint64_t>(1, (chunk + request / 2) / request) * request;
+  const uint64_t needed = (in_flight + f.chunk / 2) / f.chunk;  // the nearest whole number
+  f.threads = static_cast<unsigned>(std::max<uint64_t>(threads, std::min<uint64_t>(needed, 256)));
+  return f;
+}
+
 void PlaceShard(const TensorTable& table, uint64_t align, SpanShard* s, uint64_t* total) {
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = s->first; i < s->first + s->count; ++i) {

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "loaders/base/block_limits.h"
 #include "loaders/blocks/destination.h"
 #include "loaders/blocks/shards.h"
 #include "loaders/strategy/strategy.h"
@@ -28,6 +29,31 @@ struct ShardChunk {
   uint64_t offset;
   uint64_t len;
 };
+
+// How O_DIRECT reads are sized to the device's queue (owned's `fit=device`). The block layer cuts
+// a read into requests of at most max_sectors_kb, each gathering at most max_segments pieces of
+// memory (a 4 KiB page each in plain memory, up to a huge page, or max_segment_size, in huge
+// pages); a chunk that is not a whole number of such requests leaves a short one at its end, and
+// where the device is limited by operations per second every request counts alike.
+struct ChunkFit {
+  bool fitted = false;   // false: no limits known (or none usable): chunk and threads as asked
+  uint64_t request = 0;  // the largest request the device takes from this memory, in bytes
+  const char* limited_by = "";  // "max_sectors_kb" or "max_segments"
+  uint64_t chunk = 0;           // bytes per read
+  unsigned threads = 0;         // reads in flight
+};
+
+// The chunk and threads for reads into memory of `page`-byte pages (2 MiB for huge pages, 4096
+// for plain ones) at `align` (the O_DIRECT alignment), from the asked `chunk` and `threads`
+// (targets): the request is the smaller of max_sectors_kb and what max_segments gather (a huge
+// page's segments one fewer, for a request that crosses a page's end), rounded down to `align`;
+// a chunk larger than one request becomes the whole number of requests nearest it (one asked
+// no larger is never cut, and stays); the threads are the whole number nearest to keeping as
+// many bytes in flight as chunk x threads asked, never fewer than asked nor more than 256 (so
+// they rise only where the chunk shrank by more than half a chunk's worth over all threads).
+// Without limits found (or none usable): fitted false, chunk and threads as asked.
+ChunkFit FitChunks(const BlockLimits& limits, uint64_t page, uint64_t align, uint64_t chunk,
+                   unsigned threads);
 
 // Sets s's span (its tensors' bytes widened to multiples of `align`; empty without any) and
 // places it in the region after `*total` bytes, at the next multiple of `align`; `*total`

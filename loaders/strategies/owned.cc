@@ -4,9 +4,13 @@
 //   - the destination in huge pages (`buffer=thp`, MADV_HUGEPAGE; `hugetlb` when reserved), so
 //     that a 2 GiB model pays 1,024 first touches instead of 524,288;
 //   - those first touches made by threads of their own (`faulters`) with MADV_POPULATE_WRITE,
-//     `block` bytes at a time, ahead of the reads and overlapped with them (`populate=ahead`);
+//     `block` bytes at a time, ahead of the reads and overlapped with them (`populate=ahead`); a
+//     read that overtakes them faults its own pages rather than wait;
 //   - O_DIRECT reads (`direct`) of `chunk` bytes straight into the destination, `threads` of
-//     them in flight, over every shard of the model in one queue;
+//     them in flight, over every shard of the model in one queue; with `fit=device` (the
+//     default) the chunk is a whole number of the largest requests the device's queue takes
+//     (loaders/base/block_limits.h, FitChunks), so that no read ends in a short request, and
+//     the threads keep about as many bytes in flight as `chunk` x `threads` asked;
 //   - optionally the destination locked (`lock=on`: mlock2 MLOCK_ONFAULT, pinned as it faults);
 //   - every tensor's view handed out as its bytes arrive (`handout=arrival`): Load returns once
 //     the reads are under way, and the consumer waits (Arrived) only for the tensor it uses
@@ -27,6 +31,7 @@
 
 #include <fmt/format.h>
 
+#include "loaders/base/block_limits.h"
 #include "loaders/base/file_io.h"
 #include "loaders/blocks/chunk_reads.h"
 #include "loaders/blocks/fault_ahead.h"
@@ -44,6 +49,7 @@ namespace loadbench {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+constexpr uint64_t kHugePage = 2ull << 20;  // a segment's most in huge pages (a bvec per page)
 
 // Whether most of the file is in the page cache already: mincore of 16 pages spread over a
 // mapping of it (which reads nothing). A warm file is then copied from the cache, where O_DIRECT
@@ -68,6 +74,7 @@ class OwnedLoader final : public Loader {
   explicit OwnedLoader(const Params& params)
       : threads_(static_cast<unsigned>(params.Int("threads"))),
         chunk_(params.Bytes("chunk")),
+        fit_device_(params.Choice("fit") == "device"),
         direct_(params.Choice("direct")),
         populate_(params.Choice("populate")),
         faulters_(static_cast<unsigned>(params.Int("faulters"))),
@@ -108,6 +115,8 @@ class OwnedLoader final : public Loader {
   nlohmann::json Details() const override {
     if (reader_.joinable()) reader_.join();
     nlohmann::json d = {{"threads", workers_.started()},
+                        {"chunk", chunk_},
+                        {"fit", fit_},
                         {"chunks", chunks_.load()},
                         {"direct_files", direct_files_},
                         {"populate", populate_},
@@ -128,7 +137,8 @@ class OwnedLoader final : public Loader {
   Status OpenFiles(const std::string& path, const TensorTable& table) {
     const std::vector<ShardInfo> infos = ShardsOf(path, table);
     shards_.resize(infos.size());
-    uint64_t total = 0;
+    uint64_t total = 0, align = kPage;
+    int direct_fd = -1;  // the first shard read with O_DIRECT: its device sizes the reads
     for (size_t k = 0; k < infos.size(); ++k) {
       SpanShard& s = shards_[k];
       LB_RETURN_IF_ERROR(OpenShardFile(infos[k], 0, &s));
@@ -139,19 +149,66 @@ class OwnedLoader final : public Loader {
           st = OpenShardFile(infos[k], 0, &s);
         } else if (st.ok()) {
           ++direct_files_;
+          if (direct_fd < 0) direct_fd = s.fd.get();
         }
         LB_RETURN_IF_ERROR(st);
       }
-      const uint64_t align = std::max(kPage, DirectIoAlignment(s.fd.get()));
-      if (chunk_ % align != 0) {
+      const uint64_t a = std::max(kPage, DirectIoAlignment(s.fd.get()));
+      if (chunk_ % a != 0) {
         return Status::BadInput(fmt::format(
             "{}: owned: chunk must be a multiple of the {}-byte O_DIRECT alignment, got {}", s.path,
-            align, chunk_));
+            a, chunk_));
       }
-      PlaceShard(table, align, &s, &total);
+      align = std::max(align, a);
+      PlaceShard(table, a, &s, &total);
     }
     bytes_ = total;
+    Fit(direct_fd, align);
     return Status::Ok();
+  }
+
+  // With fit=device, chunk_ and threads_ sized to the queue limits of the device of the first
+  // shard read with O_DIRECT (FitChunks); as given where there is none, where its limits are
+  // not found, and with fit=off. What was chosen, and why, goes in fit_ (details' `fit`).
+  void Fit(int direct_fd, uint64_t align) {
+    fit_ = {{"mode", fit_device_ ? "device" : "off"}};
+    if (!fit_device_) {
+      fit_["why"] = "fit=off: chunk and threads as given";
+      return;
+    }
+    if (direct_fd < 0) {
+      fit_["why"] = "no O_DIRECT reads (read-ahead or the page cache makes the requests): "
+                    "chunk and threads as given";
+      return;
+    }
+    const BlockLimits l = BlockLimitsOfFile(direct_fd);
+    const uint64_t page = kind_ == BufferKind::kMalloc ? kPage : kHugePage;
+    const ChunkFit f = FitChunks(l, page, align, chunk_, threads_);
+    if (!f.fitted) {
+      fit_["why"] = "no block device queue limits (overlay, tmpfs, fuse, NFS, ...): chunk and "
+                    "threads as given";
+      return;
+    }
+    fit_.update({{"device", l.device},
+                 {"max_sectors_kb", l.max_sectors_kb},
+                 {"max_hw_sectors_kb", l.max_hw_sectors_kb},
+                 {"max_segments", l.max_segments},
+                 {"max_segment_size", l.max_segment_size},
+                 {"logical_block_size", l.logical_block_size},
+                 {"page", page},
+                 {"request", f.request},
+                 {"limited_by", f.limited_by}});
+    const std::string each =
+        f.chunk <= f.request
+            ? fmt::format("each read one request of {} KiB, as asked", f.chunk / 1024)
+            : fmt::format("each read {} of them, {} KiB", f.chunk / f.request, f.chunk / 1024);
+    fit_["why"] = fmt::format(
+        "{}: requests of at most {} KiB ({}, {} pages); {}; {} threads keep {} KiB in flight "
+        "({} KiB x {} asked)",
+        l.device, f.request / 1024, f.limited_by, page == kPage ? "4 KiB" : "huge", each, f.threads,
+        f.chunk * f.threads / 1024, chunk_ / 1024, threads_);
+    chunk_ = f.chunk;
+    threads_ = f.threads;
   }
 
   // Every shard's object HEADed (its size checked against the table's) and placed.
@@ -171,6 +228,8 @@ class OwnedLoader final : public Loader {
       PlaceShard(table, kPage, &s, &total);
     }
     bytes_ = total;
+    fit_ = {{"mode", fit_device_ ? "device" : "off"},
+            {"why", "remote: ranged GETs of chunk bytes, concurrency in flight"}};
     return Status::Ok();
   }
 
@@ -273,11 +332,21 @@ class OwnedLoader final : public Loader {
     return waiting;
   }
 
-  // Waits until the destination below `end` is populated.
-  Status Ready(uint64_t end) { return populate_ == "ahead" ? faults_.WaitFor(end) : Status::Ok(); }
+  // Waits until the destination below `end` may be read into. With populate=ahead, a read waits
+  // for the first block (by then the faulters know how they populate), and after it only where
+  // they write to every page (a kernel before 5.14), which must not land on bytes already read:
+  // with MADV_POPULATE_WRITE a read that runs ahead of the faulters faults its pages in itself,
+  // beside them, instead of waiting for one thread's first touches, which on a VM whose memory
+  // went back to the host cost up to 1.6 s for 512 MiB (docs/strategies.md, owned).
+  Status Ready(uint64_t end) {
+    if (populate_ != "ahead") return Status::Ok();
+    LB_RETURN_IF_ERROR(faults_.WaitFor(1));
+    return faults_.method() == "touch" ? faults_.WaitFor(end) : Status::Ok();
+  }
 
-  const unsigned threads_;
-  const uint64_t chunk_;
+  unsigned threads_;  // as given, until Fit sizes it to the device
+  uint64_t chunk_;    // likewise
+  const bool fit_device_;
   const std::string direct_, populate_;
   const unsigned faulters_;
   const uint64_t block_;
@@ -303,6 +372,7 @@ class OwnedLoader final : public Loader {
   TransferStats stats_;
   uint64_t direct_files_ = 0;
   bool locked_ = false;
+  nlohmann::json fit_ = nlohmann::json::object();  // what Fit chose, and why
 };
 
 }  // namespace
@@ -312,9 +382,24 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
     .summary = "the suite's own copy into owned memory: huge pages faulted in by threads ahead "
                "of O_DIRECT reads (or ranged GETs) straight into them",
     .options =
-        {{"threads", OptionSpec::Kind::kInt, "4", "reads in flight (reader threads)", {}, 1, 256},
+        {{"threads",
+          OptionSpec::Kind::kInt,
+          "4",
+          "reads in flight (reader threads); with fit=device, raised where the fitted chunk is "
+          "so much smaller that chunk x threads would fall short",
+          {},
+          1,
+          256},
          {"chunk", OptionSpec::Kind::kBytes, "4MiB",
-          "bytes per read or ranged GET (a multiple of 4096)"},
+          "bytes per read or ranged GET (a multiple of 4096); with fit=device, the target the "
+          "device's whole requests are fitted to"},
+         {"fit",
+          OptionSpec::Kind::kChoice,
+          "device",
+          "device (an O_DIRECT chunk larger than the device queue's largest request made a "
+          "whole number of them, threads raised to keep about chunk x threads in flight; as "
+          "given where no queue limits are found) or off (chunk and threads as given)",
+          {"device", "off"}},
          {"direct",
           OptionSpec::Kind::kChoice,
           "auto",
@@ -328,7 +413,9 @@ LOADBENCH_REGISTER_STRATEGY((StrategyInfo{
           "reads), before (all of it before the first read) or none (the reads fault it in)",
           {"ahead", "before", "none"}},
          {"faulters", OptionSpec::Kind::kInt, "1", "threads populating the destination", {}, 1, 64},
-         {"block", OptionSpec::Kind::kBytes, "32MiB", "bytes populated at a time"},
+         {"block", OptionSpec::Kind::kBytes, "2MiB",
+          "bytes populated at a time (one madvise, which holds the process's mmap lock: every "
+          "mmap, munmap and thread start of the process waits for it)"},
          {"lock", OptionSpec::Kind::kChoice, "off",
           "mlock2(MLOCK_ONFAULT) the destination: pinned as it is populated", kOnOff},
          {"concurrency", OptionSpec::Kind::kInt, "8", "remote: ranged GETs in flight", {}, 1, 256},

@@ -1,7 +1,7 @@
 // The owned strategy loads one file and a model of three shards byte for byte under every
 // option that changes how its destination is populated and read (populate, faulters, block,
-// threads, chunk, direct, buffer, lock), says how it did in its details, and names the file at
-// fault in its errors.
+// threads, chunk, fit, direct, buffer, lock), says how it did in its details, and names the file
+// at fault in its errors.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -66,7 +66,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "owned:threads=4:chunk=8KiB:block=4KiB:faulters=3",
                       "owned:populate=before:block=12KiB", "owned:populate=none:threads=2",
                       "owned:direct=off:chunk=4KiB", "owned:direct=on:buffer=malloc",
-                      "owned:lock=on:block=4KiB", "owned:handout=end:threads=2"),
+                      "owned:direct=on:fit=off:chunk=12KiB:threads=3", "owned:lock=on:block=4KiB",
+                      "owned:handout=end:threads=2"),
     [](const auto& info) {
       std::string n = info.param;
       for (char& c : n) {
@@ -93,6 +94,42 @@ TEST(OwnedDetails, SayHowTheDestinationWasPopulated) {
   const Status s = LoadTable("owned:lock=on", index, model, &locked);
   if (Unsupported(s)) GTEST_SKIP() << s.message();
   EXPECT_EQ(locked.loader->Details()["locked"], true);
+}
+
+// fit=device (the default) sizes O_DIRECT reads to the queue of the device the shards are on,
+// where its limits are found: a chunk no larger than one request stays, a larger one becomes
+// whole requests; details' `fit` says what it read and why. fit=off, and buffered reads, leave
+// chunk and threads as given and say so.
+TEST(OwnedDetails, SayHowTheReadsWereSizedToTheDevice) {
+  const TensorTable& model = Generated().model;
+  const std::string index = Generated().dir.File("model.index.json");
+  Loaded fitted;
+  const Status s = LoadTable("owned:direct=on", index, model, &fitted);
+  if (Unsupported(s)) GTEST_SKIP() << s.message();
+  ASSERT_TRUE(s.ok()) << s.message();
+  ExpectExact(model, fitted, "owned:direct=on");
+  const nlohmann::json d = fitted.loader->Details();
+  ASSERT_TRUE(d.contains("fit")) << d.dump();
+  EXPECT_EQ(d["fit"]["mode"], "device");
+  EXPECT_FALSE(d["fit"]["why"].get<std::string>().empty());
+  const uint64_t chunk = d["chunk"];
+  if (d["fit"].contains("request")) {  // the temporary folder is on a block device
+    const uint64_t request = d["fit"]["request"];
+    EXPECT_GT(d["fit"]["max_sectors_kb"].get<uint64_t>(), 0u);
+    EXPECT_TRUE(chunk % request == 0 || (chunk == (4u << 20) && request >= chunk)) << d.dump();
+  } else {
+    EXPECT_EQ(chunk, 4u << 20) << d.dump();
+  }
+  Loaded off;
+  ASSERT_TRUE(LoadTable("owned:direct=on:fit=off:chunk=8KiB", index, model, &off).ok());
+  ExpectExact(model, off, "owned:fit=off");
+  EXPECT_EQ(off.loader->Details()["fit"]["mode"], "off");
+  EXPECT_EQ(off.loader->Details()["chunk"], 8192u);
+  Loaded buffered;
+  ASSERT_TRUE(LoadTable("owned:direct=off", index, model, &buffered).ok());
+  EXPECT_EQ(buffered.loader->Details()["chunk"], 4u << 20);
+  EXPECT_NE(buffered.loader->Details()["fit"]["why"].get<std::string>().find("no O_DIRECT"),
+            std::string::npos);
 }
 
 // Shards of odd tensors (an empty one, a 1-element one, odd byte counts) at 64-byte alignment.
