@@ -162,7 +162,9 @@ const std::vector<DevicePreset>& DevicePresets() {
       {"hdd", 270'000'000, 170,
        "a 7,200 rpm 3.5-inch hard disk (Seagate Exos X18: 270 MB/s sustained at the outer "
        "tracks, 170 random 4K reads per second at queue depth 16)",
-       "Seagate Exos X18 data sheet (DS2045, seagate.com): max. sustained transfer rate OD "
+       "Seagate Exos X18 data sheet (DS2045, from "
+       "https://www.seagate.com/products/enterprise-drives/exos-x/x18/): max. sustained transfer "
+       "rate OD "
        "270 MB/s, random read 4K QD16 WCD 170 IOPS; the X18 SAS Product Manual (publication "
        "100865853) has the same drive's performance characteristics"},
       {"sata_ssd", 560'000'000, 98'000,

@@ -3,6 +3,11 @@
 // in one line that says what is taken. No root needed.
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "harness/storage/parts.h"
@@ -83,6 +88,15 @@ TEST(StorageSpecTest, ThePresetsAreThoseDocumentedWithTheirSources) {
     EXPECT_FALSE(std::string(p.what).empty()) << p.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"hdd", "sata_ssd", "gp3", "gp3_max"}));
+  // docs/storage.md's table has a row of each, with its reads per second as written there.
+  std::ifstream in(std::string(LOADBENCH_SOURCE_DIR) + "/docs/storage.md");
+  const std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const DevicePreset& p : DevicePresets()) {
+    EXPECT_NE(docs.find(fmt::format("| `{}` |", p.name)), std::string::npos) << p.name;
+    std::string iops = std::to_string(p.read_iops);  // with the docs' thousands commas
+    for (int at = static_cast<int>(iops.size()) - 3; at > 0; at -= 3) iops.insert(at, ",");
+    EXPECT_NE(docs.find("| " + iops + " |"), std::string::npos) << p.name;
+  }
   const StorageSpec max = Parsed("erofs:preset=gp3_max");
   EXPECT_EQ(max.device.read_bps, 1000u << 20);
   EXPECT_EQ(max.device.read_iops, 16000u);
