@@ -183,7 +183,9 @@ def variants(label: str, runs: list[Results], first: int, alone: bool = False) -
     out = []
     for s in on:
         name = storage.name(s) if alone else f"{label} / {storage.name(s)}"
-        out.append(machine(name, [storage.on(r, s) for r in runs], first, s))
+        # Only the folders that hold the storage: another folder's env.json does not name it.
+        held = [(i, r) for i, r in enumerate(runs) if s in storage.labels(r)]
+        out.append(machine(name, [storage.on(r, s) for _, r in held], first + held[0][0], s))
     for m in out:
         m.facts.update(mf.storage_facts(m.runs[0].env, m.storage, m.figures))
     return out

@@ -62,6 +62,7 @@ class StorageRuns {
   std::unique_ptr<Storage> storage_;
   std::vector<PreparedFile> files_;  // the experiment's files on the storage
   std::string failed_, kind_;
+  std::string cached_prefix_;     // an overlay's root, registered as kept in its lower layer
   bool fuse_cache_full_ = false;  // a fuse storage with rclone's full VFS cache
   nlohmann::ordered_json env_ = nlohmann::ordered_json::array();
   bool changed_ = false;

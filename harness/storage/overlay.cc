@@ -40,6 +40,7 @@ Status MakeOverlay(const StorageSpec& spec, const Storage::Made& how, StoragePar
   LB_RETURN_IF_ERROR(MountOn(p, "overlay", p->root, "overlay", 0, data));
   p->fs = "overlay";
   p->lower_fs = "ext4";
+  p->cached_in = lower_mount + "/lower";
   return Status::Ok();
 }
 

@@ -42,6 +42,7 @@ struct StorageParts {
   std::string loop;         // "loop3": the loop device reads of the model go through
   std::string fs;           // "xfs", "squashfs", "overlay", "tmpfs", "fuse.rclone"
   std::string lower_fs;     // overlay: its lower layer's ("ext4")
+  std::string cached_in;    // overlay: the lower layer's folder, whose files hold the page cache
   ProgramUsed maker;        // mkfs, mksquashfs, mkfs.erofs, rclone
   std::string mount_options;
   uint64_t bytes = 0;  // the backing file's, the image's or the tmpfs's size

@@ -143,6 +143,8 @@ std::string Storage::PathOf(const std::string& path) const {
   return PathOnStorage(*parts_, spec_.kind, path);
 }
 
+std::string Storage::CachedIn() const { return parts_->cached_in; }
+
 nlohmann::ordered_json Storage::Env() const {
   const StorageParts& p = *parts_;
   nlohmann::ordered_json options = nlohmann::ordered_json::object();

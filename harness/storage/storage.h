@@ -117,6 +117,10 @@ class Storage {
   const std::string& device() const { return device_; }
   // Its counters now; nullopt without a device.
   std::optional<DeviceStat> Stat() const;
+  // Where the page cache of the model's files on it is kept, when not in those files' own:
+  // an overlay's lower layer (the folder the overlay's root maps onto), else "". A cache
+  // state is made and checked there (harness/cache/served.h).
+  std::string CachedIn() const;
 
   // The device class applied to this process (and so to everything it starts after) until
   // Leave: this process moved into a blkio cgroup of its own (v1 blkio.throttle.read_*_device,
