@@ -117,17 +117,6 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
-// Whether `pid` (a child of ours) has exited, left unreaped; its wait status in `wstatus`.
-bool Exited(pid_t pid, int* wstatus) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-      info.si_pid != pid) {
-    return false;
-  }
-  *wstatus = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0) : info.si_status;
-  return true;
-}
-
 }  // namespace
 
 Status FreeLoopbackPort(int* port) {
@@ -233,7 +222,7 @@ Status Server::WaitReady() {
   const auto until = Clock::now() + kReadyWithin;
   for (;;) {
     int wstatus = 0;
-    if (Exited(pid_, &wstatus)) {
+    if (ChildExited(pid_, &wstatus)) {
       return Status::IOError(fmt::format("{} ended ({}) before it answered: {}", program_,
                                          DescribeExit(wstatus), LogTail()));
     }
@@ -271,7 +260,7 @@ Status Server::EndProcesses() {
   if (spec_.kind == "s3fs" && IsFuseMount(spec_.root)) ::umount2(spec_.root.c_str(), 0);
   ::kill(-pid_, SIGTERM);  // nginx's master ends its workers and reaps them
   int wstatus = 0;
-  for (const auto until = Clock::now() + kTermWithin; !Exited(pid_, &wstatus);) {
+  for (const auto until = Clock::now() + kTermWithin; !ChildExited(pid_, &wstatus);) {
     if (Clock::now() > until) {
       ::kill(-pid_, SIGKILL);
       break;
@@ -309,7 +298,7 @@ Status Server::Stop() {
 
 bool Server::running() const {
   int wstatus = 0;
-  return pid_ > 0 && !Exited(pid_, &wstatus);
+  return pid_ > 0 && !ChildExited(pid_, &wstatus);
 }
 
 double Server::CpuSeconds() const {

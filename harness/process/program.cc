@@ -95,6 +95,16 @@ std::string LastLines(const std::string& text, int n) {
   return out.empty() ? "(no output)" : out;
 }
 
+bool ChildExited(pid_t pid, int* wstatus) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid != pid) {
+    return false;
+  }
+  *wstatus = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0) : info.si_status;
+  return true;
+}
+
 std::string DescribeExit(int wstatus) {
   if (WIFSIGNALED(wstatus)) return fmt::format("killed by signal {}", WTERMSIG(wstatus));
   return fmt::format("exit code {}", WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);

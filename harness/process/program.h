@@ -3,6 +3,8 @@
 // child set-up (child.h), in a process group of its own that is killed whole at the end.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -29,6 +31,10 @@ Status OpenNetns(const std::string& path, UniqueFd* fd);
 
 // The last `n` lines of `text`, joined by " | " (for one-line messages).
 std::string LastLines(const std::string& text, int n);
+
+// Whether `pid` (a child of ours) has exited, left unreaped (its zombie stays for a reaper);
+// its wait status in *wstatus.
+bool ChildExited(pid_t pid, int* wstatus);
 
 // "exit code N" or "killed by signal N", of a wait status.
 std::string DescribeExit(int wstatus);

@@ -35,17 +35,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kMountWithin = std::chrono::seconds(10);
 
-// Whether `pid` (a child of ours) has exited, left unreaped; its wait status in *wstatus.
-bool Exited(pid_t pid, int* wstatus) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
-      info.si_pid != pid) {
-    return false;
-  }
-  *wstatus = info.si_code == CLD_EXITED ? W_EXITCODE(info.si_status, 0) : info.si_status;
-  return true;
-}
-
 std::string LogTail(const std::string& log) {
   std::ifstream in(log);
   std::stringstream ss;
@@ -131,7 +120,7 @@ Status WaitMounted(pid_t pid, const std::string& mount, const std::string& log) 
   for (const auto until = Clock::now() + kMountWithin;;) {
     if (MountedAt(mount)) return Status::Ok();
     int wstatus = 0;
-    if (Exited(pid, &wstatus)) {
+    if (ChildExited(pid, &wstatus)) {
       return Status::IOError(fmt::format("rclone ended ({}) before it mounted {}: {}",
                                          DescribeExit(wstatus), mount, LogTail(log)));
     }
@@ -164,7 +153,7 @@ Status EndProcessGroup(pid_t pid) {
   if (pid <= 0) return Status::Ok();
   ::kill(-pid, SIGTERM);  // rclone unmounts and ends
   int wstatus = 0;
-  for (const auto until = Clock::now() + std::chrono::seconds(2); !Exited(pid, &wstatus);) {
+  for (const auto until = Clock::now() + std::chrono::seconds(2); !ChildExited(pid, &wstatus);) {
     if (Clock::now() > until) {
       ::kill(-pid, SIGKILL);
       break;

@@ -102,6 +102,8 @@ def test_a_throttled_storage_is_read_at_its_device_class(tmp_path, model, env):
     for r in records_of(out):
         seconds = r["wall_s"]
         rate = r["file_bytes"] / seconds
+        # A ceiling only (a slow machine reads slower): 30% over the class allows the
+        # throttle's first slice, let through before it counts, on a read of about 1 s.
         assert rate < 16e6 * 1.3, (r["strategy"], rate)
 
 

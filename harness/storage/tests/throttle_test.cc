@@ -69,12 +69,14 @@ TEST_F(StorageThrottleTest, ReadsAreHeldToTheRateWhileEntered) {
   EXPECT_NE(OwnIoGroup().find("/loadbench-"), std::string::npos) << OwnIoGroup();
   const JournalLines entered = Listed();
   const double throttled = SecondsToRead(shard);
+  // A floor only (a slow machine may take longer): 2.2 s allows the throttle's first slice,
+  // which it lets through before it counts.
   EXPECT_GE(throttled, 2.2) << "read " << 24 * kMiB / throttled / 1e6 << " MB/s";
-  EXPECT_LE(throttled, 5.0);
   ASSERT_TRUE(storage_->Leave().ok());
   EXPECT_EQ(OwnIoGroup(), outside);
   const double free = SecondsToRead(shard);
-  EXPECT_LT(free, 1.0);
+  // Left, the limit is gone: faster than under it by far (any disk reads above 20 MB/s).
+  EXPECT_LT(free, throttled / 2);
   storage_.reset();
   ExpectGone(entered);  // the cgroup with the rest
   EXPECT_TRUE(Listed().empty());
@@ -98,8 +100,8 @@ TEST_F(StorageThrottleTest, OperationsPerSecondAreHeldToo) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(storage_->Leave().ok());
   ::close(fd);
+  // A floor only: 1.5 s of the 2 allows the first slice the throttle lets through uncounted.
   EXPECT_GE(throttled, 1.5) << 40 / throttled << " reads/s";
-  EXPECT_LE(throttled, 4.0) << 40 / throttled << " reads/s";
 }
 
 TEST_F(StorageThrottleTest, EnterWithoutADeviceClassDoesNothing) {
