@@ -2,7 +2,8 @@
 # The A/A calibration: runs experiments/aa.toml N times, each into its own folder under OUT
 # with its own seed for the balanced order (so that no order effect repeats in every one; an
 # interrupted folder resumes when run again with the same OUT), then prints the
-# false-positive rate of the paired comparison over them (analysis/aa.py). Before each, it
+# false-positive rate of the paired comparison over them (analysis/aa.py) and the regression
+# gate's false-alarm rate over every pair of them (analysis/gate.py --aa). Before each, it
 # waits for the machine to settle (`loadbench system settle`, at most LOADBENCH_SETTLE_WAIT
 # seconds, default 60) and says how long it waited.
 #   scripts/aa.sh N OUT [DATA]
@@ -25,4 +26,11 @@ for ((i = 1; i <= n; ++i)); do
 done
 folders=()
 for ((i = 1; i <= n; ++i)); do folders+=("$(printf '%s/%02d' "$out" "$i")"); done
-/usr/bin/python3 -m analysis.aa "${folders[@]}"
+# The paired comparison's false-positive rate, then the regression gate's false alarms over
+# the same folders (every pair, unpaired: analysis/stats/gate.py; docs/rounds.md).
+rc=0
+/usr/bin/python3 -m analysis.aa "${folders[@]}" || rc=$?
+if ((n >= 2)); then
+  /usr/bin/python3 -m analysis.gate --aa "${folders[@]}" --json "$out/gate-aa.json"
+fi
+exit $rc

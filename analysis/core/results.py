@@ -22,6 +22,7 @@ and `guard` makes every command's failure one line on stderr and exit code 2.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -449,3 +450,16 @@ def guard(prog: str, folders: list[str], body) -> int:
 def _fail(prog: str, message: str) -> int:
     print(f"{prog}: {' '.join(message.split())}", file=sys.stderr)
     return 2
+
+
+class Arguments(argparse.ArgumentParser):
+    """A command's argument parser whose every refusal (a missing folder argument, an unknown
+    option, a value a `type` refuses) is one line on stderr, `prog: what`, and exit code 2, as
+    `guard`'s: never the usage block."""
+
+    def error(self, message: str):
+        raise SystemExit(_fail(self.prog, f"{message} (--help says how)"))
+
+    def refuse(self, message: str):
+        """A refusal of the command's own (a value no `type` checks): one line, exit 2."""
+        raise SystemExit(_fail(self.prog, message))

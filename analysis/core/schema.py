@@ -205,8 +205,10 @@ def normalize(value, spec, found: list, field: str = ""):
         return _object(value, spec, found, field)
     if isinstance(spec, list) and isinstance(value, list):
         items = [normalize(v, spec[0], found, f"{field}[{i}]") for i, v in enumerate(value)]
-        bad = any(i is MISSING or (i is None and _is_container(spec[0])) for i in items)
-        return MISSING if bad else items
+        nulls = [i for i, v in enumerate(items) if v is None and _is_container(spec[0])]
+        if nulls:  # noted here: normalize(None) notes nothing, null being "not measured"
+            found.append((f"{field}[{nulls[0]}]", f"expected {describe(spec[0])}, got null"))
+        return MISSING if nulls or any(i is MISSING for i in items) else items
     if not _is_container(spec) and _fits(value, spec):
         return value
     found.append((field, f"expected {describe(spec)}, got {shown(value)}"))
@@ -225,3 +227,57 @@ def _object(value: dict, spec: dict, found: list, field: str) -> dict:
         else:
             out[key] = checked
     return out
+
+
+# The JSON Schema of one runs.jsonl record, as analysis/record.schema.json ships it: made from
+# RECORD and REQUIRED, so that the analysis's checks and the schema other tools validate with
+# are one truth (analysis/tests/test_record_schema.py fails where the file and `json_schema`
+# differ, and holds `normalize` and a validator to the same answers; the C++ writer's records
+# are validated against the file by harness/run/tests/test_record_schema.py).
+JSON_TYPES = {NUMBER: ["number"], INTEGER: ["integer"], TEXT: ["string"], BOOLEAN: ["boolean"],
+              SCALAR: ["string", "number", "boolean"], OBJECT: ["object"], LIST: ["array"]}
+SCHEMA_ID = "urn:loadbench:runs.jsonl:record"
+
+
+def _json_types(spec) -> list[str]:
+    kinds = spec if isinstance(spec, tuple) else (spec,)
+    return [t for k in kinds for t in JSON_TYPES[k]]
+
+
+def spec_schema(spec, nullable: bool = True) -> dict:
+    """One spec as a JSON Schema; null allowed (`nullable`: not measured) as `normalize`
+    allows it, but for an item of a list that is an object or a list."""
+    if isinstance(spec, frozenset):
+        return {"enum": sorted(spec) + ([None] if nullable else [])}
+    if isinstance(spec, dict):
+        out = {"type": ["object", "null"] if nullable else "object",
+               "properties": {k: spec_schema(v) for k, v in spec.items() if k != "*"}}
+        if "*" in spec:
+            out["additionalProperties"] = spec_schema(spec["*"])
+        return out
+    if isinstance(spec, list):
+        return {"type": ["array", "null"] if nullable else "array",
+                "items": spec_schema(spec[0], not _is_container(spec[0]))}
+    types = _json_types(spec) + (["null"] if nullable else [])
+    return {"type": types if len(types) > 1 else types[0]}
+
+
+def json_schema() -> dict:
+    """A runs.jsonl record (docs/results-format.md) as JSON Schema draft 2020-12: the fields
+    of RECORD with their types, null for any (not measured) but the REQUIRED ones, which must
+    be there; every other key is allowed, unchecked, as the analysis keeps it."""
+    record = spec_schema(RECORD, nullable=False)
+    for name in REQUIRED:
+        record["properties"][name] = spec_schema(RECORD[name], nullable=False)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID,
+            "title": "loadbench run record (one line of runs.jsonl)",
+            "description": "The fields loadbench's analysis reads and their types "
+                           "(analysis/core/schema.py RECORD; every key and its meaning: "
+                           "docs/results-format.md). Null is 'not measured'; keys not listed "
+                           "are allowed.",
+            **record, "required": list(REQUIRED)}
+
+
+if __name__ == "__main__":
+    # `/usr/bin/python3 -m analysis.core.schema > analysis/record.schema.json` writes the file.
+    print(json.dumps(json_schema(), indent=2, ensure_ascii=False))

@@ -4,14 +4,17 @@ PNG and SVG in DIR/figures/, and DIR/summary.json, the table for other tools.
 
     /usr/bin/python3 -m analysis.report DIR
     /usr/bin/python3 -m analysis.report --brief DIR   # then print only report.html's path
-                                                      # and the verdict (`make run`'s end)
+                                                      # and the verdict, a line a question
+    /usr/bin/python3 -m analysis.report DIR --export csv t.csv --export json t.json
 
 The report opens with the verdict (per cache state the fastest strategy against the baseline and
 the runner-up, and the fastest ways to map the model and to own a copy,
 analysis/sections/verdict.py) and the time figure; each figure follows the table it illustrates,
 and each start table's *why* prices a copy's first touches and its notes name the groups whose
 runs got huge pages in part (analysis/stats/touch.py); noise, carry-over, the machine and the
-runs left out come last.
+runs left out come last. `--brief` prints the verdict one line a question
+(analysis/sections/brief.py); `--export FMT FILE` (csv, md or json; repeatable) writes the
+summary table, one row per condition and strategy (analysis/stats/rows.py).
 
 The page is a list of sections (analysis/sections/base.py), each shown where its results hold
 what it is about, in the order of `SECTIONS`; summary.json takes their entries in the order of
@@ -20,15 +23,14 @@ what it is about, in the order of `SECTIONS`; summary.json takes their entries i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
 
-from analysis.core import html_page
+from analysis.core import export, html_page
 from analysis.core.figures import Figures
-from analysis.core.results import ResultsError, guard, json_default, load
-from analysis.sections import base, gpu, peers
+from analysis.core.results import Arguments, ResultsError, guard, json_default, load
+from analysis.sections import base, brief, gpu, peers
 from analysis.sections.after import After
 from analysis.sections.carryover import Carryover
 from analysis.sections.fleet import Fleet
@@ -43,9 +45,9 @@ from analysis.sections.reference import Reference
 from analysis.sections.remote import Remote
 from analysis.sections.start import ColdStart, StartFigures, WarmStart
 from analysis.sections.storage import Storages
-from analysis.sections.verdict import Verdict, lines
+from analysis.sections.verdict import Verdict
 from analysis.sections.where import Where
-from analysis.stats import aggregates, causes, paired, readers, remote, touch
+from analysis.stats import aggregates, causes, paired, readers, remote, rows, touch
 
 # The report's sections in their order: the verdict and the time figure first, then the tables,
 # each figure right after the table it illustrates; noise, carry-over, the machine and the runs
@@ -87,26 +89,35 @@ def build(folder: str) -> dict:
     with open(os.path.join(folder, "summary.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, indent=2, default=json_default)
     return {"report": os.path.join(folder, "report.md"), "figures": len(ctx.figs.items),
-            "summary": out}
+            "summary": out, "results": r, "table": ctx.table}
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="analysis.report", description=__doc__.splitlines()[0])
+    p = Arguments(prog="analysis.report", description=__doc__.splitlines()[0])
     p.add_argument("folder", help="a results folder (runs.jsonl, env.json)")
     p.add_argument("--brief", action="store_true",
-                   help="print only report.html's path and the verdict (for `make run`)")
+                   help="print only report.html's path and the verdict, one line a question")
+    p.add_argument("--export", nargs=2, action="append", default=[], metavar=("FMT", "FILE"),
+                   help="also write the summary table, one row per condition and strategy, "
+                        f"as {', '.join(export.WRITERS)} into FILE (repeatable)")
     args = p.parse_args(argv)
+    why = export.check(args.export)
+    if why:
+        p.refuse(why)
     return guard("analysis.report", [args.folder], lambda: run(args))
 
 
 def run(args) -> int:
     t0 = time.monotonic()
     out = build(args.folder)
+    written = export.write(args.export, rows.export(rows.summary(out["results"], out["table"]),
+                                                    args.folder))
     if args.brief:
         print(f"report: {os.path.join(args.folder, 'report.html')}")
-        print("\n".join(lines(out["summary"])))
+        print("\n".join(brief.lines(out["summary"]) + [f"table: {w}" for w in written]))
         return 0
     print(f"{out['report']} (+ report.html, summary.json, {out['figures']} figures in "
           f"{os.path.join(args.folder, 'figures')}) in {time.monotonic() - t0:.1f} s")
+    for w in written:
+        print(f"table: {w}")
     return 0
-

@@ -9,8 +9,9 @@ candidate surely faster than it in the rounds both ran in, and its estimate agai
 runner-up not above 1 (`faster_in_rounds`); where they disagree the verdict says so, with both
 strategies, both medians and the paired ratio, and names no fastest. Each condition's
 `caveats` (analysis/stats/ceiling.py's: a ceiling that a strategy's median beat) close the verdict,
-in the report and in `lines`. `summarize` gives summary.json's `verdict`, `lines` the plain
-text `analysis.report --brief` prints, `section_md` the report's.
+in the report and in `lines`. `summarize` gives summary.json's `verdict`, `lines` its sentences
+as plain text (the reference results' README), `section_md` the report's; `analysis.report
+--brief` prints it shorter, one line a question (analysis/sections/brief.py).
 
 Each condition answers a second question too (`map_or_own`): the fastest way to map the model
 (the candidates whose `strategy_flags` hold `maps-file`) and the fastest way to own a copy of
@@ -298,9 +299,9 @@ def caveats(verdicts) -> list[tuple[str, str]]:
 
 
 def lines(summary: dict, most: int = 3) -> list[str]:
-    """summary.json's verdict as plain-text lines, one per condition, at most `most` (the last
-    then says how many more the report has), each followed by its map-or-own line where it has
-    one (`map_own_line`), then the caveats of the conditions shown."""
+    """summary.json's verdict as plain-text sentences, one per condition, at most `most` (the
+    last then says how many more the report has), each followed by its map-or-own line where it
+    has one (`map_own_line`), then the caveats of the conditions shown."""
     verdicts = list((summary.get("verdict") or {}).items())
     if not verdicts:
         return ["no verdict: no ok run of a strategy"]

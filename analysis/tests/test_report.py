@@ -7,6 +7,7 @@ report's path and the verdict only."""
 
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -273,8 +274,10 @@ def test_brief_prints_the_report_and_the_verdict_only(rounds12):
                        cwd=REPO, capture_output=True, text=True, check=True)
     out = p.stdout.splitlines()
     assert out[0] == f"report: {rounds12}/report.html" and len(out) == 4
-    assert out[1].startswith("cold: mmap_seq is fastest (median ")
-    assert out[2].startswith("warm: mmap_seq is fastest (median ")
+    # One line a question: the fastest, its median, its paired ratio to the baseline.
+    assert re.fullmatch(r"cold: mmap_seq 1\.\d\d\d s, 0\.10× \(0\.\d+–0\.\d+\) fread, sure; "
+                        r"0\.\d+× \(0\.\d+–0\.\d+\) odirect, sure", out[1]), out[1]
+    assert out[2].startswith("warm: mmap_seq 0.1")
     # mmap_seq loads 4 GB in 1 s against a ceiling of about 2 GB/s: the verdict ends with it.
     assert out[3].startswith("cold: caveat: the ceiling (recipe O_DIRECT io_uring QD32 (before "
                              "recipes), fastest read 2.")

@@ -19,7 +19,8 @@ PACKAGE = "analysis"
 FLOORS = ["core", "stats", "models", "sections", "pages"]
 # The top of analysis/: the commands users type (`python3 -m analysis.X`), each a thin module
 # that calls into pages/; they stand above every floor.
-ENTRY_POINTS = {"report", "compare", "machines", "fleet", "carryover", "aa", "trim"}
+ENTRY_POINTS = {"report", "compare", "machines", "fleet", "carryover", "aa", "trim", "advise",
+                "gate"}
 TOP = "top"
 
 

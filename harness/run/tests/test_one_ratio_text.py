@@ -1,6 +1,7 @@
-"""One pair of one real run, printed four times in one text: the console's paired line (the
-binary), the report's table cell and its verdict, and compare's column of that folder all say
-the strategy's time over the baseline's as `0.24× (0.23–0.25)`, below 1 faster.
+"""One pair of one real run, printed five times in one text: the console's paired line (the
+binary), the report's table cell and its verdict, the verdict's brief line and compare's
+column of that folder all say the strategy's time over the baseline's as `0.24× (0.23–0.25)`,
+below 1 faster.
 
 Run with /usr/bin/python3 -m pytest harness/run/tests. LOADBENCH_BIN names the binary (default
 build/loadbench of this checkout)."""
@@ -48,8 +49,9 @@ def test_the_console_the_report_the_verdict_and_compare_print_one_text(tmp_path,
     assert cell(warm, "× fread's time, paired (95% CI)", "mmap_seq") == text, warm
     verdict = json.load(open(os.path.join(out, "summary.json")))["verdict"]["warm"]
     assert verdict["fastest"] == "mmap_seq", verdict
-    assert f"warm: mmap_seq is fastest (median {verdict['median_s']:.3f} s): {text} the time " \
-           "of fread, the baseline" in brief, brief
+    assert f"**warm**: mmap_seq is fastest (median {verdict['median_s']:.3f} s): {text} the time " \
+           "of fread, the baseline" in report_md, report_md
+    assert f"warm: mmap_seq {verdict['median_s']:.3f} s, {text} fread, " in brief, brief
     compared = python("analysis.compare", out, out, "--out", str(tmp_path / "compare"))
     assert cell(compared, "A: × fread's time, paired (95% CI)", "mmap_seq") == text, compared
     assert cell(compared, "B: × fread's time, paired (95% CI)", "mmap_seq") == text, compared
