@@ -41,6 +41,37 @@ struct ProfileFlags {
   std::optional<int> hz;
 };
 
+// What run and experiment do once their runs are recorded (exit 0 or 1): `python3 -m
+// analysis.report DIR --brief` (the report written, its verdict printed), as `make run` ends,
+// with `--export FMT FILE` for each export; not with --no-report or LOADBENCH_NO_REPORT=1.
+struct ReportFlags {
+  bool no_report = false;
+  std::vector<std::string> exports;  // FMT FILE, FMT FILE, ...
+};
+
+// The exports checked before anything runs: each FMT one of csv, md, json. kBadInput naming it.
+Status CheckExports(const ReportFlags& f);
+
+// The report of `out_dir` after the runs that ended with `code`, unless told not to, or the
+// runs did not all get recorded (a code other than 0 and 1), or this is a rank of an MPI job
+// other than rank 0 or one of a [cluster]'s (the command that made the cluster reports).
+// Returns the exit code: `code`, at least 1 when the report failed (said, with the command
+// that writes it), 130 when it was interrupted.
+int ReportAfterRuns(const std::string& who, int code, const std::string& out_dir,
+                    const ReportFlags& f);
+
+// `loadbench report|compare|machines|gate|advise ARGS...`: `python3 -m analysis.NAME ARGS...`
+// from the tool's home (every argument the module's, --help too), run to its end with Ctrl-C
+// and SIGTERM passed on to it. Its exit code; 2 with no home, 127 when it cannot be run.
+int AnalysisMain(const std::string& name, const std::vector<std::string>& args);
+
+// The analysis subcommands, each with its line for `loadbench --help`.
+struct AnalysisSubcommand {
+  const char* name;
+  const char* summary;
+};
+const std::vector<AnalysisSubcommand>& AnalysisSubcommands();
+
 struct RunFlags {
   std::string file, strategies = "fread,mmap,mmap_seq", cache = "both";
   RepsFlags reps;
@@ -55,6 +86,8 @@ struct RunFlags {
   std::vector<std::string> exec, exec_shell;  // LABEL=COMMAND each
   std::vector<std::string> storages;          // KIND[:OPTION=VALUE...] each
   ProfileFlags profile;
+  ReportFlags report;
+  bool dry_run = false;
 };
 int RunCommand(const RunFlags& f, const std::string& command_line);
 
@@ -66,6 +99,11 @@ struct ExperimentFlags {
   std::optional<uint64_t> seed;
   std::string tune;  // off, on or auto instead of the file's [system] tune; "": the file's
   ProfileFlags profile;
+  ReportFlags report;
+  // --resume [DIR]: go on with DIR (or --out), or with the newest results/NAME-* folder that is
+  // incomplete; without it the results folder must hold no runs.
+  bool resume = false;
+  std::string resume_dir;
 };
 int ExperimentCommand(const ExperimentFlags& f, const std::string& command_line);
 

@@ -2,13 +2,19 @@
 // The command line: every subcommand's flags, declared with CLI11 in this file only (a large
 // header-only library, compiled once), then one call to the subcommand (harness/cli/commands.h).
 #include <cstdlib>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/completion.h"
+#include "harness/cli/help_text.h"
 #include "harness/experiment/experiment.h"
 #include "harness/gen/presets.h"
 #include "harness/probe/probe.h"
@@ -18,6 +24,41 @@
 
 namespace loadbench::cli {
 namespace {
+
+// --help wrapped at the reader's width (help_text.h): options and subcommands in two columns,
+// descriptions and footers as paragraphs, and whatever line is still too wide (a group's name)
+// wrapped last, so that no line of any page runs past the width.
+class WrappedFormatter final : public CLI::Formatter {
+ public:
+  explicit WrappedFormatter(size_t width) : width_(width) {}
+
+  std::string make_help(const CLI::App* app, std::string name,
+                        CLI::AppFormatMode mode) const override {
+    std::istringstream in(CLI::Formatter::make_help(app, std::move(name), mode));
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+      out += line.size() <= width_ ? line + "\n" : Wrap(line, width_, "", 6);
+    }
+    return out;
+  }
+  std::string make_option(const CLI::Option* opt, bool positional) const override {
+    return HelpEntry(make_option_name(opt, positional) + make_option_opts(opt),
+                     make_option_desc(opt), get_column_width(), width_);
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return HelpEntry(sub->get_display_name(true), sub->get_description(), get_column_width(),
+                     width_);
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return Wrap(CLI::Formatter::make_description(app), width_, "", 0);
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    return Wrap(app->get_footer(), width_, "", 0);
+  }
+
+ private:
+  size_t width_;
+};
 
 CLI::App* AddGen(CLI::App& app, GenFlags* f) {
   auto* cmd = app.add_subcommand(
@@ -113,6 +154,19 @@ void AddProfile(CLI::App* cmd, ProfileFlags* f, const std::string& on_help) {
   cmd->add_option("--profile-hz", f->hz,
                   fmt::format("With --profile: samples per second (default {})", kDefaultProfileHz))
       ->check(CLI::Range(1, kMaxProfileHz));
+}
+
+// --no-report and --export, of run and experiment: what ends them once the runs are recorded.
+void AddReport(CLI::App* cmd, ReportFlags* f) {
+  cmd->add_flag("--no-report", f->no_report,
+                "Write no report at the end (also with LOADBENCH_NO_REPORT=1); without it the "
+                "runs end as `make run` does: `loadbench report DIR --brief` writes the report "
+                "and prints the verdict");
+  cmd->add_option("--export", f->exports,
+                  "Also export the results' table: FMT (csv, md or json) into FILE, by the "
+                  "report; repeatable")
+      ->type_size(2)
+      ->type_name("FMT FILE");
 }
 
 void AddVerbose(CLI::App* cmd, bool* verbose) {
@@ -211,7 +265,8 @@ void AddRunMeasurement(CLI::App* cmd, RunFlags* f) {
 CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   auto* cmd = app.add_subcommand(
       "run", "Load a file with each strategy in a fresh worker process, cold and/or warm, verify "
-             "every load by checksum, and record the runs");
+             "every load by checksum, and record the runs; then write their report and print "
+             "the verdict");
   cmd->add_option("--file", f->file, "Weight file")->required();
   cmd->add_option("--strategies", f->strategies,
                   "Comma-separated strategies, each with optional :key=value options, e.g. "
@@ -230,7 +285,9 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_option("--cache", f->cache, "Cache state: cold, warm or both")
       ->check(CLI::IsMember({"cold", "warm", "both"}))
       ->capture_default_str();
-  AddReps(cmd, &f->reps, "Rounds: in each, every strategy runs once per cache state (default 5)");
+  AddReps(cmd, &f->reps,
+          "Rounds: in each, every strategy runs once per cache state (default 6: the fewest "
+          "whose paired ratios get a 95% interval)");
   cmd->add_option("--order", f->order,
                   "Order of the strategies within each round: balanced (a Williams design, "
                   "seeded by --seed: each follows every other equally often), interleaved "
@@ -252,6 +309,10 @@ CLI::App* AddRun(CLI::App& app, RunFlags* f) {
   cmd->add_flag("--resume", f->resume,
                 "Go on with a run whose --out holds some of its runs (after an interruption or a "
                 "full disk): the runs it holds are kept and not run again; give the same flags");
+  cmd->add_flag("--dry-run", f->dry_run,
+                "Print the plan (runs, rounds, a time estimate from the probe); run and write "
+                "nothing");
+  AddReport(cmd, &f->report);
   AddNoWait(cmd, &f->no_wait);
   AddSettleWait(cmd, &f->settle_wait_s);
   AddVerbose(cmd, &f->verbose);
@@ -276,11 +337,23 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
   auto* cmd = app.add_subcommand(
       "experiment",
       "Run an experiment file (experiments/*.toml): generate its files, run its plan with a "
-      "progress line, and resume it when its results folder already holds some of its runs");
-  cmd->add_option("file", f->path, "Experiment file (TOML)")->required();
+      "progress line into a fresh results folder, then write its report and print the verdict; "
+      "--resume goes on with an interrupted one");
+  cmd->add_option("file", f->path,
+                  "Experiment file (TOML), or the NAME of one in the tool's experiments/ "
+                  "(quick, all-strategies, ...)")
+      ->required();
   cmd->add_option("--out", f->out_dir,
-                  "Results folder (default: results/<experiment name>); one that holds some of "
-                  "this experiment's runs is resumed");
+                  "Results folder (default: a fresh results/NAME-<UTC time>); one that already "
+                  "holds runs is refused unless --resume");
+  const CLI::Option* resume =
+      cmd->add_option("--resume", f->resume_dir,
+                      "Go on with the runs of DIR (or --out), which keeps them and runs the rest; "
+                      "without DIR, with the newest results/NAME-* that is incomplete (said in a "
+                      "line). The command to type is printed when an experiment stops early")
+          ->expected(0, 1)
+          ->type_name("[DIR]");
+  cmd->parse_complete_callback([f, resume] { f->resume = resume->count() > 0; });
   cmd->add_option("--data", f->data_dir, "Where generated files are cached by spec")
       ->capture_default_str();
   AddReps(cmd, &f->reps, "Rounds, instead of the file's reps");
@@ -302,6 +375,7 @@ CLI::App* AddExperiment(CLI::App& app, ExperimentFlags* f) {
   AddSettleWait(cmd, &f->settle_wait_s);
   AddVerbose(cmd, &f->verbose);
   AddProfile(cmd, &f->profile, "A CPU profile of every load, whatever the file's profile key says");
+  AddReport(cmd, &f->report);
   return cmd;
 }
 
@@ -470,6 +544,96 @@ CLI::App* AddWorker(CLI::App& app, WorkerFlags* f) {
   return cmd;
 }
 
+// The analysis subcommands, for --help and completion only: main runs them before CLI11 sees
+// their arguments, which are all the Python module's.
+void AddAnalysis(CLI::App& app) {
+  for (const AnalysisSubcommand& a : AnalysisSubcommands()) {
+    app.add_subcommand(a.name, a.summary)
+        ->group("Analysis (python3 -m analysis.NAME; every argument is its own, --help too)");
+  }
+}
+
+CLI::App* AddCompletion(CLI::App& app, std::string* shell) {
+  auto* cmd = app.add_subcommand(
+      "completion", "Print a shell completion script made from these subcommands and their "
+                    "options, so that it never lags behind them: source <(loadbench completion "
+                    "bash)");
+  cmd->add_option("shell", *shell, "The shell: bash")->required()->check(CLI::IsMember({"bash"}));
+  return cmd;
+}
+
+// `app` as completion sees it: its subcommands but the hidden ones (worker), and every name of
+// its options.
+CompletionCommand CompletionTree(const CLI::App& app) {
+  CompletionCommand c;
+  c.name = app.get_name();
+  for (const CLI::Option* o : app.get_options()) {
+    std::vector<std::string> names;
+    for (const std::string& n : o->get_snames()) names.push_back("-" + n);
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+    c.options.insert(c.options.end(), names.begin(), names.end());
+    if (o->get_type_size() != 0) {
+      c.options_with_value.insert(c.options_with_value.end(), names.begin(), names.end());
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (!sub->get_group().empty()) c.subcommands.push_back(CompletionTree(*sub));
+  }
+  return c;
+}
+
+// Each page's examples (by its subcommands' path; "" the top), after any footer of its own:
+// commands that work as they stand, given the files they name.
+const std::vector<std::pair<std::string, std::vector<std::string>>> kExamples = {
+    {"",
+     {"loadbench experiment quick", "loadbench run --file data/m.wlf --strategies fread,mmap_seq",
+      "loadbench report results/quick-20250101-120000", "source <(loadbench completion bash)"}},
+    {"gen",
+     {"loadbench gen --size 2GiB --out data/m.wlf",
+      "loadbench gen --size 512MiB --format safetensors --shards 4 --out data/m.safetensors",
+      "loadbench gen --preset moe --size 1GiB --format gguf --out data/moe.gguf --dry-run"}},
+    {"inspect", {"loadbench inspect data/m.wlf", "loadbench inspect data/m.gguf --json"}},
+    {"run",
+     {"loadbench run --file data/m.wlf",
+      "loadbench run --file data/m.wlf --strategies fread,mmap_seq,owned --cache cold --reps auto",
+      "loadbench run --file data/m.wlf --strategies fread:chunk=4MiB,mmap --dry-run"}},
+    {"experiment",
+     {"loadbench experiment quick",
+      "loadbench experiment experiments/quick.toml --reps 2 --dry-run",
+      "loadbench experiment quick --resume"}},
+    {"list", {"loadbench list", "loadbench list --json"}},
+    {"cache", {"loadbench cache drop data/m.wlf", "loadbench cache status data/m.wlf --json"}},
+    {"probe", {"loadbench probe", "loadbench probe --size 256MiB --json"}},
+    {"lock",
+     {"loadbench lock -- python3 my_loader_bench.py --model m.safetensors",
+      "loadbench lock --no-wait -- bash scripts/aa.sh"}},
+    {"system",
+     {"loadbench system show", "loadbench system tune -- make test",
+      "loadbench system settle --max-wait 30"}},
+    {"system tune", {"loadbench system tune", "loadbench system tune -- make test"}},
+    {"serve",
+     {"loadbench serve --kind http --root data",
+      "loadbench serve --kind s3 --root data/s3 --bucket models"}},
+    {"put",
+     {"loadbench put data/m.wlf s3://models/m.wlf",
+      "loadbench put data/m.safetensors s3://models/llama/model.safetensors"}},
+    {"completion",
+     {"source <(loadbench completion bash)",
+      "loadbench completion bash > ~/.local/share/bash-completion/completions/loadbench"}},
+};
+
+void AddExamples(CLI::App& app) {
+  for (const auto& [path, lines] : kExamples) {
+    CLI::App* cmd = &app;
+    std::istringstream words(path);
+    for (std::string w; words >> w;) cmd = cmd->get_subcommand(w);
+    std::string text = cmd->get_footer().empty() ? "" : cmd->get_footer() + "\n\n";
+    text += "Examples:";
+    for (const std::string& l : lines) text += "\n  " + l;
+    cmd->footer(text);
+  }
+}
+
 }  // namespace
 
 int ReportError(const std::string& cmd, const Status& s) {
@@ -496,27 +660,13 @@ int CommandsOfTheirOwn(int argc, char** argv, LockFlags* lock, NetnsExecFlags* n
   return argc;
 }
 
-}  // namespace
-}  // namespace loadbench::cli
-
-int main(int argc, char** argv) {
-  using namespace loadbench;
-  using namespace loadbench::cli;
-  CLI::App app{
-      "loadbench: measures how model weight files get from disk into memory, and what each way "
-      "costs in time, memory, page faults and CPU."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(LOADBENCH_VERSION " (" LOADBENCH_COMMIT ")"));
+// Every subcommand's flags.
+struct Commands {
   GenFlags gen;
   InspectFlags inspect;
   RunFlags run;
   ExperimentFlags experiment;
   SystemFlags system;
-  if (std::string error; !SettleWaitDefault(&run.settle_wait_s, &error)) {
-    fmt::print(stderr, "loadbench: {}\n", error);
-    return 2;
-  }
-  experiment.settle_wait_s = system.settle_wait_s = run.settle_wait_s;
   bool list_json = false;
   CacheFlags cache;
   ProbeOptions probe;
@@ -525,20 +675,82 @@ int main(int argc, char** argv) {
   PutFlags put;
   WorkerFlags worker;
   NetnsExecFlags netns_exec;
-  const auto* gen_cmd = AddGen(app, &gen);
-  const auto* inspect_cmd = AddInspect(app, &inspect);
-  const auto* run_cmd = AddRun(app, &run);
-  const auto* experiment_cmd = AddExperiment(app, &experiment);
-  const auto* list_cmd = AddList(app, &list_json);
-  const auto* cache_cmd = AddCache(app, &cache);
-  const auto* probe_cmd = AddProbe(app, &probe);
-  auto* lock_cmd = AddLock(app, &lock);
-  const auto* system_cmd = AddSystem(app, &system);
-  const auto* serve_cmd = AddServe(app, &serve);
-  const auto* put_cmd = AddPut(app, &put);
-  const auto* worker_cmd = AddWorker(app, &worker);
-  const auto* netns_exec_cmd = AddNetnsExec(app, &netns_exec);
-  const int parsed_argc = CommandsOfTheirOwn(argc, argv, &lock, &netns_exec);
+  std::string completion_shell;
+};
+
+void Declare(CLI::App& app, Commands* c) {
+  AddGen(app, &c->gen);
+  AddInspect(app, &c->inspect);
+  AddRun(app, &c->run);
+  AddExperiment(app, &c->experiment);
+  AddList(app, &c->list_json);
+  AddCache(app, &c->cache);
+  AddProbe(app, &c->probe);
+  AddLock(app, &c->lock);
+  AddSystem(app, &c->system);
+  AddServe(app, &c->serve);
+  AddPut(app, &c->put);
+  AddWorker(app, &c->worker);
+  AddNetnsExec(app, &c->netns_exec);
+  AddCompletion(app, &c->completion_shell);
+  AddAnalysis(app);
+  AddExamples(app);
+}
+
+// The parsed subcommand run: its exit code.
+int Run(const CLI::App& app, Commands& c, const std::string& command_line) {
+  const CLI::App* sub = app.get_subcommands().at(0);  // require_subcommand(1)
+  const std::string name = sub->get_name();
+  c.probe.command_line = command_line;
+  if (name == "gen") return GenCommand(c.gen);
+  if (name == "inspect") return InspectCommand(c.inspect);
+  if (name == "run") return RunCommand(c.run, command_line);
+  if (name == "experiment") return ExperimentCommand(c.experiment, command_line);
+  if (name == "list") return ListCommand(c.list_json);
+  if (name == "cache") return CacheCommand(c.cache, command_line);
+  if (name == "probe") return ProbeMain(c.probe);
+  if (name == "lock") {
+    for (const std::string& arg : sub->remaining()) c.lock.command.push_back(arg);
+    return LockCommand(c.lock, command_line);
+  }
+  if (name == "system") return SystemCommand(c.system, command_line);
+  if (name == "serve") return ServeCommand(c.serve);
+  if (name == "put") return PutCommand(c.put);
+  if (name == "worker") return WorkerCommand(c.worker);
+  if (name == "netns-exec") return NetnsExecCommand(c.netns_exec);
+  if (name == "completion") {
+    fmt::print("{}", BashCompletion(CompletionTree(app)));
+    return 0;
+  }
+  return 2;
+}
+
+}  // namespace
+}  // namespace loadbench::cli
+
+int main(int argc, char** argv) {
+  using namespace loadbench;
+  using namespace loadbench::cli;
+  // The analysis subcommands' arguments are all the Python module's: never parsed here.
+  for (const AnalysisSubcommand& a : AnalysisSubcommands()) {
+    if (argc > 1 && argv[1] == std::string(a.name)) {
+      return AnalysisMain(a.name, std::vector<std::string>(argv + 2, argv + argc));
+    }
+  }
+  CLI::App app{
+      "loadbench: measures how model weight files get from disk into memory, and what each way "
+      "costs in time, memory, page faults and CPU."};
+  app.formatter(std::make_shared<WrappedFormatter>(HelpWidth()));  // before the subcommands
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(LOADBENCH_VERSION " (" LOADBENCH_COMMIT ")"));
+  Commands c;
+  if (std::string error; !SettleWaitDefault(&c.run.settle_wait_s, &error)) {
+    fmt::print(stderr, "loadbench: {}\n", error);
+    return 2;
+  }
+  c.experiment.settle_wait_s = c.system.settle_wait_s = c.run.settle_wait_s;
+  Declare(app, &c);
+  const int parsed_argc = CommandsOfTheirOwn(argc, argv, &c.lock, &c.netns_exec);
   try {
     app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -549,22 +761,5 @@ int main(int argc, char** argv) {
   }
   std::string command_line;  // recorded in env.json
   for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
-  probe.command_line = command_line;
-  if (*gen_cmd) return GenCommand(gen);
-  if (*inspect_cmd) return InspectCommand(inspect);
-  if (*run_cmd) return RunCommand(run, command_line);
-  if (*experiment_cmd) return ExperimentCommand(experiment, command_line);
-  if (*list_cmd) return ListCommand(list_json);
-  if (*cache_cmd) return CacheCommand(cache, command_line);
-  if (*probe_cmd) return ProbeMain(probe);
-  if (*lock_cmd) {
-    for (const std::string& a : lock_cmd->remaining()) lock.command.push_back(a);
-    return LockCommand(lock, command_line);
-  }
-  if (*system_cmd) return SystemCommand(system, command_line);
-  if (*serve_cmd) return ServeCommand(serve);
-  if (*put_cmd) return PutCommand(put);
-  if (*worker_cmd) return WorkerCommand(worker);
-  if (*netns_exec_cmd) return NetnsExecCommand(netns_exec);
-  return 2;
+  return Run(app, c, command_line);
 }

@@ -11,6 +11,7 @@
 
 #include "harness/experiment/command.h"
 #include "harness/process/child.h"
+#include "harness/process/home.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {
@@ -92,7 +93,11 @@ Status ParseExecFlag(const std::string& text, bool shell, ExecCommand* out) {
   return Status::Ok();
 }
 
-std::string PeersDir() { return LOADBENCH_PEERS_DIR; }
+std::string PeersDir() {
+  std::string home;
+  if (!LoadbenchHome(&home).ok()) return "loaders/peers";  // no home: as from the source tree
+  return home + "/loaders/peers";
+}
 
 Status ResolveProgram(const ExecCommand& c, const std::string& argv0, std::string* path) {
   return FindProgram(argv0, c.package, path);

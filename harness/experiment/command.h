@@ -52,7 +52,8 @@ std::vector<std::string> FillCommand(const ExecCommand& c, const ExecPlaces& pla
 // no expansion); with `shell`, COMMAND is kept whole. kBadInput with the reason.
 Status ParseExecFlag(const std::string& text, bool shell, ExecCommand* out);
 
-// The folder of the shipped peers (loaders/peers of the source tree the binary was built from).
+// The folder of the shipped peers: loaders/peers of the tool's home (process/home.h), or
+// "loaders/peers" (of the working folder) where there is none.
 std::string PeersDir();
 
 // argv[0] as execv needs it: a path as given, else the first executable of that name on PATH.

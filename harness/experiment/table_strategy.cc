@@ -1,5 +1,6 @@
 // [[strategy]]: a strategy and its options; an option given a list is an axis of a grid, and
 // the table stands for every point of the grid. An exec command's table is read by ReadExec.
+#include <algorithm>
 #include <map>
 
 #include <fmt/ranges.h>
@@ -23,7 +24,47 @@ std::optional<std::string> OptionText(const toml::node& n) {
   return std::nullopt;
 }
 
-// The options of a [[strategy]] table as axes, and its name.
+// name = "fleet:design=every", the spec `run --strategies` takes: *name becomes the strategy's
+// name, and each option in it an axis of one value, as if it were a key of the table. An option
+// given in the name and as a key must say the same; a piece that is not key=value is refused
+// with the form of a key of its own.
+Status NameOptions(const TableReader& r, const toml::table& t, std::string* name, Axes* axes) {
+  const size_t colon = name->find(':');
+  if (colon == std::string::npos) return Status::Ok();
+  const std::string spec = *name;
+  *name = spec.substr(0, colon);
+  for (size_t at = colon; at != std::string::npos;) {
+    const size_t next = spec.find(':', at + 1);
+    const std::string kv =
+        spec.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    at = next;
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      return r.Bad(*t.get("name"),
+                   fmt::format("name \"{}\": '{}' is not key=value; an option may also be a key "
+                               "of its own: name = \"{}\" and {} = VALUE on lines of their own",
+                               spec, kv, *name, kv.substr(0, eq)));
+    }
+    const std::string key = kv.substr(0, eq), value = kv.substr(eq + 1);
+    auto given = std::find_if(axes->begin(), axes->end(),
+                              [&](const auto& axis) { return axis.first == key; });
+    if (given == axes->end()) {
+      axes->emplace_back(key, std::vector<std::string>{value});
+    } else if (given->second != std::vector<std::string>{value}) {
+      const toml::node* as_key = t.get(key);
+      return r.Bad(as_key != nullptr ? *as_key : *t.get("name"),
+                   fmt::format("option {} is given twice, differently: {} in name \"{}\" and {}; "
+                               "give it once",
+                               key, value, spec,
+                               as_key != nullptr
+                                   ? fmt::format("{} = {}", key, fmt::join(given->second, ", "))
+                                   : fmt::format("{} earlier in the name", given->second[0])));
+    }
+  }
+  return Status::Ok();
+}
+
+// The options of a [[strategy]] table as axes, and its name (a spec in it read as such).
 Status AxesOf(const TableReader& r, const toml::table& t, std::string* name, Axes* axes) {
   for (const auto& [key, node] : t) {
     const std::string k(key.str());
@@ -48,7 +89,7 @@ Status AxesOf(const TableReader& r, const toml::table& t, std::string* name, Axe
     }
     axes->emplace_back(k, std::move(values));
   }
-  return Status::Ok();
+  return NameOptions(r, t, name, axes);
 }
 
 // Every combination of the axes, the first axis varying slowest.
@@ -88,7 +129,10 @@ const toml::node& OptionNamed(const toml::table& t, const std::string& message) 
 Status Point(const TableReader& r, const toml::table& t, const StrategyInfo* info,
              ExperimentStrategy* s) {
   if (auto v = s->spec.options.find("via"); v != s->spec.options.end()) {
-    if (!IsVia(v->second)) return r.Bad(*t.get("via"), TableReader::ViaError(v->second));
+    if (!IsVia(v->second)) {
+      const toml::node* at = t.get("via") != nullptr ? t.get("via") : t.get("name");  // or in name
+      return r.Bad(*at, TableReader::ViaError(v->second));
+    }
     s->spec.via = v->second == "local" ? "" : v->second;
     s->spec.options.erase(v);
   }
@@ -109,6 +153,10 @@ Status Point(const TableReader& r, const toml::table& t, const StrategyInfo* inf
 Status ReadStrategy(const TableReader& r, const toml::table& t,
                     std::vector<ExperimentStrategy>* out) {
   if (t["name"].value<std::string>() == kExec) return ReadExec(r, t, out);
+  if (t["name"].value<std::string>().value_or("").starts_with(std::string(kExec) + ":")) {
+    return r.Bad(*t.get("name"), "an exec strategy is name = \"exec\" with label, command and "
+                                 "its other keys of their own (docs/exec.md)");
+  }
   std::string name;
   Axes axes;
   LB_RETURN_IF_ERROR(AxesOf(r, t, &name, &axes));

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -209,22 +210,36 @@ int Executor::NotWritten(const Status& s) const {
               3);
 }
 
-// The command that goes on where this one stopped (under MPI, by the same launcher).
+// The command that goes on where this one stopped (under MPI, by the same launcher): this
+// command's own words, the binary as it was typed, into the same folder with --resume (an
+// experiment's --out and --resume give way to `--resume OUT`).
 std::string Executor::ResumeCommand() const {
   // A cluster's command makes its cluster and runs mpirun itself.
   const std::string launcher = o_.job != nullptr && !o_.cluster.is_object()
                                    ? fmt::format("mpirun -np {} ", o_.job->size())
                                    : "";
-  if (!e_.path.empty()) {
-    return fmt::format("{}loadbench experiment {} --out {}{}", launcher, e_.path, o_.out_dir,
+  std::vector<std::string> words;
+  std::istringstream in(o_.command_line);
+  for (std::string w; in >> w;) words.push_back(w);
+  const bool experiment = !e_.path.empty();
+  if (words.size() < 2) {  // no command line: what `loadbench experiment` would be
+    return fmt::format("{}loadbench experiment {} --resume {}{}", launcher, e_.path, o_.out_dir,
                        o_.data_dir != "data" ? " --data " + o_.data_dir : "");
   }
-  // run: the same flags, into the same folder, with --resume.
-  std::string args =
-      o_.command_line.substr(std::min(o_.command_line.find(' '), o_.command_line.size()));
-  if (args.find(" --out") == std::string::npos) args += " --out " + o_.out_dir;
-  if (args.find(" --resume") == std::string::npos) args += " --resume";
-  return launcher + "loadbench" + args;
+  std::string command = launcher + words[0];
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (experiment && (w == "--out" || w == "--resume")) {
+      if (i + 1 < words.size() && words[i + 1] == o_.out_dir) ++i;  // its folder goes too
+      continue;
+    }
+    if (experiment && (w.starts_with("--out=") || w.starts_with("--resume="))) continue;
+    command += " " + w;
+  }
+  if (experiment) return command + " --resume " + o_.out_dir;
+  if (command.find(" --out") == std::string::npos) command += " --out " + o_.out_dir;
+  if (command.find(" --resume") == std::string::npos) command += " --resume";
+  return command;
 }
 
 // The results folder for this command alone (refused when another writes there), then the
@@ -246,7 +261,9 @@ Status Executor::CheckResultsFolder() {
   struct stat st {};
   if (::stat(runs_path_.c_str(), &st) == 0 && st.st_size > 0) {
     return Status::BadInput(
-        fmt::format("{}: already holds results (runs.jsonl); choose another --out", o_.out_dir));
+        fmt::format("{}: already holds results (runs.jsonl): to go on with them give --resume, "
+                    "else choose another --out",
+                    o_.out_dir));
   }
   return Status::Ok();
 }
@@ -729,8 +746,7 @@ int Executor::Finish() {
                               ResumeCommand()),
                   130);
     }
-    return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume, run the same "
-                            "command again:\n  {}",
+    return Stop(fmt::format("interrupted: {} of {} runs recorded in {}; to resume:\n  {}",
                             rs_.reporter.done, rs_.reporter.total, runs_path_, ResumeCommand()),
                 130);
   }

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -118,14 +119,18 @@ TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
       });
   ASSERT_TRUE(sent) << Describe(first);
   EXPECT_EQ(first.exit_code, 130) << Describe(first);
-  EXPECT_TRUE(Contains(first.err, "to resume, run the same command again")) << Describe(first);
+  // The command to type: the same one, the binary as it was started, with --resume.
+  EXPECT_TRUE(Contains(first.err, fmt::format("to resume:\n  {} experiment {} --data {} --verbose "
+                                              "--resume {}\n",
+                                              LOADBENCH_BINARY, toml, data_, out_)))
+      << Describe(first);
   const size_t kept = test::ReadRuns(out_).size();  // throws on a half line
   EXPECT_GE(kept, 3u);
   EXPECT_LT(kept, 9u);
 
   // A crash inside a write (not a SIGINT) could leave a last line cut short: resuming drops it.
   { std::ofstream(out_ + "/runs.jsonl", std::ios::app) << R"({"run_id": "cut)"; }
-  const ProcessResult second = RunLoadbench(Args(toml));
+  const ProcessResult second = RunLoadbench(Args(toml, {"--resume"}));
   EXPECT_EQ(second.exit_code, 0) << Describe(second);
   EXPECT_TRUE(Contains(second.err, "cut short")) << Describe(second);
   EXPECT_TRUE(Contains(second.err, std::to_string(kept) + " already recorded")) << Describe(second);
@@ -142,7 +147,7 @@ TEST_F(ExperimentCliTest, InterruptedThenResumedRecordsEveryPlannedRunOnce) {
   for (const auto& r : test::ReadRuns(out_)) EXPECT_EQ(r["status"], "ok") << r.dump();
 
   // Complete: a third run runs nothing.
-  const ProcessResult third = RunLoadbench(Args(toml));
+  const ProcessResult third = RunLoadbench(Args(toml, {"--resume"}));
   EXPECT_EQ(third.exit_code, 0) << Describe(third);
   EXPECT_TRUE(Contains(third.err, "9 already recorded, 0 to run")) << Describe(third);
   EXPECT_EQ(test::ReadRuns(out_).size(), 9u);
@@ -171,7 +176,7 @@ TEST_F(ExperimentCliTest, ResumingWithBothCacheStatesRecordsEachRunOnce) {
   const size_t kept = test::ReadRuns(out_).size();
   ASSERT_GE(kept, 3u);
   ASSERT_LT(kept, 8u);
-  const ProcessResult second = RunLoadbench(Args(toml));
+  const ProcessResult second = RunLoadbench(Args(toml, {"--resume"}));
   EXPECT_TRUE(second.exit_code == 0 || second.exit_code == 1) << Describe(second);
   const auto seen = Recorded();
   EXPECT_EQ(seen.size(), 8u);
@@ -192,7 +197,7 @@ TEST_F(ExperimentCliTest, AResultsFolderOfAnotherExperimentIsRefused) {
   ASSERT_EQ(RunLoadbench(Args(Write("small.toml", kSmall), {"--reps", "1"})).exit_code, 0);
   std::string other = kSmall;
   other.replace(other.find("\"small\""), 7, "\"other\"");
-  const ProcessResult r = RunLoadbench(Args(Write("other.toml", other)));
+  const ProcessResult r = RunLoadbench(Args(Write("other.toml", other), {"--resume"}));
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "holds runs of experiment 'small', not 'other'")) << Describe(r);
 }

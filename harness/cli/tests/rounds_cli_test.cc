@@ -136,9 +136,9 @@ TEST_F(RoundsCliTest, AnAdaptiveExperimentRecordsRoundsCeilingsAndWhyItStopped) 
                               "the ratios)"))
       << r.out;
 
-  // Run again, it resumes: every round is recorded, nothing more runs.
-  const auto again =
-      RunLoadbench({"experiment", dir_.File("auto.toml"), "--out", out_, "--data", data_});
+  // Resumed, every round is recorded: nothing more runs.
+  const auto again = RunLoadbench(
+      {"experiment", dir_.File("auto.toml"), "--out", out_, "--data", data_, "--resume"});
   ASSERT_EQ(again.exit_code, 0) << Describe(again);
   EXPECT_EQ(test::ReadRuns(out_).size(), 12u);
 }

@@ -218,7 +218,7 @@ def test_an_interrupted_job_resumes(place):
     job.communicate(timeout=120)
     before = len(records(out))
     assert 2 <= before < 24 and job.returncode != 0
-    p = mpirun(env, 2, "experiment", x, "--out", out)
+    p = mpirun(env, 2, "experiment", x, "--out", out, "--resume")
     assert p.returncode == 0, p.stderr
     recs = records(out)
     keys = [(r["rep"], r["rank"]) for r in recs]

@@ -213,7 +213,7 @@ def test_each_session_records_its_own_cluster_and_rates_are_never_pooled(tmp_pat
     assert p.returncode == 0, p.stderr
     out = tmp_path / "out"
     more = [BIN, "experiment", str(tmp_path / "e.toml"), "--data", str(tmp_path / "data"),
-            "--out", str(out), "--quiet", "--reps", "2"]
+            "--out", str(out), "--quiet", "--reps", "2", "--resume"]
     asan = dict(env, ASAN_OPTIONS="detect_leaks=0")
     q = subprocess.run(more, capture_output=True, text=True, timeout=300, env=asan)
     assert q.returncode == 0, q.stderr

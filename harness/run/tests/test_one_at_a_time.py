@@ -210,13 +210,13 @@ def test_a_full_results_disk_keeps_whole_lines_and_resumes(tmp_path, model, env)
         first, resume = p.stderr.strip().splitlines()[-2:]
         assert first.startswith(f"loadbench experiment: {out}: the results could not be written")
         assert "No space left on device" in first, p.stderr
-        assert resume.strip() == f"loadbench experiment {plan} --out {out}", p.stderr
+        assert resume.strip() == f"{BIN} experiment {plan} --quiet --resume {out}", p.stderr
         kept = records(out)  # whole lines only
         assert len(kept) < 20
         assert not glob.glob(os.path.join(out, "*.tmp.*"))
         subprocess.run(["mount", "-o", "remount,size=4m", str(tiny)], check=True)
-        again = subprocess.run([BIN, *resume.split()[1:], "--quiet"], capture_output=True,
-                               text=True, env=env, timeout=120)
+        again = subprocess.run(resume.split(), capture_output=True, text=True, env=env,
+                               timeout=120)
         assert again.returncode == 0, again.stderr
         runs = records(out)
         assert len(runs) == 20 and set(keys(runs).values()) == {1}
