@@ -115,6 +115,7 @@ nlohmann::json TransferStats::ToJson() const {
         {"max", latency_s.empty() ? 0.0 : *std::max_element(latency_s.begin(), latency_s.end())}}},
       {"etag_checked", etag_unchecked.empty()}};
   if (!etag_unchecked.empty()) j["etag_unchecked"] = etag_unchecked;
+  if (!credentials.empty()) j["credentials"] = credentials;
   return j;
 }
 
@@ -286,7 +287,8 @@ Status HttpGet::Finish(CURLcode code) {
   if (status_ == 404)
     return Status::BadInput(fmt::format("{}: missing (HTTP 404)", Printable(obj_.name)));
   if (status_ == 403) {
-    return Error("HTTP 403 Forbidden: the credentials were refused or do not allow reading it");
+    return Error("HTTP 403 Forbidden: the credentials were refused or do not allow reading it" +
+                 CredentialsHint(obj_));
   }
   if (RetriedStatus(status_)) return Error(fmt::format("HTTP {} after {} tries", status_, tries_));
   const long want = len_ > 0 ? 206 : 200;

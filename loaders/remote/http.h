@@ -49,13 +49,16 @@ struct TransferStats {
   // Why some answer was not checked against the object's ETag ("the HEAD sent no ETag", "a GET
   // sent no ETag": the first seen); empty when every one was.
   std::string etag_unchecked;
+  // Where an s3:// object's credentials came from (RemoteObject::credentials): set by
+  // OpenObject; empty for http(s):// names.
+  std::string credentials;
 
   // Adds the request that ended on `get`'s handle; `retried`: it is to be made again (counted
   // in `retries`, its bytes not asked for, nor received, until then).
   void Add(const HttpGet& get, bool retried);
   // {"requests", "retries", "connections", "bytes_requested", "bytes_received", "first_byte_s",
-  //  "request_latency_s": {"p50", "p90", "p99", "max"}, "etag_checked"}, and "etag_unchecked"
-  //  when it was not.
+  //  "request_latency_s": {"p50", "p90", "p99", "max"}, "etag_checked"}, "etag_unchecked"
+  //  when it was not, and "credentials" when set.
   nlohmann::json ToJson() const;
 };
 

@@ -57,8 +57,9 @@ Status PutObject(const RemoteObject& obj, const std::string& local, const std::s
                                        error[0] ? error : curl_easy_strerror(code)));
   }
   if (status != 200) {
-    return Status::IOError(
-        fmt::format("{}: the PUT of {} was answered HTTP {}", Printable(obj.name), local, status));
+    return Status::IOError(fmt::format("{}: the PUT of {} was answered HTTP {}{}",
+                                       Printable(obj.name), local, status,
+                                       status == 403 ? CredentialsHint(obj) : ""));
   }
   return Status::Ok();
 }

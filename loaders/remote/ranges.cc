@@ -28,6 +28,7 @@ Status OpenObject(const std::string& path, uint64_t size, RemoteObject* obj, Obj
         "{}: a local file; the http_* strategies read s3:// and http(s):// objects", path));
   }
   LB_RETURN_IF_ERROR(ResolveRemote(path, obj));
+  if (stats != nullptr && !obj->credentials.empty()) stats->credentials = obj->credentials;
   LB_RETURN_IF_ERROR(HeadObject(*obj, Timeouts{}, head, stats));
   if (head->size != size) {
     return Status::IOError(

@@ -30,8 +30,8 @@ struct RangeRequest {
 std::vector<RangeRequest> ChunkRange(size_t object, uint64_t begin, uint64_t end, uint64_t chunk,
                                      std::byte* dst);
 
-// The object `path` names, resolved and HEADed: kIOError naming it when its size is no longer
-// `size`, the size its table was read with.
+// The object `path` names, resolved and HEADed (the source of its credentials noted in `stats`):
+// kIOError naming it when its size is no longer `size`, the size its table was read with.
 Status OpenObject(const std::string& path, uint64_t size, RemoteObject* obj, ObjectHead* head,
                   TransferStats* stats);
 

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
-#include <map>
+#include <ctime>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "loaders/base/text.h"
+#include "loaders/remote/credentials.h"
 
 namespace loadbench {
 namespace {
@@ -83,65 +83,9 @@ Status SplitHttp(const std::string& name, std::string* origin, std::string* path
   return Status::Ok();
 }
 
-// The INI file of AWS credentials: section -> key -> value.
-using Ini = std::map<std::string, std::map<std::string, std::string>>;
-
-std::string Trim(std::string s) {
-  const char* blank = " \t\r";
-  s.erase(0, s.find_first_not_of(blank));
-  s.erase(s.find_last_not_of(blank) + 1);
-  return s;
-}
-
-Status ReadIni(const std::string& path, Ini* out) {
-  std::ifstream in(path);
-  if (!in) return Status::BadInput(fmt::format("{}: cannot read the credentials file", path));
-  std::string line, section;
-  for (int n = 1; std::getline(in, line); ++n) {
-    line = Trim(line);
-    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
-    if (line.front() == '[' && line.back() == ']') {
-      section = Trim(line.substr(1, line.size() - 2));
-      continue;
-    }
-    const size_t eq = line.find('=');
-    if (eq == std::string::npos || section.empty()) {
-      return Status::BadInput(
-          fmt::format("{}: line {}: not `[profile]` or `key = value`", path, n));
-    }
-    (*out)[section][Trim(line.substr(0, eq))] = Trim(line.substr(eq + 1));
-  }
-  return Status::Ok();
-}
-
-// Credentials from the environment, else from the profile; none is not an error (unsigned).
-Status FindCredentials(RemoteObject* o) {
-  const char* id = Env("AWS_ACCESS_KEY_ID");
-  const char* secret = Env("AWS_SECRET_ACCESS_KEY");
-  if (id && secret) {
-    o->userpwd = fmt::format("{}:{}", id, secret);
-    if (const char* token = Env("AWS_SESSION_TOKEN")) o->session_token = token;
-    return Status::Ok();
-  }
-  std::string file;
-  if (const char* f = Env("AWS_SHARED_CREDENTIALS_FILE")) {
-    file = f;
-  } else if (const char* home = Env("HOME")) {
-    file = fmt::format("{}/.aws/credentials", home);
-  }
-  std::ifstream probe(file);
-  if (file.empty() || !probe) return Status::Ok();
-  Ini ini;
-  LB_RETURN_IF_ERROR(ReadIni(file, &ini));
-  const std::string profile = Env("AWS_PROFILE") ? Env("AWS_PROFILE") : "default";
-  const auto it = ini.find(profile);
-  if (it == ini.end()) return Status::Ok();
-  const auto& kv = it->second;
-  if (kv.count("aws_access_key_id") && kv.count("aws_secret_access_key")) {
-    o->userpwd = fmt::format("{}:{}", kv.at("aws_access_key_id"), kv.at("aws_secret_access_key"));
-    if (kv.count("aws_session_token")) o->session_token = kv.at("aws_session_token");
-  }
-  return Status::Ok();
+std::string Region() {
+  const char* region = Env("AWS_REGION") ? Env("AWS_REGION") : Env("AWS_DEFAULT_REGION");
+  return region ? region : "us-east-1";
 }
 
 bool VirtualHosted(const std::string& endpoint_host) {
@@ -158,8 +102,7 @@ Status ResolveS3(const std::string& name, RemoteObject* o) {
   o->bucket = rest.substr(0, slash);
   o->key = rest.substr(slash + 1);
   if (HasControl(name)) return Bad(name, "a name holding control characters");
-  const char* region = Env("AWS_REGION") ? Env("AWS_REGION") : Env("AWS_DEFAULT_REGION");
-  const std::string r = region ? region : "us-east-1";
+  const std::string r = Region();
   const char* ep =
       Env("AWS_ENDPOINT_URL_S3") ? Env("AWS_ENDPOINT_URL_S3") : Env("AWS_ENDPOINT_URL");
   o->endpoint = ep ? ep : fmt::format("https://s3.{}.amazonaws.com", r);
@@ -178,8 +121,20 @@ Status ResolveS3(const std::string& name, RemoteObject* o) {
   } else {
     o->url = fmt::format("{}/{}/{}", origin, o->bucket, EncodeKey(o->key));
   }
-  LB_RETURN_IF_ERROR(FindCredentials(o));
-  if (!o->userpwd.empty()) o->sigv4 = fmt::format("aws:amz:{}:s3", r);
+  return Status::Ok();
+}
+
+// The S3 object's credentials (credentials.h), and the signing for the region when found.
+Status Sign(RemoteObject* o) {
+  AwsCredentials c;
+  LB_RETURN_IF_ERROR(FindCredentials(&c));
+  o->credentials = c.source;
+  o->credentials_expiry_unix_s = c.expiry_unix_s;
+  if (c.found()) {
+    o->userpwd = fmt::format("{}:{}", c.access_key_id, c.secret_access_key);
+    o->session_token = c.session_token;
+    o->sigv4 = fmt::format("aws:amz:{}:s3", Region());
+  }
   return Status::Ok();
 }
 
@@ -217,6 +172,7 @@ Status ResolveRemote(const std::string& name, RemoteObject* out) {
     return Bad(name, "a '.' or '..' segment in its path (it would be resolved away, and another "
                      "object fetched)");
   }
+  if (!o.bucket.empty()) LB_RETURN_IF_ERROR(Sign(&o));  // a name refused above asks for none
   *out = std::move(o);
   return Status::Ok();
 }
@@ -237,6 +193,19 @@ Status RemoteSibling(const std::string& base, const std::string& relative, std::
   }
   *out = base.substr(0, base.rfind('/') + 1) + relative;
   return Status::Ok();
+}
+
+std::string CredentialsHint(const RemoteObject& obj) {
+  if (obj.bucket.empty()) return "";  // an http(s):// name: never signed
+  if (obj.sigv4.empty()) {
+    return obj.credentials.empty() ? "; sent unsigned" : "; sent unsigned: " + obj.credentials;
+  }
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  if (obj.credentials_expiry_unix_s == 0 || obj.credentials_expiry_unix_s > now) return "";
+  AwsCredentials c;
+  c.source = obj.credentials;
+  c.expiry_unix_s = obj.credentials_expiry_unix_s;
+  return fmt::format("; the credentials were not renewed: {}", DescribeCredentials(c, now));
 }
 
 std::string RemoteBaseName(const std::string& name) { return name.substr(name.rfind('/') + 1); }

@@ -1,11 +1,12 @@
 // Remote models: what an s3:// or http(s):// name means, and how it becomes a request. An S3
 // object is addressed at an endpoint (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, else AWS's own
 // for the region), path-style (ENDPOINT/BUCKET/KEY) or virtual-hosted (BUCKET.HOST/KEY), and
-// signed with SigV4 when credentials are found (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY,
-// else the profile AWS_PROFILE or "default" in AWS_SHARED_CREDENTIALS_FILE or
-// ~/.aws/credentials); an http(s):// URL is fetched as it is, unsigned.
+// signed with SigV4 when credentials are found (loaders/remote/credentials.h: the environment, a
+// profile of the credentials file, else botocore's chain); an http(s):// URL is fetched as it is,
+// unsigned.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "loaders/base/status.h"
@@ -26,13 +27,22 @@ struct RemoteObject {
   std::string sigv4;          // CURLOPT_AWS_SIGV4's "aws:amz:REGION:s3", empty when unsigned
   std::string userpwd;        // "KEY_ID:SECRET" for signing; empty when unsigned
   std::string session_token;  // sent as x-amz-security-token when set
+  // S3 only: where the credentials came from, or why there are none (AwsCredentials::source),
+  // and when they expire (Unix seconds; 0 where not known to). Never a key.
+  std::string credentials;
+  int64_t credentials_expiry_unix_s = 0;
 };
+
+// What an answer refusing the credentials (403) may owe to them, to follow its reason: "; sent
+// unsigned: none (botocore looked in: ...)", or "; the credentials were not renewed: botocore:
+// container-role, expired at ..."; empty where neither holds.
+std::string CredentialsHint(const RemoteObject& obj);
 
 // Resolves `name` from the environment (above). kBadInput naming it for a malformed URL (no
 // bucket or key, credentials inside the URL, a query or fragment, an endpoint that is not
 // http(s)://HOST[:PORT]) and for a '.' or '..' segment in its path, also percent-encoded (%2e),
 // which libcurl or the server would resolve into another object's name; a credentials file
-// that cannot be read or parsed is kBadInput too.
+// that cannot be read or parsed, and a source of botocore's chain that fails, are kBadInput too.
 Status ResolveRemote(const std::string& name, RemoteObject* out);
 
 // The name of `relative` (a file name an index or a split names) beside `base` (a remote name):

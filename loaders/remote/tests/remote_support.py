@@ -23,12 +23,16 @@ SERVING = re.compile(r"^serving (\S+) at (http://127\.0\.0\.1:(\d+)) \((\w+) ([0
 
 
 def base_env(tmp):
-    """The test's environment: its own lock folder, no AWS setting of the machine's."""
+    """The test's environment: its own lock folder, no AWS setting or file of the machine's,
+    and no instance metadata service asked (botocore's chain runs where no keys are given)."""
     drop = ("LOADBENCH_LOCK_FD", "LOADBENCH_S3_ADDRESSING", "LOADBENCH_SIGV4_DATE",
             "LOADBENCH_HTTP_STALL_S")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") and k not in drop}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "LOADBENCH_AWS_")) and k not in drop}
     env["LOADBENCH_LOCK_DIR"] = os.path.join(str(tmp), "locks")
     env["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(str(tmp), "no-credentials")
+    env["AWS_CONFIG_FILE"] = os.path.join(str(tmp), "no-config")
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
     return env
 
 

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "loaders/remote/credentials.h"
 #include "tests/support/saved_env.h"
 #include "tests/support/wlf_fixture.h"
 
@@ -35,12 +36,23 @@ class RemoteEnv : public ::testing::Test {
       "AWS_SHARED_CREDENTIALS_FILE",
       "HOME",
       "LOADBENCH_S3_ADDRESSING",
+      // botocore's chain (credentials.h), run where no keys are found, and what it exports.
+      "AWS_CONFIG_FILE",
+      "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+      "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+      "AWS_WEB_IDENTITY_TOKEN_FILE",
+      "AWS_EC2_METADATA_DISABLED",
+      kCredentialsSourceVar,
+      kCredentialsKeyVar,
+      kCredentialsExpiryVar,
   };
 
   void SetUp() override {
     for (const char* n : kNames) ::unsetenv(n);
-    // No ~/.aws/credentials of the machine's: HOME is an empty folder.
+    // No ~/.aws/credentials or config of the machine's: HOME is an empty folder; and no
+    // instance metadata service asked.
     Set("HOME", home_.path());
+    Set("AWS_EC2_METADATA_DISABLED", "true");
   }
   static void Set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
