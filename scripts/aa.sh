@@ -21,7 +21,7 @@ for ((i = 1; i <= n; ++i)); do
   # The previous repetition's work (and whatever else) settles first; the line says how long
   # that took, and a machine still busy is said by the experiment's WARNING too.
   echo "aa.sh: $("$bin" system settle || true)" >&2
-  "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --seed "$i" --quiet \
+  "$bin" experiment experiments/aa.toml --out "$dir" --data "$data" --seed "$i" --quiet --no-report \
     >/dev/null
 done
 folders=()

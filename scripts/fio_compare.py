@@ -431,7 +431,7 @@ def main(argv=None):
         experiment = os.path.join(folder, "fio-compare.toml")
         with open(experiment, "w") as f:
             f.write(text)
-        cmd = [binary, "experiment", experiment, "--out", out]
+        cmd = [binary, "experiment", experiment, "--out", out, "--no-report"]
         status = run_experiment(cmd + (["--reps", str(args.reps)] if args.reps else []))
     runs = os.path.join(out, "runs.jsonl")
     if status == 2 or not os.path.exists(runs):  # refused (another experiment's folder...)

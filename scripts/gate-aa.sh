@@ -43,7 +43,7 @@ one() {  # one() DIR SEED P_SPEC: a folder of the A/A pair and row p, resumed wh
   # Exit 1: some run failed or was invalid, which the folder records and the gate leaves out.
   "$bin" run --file "$file" --strategies "mmap_seq:label=a,mmap_seq:label=b,$p:label=p" \
     --baseline "mmap_seq:label=a" --cache "$cache" --reps "$reps" "${ceiling[@]}" \
-    --seed "$seed" --experiment gate-aa --out "$dir" "${resume[@]}" >/dev/null || (($? == 1))
+    --seed "$seed" --experiment gate-aa --out "$dir" --no-report "${resume[@]}" >/dev/null || (($? == 1))
 }
 for ((i = 1; i <= n; ++i)); do
   name=$(printf '%02d' "$i")

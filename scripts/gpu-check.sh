@@ -62,8 +62,10 @@ grep -E 'cold read|host to GPU' "$out/probe.txt" >&2
 
 left=$((345 - (SECONDS - started)))
 say "experiments/gpu.toml into $out ($left s at most)"
+resume=()  # an interrupted check goes on where it stopped
+[[ -s $out/runs.jsonl ]] && resume=(--resume)
 timeout --signal=INT --kill-after=15 "$left" "$bin" experiment experiments/gpu.toml \
-  --data "$data" --out "$out" 2>&1 | tee "$out/experiment.log" | grep -vE '^\s*$' | tail -40
+  --data "$data" --out "$out" "${resume[@]}" 2>&1 | tee "$out/experiment.log" | grep -vE '^\s*$' | tail -40
 status=${PIPESTATUS[0]}
 say "experiment: exit $status; results in $out"
 if [[ -n ${GPU_CHECK_ARCHIVE:-} ]]; then

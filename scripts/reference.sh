@@ -32,7 +32,10 @@ for run in "${runs[@]}"; do
   # What ran before (the other experiment, its report) settles first; the line says how long.
   echo "reference: $("$bin" system settle || true)" >&2
   # shellcheck disable=SC2086  # the options are words
-  "$bin" experiment "$file" --data "$data" --out "$new/runs-$name" $options
+  resume=()  # an interrupted reference goes on where it stopped
+  [[ -s $new/runs-$name/runs.jsonl ]] && resume=(--resume)
+  "$bin" experiment "$file" --data "$data" --out "$new/runs-$name" --no-report "${resume[@]}" \
+    $options
   rm -rf "$new/$name"
   /usr/bin/python3 -m analysis.trim "$new/runs-$name" "$new/$name"
 done

@@ -92,7 +92,7 @@ def run_side(a, side, pair):
     what = "profile" if a.profile else "sampling"
     cmd = [a.bin, "run", "--file", a.file, "--strategies", a.strategies, "--cache", a.cache,
            "--reps", "1", "--sample-ms", f"{ms:g}", "--experiment", f"{what}-{side}",
-           "--out", out] + (["--profile"] if a.profile and side == "on" else [])
+           "--out", out, "--no-report"] + (["--profile"] if a.profile and side == "on" else [])
     for text in a.exec:
         cmd += ["--exec", text]
     with open(out + ".log", "w") as log:

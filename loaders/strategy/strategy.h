@@ -141,7 +141,12 @@ struct StrategyInfo {
 // Adds a strategy; called from static initializers, one per strategy file.
 bool RegisterStrategy(StrategyInfo info);
 
-#define LOADBENCH_REGISTER_STRATEGY(info_expr) \
-  [[maybe_unused]] static const bool lb_registered_ = ::loadbench::RegisterStrategy(info_expr)
+// Each registration's variable has a name of its own (__COUNTER__), so that strategy files
+// compiled together as one unit (the unity build, CMakeLists.txt) do not define one name twice.
+#define LOADBENCH_REGISTER_CONCAT_(a, b) a##b
+#define LOADBENCH_REGISTER_NAME_(n) LOADBENCH_REGISTER_CONCAT_(lb_registered_, n)
+#define LOADBENCH_REGISTER_STRATEGY(info_expr)                               \
+  [[maybe_unused]] static const bool LOADBENCH_REGISTER_NAME_(__COUNTER__) = \
+      ::loadbench::RegisterStrategy(info_expr)
 
 }  // namespace loadbench
