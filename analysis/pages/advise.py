@@ -174,10 +174,11 @@ def estimate(report: dict, reps: int) -> tuple[int, float]:
 
 
 def measure(bin_: str, args, out: str, report: dict) -> int:
-    """`loadbench run` of the picks and the baseline into OUT (its progress on stderr); its
-    exit code (1: some run failed; the others counted)."""
+    """`loadbench run` of the picks and the baseline into OUT (its progress on stderr), tuned
+    where the machine lets it as `make run` is (`--tune auto`: untuned, free page reporting makes
+    runs into fresh memory bimodal); its exit code (1: some run failed; the others counted)."""
     cmd = [bin_, "run", "--file", args.file, "--strategies", ",".join(report["specs"]),
-           "--cache", args.cache, "--reps", str(args.reps), "--out", out]
+           "--cache", args.cache, "--reps", str(args.reps), "--out", out, "--tune", "auto"]
     env = dict(os.environ)
     if "--no-report" in call([bin_, "run", "--help"], "run --help"):
         cmd.append("--no-report")
