@@ -20,6 +20,7 @@ paired them; `no paired ratio (no rounds)` for runs in grouped order.
 from __future__ import annotations
 
 from analysis.core.ratios import ratio_text
+from analysis.sections import verdict
 from analysis.sections.verdict import HALVES, MIN_ROUNDS
 
 
@@ -92,14 +93,8 @@ def lines(summary: dict, most: int = 3) -> list[str]:
     """summary.json's verdict as `--brief` prints it: per condition (at most `most`; the last
     line then says how many more the report has) its question line and its map-or-own line,
     then the caveats of the conditions shown, each to its first `;`."""
-    verdicts = list((summary.get("verdict") or {}).items())
-    if not verdicts:
-        return ["no verdict: no ok run of a strategy"]
-    shown = verdicts if len(verdicts) <= most else verdicts[:most - 1]
-    out = []
-    for cond, e in shown:
-        out += [question_line(cond, e)] + [x for x in [map_or_own_line(cond, e)] if x]
-    if len(shown) < len(verdicts):
-        out.append(f"... and {len(verdicts) - len(shown)} more conditions: see the report")
-    return out + [f"{cond}: {caveat.split('; ')[0]}" for cond, e in shown
-                  for caveat in e["caveats"]]
+    return verdict.lines(
+        summary, most,
+        per_condition=lambda cond, e: [question_line(cond, e)] + [
+            x for x in [map_or_own_line(cond, e)] if x],
+        caveat=lambda text: text.split("; ")[0])

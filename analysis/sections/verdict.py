@@ -298,21 +298,26 @@ def caveats(verdicts) -> list[tuple[str, str]]:
     return [(cond, caveat) for cond, e in verdicts for caveat in e["caveats"]]
 
 
-def lines(summary: dict, most: int = 3) -> list[str]:
-    """summary.json's verdict as plain-text sentences, one per condition, at most `most` (the
-    last then says how many more the report has), each followed by its map-or-own line where it
-    has one (`map_own_line`), then the caveats of the conditions shown."""
+def _sentences(cond: str, e: dict) -> list[str]:
+    """A condition's sentence and its map-or-own line where it has one (`lines`' default)."""
+    both = map_own_line(e)
+    return [f"{cond}: {phrase(e)}"] + ([f"{cond}: {both}"] if both else [])
+
+
+def lines(summary: dict, most: int = 3, per_condition=_sentences,
+          caveat=lambda text: text) -> list[str]:
+    """summary.json's verdict as plain-text lines: `per_condition(cond, verdict)`'s for each
+    condition, at most `most` (the last then says how many more the report has; by default a
+    sentence and its map-or-own line, `map_own_line`), then the caveats of the conditions shown,
+    each as `caveat(text)` gives it (whole by default)."""
     verdicts = list((summary.get("verdict") or {}).items())
     if not verdicts:
         return ["no verdict: no ok run of a strategy"]
     shown = verdicts if len(verdicts) <= most else verdicts[:most - 1]
-    out = []
-    for cond, e in shown:
-        both = map_own_line(e)
-        out += [f"{cond}: {phrase(e)}"] + ([f"{cond}: {both}"] if both else [])
+    out = [line for cond, e in shown for line in per_condition(cond, e)]
     if len(shown) < len(verdicts):
         out.append(f"... and {len(verdicts) - len(shown)} more conditions: see the report")
-    return out + [f"{cond}: {caveat}" for cond, caveat in caveats(shown)]
+    return out + [f"{cond}: {caveat(text)}" for cond, text in caveats(shown)]
 
 
 def clock(seconds: float) -> str:
