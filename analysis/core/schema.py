@@ -44,6 +44,8 @@ _COUNTS = ["peak_rss_bytes", "start_rss_bytes", "anon_huge_bytes", "major_faults
            "resident_before", "resident_after", "worst_shard_resident", "file_bytes",
            "tensor_bytes", "tensor_count", "ceiling_bytes", "gb_per_s",
            "server_resident_before", "server_cpu_s", "mount_cpu_s", "link_rx_bytes",
+           # The bytes a reader needed (its part); a cluster node's NIC counters over the run.
+           "needed_bytes", "nic_rx_bytes", "nic_tx_bytes",
            # A made storage's block device over the run (/sys/block/NAME/stat, read side).
            "device_reads", "device_read_bytes", "device_read_merges", "device_read_ms",
            "device_queue_ms", "device_request_bytes", "device_reads_per_s"]

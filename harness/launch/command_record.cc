@@ -1,7 +1,10 @@
 // An exec run's record from what the runner saw of its command, and the LOADBENCH_FD lines it
 // wrote.
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -66,6 +69,31 @@ std::string Implausible(const ExecReport& rep, double wall_s) {
                        "times must be of this run, in seconds",
                        *last, wall_s);
   }
+  return "";
+}
+
+// A `detail KEY VALUE` line's KEY VALUE into out->details: "" when it is one, else why not.
+std::string AddDetail(const std::string& text, ExecReport* out) {
+  const size_t sp = text.find(' ');
+  const std::string key = text.substr(0, sp);
+  const bool key_ok =
+      !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+      });
+  const auto value = sp == std::string::npos
+                         ? nlohmann::ordered_json()
+                         : nlohmann::ordered_json::parse(text.substr(sp + 1), nullptr, false);
+  const bool value_ok = value.is_string() || value.is_boolean() || value.is_number_integer() ||
+                        (value.is_number_float() && std::isfinite(value.get<double>()));
+  if (!key_ok || !value_ok) {
+    return "expected 'detail KEY VALUE': KEY of letters, digits and '_' (64 at most), VALUE one "
+           "JSON number, string, true or false";
+  }
+  if (!out->details.is_object()) out->details = nlohmann::ordered_json::object();
+  if (!out->details.contains(key) && out->details.size() >= kMaxExecDetails) {
+    return fmt::format("more than {} detail keys", kMaxExecDetails);
+  }
+  out->details[key] = value;
   return "";
 }
 
@@ -137,6 +165,14 @@ void FillExecRecord(const ExecOutcome& o, std::optional<uint64_t> expected,
   r->peak_rss_bytes = static_cast<uint64_t>(o.usage.ru_maxrss) * 1024;
   r->read_bytes = o.read_bytes;
   r->load_start_mono_s = o.exec_mono_s;
+  // The start the readers of a round are compared by (their spread, the round's duration):
+  // the ranked region's, by the wall clock.
+  if (timed == kTimedRegion && rep.done_s && o.done_unix_s) {
+    r->load_start_unix_s = *o.done_unix_s - *rep.done_s;
+  } else if (timed != kTimedRegion && o.started) {
+    r->load_start_unix_s = o.exec_unix_s;
+  }
+  if (protocol.ok() && rep.details.is_object()) r->details = rep.details;
   if (o.left_behind > 0) {
     r->warnings.push_back(fmt::format(
         "left {} process{} running at its exit, killed by the runner: what {} did after it is "
@@ -164,10 +200,14 @@ Status ParseExecReport(const std::string& text, ExecReport* out) {
       out->checksum = *sum;
     } else if (key == "unsupported" && !value.empty()) {
       out->unsupported = value;
+    } else if (key == "detail") {
+      if (std::string why = AddDetail(value, out); !why.empty()) {
+        return Status::Failed(fmt::format("LOADBENCH_FD line '{}': {}", line.substr(0, 200), why));
+      }
     } else {
       return Status::Failed(fmt::format(
-          "LOADBENCH_FD line '{}': expected 'ready SECONDS', 'done SECONDS', 'checksum HEX' or "
-          "'unsupported REASON'",
+          "LOADBENCH_FD line '{}': expected 'ready SECONDS', 'done SECONDS', 'checksum HEX', "
+          "'detail KEY VALUE' or 'unsupported REASON'",
           line.substr(0, 200)));
     }
   }

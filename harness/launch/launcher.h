@@ -3,13 +3,13 @@
 // differs is behind this interface, in the spirit of fio's I/O engines:
 //   workers  `loadbench worker` processes on this machine (launch/workers.h), held after their
 //            loads until all have loaded, so that their memory is measured side by side;
-//   command  an exec strategy's command (launch/command.h): its own process group, a cgroup to
-//            measure it by even without a memory limit, what it left alive killed and counted
-//            (left_behind), its own verification, checked on a cold run against what it read
-//            from storage; no warm-read check, no profile;
-//   ranks    a reader on each rank of an MPI job (launch/ranks.h): one host preparation per
-//            host (by its first rank), all ranks released at once, rank 0's reader sampled and
-//            profiled;
+//   command  an exec strategy's command per reader (launch/command.h): each in its own process
+//            group, a cgroup to measure them by even without a memory limit, what each left
+//            alive killed and counted (left_behind), its own verification, checked on a cold run
+//            against what the readers read from storage; no warm-read check, no profile;
+//   ranks    a reader on each rank of an MPI job (launch/ranks.h), a worker or a command: one
+//            host preparation per host (by its first rank), all ranks released at once, rank
+//            0's reader sampled and profiled (a worker);
 //   ceiling  a ceiling's read in this process (launch/ceiling.h): the device's, the link's or
 //            the server's limit, one read for the run whatever its readers, which makes its own
 //            start state and reports every figure itself: no host step, nothing measured around
@@ -47,6 +47,10 @@ struct LaunchRequest {
   // Readers of parts (loaders/use/part.h): reader k loads part k of part_checksums.size() and
   // must give part_checksums[k]; empty: the whole model each.
   std::vector<uint64_t> part_checksums;
+  // The tensor bytes of each part, beside part_checksums; and of the whole model, which a reader
+  // of the whole needs: a reader's needed_bytes (record/record.h).
+  std::vector<uint64_t> part_bytes;
+  uint64_t model_bytes = 0;
   int readers = 1;
   int all_readers = 0;  // under MPI: the run's readers over every rank (readers: this rank's)
   // The endpoint of the experiment's own s3rver, which the readers are pointed at
@@ -58,11 +62,15 @@ struct LaunchRequest {
   // The run's secret, which its readers present to each other (loaders/blocks/peers.h
   // LOADBENCH_FLEET_TOKEN): a new one for every run.
   std::string peer_token;
+  // Under MPI on a cluster's nodes (harness/run/cluster_run.h): each rank reads its namespace's
+  // interface counters right before its reader starts and right after it ends (net/
+  // nic_counters.h), for its record's nic_rx_bytes and nic_tx_bytes.
+  bool nic_counters = false;
   // Profiles (harness/profile/profile.h): perf's path and rate, where each reader's data goes.
   std::string perf, profile_dir;
   int profile_hz = 0;
-  // Commands: the resolved program, the argv to run, and the region its wall_s is
-  // (experiment/command.h: "command" or "region").
+  // Commands (empty program: workers): the resolved program, the argv to run, and the region
+  // its wall_s is (experiment/command.h: "command" or "region").
   std::string program;
   std::vector<std::string> argv;
   std::string timed = "command";
@@ -111,6 +119,8 @@ struct ReaderOutcome {
   // Under MPI: its host's name, its rank, the job's size, the rank that prepared its host.
   std::optional<std::string> host_name;
   std::optional<int> rank, ranks, cache_by_rank;
+  // What its node's interfaces carried in and out around it (LaunchRequest::nic_counters).
+  std::optional<uint64_t> nic_rx_bytes, nic_tx_bytes;
 };
 
 class Launcher {

@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include "harness/launch/command.h"
 #include "harness/launch/workers.h"
+#include "harness/net/nic_counters.h"
 #include "harness/net/server.h"
 #include "harness/process/interrupt.h"
 
@@ -50,13 +52,16 @@ void Get(const RankJson& j, const char* key, std::optional<T>* v) {
 // A reader's outcome as its rank sends it: what its worker sent (or why it sent nothing), how
 // it ended, its process's usage.
 RankJson OutcomeJson(const ReaderOutcome& o) {
-  return {{"record", WireJson(o.record)},
-          {"error", o.error},
-          {"signal", o.signal},
-          {"process_s", o.process_s},
-          {"usage",
-           {o.usage.ru_utime.tv_sec, o.usage.ru_utime.tv_usec, o.usage.ru_stime.tv_sec,
-            o.usage.ru_stime.tv_usec, o.usage.ru_majflt, o.usage.ru_minflt}}};
+  RankJson j = {{"record", WireJson(o.record)},
+                {"error", o.error},
+                {"signal", o.signal},
+                {"process_s", o.process_s},
+                {"usage",
+                 {o.usage.ru_utime.tv_sec, o.usage.ru_utime.tv_usec, o.usage.ru_stime.tv_sec,
+                  o.usage.ru_stime.tv_usec, o.usage.ru_majflt, o.usage.ru_minflt}}};
+  Put(j, "nic_rx_bytes", o.nic_rx_bytes);
+  Put(j, "nic_tx_bytes", o.nic_tx_bytes);
+  return j;
 }
 
 ReaderOutcome OutcomeOf(const RankJson& j, int k) {
@@ -68,6 +73,8 @@ ReaderOutcome OutcomeOf(const RankJson& j, int k) {
   o.error = j.value("error", "");
   o.signal = j.value("signal", 0);
   o.process_s = j.value("process_s", 0.0);
+  Get(j, "nic_rx_bytes", &o.nic_rx_bytes);
+  Get(j, "nic_tx_bytes", &o.nic_tx_bytes);
   const RankJson& u = j["usage"];
   if (u.is_array() && u.size() == 6) {
     o.usage.ru_utime = {u[0].get<time_t>(), u[1].get<suseconds_t>()};
@@ -78,16 +85,31 @@ ReaderOutcome OutcomeOf(const RankJson& j, int k) {
   return o;
 }
 
-// This rank's reader, when it has one and its host was prepared: a worker loading its part,
-// sampled and profiled as the request says (rank 0's only), released once every rank is at
-// the start barrier (`all_ready`).
-ReaderOutcome RunMine(const Job& job, const LaunchRequest& req,
+// This rank's reader, when it has one and its host (`host`) was prepared: a worker loading its
+// part, sampled and profiled as the request says (rank 0's only), or the run's command; released
+// once every rank is at the start barrier (`all_ready`).
+ReaderOutcome RunMine(const Job& job, const LaunchRequest& req, const HostState& host,
                       const std::function<void()>& all_ready, bool* stopped) {
   LaunchRequest mine = req;
   mine.all_readers = req.readers;
   mine.readers = 1;
-  std::vector<ReaderOutcome> out = RunWorkers(mine, "", job.rank(), all_ready, stopped);
-  return std::move(out.at(0));
+  if (mine.program.empty()) {
+    return std::move(RunWorkers(mine, "", job.rank(), all_ready, stopped).at(0));
+  }
+  HostState in = host;  // a rank's command runs in no cgroup, as its worker would
+  in.cgroup_procs.clear(), in.cgroup_dir.clear(), in.cgroup.clear();
+  in.no_cgroup = "under MPI a rank's command runs in no memory cgroup";
+  return std::move(RunCommandReaders(mine, in, job.rank(), all_ready, stopped).at(0));
+}
+
+// What this node's interfaces carried between two readings, on its reader's outcome; nothing
+// when either reading failed (the outcome's record then has no such figure).
+void AddNicCounters(const std::optional<NicCounters>& before, ReaderOutcome* o) {
+  NicCounters after;
+  if (!before || !ReadNicCounters(&after).ok()) return;
+  const auto moved = [](uint64_t a, uint64_t b) { return b >= a ? b - a : 0; };
+  o->nic_rx_bytes = moved(before->rx_bytes, after.rx_bytes);
+  o->nic_tx_bytes = moved(before->tx_bytes, after.tx_bytes);
 }
 
 // Rank 0's view of every reader: each outcome with its host's state before and after.
@@ -113,7 +135,7 @@ std::vector<ReaderOutcome> Assemble(const Job& job, int readers,
 
 class Ranks final : public Launcher {
  public:
-  explicit Ranks(const Job& job) : job_(job) {}
+  Ranks(const Job& job, bool commands) : job_(job), commands_(commands) {}
   std::string NotOffered(int readers, uint64_t memory_limit) const override {
     if (readers > job_.size()) {
       return fmt::format("{} readers, but the job has {} rank{}", readers, job_.size(),
@@ -121,7 +143,11 @@ class Ranks final : public Launcher {
     }
     return memory_limit > 0 ? "a memory limit is not offered across MPI ranks" : "";
   }
+  // A run's commands are judged as on one machine (launch/command.h).
+  bool checks_warm_reads() const override { return !commands_; }
+  bool checks_cold_reads() const override { return commands_; }
   std::string unprofiled(size_t k) const override {
+    if (commands_) return kExecUnprofiled;
     return k == 0 ? "" : "under MPI only rank 0's reader is profiled";
   }
   std::vector<ReaderOutcome> Launch(const LaunchRequest& req, const HostSteps& host,
@@ -132,6 +158,7 @@ class Ranks final : public Launcher {
 
  private:
   const Job& job_;
+  const bool commands_;
 };
 
 }  // namespace
@@ -234,12 +261,15 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
   // then every worker released. A rank without a reader, or whose reader ended before it was
   // ready, meets the others here all the same.
   bool met = false;
+  std::optional<NicCounters> nic_before;  // right before its reader is released
   const std::function<void()> meet = [&] {
     job.Barrier(/*prompt=*/true);
     met = true;
+    if (NicCounters c; req.nic_counters && ReadNicCounters(&c).ok()) nic_before = c;
   };
   ReaderOutcome mine;
-  if (reader && mine_start.ok) mine = RunMine(job, req, meet, &stopped);
+  if (reader && mine_start.ok) mine = RunMine(job, req, mine_start, meet, &stopped);
+  AddNicCounters(nic_before, &mine);
   if (!met) job.Barrier(/*prompt=*/true);
   job.Barrier();  // every reader is done: the host's figures after
   RankJson after;
@@ -262,14 +292,21 @@ std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& r
 }
 
 RankJson RunMessage(const LaunchRequest& req) {
-  return {{"type", "run"},
-          {"s3rver", req.s3rver},
-          {"worker", RequestJson(req.worker)},
-          {"cache", req.cache},
-          {"readers", req.readers},
-          {"parts", req.part_checksums},
-          {"timeout_s", req.timeout_s},
-          {"peer_token", req.peer_token}};
+  RankJson m = {{"type", "run"},
+                {"s3rver", req.s3rver},
+                {"worker", RequestJson(req.worker)},
+                {"cache", req.cache},
+                {"readers", req.readers},
+                {"parts", req.part_checksums},
+                {"part_bytes", req.part_bytes},
+                {"model_bytes", req.model_bytes},
+                {"timeout_s", req.timeout_s},
+                {"peer_token", req.peer_token},
+                {"nic_counters", req.nic_counters}};
+  if (!req.program.empty()) {
+    m["exec"] = {{"program", req.program}, {"argv", req.argv}, {"timed", req.timed}};
+  }
+  return m;
 }
 
 Status RequestOf(const RankJson& run, const std::string& exe, LaunchRequest* out) {
@@ -286,8 +323,24 @@ Status RequestOf(const RankJson& run, const std::string& exe, LaunchRequest* out
   if (run.contains("parts") && run["parts"].is_array()) {
     r.part_checksums = run["parts"].get<std::vector<uint64_t>>();
   }
-  const Status s = ReadWorkerRequest(run.value("worker", RankJson()), &r.worker);
+  if (run.contains("part_bytes") && run["part_bytes"].is_array()) {
+    r.part_bytes = run["part_bytes"].get<std::vector<uint64_t>>();
+  }
+  r.model_bytes = run.value("model_bytes", uint64_t{0});
+  r.nic_counters = run.value("nic_counters", false);
+  Status s = ReadWorkerRequest(run.value("worker", RankJson()), &r.worker);
   r.file_paths = {r.worker.file};
+  if (const RankJson exec = run.value("exec", RankJson()); exec.is_object()) {
+    r.program = exec.value("program", "");
+    r.argv = exec.value("argv", std::vector<std::string>{});
+    r.timed = exec.value("timed", "command");
+    if ((r.program.empty() || r.argv.empty()) && s.ok()) {
+      s = Status::BadInput("run message: an exec run without its program or argv");
+    }
+    // Never a worker in a command's place: a program that cannot be run fails its record.
+    if (r.program.empty()) r.program = "(no program in the run message)";
+    if (r.argv.empty()) r.argv = {r.program};
+  }
   return s;
 }
 
@@ -295,6 +348,8 @@ void EndJob(const Job& job, int code) {
   job.Broadcast(RankJson({{"type", "end"}, {"code", code}}).dump());
 }
 
-std::unique_ptr<Launcher> RanksLauncher(const Job& job) { return std::make_unique<Ranks>(job); }
+std::unique_ptr<Launcher> RanksLauncher(const Job& job, bool commands) {
+  return std::make_unique<Ranks>(job, commands);
+}
 
 }  // namespace loadbench

@@ -3,10 +3,11 @@
 // the other ranks follow it (harness/run/follow.cc):
 //   check  every rank runs the same loadbench, every host sees the same model (size, checksum)
 //   run    each host's first rank prepares its host (the host steps); each rank starts its
-//          reader in a fresh worker of its own, which sets up and says it is ready; all ranks
-//          wait for each other at the start barrier, then release their workers at once; all
-//          wait for the last; each host's first rank measures its host after; rank 0 gathers
-//          the outcomes
+//          reader in a fresh worker of its own, which sets up and says it is ready (or, for an
+//          exec run, forks the run's command and holds it before its exec); all ranks wait for
+//          each other at the start barrier, then release their readers at once; all wait for
+//          the last; each host's first rank measures its host after; rank 0 gathers the
+//          outcomes (on a cluster's nodes, with what each node's NIC carried meanwhile)
 //   end    the exit code rank 0 ends with
 #pragma once
 
@@ -43,11 +44,13 @@ std::string RankDifference(int k, const std::string& host, const RankJson& check
 
 // ---- run ----
 // The launcher of rank 0 (launch/launcher.h): it sends the run to the other ranks, then runs
-// its own part of it (RunOnEveryRank) and returns every reader's outcome.
-std::unique_ptr<Launcher> RanksLauncher(const Job& job);
+// its own part of it (RunOnEveryRank) and returns every reader's outcome. `commands`: the run is
+// an exec strategy's, one command per rank (launch/command.h), judged as commands are.
+std::unique_ptr<Launcher> RanksLauncher(const Job& job, bool commands);
 
 // The run message rank 0 sends for a run, and the request every other rank makes of it for its
-// own reader (no timeline, no profile). It carries no credential of a store: a rank reads a
+// own reader (no timeline, no profile): an exec run's program, argv and timed region among it.
+// It carries no credential of a store: a rank reads a
 // remote model with the credentials of its own environment, or, for the experiment's own s3rver
 // (which the message names by its endpoint), with s3rver's public keys, set by the rank itself.
 // It does carry the run's peer token (loaders/blocks/peers.h), the secret the run's readers
@@ -58,11 +61,13 @@ RankJson RunMessage(const LaunchRequest& req);
 Status RequestOf(const RankJson& run, const std::string& exe, LaunchRequest* out);
 
 // This rank's part of one run: its host prepared (by its first rank, `host.prepare`), this
-// rank's reader (rank < req.readers) started as a worker loading its part, every rank at the
-// start barrier once its worker is ready, the workers released, every rank at the barrier
-// again once its reader ended, `host.after` on each host's first rank, and the outcomes
-// gathered. Rank 0 gets every reader's outcome, each with its host's state; the others
-// get nothing. Sets *interrupted when any rank was.
+// rank's reader (rank < req.readers) started as a worker loading its part (or as the run's
+// command), every rank at the start barrier once its reader is ready, the readers released,
+// every rank at the barrier again once its reader ended, `host.after` on each host's first
+// rank, and the outcomes gathered. With req.nic_counters each reader's outcome has what its
+// namespace's interfaces carried from its release to its end (net/nic_counters.h). Rank 0 gets
+// every reader's outcome, each with its host's state; the others get nothing. Sets
+// *interrupted when any rank was.
 std::vector<ReaderOutcome> RunOnEveryRank(const Job& job, const LaunchRequest& req,
                                           const HostSteps& host, bool* interrupted);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -128,11 +130,42 @@ RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutc
     r.oom_killed = true;
   }
   r.process_s = o.process_s;
+  if (o.nic_rx_bytes) r.nic_rx_bytes = o.nic_rx_bytes;
+  if (o.nic_tx_bytes) r.nic_tx_bytes = o.nic_tx_bytes;
   SetProcessUsage(o.usage, &r);
   AddHost(p, o.host, &r);
   if (j.check_warm_reads && j.info != nullptr) CheckWarmReads(*j.info, p, &r);
-  if (j.check_cold_reads) CheckColdReads(p, &r);
+  if (j.check_cold_reads && p.procs <= 1) CheckColdReads(p, &r);  // several: together
   return r;
+}
+
+void CheckColdReadsTogether(const RunPoint& p, std::vector<RunRecord>* run) {
+  if (p.cache != "cold") return;
+  std::map<std::string, std::vector<RunRecord*>> hosts;  // "" on one machine
+  for (RunRecord& r : *run) hosts[r.host.value_or("")].push_back(&r);
+  for (const auto& [host, readers] : hosts) {
+    uint64_t read = 0, need = 0;
+    bool counted = true;
+    for (const RunRecord* r : readers) {
+      counted = counted && r->read_bytes.has_value();
+      read += r->read_bytes.value_or(0);
+      need += r->needed_bytes.value_or(r->file_bytes);
+    }
+    // Each byte they need from storage once: the model's at most, however many read it whole.
+    need = std::min(need, readers.front()->file_bytes);
+    const std::string why = counted ? ColdReadProblem(read, need) : "";
+    for (RunRecord* r : readers) {
+      if (r->status != "ok") continue;
+      if (!counted) {
+        r->warnings.push_back("not every reader has I/O counters: whether the cold run read the "
+                              "model from storage is not checked");
+      } else if (!why.empty()) {
+        r->status = "invalid";
+        r->error = fmt::format("the {} readers {}together {}", readers.size(),
+                               host.empty() ? "" : fmt::format("on host {} ", host), why);
+      }
+    }
+  }
 }
 
 void SetStartSpread(std::vector<RunRecord>* run) {

@@ -31,6 +31,12 @@ struct Judging {
 // Reader k's record from `base` (the run's identity) and its outcome.
 RunRecord Complete(const RunRecord& base, const Judging& j, size_t k, ReaderOutcome& o);
 
+// A cold run of several readers whose reads are their own word (commands: Judging's
+// check_cold_reads), once all are completed: the readers of each host share its page cache, so
+// they are judged together, invalid when all of them read less than most of what they need
+// from storage (each part once, the model once however many read it whole).
+void CheckColdReadsTogether(const RunPoint& p, std::vector<RunRecord>* run);
+
 // The records of one run of several readers, once all are completed: each gets the run's start
 // spread (start_spread_s), the latest load_start_unix_s minus the earliest, when at least two
 // readers started their clocks.

@@ -21,6 +21,7 @@
 #include "harness/profile/profile.h"
 #include "loaders/blocks/peers.h"
 #include "loaders/remote/url.h"
+#include "loaders/use/part.h"
 #include "loaders/use/use.h"
 
 namespace loadbench {
@@ -88,14 +89,26 @@ Resolved Resolve(const MeasureSettings& s, const RunPoint& p) {
   return out;
 }
 
-// The launcher of `p`'s readers: a ceiling's read, its command, the job's ranks, or workers on
-// this machine.
+// The launcher of `p`'s readers: a ceiling's read, the job's ranks (each with its worker or its
+// command), or this machine's commands or workers.
 std::unique_ptr<Launcher> LauncherFor(const MeasureSettings& s, const RunPoint& p,
                                       const Resolved& res) {
   if (res.ceiling != nullptr) return CeilingLauncher(*res.ceiling);
+  if (s.job != nullptr) return RanksLauncher(*s.job, p.exec.has_value());
   if (p.exec) return CommandLauncher();
-  if (s.job != nullptr) return RanksLauncher(*s.job);
   return WorkersLauncher();
+}
+
+// The tensor bytes of each of `p`'s parts, beside their checksums (PrepareParts checked that
+// the pattern splits the model, so no part fails here).
+std::vector<uint64_t> PartBytes(const PreparedFile& file, const RunPoint& p) {
+  std::vector<uint64_t> bytes;
+  for (int k = 0; k < p.procs; ++k) {
+    TensorTable part;
+    if (!PartOf(file.path, file.table, p.pattern, k, p.procs, &part).ok()) return {};
+    bytes.push_back(part.tensor_bytes);
+  }
+  return bytes;
 }
 
 // The run's readers as plain data: what they load and check, for how long, sampled how often;
@@ -112,13 +125,16 @@ LaunchRequest RequestOf(const MeasureSettings& s, const PreparedFile& file, cons
   req.cache = p.cache;
   if (p.procs > 1 && !p.pattern.replicated()) {
     req.part_checksums = file.part_checksums.at(PartsKey(p.pattern, p.procs));
+    req.part_bytes = PartBytes(file, p);
   }
+  req.model_bytes = file.table.tensor_bytes;
   req.readers = p.procs;
   req.s3rver = s.s3rver;
   req.link = p.link;
   req.timeout_s = s.timeout_s;
   req.sample_s = s.sample_ms / 1000.0;
   req.peer_token = NewPeerToken();
+  req.nic_counters = s.cluster && s.job != nullptr;
   if (p.exec) {
     const ExecPlaces places = {
         req.worker.file, std::filesystem::path(req.worker.file).parent_path().string(),
@@ -304,6 +320,7 @@ Status LaunchAndComplete(const MeasureSettings& s, const PreparedFile& file, con
     LB_RETURN_IF_ERROR(WriteProfile(s, launcher.unprofiled(k), outcomes[k], &r));
   }
   if (batch->size() > 1) SetStartSpread(batch);
+  if (batch->size() > 1 && judging.check_cold_reads) CheckColdReadsTogether(p, batch);
   return Status::Ok();
 }
 

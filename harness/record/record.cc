@@ -118,6 +118,9 @@ void VisitMeasures(Record& r, Visit&& v) {
   v("server_cpu_s", r.server_cpu_s, Key::kWhenSet);
   v("mount_cpu_s", r.mount_cpu_s, Key::kWhenSet);
   v("link_rx_bytes", r.link_rx_bytes, Key::kWhenSet);
+  v("needed_bytes", r.needed_bytes, Key::kWhenSet);
+  v("nic_rx_bytes", r.nic_rx_bytes, Key::kWhenSet);
+  v("nic_tx_bytes", r.nic_tx_bytes, Key::kWhenSet);
   v("device_reads", r.device_reads, Key::kWhenSet);
   v("device_read_bytes", r.device_read_bytes, Key::kWhenSet);
   v("device_read_merges", r.device_read_merges, Key::kWhenSet);

@@ -107,6 +107,12 @@ struct RunRecord {
   std::optional<double> server_cpu_s;  // the experiment's server: its CPU seconds during the run
   std::optional<double> mount_cpu_s;   // the s3fs mount's process: its CPU seconds during the run
   std::optional<uint64_t> link_rx_bytes;  // on a link: what its client end received in the run
+  // The bytes this reader needed: its part of the model (loaders/use/part.h), the whole model's
+  // tensor bytes for a reader of the whole.
+  std::optional<uint64_t> needed_bytes;
+  // On a cluster's node: what its NIC carried in and out over the run, the interface's own
+  // counters in its namespace (/proc/net/dev), headers included.
+  std::optional<uint64_t> nic_rx_bytes, nic_tx_bytes;
   // On a storage the tool made with a block device of its own: the device's counters over the
   // run (/sys/block/NAME/stat), and the average request and requests per second they give.
   std::optional<uint64_t> device_reads, device_read_bytes, device_read_merges;

@@ -32,13 +32,19 @@ RoundFigures Figures(const RunReaders& round) {
   }
   std::vector<double> walls;
   double bytes = 0;
+  bool counted = true;
   for (const auto& [k, r] : round.by_reader) {
     walls.push_back(WallOf(*r));
-    bytes += r->value("tensor_bytes", 0.0);
+    // A command reports no tensor_bytes: the bytes it needed (its part, or the model).
+    const Json& delivered = r->contains("tensor_bytes") && (*r)["tensor_bytes"].is_number()
+                                ? (*r)["tensor_bytes"]
+                                : r->value("needed_bytes", Json());
+    counted = counted && delivered.is_number();
+    if (delivered.is_number()) bytes += delivered.get<double>();
   }
   f.duration = t.duration;
   f.start_spread = t.start_spread;
-  if (*f.duration > 0) f.gb_per_s = bytes / *f.duration / 1e9;
+  if (*f.duration > 0 && counted) f.gb_per_s = bytes / *f.duration / 1e9;
   const double median = paired::Median(walls);
   if (median > 0) f.spread = *std::max_element(walls.begin(), walls.end()) / median;
   return f;

@@ -134,5 +134,42 @@ TEST_F(RunMessageTest, NamesTheExperimentsS3rverWhoseKeysEachRankSetsItself) {
   EXPECT_EQ(std::getenv("AWS_SESSION_TOKEN"), nullptr);
 }
 
+TEST_F(RunMessageTest, CarriesAnExecRunsCommandAndWhatEachReaderNeeds) {
+  LaunchRequest req;
+  req.worker.file = "/models/m.wlf";
+  ASSERT_TRUE(
+      ResolveSpec(StrategySpec{"http_ranges", {}, "http_ranges"}, &req.worker.strategy).ok());
+  req.readers = 2;
+  req.part_checksums = {1, 2};
+  req.part_bytes = {100, 200};
+  req.model_bytes = 300;
+  req.nic_counters = true;
+  req.program = "/usr/bin/python3";
+  req.argv = {"python3", "torch_fleet.py", "--design", "bcast", "/models/m.wlf"};
+  req.timed = "region";
+  LaunchRequest back;
+  ASSERT_TRUE(RequestOf(RunMessage(req), "loadbench", &back).ok());
+  EXPECT_EQ(back.program, req.program);
+  EXPECT_EQ(back.argv, req.argv);
+  EXPECT_EQ(back.timed, "region");
+  EXPECT_EQ(back.part_checksums, req.part_checksums);
+  EXPECT_EQ(back.part_bytes, req.part_bytes);
+  EXPECT_EQ(back.model_bytes, 300u);
+  EXPECT_TRUE(back.nic_counters);
+
+  // A worker's run carries no command; a broken exec message is never read as a worker's.
+  req.program.clear();
+  req.argv.clear();
+  LaunchRequest worker;
+  ASSERT_TRUE(RequestOf(RunMessage(req), "loadbench", &worker).ok());
+  EXPECT_TRUE(worker.program.empty());
+  RankJson broken = RunMessage(req);
+  broken["exec"] = {{"timed", "command"}};
+  LaunchRequest bad;
+  EXPECT_EQ(RequestOf(broken, "loadbench", &bad).message(),
+            "run message: an exec run without its program or argv");
+  EXPECT_FALSE(bad.program.empty());
+}
+
 }  // namespace
 }  // namespace loadbench

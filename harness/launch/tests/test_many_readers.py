@@ -1,8 +1,8 @@
 """Many readers of one model through MPI, on this machine: `mpirun -np 3 loadbench experiment`
 with its ranks as the readers. Every rank's records reach rank 0's runs.jsonl, one rank per host
 makes the cache state, each read pattern's bytes add up, a slow rank holds the others at the
-start barrier, the round figures follow the slowest
-reader, a reader killed mid-load leaves the others' records and a round without duration, an
+start barrier, the round figures follow the slowest reader, an exec strategy runs its command on
+every rank, a reader killed mid-load leaves the others' records and a round without duration, an
 interrupted job resumes, and a plan a pattern cannot split stops every rank with exit 2.
 
 Run with /usr/bin/python3 -m pytest harness/launch/tests. LOADBENCH_BIN names the binary (default
@@ -130,6 +130,38 @@ def test_a_sharded_models_files_are_divided(place):
     readers = records(out)
     assert len(readers) == 3 and all(r["status"] == "ok" for r in readers)
     assert sum(r["tensor_bytes"] for r in readers) == model_bytes(env, sharded)
+
+
+def test_an_exec_strategy_runs_its_command_on_every_rank(place):
+    """One command per rank, started after the start barrier, each told its place and the run's
+    token, each record its rank's, judged against its own part."""
+    d, env, model, _ = place
+    seen = d / "exec-seen"
+    seen.mkdir()
+    command = ("cat {file} > /dev/null; echo $LOADBENCH_READER $LOADBENCH_FLEET_TOKEN "
+               f"$LOADBENCH_PATTERN > {seen}/$OMPI_COMM_WORLD_RANK; echo detail node "
+               "${LOADBENCH_READER%/*} >&3")
+    path = d / "exec.toml"
+    path.write_text(f'name = "exec"\nreps = 1\ncache = ["{CACHE}"]\npattern = "tp"\n'
+                    f'[[file]]\npath = "{model}"\n[[strategy]]\nname = "exec"\nlabel = "cat"\n'
+                    f'shell = true\ncommand = "{command}"\n')
+    out = str(d / "exec")
+    p = mpirun(env, 3, "experiment", str(path), "--out", out)
+    assert p.returncode == 0, p.stderr
+    recs = {r["rank"]: r for r in records(out)}
+    assert sorted(recs) == [0, 1, 2]
+    total = model_bytes(env, model)
+    tokens = set()
+    for k, r in recs.items():
+        assert r["status"] == "ok", r
+        assert r["proc"] == k and r["label"] == "cat" and r["details"] == {"node": k}
+        assert r["needed_bytes"] == total // 3
+        assert "no memory cgroup" in r["exec"]["measured"]
+        place_k, token, pattern = (seen / str(k)).read_text().split()
+        assert place_k == f"{k}/3" and pattern == "tp" and re.fullmatch(r"[0-9a-f]{32}", token)
+        tokens.add(token)
+    assert len(tokens) == 1
+    assert recs[0]["start_spread_s"] < 1
 
 
 def test_one_cache_preparation_per_host(place):

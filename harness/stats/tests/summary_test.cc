@@ -151,6 +151,16 @@ TEST(ReadersTable, ARoundRunsFromTheFirstStartToTheLastEnd) {
   EXPECT_NE(line.find("1500.0"), std::string::npos) << line;  // start spread, ms
 }
 
+TEST(ReadersTable, ACommandsBytesAreTheBytesItNeeded) {
+  // Commands report no tensor_bytes (null in a record): 2 GB each needed over 2 s.
+  std::vector<Json> runs = {Reader(0, 0, 2.0, 0), Reader(0, 1, 2.0, 0)};
+  for (Json& r : runs) r["tensor_bytes"] = nullptr, r["needed_bytes"] = 2e9;
+  EXPECT_NE(Line(ReadersTable(runs), "cold  fread x2 tp").find("2.00"), std::string::npos);
+  runs[1].erase("needed_bytes");  // not known for one reader: no total
+  const std::string line = Line(ReadersTable(runs), "cold  fread x2 tp");
+  EXPECT_NE(line.find("2.000          -"), std::string::npos) << line;
+}
+
 TEST(ReadersTable, PatternsAreRowsOfTheirOwn) {
   const std::vector<Json> runs = {Reader(0, 0, 1.0, 2e9, "tp"), Reader(0, 1, 1.0, 2e9, "tp"),
                                   Reader(0, 0, 5.0, 4e9, "replicated"),
