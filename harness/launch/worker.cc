@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -237,13 +238,17 @@ RunRecord::Json ProfileWindow(const std::vector<TimeSpan>& timed, Clock::time_po
 }
 
 // One of several readers keeps its part of the model (inside the timed region: a rank works
-// out its slices as it opens the model). Replicated readers load the whole model as it is. A
-// part in one file of a sharded model is loaded from that file (*path).
-Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path) {
+// out its slices as it opens the model), and the whole model's table goes in *place, for a
+// strategy whose readers work together (Loader::SetPart). Replicated readers load the whole
+// model as it is. A part in one file of a sharded model is loaded from that file (*path).
+Status TakePart(const WorkerRequest& req, TensorTable* table, std::string* path,
+                std::optional<PartPlace>* place) {
   if (req.pattern.kind == ReadPattern::Kind::kReplicated) return Status::Ok();
   TensorTable part;
   LB_RETURN_IF_ERROR(PartOf(req.file, *table, req.pattern, req.part, req.parts, &part));
   if (table->sharded() && part.shards.size() == 1) *path = part.shards[0].path;
+  *place = PartPlace{std::make_shared<const TensorTable>(std::move(*table)), req.pattern.Text(),
+                     req.part, req.parts};
   *table = std::move(part);
   return Status::Ok();
 }
@@ -276,10 +281,13 @@ RunRecord RunWorker(const WorkerRequest& req) {
   std::string path = req.file;
   s = ReadModel(req.file, &table);
   if (s.ok()) s = SameModel(req, table);
-  if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path);
+  std::optional<PartPlace> place;
+  if (s.ok() && req.parts > 1) s = TakePart(req, &table, &path, &place);
   r.open_s = Seconds(t0, Clock::now());
   if (!s.ok()) return Unfinished(r, s);
+  r.needed_bytes = table.tensor_bytes;  // its part's, or the whole model's
   UsePipeline pipeline(*req.strategy.info, req.strategy.params, req.strategy.use, path, table);
+  if (place) pipeline.SetPart(std::move(*place));
   if (s = pipeline.Check(); !s.ok()) return Unfinished(r, s);
   s = pipeline.Run();
   const auto profile_off = Clock::now();

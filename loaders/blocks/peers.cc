@@ -320,10 +320,10 @@ Status PeerMesh::Accept(int listener, double deadline) {
   return Status::Ok();
 }
 
-void PeerMesh::Send(int to, const Chunk& c) {
+void PeerMesh::Send(int to, uint64_t from, const Chunk& at) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& o : outs_) {
-    if (o->node == to) o->queue.push_back(c);
+    if (o->node == to) o->queue.push_back({from, at});
   }
   cv_.notify_all();
 }
@@ -337,24 +337,30 @@ void PeerMesh::EndSends() {
 void PeerMesh::SendLoop(Out* o) {
   uint64_t moved = 0;
   for (;;) {
-    Chunk c;
+    Outgoing g;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return !o->queue.empty() || o->ended || !error_.empty(); });
       if (o->queue.empty() || !error_.empty()) break;
-      c = o->queue.front();
+      g = o->queue.front();
       o->queue.pop_front();
     }
-    const uint64_t head[2] = {c.offset, c.len};
+    if (g.from > size_ || g.at.len > size_ - g.from) {
+      Fail(fmt::format("sending to node {}: bytes {}+{} are outside this node's {}", o->node,
+                       g.from, g.at.len, size_));
+      break;
+    }
+    const uint64_t head[2] = {g.at.offset, g.at.len};
     uint64_t head_moved = 0;
     int err = WriteAll(o->fd.get(), reinterpret_cast<const std::byte*>(head), sizeof head,
                        place_.deadline_s, &head_moved);
-    if (err == 0) err = WriteAll(o->fd.get(), buffer_ + c.offset, c.len, place_.deadline_s, &moved);
+    if (err == 0)
+      err = WriteAll(o->fd.get(), buffer_ + g.from, g.at.len, place_.deadline_s, &moved);
     if (err != 0) {
       Fail("sending to " + WhyStopped(err, o->node, moved));
       break;
     }
-    tx_bytes_ += c.len;
+    tx_bytes_ += g.at.len;
   }
   ::shutdown(o->fd.get(), SHUT_WR);
 }
@@ -369,8 +375,8 @@ void PeerMesh::ReceiveLoop(int fd, int from) {
     if (err != 0) return Fail("receiving from " + WhyStopped(err, from, moved + head_moved));
     const Chunk c{head[0], head[1]};
     if (c.offset > size_ || c.len > size_ - c.offset) {
-      return Fail(fmt::format("node {} sent bytes {}+{}, outside the {} of the model", from,
-                              c.offset, c.len, size_));
+      return Fail(fmt::format("node {} sent bytes {}+{}, outside the {} of this node's buffer",
+                              from, c.offset, c.len, size_));
     }
     if (const std::string no = claim_(from, c); !no.empty()) {
       return Fail(fmt::format("node {} sent bytes {}+{}: {}", from, c.offset, c.len, no));

@@ -18,6 +18,14 @@
 // chunk is its offset and length (two 64-bit little-endian integers) and its bytes, which the
 // receiver takes only where its owner claims them (Claim); a sender closes its connection once
 // it has sent all it will send.
+//
+// Offsets on the wire are the receiver's: where in its buffer the bytes go. The sender's bytes
+// come from its own buffer, at the same offset when the two buffers are laid out alike (every
+// node holding the whole model's span, as under the replicated pattern), at another one when
+// they are not (a node holding only its part of the model, packed in its part's table order, as
+// under tp: the sender names where the bytes lie in its own buffer, Send's `from`). So a
+// receiver checks each chunk against its own layout alone, and a sender can read nothing
+// outside its own buffer.
 #pragma once
 
 #include <atomic>
@@ -96,8 +104,12 @@ class PeerMesh {
   Status Open(const PeerPlace& place, const MeshPlan& plan, std::byte* buffer, uint64_t size,
               Claim claim, OnChunk on_chunk);
 
-  // Queues `c` (already in the buffer) to node `to`, one of Open's.
-  void Send(int to, const Chunk& c);
+  // Queues `c` (already in the buffer) to node `to`, one of Open's: the same bytes of both
+  // buffers.
+  void Send(int to, const Chunk& c) { Send(to, c.offset, c); }
+  // Queues the `at.len` bytes at `from` in this node's buffer to node `to`, for `at` in its
+  // buffer (the wire's offset, above). A span past this node's buffer fails the connection.
+  void Send(int to, uint64_t from, const Chunk& at);
   // No more chunks will be queued: each sender sends what it holds, then closes.
   void EndSends();
   // Waits until every sender has closed and every sender to this node has closed; the first
@@ -117,10 +129,14 @@ class PeerMesh {
   int rejected() const { return rejected_; }
 
  private:
+  struct Outgoing {
+    uint64_t from = 0;  // in this node's buffer
+    Chunk at;           // in the receiver's
+  };
   struct Out {
     int node = 0;
     UniqueFd fd;
-    std::deque<Chunk> queue;
+    std::deque<Outgoing> queue;
     bool ended = false;
     std::thread thread;
   };

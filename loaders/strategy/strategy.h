@@ -42,6 +42,15 @@ struct DeviceLoad {
   uint64_t copied_bytes = 0;  // bytes moved host to device (0 where storage wrote the device)
 };
 
+// Where a reader of a part stands: one of `parts` readers of a run, each loading its part of
+// one model by a read pattern (loaders/use/part.h), this one part `part`. The table a strategy
+// is given to load is that part; this says what the others load.
+struct PartPlace {
+  std::shared_ptr<const TensorTable> model;  // the whole model's table, as read
+  std::string pattern;                       // as records write it: "tp", "tp:1", "pp", "files"
+  int part = 0, parts = 1;
+};
+
 // A strategy loads one file. Create one per run; it is not reused and not shared by threads.
 class Loader {
  public:
@@ -71,6 +80,12 @@ class Loader {
   using GroupUse = std::function<Status(const TensorGroup&, const std::vector<TensorBytes>&)>;
   virtual Status LoadGroups(const std::string& path, const TensorTable& table,
                             const std::vector<TensorGroup>& groups, const GroupUse& use);
+
+  // Called before Load (LoadGroups, LoadToDevice) when this reader is one of several, each
+  // loading its part of the model by a pattern other than replicated. Strategies whose readers
+  // work together (fleet: what each node sends the others) learn from it what every reader
+  // loads; the others need not, and ignore it.
+  virtual void SetPart(const PartPlace& /*place*/) {}
 
   // Asks for views into writable memory, before Load: an in-place transform writes through
   // them. A file mapping is then made PROT_WRITE as well, still MAP_PRIVATE, so that every

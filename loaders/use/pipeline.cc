@@ -81,7 +81,7 @@ Status UsePipeline::Run() {
 // The strategy does it all: into the GPU, then the checksum kernel there. Ready is when the
 // last copy finished; done is when the device's checksum is back.
 Status UsePipeline::RunDevice() {
-  loader_ = MakeModelLoader(info_, params_, table_);
+  loader_ = MakeLoader();
   DeviceLoad d;
   Status s = loader_->LoadToDevice(path_, table_, &d);
   details_ = loader_->Details();
@@ -105,9 +105,15 @@ nlohmann::ordered_json UsePipeline::DeviceJson(Clock::time_point t0) const {
           {"copied_bytes", device_->copied_bytes}};
 }
 
+std::unique_ptr<Loader> UsePipeline::MakeLoader() const {
+  std::unique_ptr<Loader> loader = MakeModelLoader(info_, params_, table_);
+  if (part_) loader->SetPart(*part_);
+  return loader;
+}
+
 Status UsePipeline::LoadModel(std::unique_ptr<Model>* out) {
   auto m = std::make_unique<Model>();
-  m->loader = MakeModelLoader(info_, params_, table_);
+  m->loader = MakeLoader();
   if (use_.transform != "none" && use_.place == "inplace") m->loader->RequestWritable();
   m->views.reserve(table_.tensors.size());
   Status s = m->loader->Load(path_, table_, &m->views);
@@ -230,7 +236,7 @@ Status UsePipeline::RunWhole() {
 }
 
 Status UsePipeline::RunStreaming() {
-  loader_ = MakeModelLoader(info_, params_, table_);
+  loader_ = MakeLoader();
   if (use_.transform != "none" && use_.place == "inplace") loader_->RequestWritable();
   std::unique_ptr<Consumer> c =
       MakeConsumer(use_.consume, table_.tensors.size(), use_.unaligned == "copy");

@@ -30,6 +30,10 @@ class UsePipeline {
               const std::string& path, const TensorTable& table);
   ~UsePipeline();
 
+  // This reader is one of several, each loading its part of the model (`table` is this one's):
+  // the strategy learns what the others load (Loader::SetPart). Call before Run.
+  void SetPart(PartPlace place) { part_ = std::move(place); }
+
   // kUnsupported when the use options cannot apply to this file (a transform its byte order
   // does not allow, forward on big-endian elements without byteswap). Call before Run.
   Status Check() const;
@@ -83,6 +87,7 @@ class UsePipeline {
   Status RunStreaming();
   Status RunDevice();
   Status LoadModel(std::unique_ptr<Model>* out);
+  std::unique_ptr<Loader> MakeLoader() const;  // the strategy's, told this reader's part
   Status TransformInto(const std::vector<size_t>& idx, const std::vector<TensorBytes>& src,
                        std::vector<TensorBytes>* dst, TensorBuffers* out);
   Status Bind(const std::vector<size_t>& idx, const std::vector<TensorBytes>& src,
@@ -99,6 +104,7 @@ class UsePipeline {
   UseOptions use_;
   std::string path_;
   const TensorTable& table_;
+  std::optional<PartPlace> part_;
   TensorTable bound_;  // the tensors as consumed: after the transform
   std::vector<size_t> all_;
   std::vector<bool> first_use_set_;

@@ -1,5 +1,7 @@
 #include "loaders/use/shard_by_shard.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "loaders/format/model.h"
@@ -16,10 +18,14 @@ class ShardByShard final : public Loader {
     for (size_t k = 0; k < table.shards.size(); ++k) {
       loaders_.push_back(info_.make(params_));
       if (writable_) loaders_.back()->RequestWritable();
+      if (part_) loaders_.back()->SetPart(*part_);
       LB_RETURN_IF_ERROR(loaders_.back()->Load(table.shards[k].path, ShardTable(table, k), views));
     }
     return Status::Ok();
   }
+
+  // Each shard's loader is told the same: its table is this part's tensors in that shard.
+  void SetPart(const PartPlace& place) override { part_ = place; }
 
   Status LoadToDevice(const std::string& path, const TensorTable&, DeviceLoad*) override {
     return Status::Unsupported(fmt::format(
@@ -51,6 +57,7 @@ class ShardByShard final : public Loader {
  private:
   const StrategyInfo& info_;
   Params params_;
+  std::optional<PartPlace> part_;
   std::vector<std::unique_ptr<Loader>> loaders_;
 };
 

@@ -215,6 +215,60 @@ TEST(PeerMesh, AChunkTheNodeDoesNotClaimIsAnErrorNamingTheSender) {
   EXPECT_EQ(receiver.message(), "node 0 sent bytes 4096+4096: in already");
 }
 
+// A sender whose buffer is laid out otherwise than the receiver's (bcast's node 0 under tp holds
+// the span, node k its part packed) names where the bytes lie in its own buffer; the wire
+// carries the receiver's offset.
+TEST(PeerMesh, ASenderSendsFromItsOwnPlaceToTheReceiversPlace) {
+  std::vector<std::byte> span(1 << 16), part(1 << 12);
+  for (size_t i = 0; i < span.size(); ++i) span[i] = static_cast<std::byte>(i * 13 + 5);
+  std::vector<Chunk> landed;
+  Status receiver;
+  std::thread rx([&] {
+    PeerMesh mesh;
+    receiver =
+        mesh.Open(Place(1, 2), {.port = kPort + 80, .to = {}, .from = {0}, .connect_s = 10},
+                  part.data(), part.size(), Any(), [&](const Chunk& c) { landed.push_back(c); });
+    if (receiver.ok()) receiver = mesh.Wait();
+  });
+  PeerMesh mesh;
+  ASSERT_TRUE(mesh.Open(Place(0, 2), {.port = kPort + 80, .to = {1}, .from = {}, .connect_s = 10},
+                        span.data(), span.size(), Any(), [](const Chunk&) {})
+                  .ok());
+  mesh.Send(1, 40000, {0, 1000});
+  mesh.Send(1, 9000, {1000, 3096});
+  mesh.EndSends();
+  EXPECT_TRUE(mesh.Wait().ok());
+  rx.join();
+  EXPECT_TRUE(receiver.ok()) << receiver.message();
+  EXPECT_EQ(std::memcmp(part.data(), span.data() + 40000, 1000), 0);
+  EXPECT_EQ(std::memcmp(part.data() + 1000, span.data() + 9000, 3096), 0);
+  ASSERT_EQ(landed.size(), 2u);
+  EXPECT_EQ(landed[1].offset, 1000u);
+  EXPECT_EQ(mesh.tx_bytes(), 4096u);
+}
+
+// A send from past the sender's own buffer reads nothing there: the connection fails, named.
+TEST(PeerMesh, ASendFromOutsideTheSendersBufferIsAnError) {
+  std::vector<std::byte> buf(4096), in(1 << 16);
+  Status receiver;
+  std::thread rx([&] {
+    PeerMesh mesh;
+    receiver = mesh.Open(Place(1, 2), {.port = kPort + 90, .to = {}, .from = {0}, .connect_s = 10},
+                         in.data(), in.size(), Any(), [](const Chunk&) {});
+    if (receiver.ok()) receiver = mesh.Wait();
+  });
+  PeerMesh mesh;
+  ASSERT_TRUE(mesh.Open(Place(0, 2), {.port = kPort + 90, .to = {1}, .from = {}, .connect_s = 10},
+                        buf.data(), buf.size(), Any(), [](const Chunk&) {})
+                  .ok());
+  mesh.Send(1, 4000, {0, 200});
+  mesh.EndSends();
+  const Status s = mesh.Wait();
+  rx.join();
+  EXPECT_EQ(s.message(), "sending to node 1: bytes 4000+200 are outside this node's 4096");
+  EXPECT_EQ(mesh.tx_bytes(), 0u);
+}
+
 TEST(PeerMesh, AChunkOutsideTheBufferIsAnError) {
   std::vector<std::byte> big(1 << 20), small(1 << 16);
   Status receiver, sender;
