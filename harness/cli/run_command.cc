@@ -66,17 +66,43 @@ Status ExecTables(const RunFlags& f, toml::array* strategies, FlagTables* out) {
   return Status::Ok();
 }
 
+// --strategies as specs. fleet:design=torch_bcast and torch_stripe are the engine's designs,
+// which the experiment's reader makes commands (table_fleet_engine.cc): each is parsed here as a
+// fleet point with its design aside, a design fleet's own options do not list.
+Status ParseStrategies(const std::string& text, std::vector<StrategySpec>* out) {
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    std::vector<StrategySpec> specs;
+    const size_t at = item.find(":design=torch_");
+    if (!item.starts_with("fleet:") || at == std::string::npos) {
+      LB_RETURN_IF_ERROR(ParseStrategyList(item, &specs));
+    } else {
+      const size_t end = std::min(item.find(':', at + 1), item.size());
+      std::string rest = item;
+      rest.erase(at, end - at);
+      LB_RETURN_IF_ERROR(ParseStrategyList(rest, &specs));
+      specs.at(0).options["design"] = item.substr(at + 8, end - at - 8);
+      specs.at(0).text = item;
+    }
+    out->insert(out->end(), specs.begin(), specs.end());
+  }
+  return Status::Ok();
+}
+
 // The strategy points, with --consume and the like joined to every one that does not set them,
 // each a [[strategy]] table that keeps its text as written.
 Status StrategyTables(const RunFlags& f, FlagTables* out) {
   std::vector<StrategySpec> specs;
-  if (f.strategies != "none") LB_RETURN_IF_ERROR(ParseStrategyList(f.strategies, &specs));
+  if (f.strategies != "none") LB_RETURN_IF_ERROR(ParseStrategies(f.strategies, &specs));
   out->top.insert("strategy", toml::array{});
   toml::array* strategies = out->top.get_as<toml::array>("strategy");
   for (StrategySpec& spec : specs) {
     out->written.push_back(spec.text);
+    const bool engine = IsFleetEngine(spec);  // a command: no use options, its row its label's
     for (const auto& [name, value] : f.use) {
-      if (value.empty() || spec.options.count(name)) continue;
+      if (engine || value.empty() || spec.options.count(name)) continue;
       spec.options[name] = value;
       spec.text += fmt::format(":{}={}", name, value);
     }
@@ -85,7 +111,7 @@ Status StrategyTables(const RunFlags& f, FlagTables* out) {
     if (!spec.via.empty()) t.insert("via", spec.via);
     strategies->push_back(std::move(t));
     out->source.written[&strategies->back()] = spec.text;
-    out->texts.push_back(spec.text);
+    out->texts.push_back(engine ? ExecSpec(spec.options.at("design")).text : spec.text);
   }
   return ExecTables(f, strategies, out);
 }

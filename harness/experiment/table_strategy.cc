@@ -1,5 +1,6 @@
 // [[strategy]]: a strategy and its options; an option given a list is an axis of a grid, and
-// the table stands for every point of the grid. An exec command's table is read by ReadExec.
+// the table stands for every point of the grid. An exec command's table is read by ReadExec;
+// a fleet point with one of the engine's designs is made a command (FleetEnginePoint).
 #include <algorithm>
 #include <map>
 
@@ -148,6 +149,27 @@ Status Point(const TableReader& r, const toml::table& t, const StrategyInfo* inf
   return Status::Ok();
 }
 
+// A point of fleet's grid with one of the engine's designs, made its command; refused at the
+// option's line as a strategy's point is, and where its row's label is another point's.
+Status EnginePoint(const TableReader& r, const toml::table& t, const Axes& axes,
+                   const std::vector<ExperimentStrategy>& out, ExperimentStrategy* s) {
+  std::vector<std::string> varying;
+  for (const auto& [option, values] : axes) {
+    if (values.size() > 1) varying.push_back(option);
+  }
+  const std::string written = s->spec.text;
+  const Status st = FleetEnginePoint(r.server, varying, s);
+  if (!st.ok()) return r.Bad(OptionNamed(t, st.message()), st.message());
+  for (const ExperimentStrategy& other : out) {
+    if (other.spec.text != s->spec.text) continue;
+    return r.Bad(t, fmt::format("{}: its row {} is another point's; in an experiment, give the "
+                                "values that differ as one list in one [[strategy]] table, and "
+                                "its rows are named by them ({}-chunk1MiB)",
+                                written, s->exec->label, s->exec->label));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ReadStrategy(const TableReader& r, const toml::table& t,
@@ -177,7 +199,11 @@ Status ReadStrategy(const TableReader& r, const toml::table& t,
     for (const auto& [k, v] : options) s.spec.text += ":" + k + "=" + v;
     if (written != r.source().written.end()) s.spec.text = written->second;
     s.spec.options = std::move(options);
-    LB_RETURN_IF_ERROR(Point(r, t, info, &s));
+    if (IsFleetEngine(s.spec)) {
+      LB_RETURN_IF_ERROR(EnginePoint(r, t, axes, *out, &s));
+    } else {
+      LB_RETURN_IF_ERROR(Point(r, t, info, &s));
+    }
     out->push_back(std::move(s));
   }
   return Status::Ok();

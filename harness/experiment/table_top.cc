@@ -206,8 +206,15 @@ Status TableKey(TableReader& r, const std::string& k, const toml::node& node, Ex
 }  // namespace
 
 Status ReadTop(TableReader& r, const toml::table& top, Experiment* e) {
+  // [server] first, whatever the keys' order: the engine's fleet designs in [[strategy]] reach
+  // the model through it.
+  if (const toml::node* server = top.get("server")) {
+    LB_RETURN_IF_ERROR(ReadServer(r, *server, &e->server));
+  }
+  r.server = &e->server;
   for (const auto& [key, node] : top) {
     const std::string k(key.str());
+    if (k == "server") continue;
     bool known = false;
     LB_RETURN_IF_ERROR(RoundsKey(r, k, node, e, &known));
     if (!known) LB_RETURN_IF_ERROR(RunKey(r, k, node, e, &known));
@@ -240,6 +247,7 @@ Status FinishTop(TableReader& r, const toml::table& top, Experiment* e) {
   if (e->cluster.on()) LB_RETURN_IF_ERROR(CheckCluster(r, e));
   if (!e->storages.empty()) LB_RETURN_IF_ERROR(CheckStorages(r, *r.storage_where, *e));
   if (Status s = CheckGroupedOrder(*e); !s.ok()) return r.Bad(*r.order_where, s.message());
+  if (Status s = CheckEnginePatterns(*e); !s.ok()) return r.BadSource(s.message());
   if (r.auto_where != nullptr && !e->auto_reps) {
     return r.Bad(*r.auto_where, "auto_* keys need reps = \"auto\"");
   }

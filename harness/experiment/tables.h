@@ -9,7 +9,8 @@
 //   [system]      table_system.cc
 //   [server]      table_net.cc       with [link] and [cluster], the tables of the network
 //   [[file]]      table_file.cc
-//   [[strategy]]  table_strategy.cc  a grid of points; an exec command's in table_exec.cc
+//   [[strategy]]  table_strategy.cc  a grid of points; an exec command's in table_exec.cc;
+//                                    fleet's torch_* designs as commands: table_fleet_engine.cc
 //   [[storage]]   table_storage.cc   the storages the model is put on
 #pragma once
 
@@ -86,6 +87,10 @@ class TableReader {
     return Status::Ok();
   }
 
+  // The experiment's [server], read before its [[strategy]] tables (ReadTop): the engine's
+  // fleet designs reach the model through it. Null where a table is read on its own.
+  const ExperimentServer* server = nullptr;
+
   // Where keys checked against each other were written, for the message; null where not.
   const toml::node* auto_where = nullptr;
   const toml::node* baseline_where = nullptr;
@@ -112,6 +117,19 @@ Status ReadFile(const TableReader& r, const toml::table& t, std::vector<Experime
 Status ReadStrategy(const TableReader& r, const toml::table& t,
                     std::vector<ExperimentStrategy>* out);
 Status ReadExec(const TableReader& r, const toml::table& t, std::vector<ExperimentStrategy>* out);
+// Whether a point of a [[strategy]] grid is fleet with one of the engine's designs
+// (design = "torch_bcast" or "torch_stripe"), which is not the fleet strategy's but a command.
+bool IsFleetEngine(const StrategySpec& spec);
+// That point made the exec command of loaders/peers/torch_fleet.py: label the design (and each
+// of `varying`, the grid's axes of several values: "torch_bcast-chunk1MiB"), timed "region",
+// package python3-torch, the fleet options it takes (chunk, concurrency, port) checked and
+// defaulted as fleet's, via the experiment's HTTP server (`server`; none: the file itself).
+// kBadInput naming the option: one it does not take, a bad value, an S3 server or via.
+Status FleetEnginePoint(const ExperimentServer* server, const std::vector<std::string>& varying,
+                        ExperimentStrategy* s);
+// The engine's points against the experiment's patterns, once every table is read: with
+// several readers, kBadInput for a pattern other than replicated and tp.
+Status CheckEnginePatterns(const Experiment& e);
 Status ReadStorage(const TableReader& r, const toml::table& t, std::vector<ExperimentStorage>* out);
 // Storages checked against [cluster], [server], [link] and automatic rounds.
 Status CheckStorages(const TableReader& r, const toml::node& where, const Experiment& e);

@@ -423,3 +423,79 @@ def torch_dtype(torch, t):
 def torch_bytes(torch, x):
     """A tensor's bytes as a numpy array sharing its memory (for the checksum)."""
     return x.reshape(-1).view(torch.uint8).numpy()
+
+
+# A table read through `read(offset, length) -> bytes` (ranged GETs of an object a peer does not
+# hold yet: torch_fleet.py).
+
+def table_from_reader(read, size, name):
+    """The tensor table of one safetensors or WLF weight file of `size` bytes read through
+    `read`, in table order, as read_model gives it. BadModel for an index, a GGUF file or bytes
+    of neither."""
+    kind = _kind(read(0, min(size, 4096)), name)
+    if kind == "safetensors":
+        return _safetensors(name, 0, read, size)
+    if kind == "wlf":
+        return _wlf(name, 0, read, size)
+    raise BadModel(f"{name}: a {kind.upper() if kind != 'index' else 'index'} file; this peer "
+                   "reads one safetensors or WLF weight file")
+
+
+# Read patterns (loaders/use/part.h): what reader k of n needs. `replicated` is the whole model;
+# `tp[:D]` is its 1/n slice of every tensor along dimension D (0 by default; a tensor of fewer
+# dimensions is cut along its last), as part.cc cuts it, so that the part's checksum (xxh3-64 of
+# its pieces in order) is the one the harness computes for part_checksums[k].
+
+class Cut(NamedTuple):
+    outer: int   # pieces per reader: one per index of the dimensions before the cut
+    length: int  # indices along the cut dimension
+    unit: int    # bytes per index
+
+
+def parse_pattern(text):
+    """("replicated", 0) or ("tp", D) for the pattern's text; ValueError naming the others."""
+    if text in ("", "replicated"):
+        return "replicated", 0
+    if text == "tp":
+        return "tp", 0
+    if re.fullmatch(r"tp:\d{1,2}", text):
+        return "tp", int(text[3:])
+    raise ValueError(f"pattern '{text}': this peer honours replicated and tp[:DIM]")
+
+
+def tp_cut(t, dim, readers, where):
+    """How tensor `t` of model `where` is cut among `readers` along `dim`; BadModel as
+    part.cc's CutOf."""
+    if not t.shape:
+        raise BadModel(f"{where}: tp cannot split tensor '{t.name}' among {readers} readers: "
+                       "it is a scalar")
+    d = min(dim, len(t.shape) - 1)
+    outer = 1
+    for x in t.shape[:d]:
+        outer *= x
+    length = t.shape[d]
+    if length % readers:
+        raise BadModel(f"{where}: tp cannot split tensor '{t.name}' among {readers} readers: its "
+                       f"dimension {d} is {length}, not a multiple of {readers}")
+    if outer * length == 0 or t.size % (outer * length):
+        raise BadModel(f"{where}: tp cannot split tensor '{t.name}' ({t.dtype}) along "
+                       f"dimension {d}: its {t.size} bytes are stored in blocks that a slice "
+                       "would cut")
+    return Cut(outer, length, t.size // (outer * length))
+
+
+def tp_pieces(t, cut, k, readers):
+    """Reader k's pieces of tensor `t`: [(file offset, bytes)], one per outer index."""
+    first, last = cut.length * k // readers, cut.length * (k + 1) // readers
+    size = (last - first) * cut.unit
+    return [(t.offset + (o * cut.length + first) * cut.unit, size) for o in range(cut.outer)]
+
+
+def part_pieces(tensors, pattern, k, readers, where):
+    """Reader k's pieces of the model, [(file offset, bytes)] in table order: every tensor
+    whole under replicated, its slices under tp. Empty pieces are left out."""
+    kind, dim = pattern
+    if kind == "replicated" or readers == 1:
+        return [(t.offset, t.size) for t in tensors if t.size]
+    return [p for t in tensors
+            for p in tp_pieces(t, tp_cut(t, dim, readers, where), k, readers) if p[1]]
