@@ -34,6 +34,14 @@ class Figures:
                            if n == name or (name.endswith("-") and n.startswith(name)))
 
 
+def panel_width(longest_label: int, plot: float = 3.5) -> float:
+    """Inches for a panel of horizontal bars whose longest tick label has `longest_label`
+    characters: the plot's own `plot` inches beside the labels (about 0.075 inch a character at
+    matplotlib's default 10 pt), never under 6; a fleet's or a cluster's spec names are long, and a
+    fixed width left tight_layout no room for them."""
+    return max(6.0, plot + 0.075 * longest_label)
+
+
 def figure_md(name: str, caption: str) -> str:
     """A figure in Markdown, the image then its caption (html_page embeds it there)."""
     return f"![{caption}](figures/{name}.png)\n*{caption}*"

@@ -12,47 +12,84 @@ own shaped uplink (`cluster.uplink`); a bridge joins them, all on one machine of
 - bcast: node 0 pulls M; each chunk c, as it arrives, goes to its owner, node 1 + c mod (N-1),
   which forwards it to every node but 0 (a pipelined scatter and all-gather): node 0's NIC
   carries M in and M out, each other node's M in and M (N-2)/(N-1) out;
-- stripe: node k pulls the chunks c with c mod N == k (M/N) and, once its stripe is in, sends
-  it to every other node (an all-gather): the store sends M in all;
+- stripe: node k pulls the chunks c with c mod N == k (M/N) and sends them to every other node
+  (an all-gather): the store sends M in all. Phased (option stripe = "phased", and every
+  record from before the option: the row `stripe`), once its whole stripe is in; pipelined
+  (stripe = "pipelined": the row `stripe (pipelined)`), each chunk as it lands;
 - chain: node 0 pulls, and node k forwards each chunk to node k+1 as it arrives (a relay).
-Any other strategy whose records carry `nodes` (http_ranges run on every node) is a row of the
-same tables by its strategy spec, and counts as `every` in the bound and the model: each of its
-nodes reads the whole model from the store by itself.
+The engines' designs, PyTorch's torch.distributed on gloo, one exec command per node (strategy
+`exec`, label and details.design `torch_bcast` or `torch_stripe`, the same details as the
+strategy's, timed over its own region), are rows of the same tables beside the project's:
+- torch_bcast: node 0 pulls M, each chunk broadcast (async work handles, several in flight);
+  gloo's broadcast is a binomial tree: node 0 sends each chunk whole to ceil(log2 N) nodes,
+  each of which passes it on (gloo/broadcast.cc);
+- torch_stripe: each node pulls 1/N of each round of N chunks, then all_gather (gloo's is a
+  ring, gloo/allgather.cc), the next round's pulls under way meanwhile.
+What each node needs is the run's `pattern`: `replicated` (records without one too), the whole
+model; `tp` (or any other pattern), its 1/N part (tensor parallel: its slice of every tensor).
+Under a pattern of parts every node of every, the stripes and torch_stripe pulls its own part
+and nothing moves between nodes; bcast and torch_bcast scatter, node 0 pulling M and sending
+each node its part; chain relays the whole model down the line as under replicated, each node
+keeping its part (node 0 pulls M, node k takes M from node k-1 and sends M to node k+1, the
+last sends nothing): every node receives N times what it needs. Every design serves every
+pattern. Any other strategy whose records carry `nodes` (http_ranges run on every node) is a
+row of the same tables by its strategy spec, and counts as `every` in the bound and the model:
+each of its nodes reads what it needs from the store by itself.
 
-1. Rounds (`rounds`). The records of one (file, cache, strategy spec, nodes, nic, uplink, rep),
-   one per node (`proc`), are a round: `nic` and `uplink` are the [cluster] rates the record
-   ran under ("" in records from before they were kept), so that rounds under different
-   rates never pool. It counts only whole: every node's record there and counted
-   (results.load's rule: ok, its bytes verified, a wall time), else it is a failed round whose
-   `reason` names each node that failed and why. Its duration is every round of several
-   readers' (readers.duration): from its first node's start to its last node's end
-   (load_start_unix_s + wall_s; the nodes are released together from the start barrier, and
-   a node's clock stops once it holds every byte and has done its forwarding), the largest
-   wall_s in records without a start; its spread, the last node's wall_s over the first's, the
-   slowest node named; its read amplification, the nodes' store_bytes summed over M (every: N;
-   the other designs: 1); the bytes each NIC carried, in (store_bytes + peer_rx_bytes) and out
-   (peer_tx_bytes), the busiest node's in units of M. M: the nodes' tensor_bytes (each node
-   gets the whole model), their median. Its bounds (3.) are from the fabric of the session it
-   ran in (`session`, the records' index into env.json `sessions`; `with_bounds`): its
-   design's (`bound_s`) and the best design's (the lowest of the four at that N), and each
-   over its duration (`of_bound`, `of_best`; 1: at the fabric's limit, above 1 marked: the
-   round beat the bound).
-2. Series (`summarize`): per (file, cache, spec, nodes, nic, uplink) the median duration over
-   the complete rounds, the rounds and failed ones, the medians of amplification, spread, the
-   busiest NICs and the rounds' bounds and shares of them, the node most often slowest.
-3. The fabric and its bound (`fabric_of`, `bound`). A session's cluster (`cluster_of`):
-   env.json `sessions[i].cluster` (each session of a resumed experiment makes and measures the
-   cluster again), else the top-level `cluster` (the latest session's; records without
-   `session` use it). Its links as MEASURED (iperf3 over each
-   link, cluster.links: "down" into that end, "up" out of it): the uplink is the store
-   link's up figure; a node's NIC the median of the nodes' down figures (in) and up figures
-   (out); a configured rate (cluster.uplink_bits_per_s, nic_bits_per_s) stands in only where no
-   figure was measured, and `Fabric.source` says so. Rates are bits per second, M is bytes: a
-   time is 8 M / rate. The lower bound on a round's duration:
-   every, max(N M / uplink, M / nic); bcast and chain, M / min(uplink, nic) plus the pipeline's
-   fill (bcast: min(2, N-1) chunks at nic, one to the owner and one on; chain: N-1 chunks at
-   nic); stripe, max(M / uplink, M/N / nic) + (N-1)/N M / nic (the store sends M, each node
-   takes its M/N, and only then does the all-gather of the rest begin).
+1. Rounds (`rounds`). The records of one (file, cache, pattern, strategy spec, nodes, nic,
+   uplink, rep), one per node (`proc`, else details.node), are a round: `nic` and `uplink` are
+   the [cluster] rates the record ran under ("" in records from before they were kept), so
+   that rounds under different rates, or of different patterns, never pool. It counts only
+   whole: every node's record there and counted (results.load's rule: ok, its bytes verified,
+   a wall time), else it is a failed round whose `reason` names each node that failed and why.
+   Its duration is every round of several readers' (readers.duration): from its first node's
+   start to its last node's end (load_start_unix_s + wall_s; the nodes are released together
+   from the start barrier, and a node's clock stops once it holds every byte and has done its
+   forwarding), the largest wall_s in records without a start; its spread, the last node's
+   wall_s over the first's, the slowest node named. Its bytes: each node's needs, its
+   `needed_bytes` (a record from before it was kept: its tensor_bytes, the whole model); M,
+   their median under replicated, their sum under a pattern of parts; its read amplification,
+   the nodes' store_bytes summed over the bytes they need summed (every under replicated: 1, N
+   M over N M; a broadcast under replicated: 1/N; every design under tp: 1 at best); each
+   node's bytes received (store_bytes + peer_rx_bytes) over its needed_bytes, the median and
+   the largest over the nodes (1 at best; bcast under replicated: 1, under tp: N for node 0;
+   chain under tp: N for every node); each NIC's own counters over the run (nic_rx_bytes,
+   nic_tx_bytes, from /proc/net/dev in the node's namespace; none outside a cluster), their
+   median and largest over the nodes, and the wire over the counted bytes, nic_rx_bytes /
+   (store_bytes + peer_rx_bytes), what the wire carried beyond the payload (headers,
+   retransmits, the harness's own traffic); the busiest NIC in and out in units of M (nic_in,
+   nic_out). The longest a node took to connect to its peers (connect_s, the largest
+   details.connect_s over the nodes): the project's designs open their mesh inside their
+   timed load, so it is in their wall_s; the engines' commands rendezvous before their timed
+   region, so it is not in theirs. Its bounds (3.) are from the fabric of the session it ran
+   in (`session`, the records' index into env.json `sessions`; `with_bounds`): its design's
+   (`bound_s`) and the best design's (the lowest of every design's under its pattern at that
+   N), and each over its duration (`of_bound`, `of_best`; 1: at the fabric's limit, above 1
+   marked: the round beat the bound).
+2. Series (`summarize`): per (file, cache, pattern, spec, nodes, nic, uplink) the median
+   duration over the complete rounds and its 95% interval (the sign test's order statistics,
+   none under 6 rounds), the rounds and failed ones, the medians of the figures above and of
+   the rounds' bounds and shares of them, the node most often slowest. The engine's rows are
+   set against the project's designs paired by round (analysis/stats/fleet_paired.py): at the
+   largest N, each series' duration over torch_bcast's in the round of the same rep.
+3. The fabric and its bound (`fabric_of`; the bounds are analysis/stats/fleet_bounds.py's). A
+   session's cluster (`cluster_of`): env.json `sessions[i].cluster` (each session of a resumed
+   experiment makes and measures the cluster again), else the top-level `cluster` (the latest
+   session's; records without `session` use it). Its links as MEASURED (iperf3 over each link,
+   cluster.links: "down" into that end, "up" out of it): the uplink is the store link's up
+   figure; a node's NIC the median of the nodes' down figures (in) and up figures (out); a
+   configured rate (cluster.uplink_bits_per_s, nic_bits_per_s) stands in only where no figure
+   was measured, and `Fabric.source` says so. Rates are bits per second, M is bytes: a time is
+   8 M / rate. The lower bound on a round's duration, every node needing M: every, max(N M /
+   uplink, M / nic); bcast, chain and torch_bcast, M / min(uplink, nic) plus the pipeline's
+   fill (bcast and torch_bcast: min(2, N-1) chunks at nic, one to the owner and one on; chain:
+   N-1 chunks); stripe (phased), max(M / uplink, M/N / nic) + (N-1)/N M / nic (the store sends
+   M, each node takes its M/N, and only then does the all-gather of the rest begin); stripe
+   (pipelined) and torch_stripe, max(M / uplink, M / nic) + one chunk at nic (the last chunk's
+   one hop from its puller). Each node needing its M/N: every, the stripes and torch_stripe,
+   max(M / uplink, M/N / nic); bcast and torch_bcast (a scatter), max(M / uplink, M / nic into
+   node 0, (N-1)/N M / nic out of node 0) + one chunk at nic; chain, the replicated chain's
+   (the relay moves M through every node).
 4. The model (`Model`): a flow-level simulation (`simulate`) of each design, its rates by
    max-min fair sharing (`max_min`, progressive filling) of these resources: the store's
    uplink; each node's NIC in and NIC out; and CPU. A node's CPU cost is fitted from the
@@ -65,13 +102,25 @@ nodes reads the whole model from the store by itself.
    several resources with weights (per byte of the flow): every, a flow of M per node (uplink
    1, its NIC in 1); bcast, one flow of M (uplink 1; node 0 in 1 and out 1; every other node
    in 1 and out (N-2)/(N-1)); chain, one flow of M (uplink 1; every node in 1, every node but
-   the last out 1); stripe, N flows of M/N from the store, then, as each ends, its node's
-   all-gather flow of M/N (its NIC out N-1, every other node's NIC in 1); each flow's CPU
-   weight is each kind of byte's CPU cost times the bytes of that kind it moves at each node (the store's
-   own CPU, nginx's, is not in it: no record has it). A node's time
-   is when its flows end, plus the pipeline's fill for bcast and chain as in the bound (chain:
-   k chunks at nic for node k), plus a start cost per round fitted from the records (the median
-   of measured less modelled seconds) where it lowers the largest error (`fit_start` says so).
+   the last out 1); torch_bcast, one flow of M through gloo's binomial tree (uplink 1; every
+   node in 1; node v out its children in the tree, ceil(log2 N) for node 0); stripe (phased),
+   N flows of M/N from the store, then, as each ends, its node's all-gather flow of M/N (its
+   NIC out N-1, every other node's NIC in 1); stripe (pipelined) and torch_stripe, N flows of
+   M/N, each from the store through its puller on to every other node at once (uplink 1, its
+   puller's NIC in 1 and out N-1, every other node's NIC in 1: gloo's ring moves the same
+   bytes through each NIC). Under a pattern of parts: every design but the broadcasts, a flow
+   of M/N per node (uplink 1, its NIC in 1); bcast and torch_bcast, one flow of M (uplink 1;
+   node 0 in 1 and out (N-1)/N; every other node in 1/N); chain, the replicated chain's flow
+   and fill. Each flow's CPU weight is each kind
+   of byte's CPU cost times the bytes of that kind it moves at each node (the store's own CPU,
+   nginx's, is not in it: no record has it). A node's time is when its own flows end (every,
+   and each design whose nodes pull only their own parts), else when the last flow ends, plus
+   its fill, chunks at nic (`flow.fill_of`): the bound's for bcast, the pipelined stripe and a
+   scatter; k for chain's node k; node v's hops in gloo's tree for torch_bcast; N-1 for
+   torch_stripe (its last round's ring all-gather); plus a start cost per round fitted from
+   the records (the median of measured less modelled seconds) where it lowers the largest
+   error (`fit_start` says so). The engines' rows are predicted as the project's are, by the
+   same fit, and held out the same way.
    Every measured series is predicted (`predictions`) on the fabric its rounds ran on (their
    session's; the median of each rate where they ran in several: `series_fabrics`): by the
    fit on every series (`modelled_s`, `error`: in sample, since the CPU per byte and the start
@@ -83,8 +132,9 @@ nodes reads the whole model from the store by itself.
    measured fabric and for a described one (`--nic`, `--uplink`, default 100gbit and 25gbit;
    `--model`, default the measured M; `--cpu-per-node`, CPU seconds per GB moved, default the
    fitted figure; `--cores-per-node`, default the measured machine's cores): where the fastest
-   design changes (the first N, found between powers of 2 by bisection), and the first N at
-   which the slowest node would pass a deadline (`--deadline`, default 600 s: NCCL's watchdog
+   design changes (the first N, found between powers of 2 by bisection; per pattern the
+   records hold, among every design), and the first N at which the slowest node
+   would pass a deadline (`--deadline`, default 600 s: NCCL's watchdog
    timeout of 10 minutes), per design (bisection too, assuming time grows with N). Each
    curve carries a band (`low_s`, `high_s`): the model's time over 1 + the highest and the
    lowest held-out error (`held_out_range`), the times a measurement would have given had the
@@ -103,8 +153,10 @@ from analysis.core.results import Results, ResultsError
 from analysis.core.units import parse_rate, parse_size, rate_text
 from analysis.models.flow import Model
 from analysis.stats import aggregates as stats
-from analysis.stats.fleet_rounds import (CHUNK, DESIGNS, Fabric, SERIES, SPEC, fabric_of,
-                                         nodes_table, rounds, series_fabrics, summarize)
+from analysis.stats.fleet_bounds import DESIGNS, ENGINES, KINDS, REPLICATED, whole
+from analysis.stats.fleet_paired import versus_engine
+from analysis.stats.fleet_rounds import (CHUNK, Fabric, SERIES, SPEC, fabric_of, nodes_table,
+                                         rounds, series_fabrics, summarize)
 
 NODE_COUNTS = [2**i for i in range(11)]  # the curves' N: 1 ... 1024
 DEADLINE_S = 600.0  # NCCL's watchdog: a collective that waits 10 minutes kills the job
@@ -149,6 +201,8 @@ def fit_start(measured: pd.Series, flow: pd.Series) -> tuple[float, str]:
     """(the start cost per round, the sentence that says what it is): the median of measured
     less modelled seconds over the series, kept only where it is above 0 and lowers the
     largest error."""
+    known = flow.notna()
+    measured, flow = measured[known], flow[known]
     if not len(measured):
         return 0.0, ""
     start = float(np.median(measured - flow))
@@ -165,17 +219,18 @@ def fit_start(measured: pd.Series, flow: pd.Series) -> tuple[float, str]:
 
 def flow_times(series: pd.DataFrame, base: Model, cpu: dict, fabrics: dict) -> pd.DataFrame:
     """Per row of `series` (summary rows the model can predict): measured_s, flow_s (the model
-    with CPU per byte `cpu` and no start cost, on the series' own M, chunk and fabric) and
-    limited_by."""
+    with CPU per byte `cpu` and no start cost, on the series' own M, chunk, fabric and
+    pattern) and limited_by."""
     rows, seen = [], {}
-    for _, s in series.iterrows():
+    for s in series.to_dict("records"):
         # Series that differ only in what the model does not see (the cache state) are one
         # simulation.
-        what = (fabrics[tuple(s[SERIES])], float(s["model_bytes"]), float(s["chunk"]))
+        what = (fabrics[tuple(s[c] for c in SERIES)], float(s["model_bytes"]),
+                float(s["chunk"]))
         if what not in seen:
             seen[what] = replace(base, fabric=what[0], model_bytes=what[1], chunk=what[2],
                                  cpu=cpu, start_s=0.0)
-        t, neck = seen[what].times(s["kind"], int(s["nodes"]))
+        t, neck = seen[what].times(s["kind"], int(s["nodes"]), s["pattern"])
         rows.append([float(s["seconds"]), float(t.max()), neck])
     return pd.DataFrame(rows, index=series.index, columns=["measured_s", "flow_s", "limited_by"])
 
@@ -239,54 +294,71 @@ def held_out_range(p: pd.DataFrame) -> tuple[float, float] | None:
     return (float(errors.min()), float(errors.max())) if len(errors) else None
 
 
+def patterns_of(summary: pd.DataFrame) -> list[str]:
+    """The patterns the curves are drawn for: replicated, then each other one the records hold
+    (each of N nodes its part)."""
+    return [REPLICATED] + sorted({p for p in summary["pattern"] if not whole(p)})
+
+
 def curve(model: Model, counts: list[int] = NODE_COUNTS,
-          errors: tuple[float, float] | None = None) -> pd.DataFrame:
-    """The modelled duration of each design at each N of `counts` (nodes, design, seconds,
-    limited_by) and its band (low_s, high_s: the times that the held-out errors `errors`,
-    (lowest, highest) of modelled / measured - 1, would have measured; null without them)."""
+          errors: tuple[float, float] | None = None,
+          patterns: list[str] | tuple[str, ...] = (REPLICATED,)) -> pd.DataFrame:
+    """The modelled duration of each design under each of `patterns` at each N of
+    `counts` (pattern, nodes, design, seconds, limited_by) and its band (low_s, high_s: the
+    times that the held-out errors `errors`, (lowest, highest) of modelled / measured - 1,
+    would have measured; null without them)."""
     low, high = errors if errors else (math.nan, math.nan)
-    return pd.DataFrame([{"nodes": n, "design": k, "seconds": model.seconds(k, n),
-                          "low_s": model.seconds(k, n) / (1 + high),
-                          "high_s": model.seconds(k, n) / (1 + low),
-                          "limited_by": model.times(k, n)[1]}
-                         for n in counts for k in DESIGNS])
+    return pd.DataFrame([{"pattern": p, "nodes": n, "design": k,
+                          "seconds": model.seconds(k, n, p),
+                          "low_s": model.seconds(k, n, p) / (1 + high),
+                          "high_s": model.seconds(k, n, p) / (1 + low),
+                          "limited_by": model.times(k, n, p)[1]}
+                         for p in patterns for n in counts for k in KINDS])
 
 
-def fastest(model: Model, n: int) -> tuple[str, ...]:
-    """The fastest design at N, with those within TIE of it."""
-    t = {k: model.seconds(k, n) for k in DESIGNS}
+def fastest(model: Model, n: int, pattern=REPLICATED, kinds=None) -> tuple[str, ...]:
+    """The fastest design at N under `pattern` of `kinds` (default: every design), with those
+    within TIE of it."""
+    kinds = kinds or KINDS
+    t = {k: model.seconds(k, n, pattern) for k in kinds}
     best = min(t.values())
-    return tuple(k for k in DESIGNS if t[k] <= best * (1 + TIE))
+    return tuple(k for k in kinds if t[k] <= best * (1 + TIE))
 
 
-def changes(model: Model, counts: list[int] = NODE_COUNTS) -> list[tuple[int, tuple]]:
+def changes(model: Model, counts: list[int] = NODE_COUNTS, pattern=REPLICATED,
+            kinds=None) -> list[tuple[int, tuple]]:
     """(N, the fastest designs) at the first of `counts` and at each N where they change: the
     first such N, found between two counts by bisection."""
-    out = [(counts[0], fastest(model, counts[0]))]
+    def best(n: int) -> tuple:
+        return fastest(model, n, pattern, kinds)
+
+    out = [(counts[0], best(counts[0]))]
     for a, b in zip(counts, counts[1:]):
-        while fastest(model, b) != out[-1][1]:
+        while best(b) != out[-1][1]:
             lo, hi = a, b  # the fastest at lo is out[-1]'s, at hi not
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if fastest(model, mid) == out[-1][1] else (lo, mid)
-            out.append((hi, fastest(model, hi)))
+                lo, hi = (mid, hi) if best(mid) == out[-1][1] else (lo, mid)
+            out.append((hi, best(hi)))
             a = hi
     return out
 
 
-def first_past(model: Model, deadline: float,
-               counts: list[int] = NODE_COUNTS) -> dict[str, int | None]:
-    """Per design the first N at which the round's last node would pass `deadline` seconds
-    (bisection between the counts: time grows with N); None within the counts."""
+def first_past(model: Model, deadline: float, counts: list[int] = NODE_COUNTS,
+               pattern=REPLICATED) -> dict[str, int | None]:
+    """Per design the first N under `pattern` at which the round's last node would pass
+    `deadline` seconds (bisection between the counts: time grows with N); None within the
+    counts."""
     out = {}
-    for kind in DESIGNS:
+    for kind in KINDS:
         out[kind], below = None, 0
         for n in counts:
-            if model.seconds(kind, n) > deadline:
+            if model.seconds(kind, n, pattern) > deadline:
                 lo, hi = below, n
                 while hi - lo > 1:
                     mid = (lo + hi) // 2
-                    lo, hi = (lo, mid) if model.seconds(kind, mid) > deadline else (mid, hi)
+                    lo, hi = (lo, mid) if model.seconds(kind, mid, pattern) > deadline \
+                        else (mid, hi)
                 out[kind] = hi
                 break
             below = n
@@ -334,10 +406,12 @@ def check(options: Options) -> None:
 
 
 def analyse(results: Results, options: Options | None = None) -> dict:
-    """Every table of the module for a results folder: nodes, rounds, summary, fabric (the
-    latest session's), cpu, predictions with start_s and start_note (the fit on every series)
-    and held_out (held_out_range's), models (measured and described) and per model its curve,
-    changes and first_past. A ResultsError where no record has `nodes`."""
+    """Every table of the module for a results folder: nodes, rounds, summary, versus (each
+    series over torch_bcast's time, paired by round, at its largest N: fleet_paired's),
+    patterns (the curves', `patterns_of`), fabric (the latest session's), cpu, predictions
+    with start_s and start_note (the fit on every series) and held_out (held_out_range's),
+    models (measured and described) and per model its curve (every pattern's), and per pattern
+    its changes and first_past. A ResultsError where no record has `nodes`."""
     options = options or Options()
     check(options)
     nodes = nodes_table(results.runs)
@@ -349,12 +423,14 @@ def analyse(results: Results, options: Options | None = None) -> dict:
     model_bytes = stats.median_of(summary["model_bytes"])
     if pd.isna(model_bytes):
         model_bytes = stats.median_of(nodes["tensor_bytes"])
-    chunk = float(nodes.loc[nodes["design"].isin(DESIGNS), "chunk"].median()) \
-        if nodes["design"].isin(DESIGNS).any() else float(CHUNK)
-    out = {"nodes": nodes, "rounds": table, "summary": summary, "fabric": fabric,
-           "cpu": cpu_fit(nodes), "model_bytes": model_bytes, "chunk": chunk, "start_s": 0.0,
-           "start_note": "", "predictions": pd.DataFrame(columns=PREDICTION_COLUMNS),
-           "held_out": None, "models": {}, "deadline": options.deadline}
+    own_designs = nodes["design"].isin(DESIGNS + ENGINES)
+    chunk = float(nodes.loc[own_designs, "chunk"].median()) if own_designs.any() \
+        else float(CHUNK)
+    out = {"nodes": nodes, "rounds": table, "summary": summary, "versus": versus_engine(table),
+           "patterns": patterns_of(summary), "fabric": fabric, "cpu": cpu_fit(nodes),
+           "model_bytes": model_bytes, "chunk": chunk, "start_s": 0.0, "start_note": "",
+           "predictions": pd.DataFrame(columns=PREDICTION_COLUMNS), "held_out": None,
+           "models": {}, "deadline": options.deadline}
     if pd.isna(model_bytes):
         return out
     if fabric is not None:
@@ -371,7 +447,8 @@ def analyse(results: Results, options: Options | None = None) -> dict:
     out["models"]["described"] = Model(described(options, fabric), size, chunk, own,
                                        out["start_s"])
     for name, m in out["models"].items():
-        out[f"{name}_curve"] = curve(m, errors=out["held_out"])
-        out[f"{name}_changes"] = changes(m)
-        out[f"{name}_first_past"] = first_past(m, options.deadline)
+        out[f"{name}_curve"] = curve(m, errors=out["held_out"], patterns=out["patterns"])
+        out[f"{name}_changes"] = {p: changes(m, pattern=p) for p in out["patterns"]}
+        out[f"{name}_first_past"] = {p: first_past(m, options.deadline, pattern=p)
+                                     for p in out["patterns"]}
     return out

@@ -1,11 +1,12 @@
 """The report's *Fleet* section and summary.json's `fleet`: the fabric, the rounds against
-their bound, the model against the measurements and its curves (analysis/models/fleet.py), in
-tables; the figures are sections/fleet_figures.py's."""
+their bound (sections/fleet_series.py's tables, one per pattern, the engines' rows beside the
+project's designs, and the designs against torch_bcast), the model against the measurements
+and its curves (analysis/models/fleet.py), in tables; the figures are
+sections/fleet_figures.py's."""
 
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pandas as pd
@@ -16,93 +17,18 @@ from analysis.models.fleet import NODE_COUNTS, Options, TIE, analyse, largest_er
 from analysis.sections.base import Section
 from analysis.sections.fleet_figures import (FIGURE_CURVES, FIGURE_STORE, FIGURE_TIME, plot_curves,
                                              plot_store, plot_time, seconds_text)
+from analysis.sections.fleet_series import (apart_of, beyond_md, failed_md, md_table,
+                                            pattern_text, series_md, series_name, versus_md)
 from analysis.stats import ceiling
-from analysis.stats.fleet_rounds import DESIGNS, configured, fabric_of, iperf_rates, positive, shown
+from analysis.stats.fleet_bounds import KINDS
+from analysis.stats.fleet_rounds import configured, fabric_of, iperf_rates, positive, shown
+
+__all__ = ["beyond_md", "failed_md", "series_md", "versus_md"]  # the tables', re-exported
 
 TITLE = "Fleet"
 
 
 # --- tables ------------------------------------------------------------------------------------
-
-def _f(x, fmt: str) -> str:
-    return "" if x is None or pd.isna(x) else f"{x:{fmt}}"
-
-
-def _table(head: list[str], lines: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-                     + ["| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
-                        for cells in lines])
-
-
-def _apart(frame: pd.DataFrame) -> tuple[int, int]:
-    """What a row's name must tell apart in `frame`: (its files, its [cluster] rates)."""
-    return frame["file"].nunique(), len(frame[["nic", "uplink"]].drop_duplicates())
-
-
-def _name(row, apart: tuple[int, int]) -> str:
-    """A series in the tables: its label, its file's name where there are several files, its
-    [cluster] rates where the rounds ran under several."""
-    where = f" [{os.path.basename(str(row['file']))}]" if apart[0] > 1 else ""
-    if apart[1] > 1:
-        where += f" [nic {row['nic'] or '?'}, uplink {row['uplink'] or '?'}]"
-    return str(row["label"]) + where
-
-
-def _nic(row, side: str) -> str:
-    return _f(row[side], ".2f")
-
-
-SERIES_HEAD = ["design", "cache", "nodes", "rounds", "median s", "spread: last / first node",
-               "slowest node", "store bytes / M", "busiest NIC in / out, × M", "bound s",
-               "of bound", "of best design's bound"]
-
-
-def _share(x) -> str:
-    """A share of a bound, marked above 1 as every share of a limit is (ceiling.share_cell)."""
-    return ceiling.share_cell(x, ceiling.above_one(x), percent=False)
-
-
-def series_md(summary: pd.DataFrame) -> str:
-    """The fleet table (SERIES_HEAD): one row per series; under it, what a share of a bound
-    above 1 says (`beyond_md`)."""
-    apart = _apart(summary)
-    lines = []
-    for _, r in summary.iterrows():
-        failed = f" ({r['failed']} failed)" if r["failed"] else ""
-        nic = f"{_nic(r, 'nic_in')} / {_nic(r, 'nic_out')}" if pd.notna(r["nic_in"]) else ""
-        lines.append([_name(r, apart), r["cache"], str(r["nodes"]), f"{r['rounds']}{failed}",
-                      seconds_text(r["seconds"]), _f(r["spread"], ".2f"), r["slowest"],
-                      _f(r["amplification"], ".2f"), nic, seconds_text(r["bound_s"]),
-                      _share(r["of_bound"]), _share(r["of_best"])])
-    return "\n\n".join(p for p in (_table(SERIES_HEAD, lines), beyond_md(summary)) if p)
-
-
-def beyond_md(summary: pd.DataFrame) -> str:
-    """A line per series whose median round was faster than its design's bound (of bound
-    above 1, marked): the bound, from the links as iperf3 measured them, is not the fabric's
-    limit there. "" where none was."""
-    apart = _apart(summary)
-    beat = summary[summary["of_bound"] > 1]
-    lines = [f"{ceiling.BEYOND} {_name(r, apart)}, {r['cache']}, {r['nodes']} nodes: its median "
-             f"round of {seconds_text(r['seconds'])} s beat the bound of "
-             f"{seconds_text(r['bound_s'])} s ({seconds_text(r['of_bound'])} of it)"
-             for _, r in beat.iterrows()]
-    if not lines:
-        return ""
-    return ("\n".join(f"- {x}" for x in lines) + "\n\nA round faster than its bound shows that "
-            "the bound is not the fabric's limit there: the links carried more than iperf3 "
-            "measured over them (a shaper's burst, a measurement that fell short), and its "
-            "shares of the bound overstate how near the design comes to the fabric's limit.")
-
-
-def failed_md(table: pd.DataFrame) -> str:
-    """The failed rounds, each with the nodes that failed it."""
-    apart = _apart(table)
-    lines = [f"- {_name(r, apart)}, {r['cache']}, {r['nodes']} nodes, round {r['rep']}: "
-             f"{r['reason']}" for _, r in table[table["reason"].notna()].iterrows()]
-    return ("Failed rounds (a round counts only when every node's record is there and ok):\n\n"
-            + "\n".join(lines)) if lines else ""
-
 
 def _words(value) -> str:
     """A value on one line (tc's own output spans several)."""
@@ -157,7 +83,7 @@ def links_md(env: dict, most: int = 9) -> str:
                          if got else "not measured")
         rows.append([f"{len(nodes)} nodes (median, range)", str(nodes[0].get("rate", "")),
                      _tc(nodes[0].get("tc"))] + cells)
-    return _table(head, rows)
+    return md_table(head, rows)
 
 
 def fabric_md(a: dict, env: dict) -> str:
@@ -218,13 +144,13 @@ def error_text(x: float) -> str:
     return "0%" if text in ("+0%", "-0%") else text
 
 
-def _worst(p: pd.DataFrame, column: str, apart: tuple[int, int]) -> str:
+def _worst(p: pd.DataFrame, column: str, apart: tuple[int, ...]) -> str:
     """The largest error of a column, with its series; "none" where it has none."""
     known = p[p[column].notna()]
     if known.empty:
         return "none"
     w = known.loc[known[column].abs().idxmax()]
-    return f"{error_text(w[column])} ({_name(w, apart)}, {w['cache']}, {w['nodes']} nodes)"
+    return f"{error_text(w[column])} ({series_name(w, apart)}, {w['cache']}, {w['nodes']} nodes)"
 
 
 MODEL_NOTE = (
@@ -243,14 +169,18 @@ def model_md(a: dict) -> str:
     p = a["predictions"]
     intro = ("**The model against the measurements.** A flow-level model: each design's "
              "transfers as flows sharing the store's uplink, each node's NIC in and out and the "
-             "CPU by max-min fairness (progressive filling), plus the pipeline's fill for bcast "
-             "and chain (analysis/fleet.py's docstring says exactly how); each series on the "
-             "links of the sessions its rounds ran in. " + cpu_text(a["cpu"]) + ". "
+             "CPU by max-min fairness (progressive filling), plus the pipeline's fill; "
+             "torch_bcast as gloo's binomial tree, torch_stripe as a pipelined all-gather "
+             "(analysis/models/fleet.py's docstring says exactly how); under a pattern of parts "
+             "each node pulls its own, or node 0 scatters them (bcast, torch_bcast), or chain "
+             "relays the whole model as under replicated; each "
+             "series on the links of the sessions its rounds ran in. "
+             + cpu_text(a["cpu"]) + ". "
              + a["start_note"])
     if p.empty:
         return intro + "\n\nNo complete round to set it against."
-    apart = _apart(p)
-    lines = [[_name(r, apart), r["cache"], str(r["nodes"]), seconds_text(r["measured_s"]),
+    apart = apart_of(p)
+    lines = [[series_name(r, apart), r["cache"], str(r["nodes"]), seconds_text(r["measured_s"]),
               seconds_text(r["modelled_s"]), error_text(r["error"]), seconds_text(r["held_out_s"]),
               error_text(r["held_out_error"]), error_text(r["from_smaller_error"]),
               r["limited_by"]] for _, r in p.iterrows()]
@@ -259,7 +189,7 @@ def model_md(a: dict) -> str:
     end = (f"Largest error of the fit (in sample): {_worst(p, 'error', apart)}. Held out: "
            f"{_worst(p, 'held_out_error', apart)}, {verdict} the {TARGET:.0%} the model aims "
            f"at; the largest N from the smaller ones: {_worst(p, 'from_smaller_error', apart)}.")
-    return "\n\n".join([intro, MODEL_NOTE, _table(MODEL_HEAD, lines), end])
+    return "\n\n".join([intro, MODEL_NOTE, md_table(MODEL_HEAD, lines), end])
 
 
 def _banded(r) -> str:
@@ -270,19 +200,22 @@ def _banded(r) -> str:
 
 
 def curve_md(table: pd.DataFrame) -> str:
-    """A model's curve as a table: a row per N, a column per design (with its band), the
-    fastest and what held it back."""
-    lines = []
-    for n, g in table.groupby("nodes", sort=True):
-        g = g.set_index("design")
-        best = g.index[g["seconds"] <= g["seconds"].min() * (1 + TIE)]
-        lines.append([str(n)] + [_banded(g.loc[k]) for k in DESIGNS]
-                     + [" = ".join(best), g.loc[best[0], "limited_by"]])
+    """A model's curves as tables, one per pattern (titled where there are several): a row per
+    N, a column per design (with its band), the fastest and what held it back."""
+    patterns = list(dict.fromkeys(table["pattern"]))
     banded = table["low_s"].notna().any()
-    note = ("Each time with its band: the times the held-out errors (lowest to highest) would "
-            "have measured where the model gives this one.\n\n" if banded else "")
-    return note + _table(["nodes"] + [f"{k} s" for k in DESIGNS] + ["fastest", "its limit"],
-                         lines)
+    parts = [("Each time with its band: the times the held-out errors (lowest to highest) "
+              "would have measured where the model gives this one.") if banded else ""]
+    for pattern in patterns:
+        lines = []
+        for n, g in table[table["pattern"] == pattern].groupby("nodes", sort=True):
+            g = g.set_index("design")
+            best = g.index[g["seconds"] <= g["seconds"].min() * (1 + TIE)]
+            lines.append([str(n)] + [_banded(g.loc[k]) for k in KINDS]
+                         + [" = ".join(best), g.loc[best[0], "limited_by"]])
+        body = md_table(["nodes"] + [f"{k} s" for k in KINDS] + ["fastest", "its limit"], lines)
+        parts.append(f"{pattern_text(pattern)}\n\n{body}" if len(patterns) > 1 else body)
+    return "\n\n".join(p for p in parts if p)
 
 
 def band_text(errors: tuple[float, float] | None) -> str:
@@ -299,26 +232,29 @@ def _fastest_text(found: list[tuple[int, tuple]]) -> str:
 
 
 def outlook_md(a: dict) -> str:
-    """Per model where the fastest design changes and the first N past the deadline."""
+    """Per model and pattern where the fastest design changes and the first N past the
+    deadline."""
     if not a["models"]:
         return ""
-    head = ["fabric", "M", "fastest design (from N nodes)"] + \
-        [f"{k}: first N past {seconds_text(a['deadline'])} s" for k in DESIGNS]
+    head = ["fabric", "pattern", "M", "fastest design (from N nodes)"] + \
+        [f"{k}: first N past {seconds_text(a['deadline'])} s" for k in KINDS]
     lines = []
     for name, m in a["models"].items():
-        past = a[f"{name}_first_past"]
-        lines.append([m.fabric.source if name == "described" else "measured",
-                      size_text(m.model_bytes), _fastest_text(a[f"{name}_changes"])]
-                     + [str(past[k]) if past[k] else f"none to {NODE_COUNTS[-1]}"
-                        for k in DESIGNS])
+        for pattern in a["patterns"]:
+            past = a[f"{name}_first_past"][pattern]
+            lines.append([m.fabric.source if name == "described" else "measured", pattern,
+                          size_text(m.model_bytes), _fastest_text(a[f"{name}_changes"][pattern])]
+                         + [str(past[k]) if past[k] else f"none to {NODE_COUNTS[-1]}"
+                            for k in KINDS])
     return ("**Scaling, modelled.** The model (with its start cost) for N nodes up to "
             f"{NODE_COUNTS[-1]}, on the measured fabric (every node sharing this machine's "
-            "cores) and on a described one (each node with a CPU of its own): the fastest "
-            "design and the first N at which it changes (designs within "
-            f"{TIE:.1%} tie), and the first N at which the last node would pass the deadline "
-            f"({seconds_text(a['deadline'])} s: NCCL's watchdog kills a collective that waits 10 "
-            "minutes), each found between powers of 2 by bisection, on the model's own times. "
-            + band_text(a["held_out"]) + "\n\n" + _table(head, lines))
+            "cores) and on a described one (each node with a CPU of its own), per pattern the "
+            "records hold: the fastest design and the first N at which it changes (designs "
+            f"within {TIE:.1%} tie), and the first N at which the last node would pass the "
+            f"deadline ({seconds_text(a['deadline'])} s: NCCL's watchdog kills a collective "
+            "that waits 10 minutes), each found between powers of 2 by bisection, on the "
+            "model's own times. "
+            + band_text(a["held_out"]) + "\n\n" + md_table(head, lines))
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -329,23 +265,36 @@ def outlook_md(a: dict) -> str:
 INTRO = (
     "N nodes, each a network namespace with a shaped NIC of its own, load one model of M bytes "
     "from one store (nginx behind its own shaped uplink), all on this machine. The designs: "
-    "*every* node pulls all of M from the store; *bcast*, node 0 pulls M and hands each chunk "
-    "to an owner node that forwards it to the others; *stripe*, node k pulls every N-th chunk "
-    "and then sends its stripe to every other node; *chain*, node 0 pulls and each node "
-    "relays each chunk to the next. A round (one rep of one design at N nodes) counts only "
-    "whole, every node ok; it lasts from its first node's start to its last node's end, as "
-    "every round of several readers does in *Many readers* (the nodes are released together "
-    "from a start barrier; each node's wall time runs until it holds every byte and has done "
-    "its forwarding). Spread: the "
-    "last node's time over the first's, the node most often last named; store bytes / M: the "
-    "read amplification (every: N; the others: 1); busiest NIC: the most a node's NIC carried "
-    "in (from the store and its peers) and out, in units of M. Bound: the fabric's lower bound "
-    "for the design from the links measured in the round's session (the store's uplink, each "
-    "node's NIC; the pipeline's fill for bcast and chain); of bound: bound / the round's "
-    f"duration (1: at the fabric's limit; {ceiling.BEYOND}: above 1, faster than the bound); "
-    "of best design's bound: the lowest of the four designs' bounds at that N over the "
-    "duration, how far this design is from the best the fabric allows any of them. Medians over "
-    "the complete rounds.")
+    "*every* node pulls what it needs from the store; *bcast*, node 0 pulls M and hands each "
+    "chunk to an owner node that forwards it to the others; *stripe*, node k pulls every N-th "
+    "chunk and sends it to every other node, once its whole stripe is in (phased: `stripe`) or "
+    "each chunk as it lands (`stripe (pipelined)`); *chain*, node 0 pulls and each node relays "
+    "each chunk to the next. The engines' designs, beside them: *torch_bcast*, node 0 pulls M "
+    "and broadcasts each chunk with torch.distributed (gloo: a binomial tree), *torch_stripe*, "
+    "each node pulls 1/N of each round of N chunks and all_gathers it (gloo: a ring); one "
+    "command per node, timed over its own region. What each node needs is the run's pattern: "
+    "the whole model (replicated), or its 1/N slice of every tensor (tp), one table each; "
+    "under tp bcast and torch_bcast scatter, chain relays the whole model down the line as "
+    "under replicated (each node keeping its slices: it receives N times what it needs), and "
+    "every other design's node pulls its own slices. A "
+    "round (one rep of one design at N nodes) counts only whole, every node ok; it lasts from "
+    "its first node's start to its last node's end, as every round of several readers does "
+    "in *Many readers* (the nodes are released together from a start barrier; each node's "
+    "wall time runs until it holds every byte and has done its forwarding); the median round "
+    "with its 95% interval from 6 rounds up. Bound: the fabric's lower bound for the design "
+    "from the links measured in the round's session (the store's uplink, each node's NIC; the "
+    "pipeline's fill); of bound: bound / the round's duration (1: at the fabric's limit; "
+    f"{ceiling.BEYOND}: above 1, faster than the bound); of best design's bound: the lowest "
+    "bound of every design at that N under the pattern over the duration, how far this "
+    "design is from the best the fabric allows any of them. Store bytes / needed: the read "
+    "amplification, what the store sent over the bytes the nodes need together (1 at best; "
+    "every node needing the whole model, a design that reads it once: 1/N). Received / "
+    "needed: each node's bytes in (from the store and its peers) over what it needs, the "
+    "median and the largest over the nodes. NIC wire: each node's interface counters over "
+    "the run, bytes in and out (none outside a cluster); wire in / counted in: what the wire "
+    "carried into a node over the bytes it counted in (headers and retransmits above 1). "
+    "Spread: the last node's time over the first's, the node most often last named. Medians "
+    "over the complete rounds.")
 
 
 def section(results: Results, figs=None, options: Options | None = None) -> dict:
@@ -358,22 +307,25 @@ def section(results: Results, figs=None, options: Options | None = None) -> dict
         plot_curves(a, figs)
     shown_figures = (lambda *names: figs.md(*names)) if figs is not None else (lambda *n: "")
     parts = [INTRO, fabric_md(a, results.env), series_md(a["summary"]), failed_md(a["rounds"]),
-             shown_figures(FIGURE_TIME, FIGURE_STORE), model_md(a), outlook_md(a),
-             shown_figures(FIGURE_CURVES)]
+             versus_md(a["versus"]), shown_figures(FIGURE_TIME, FIGURE_STORE), model_md(a),
+             outlook_md(a), shown_figures(FIGURE_CURVES)]
     return {"md": "\n\n".join(p for p in parts if p), "summary": summary_of(a)}
 
 
 def summary_of(a: dict) -> dict:
-    """summary.json's `fleet`: the series, the model's points, its start cost, its largest
-    errors (of the fit, in sample; held out; the largest N from the smaller), the band's
-    errors, and per model its curve, where the fastest design changes and the deadline's N."""
+    """summary.json's `fleet`: the series, each against torch_bcast paired by round at the
+    largest N (`versus`), the model's points, its start cost, its largest errors (of the fit,
+    in sample; held out; the largest N from the smaller), the band's errors, and per model its
+    curve (each point with its pattern) and per pattern where the fastest design changes and
+    the deadline's N."""
     p = a["predictions"]
 
     def largest(column: str) -> float | None:
         found = largest_error(p["measured_s"], p[column]) if len(p) else math.nan
         return None if math.isnan(found) else found
 
-    return {"series": records(a["summary"]), "model": records(p), "start_s": a["start_s"],
+    return {"series": records(a["summary"]), "versus": records(a["versus"]),
+            "model": records(p), "start_s": a["start_s"],
             "largest_error": largest("modelled_s"),
             "held_out_largest_error": largest("held_out_s"),
             "from_smaller_largest_error": largest("from_smaller_s"),
@@ -381,8 +333,10 @@ def summary_of(a: dict) -> dict:
             "deadline_s": a["deadline"],
             "curves": {name: {"fabric": m.fabric.source, "model_bytes": m.model_bytes,
                               "points": records(a[f"{name}_curve"]),
-                              "fastest_from": [{"nodes": n, "designs": list(k)}
-                                               for n, k in a[f"{name}_changes"]],
+                              "fastest_from": {
+                                  pattern: [{"nodes": n, "designs": list(k)}
+                                            for n, k in found]
+                                  for pattern, found in a[f"{name}_changes"].items()},
                               "first_past_deadline": a[f"{name}_first_past"]}
                        for name, m in a["models"].items()}}
 
@@ -419,7 +373,8 @@ class FleetRounds(Section):
 
     def markdown(self) -> str:
         a, _ = self.ctx
-        return "\n\n".join(p for p in (series_md(a["summary"]), failed_md(a["rounds"])) if p)
+        return "\n\n".join(p for p in (series_md(a["summary"]), failed_md(a["rounds"]),
+                                        versus_md(a["versus"])) if p)
 
 
 class FleetModel(Section):

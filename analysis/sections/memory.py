@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from analysis.core.figures import Figures
+from analysis.core.figures import Figures, panel_width
 from analysis.core.labels import label
 from analysis.core.results import GROUP, Results
 from analysis.core.units import size_text
@@ -15,7 +15,8 @@ def plot_memory(table: pd.DataFrame, figs: Figures) -> None:
     files = table["file"].nunique()
     t = table.sort_values(["cache", "peak_rss_bytes"])
     labels = [f"{r['cache']} {label(r, files)}" for _, r in t.iterrows()]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 0.3 * len(t) + 2))
+    width = panel_width(max((len(x) for x in labels), default=0))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(2 * width, 0.3 * len(t) + 2))
     a.barh(labels, t["peak_rss_bytes"] / 2**30, color="#55a868")
     a.set_xlabel("peak RSS, median (GiB)")
     b.barh(labels, t["minor_faults"], color="#c44e52", label="minor")

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis.core.figures import Figures
+from analysis.core.figures import Figures, panel_width
 from analysis.core.labels import label
 from analysis.core.results import Results, spec_label
 from analysis.models import machine_figures
@@ -15,8 +15,9 @@ from analysis.models import machine_figures
 def plot_times(table: pd.DataFrame, figs: Figures) -> None:
     files = table["file"].nunique()
     caches = [c for c in ("cold", "warm") if c in set(table["cache"])]
-    fig, axes = plt.subplots(1, len(caches), figsize=(6 * len(caches), 0.35 * len(table) + 2),
-                             squeeze=False)
+    longest = max((len(label(r, files)) for _, r in table.iterrows()), default=0)
+    fig, axes = plt.subplots(1, len(caches), figsize=(panel_width(longest) * len(caches),
+                                                      0.35 * len(table) + 2), squeeze=False)
     for ax, cache in zip(axes[0], caches):
         t = table[table["cache"] == cache].sort_values("median_s", ascending=False)
         y = range(len(t))

@@ -1,8 +1,12 @@
 """A fleet's records as rounds (records with `nodes`, env.json `cluster`; the experiment
 and every figure are described in analysis/models/fleet.py's docstring): each node's record,
-each round (one rep of one design at N nodes, under one `nic` and `uplink`) and its duration,
-spread and read amplification, the series' medians, and the fabric's lower bound per design
-from the links measured in each round's session."""
+each round (one rep of one design at N nodes under one pattern, `nic` and `uplink`) and its
+duration, spread, read amplification (over the bytes the nodes need), each node's bytes
+received over its needs and its NIC's own counters, the series' medians, and the fabric's
+lower bound per design (analysis/stats/fleet_bounds.py) from the links measured in each
+round's session. The engines' designs (torch_bcast, torch_stripe: exec commands, one per
+node, whose details carry the design and the same counts) are rounds alongside the
+project's."""
 
 from __future__ import annotations
 
@@ -13,30 +17,41 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.labels import plural
-from analysis.core.results import Results, UNVERIFIED
+from analysis.core.results import EXEC, Results, UNVERIFIED, exec_label
 from analysis.core.units import parse_rate, rate_text
 from analysis.stats import aggregates as stats, readers
+from analysis.stats.fleet_bounds import (DESIGNS, ENGINES, KINDS, PIPELINED, best_bound, bound,
+                                         fill_chunks, whole)
+
+__all__ = ["DESIGNS", "ENGINES", "KINDS", "PIPELINED", "bound", "fill_chunks"]  # re-exported
 
 FLEET = "fleet"
-DESIGNS = ("every", "bcast", "stripe", "chain")
 CHUNK = 4 * 2**20  # the strategy's default chunk
-# A round, and a series of rounds, never pools runs under different [cluster] rates: `nic` and
-# `uplink` are the rate texts a record ran under ("" for records from before they were kept).
-ROUND = ["file", "cache", "strategy_spec", "nodes", "nic", "uplink", "rep"]
-SERIES = ["file", "cache", "strategy_spec", "nodes", "nic", "uplink"]
+# A round, and a series of rounds, never pools runs under different [cluster] rates (`nic` and
+# `uplink`: the rate texts a record ran under, "" for records from before they were kept) or
+# different patterns (what each node needs: results.load's `pattern`, `replicated` for one
+# node and for records without one).
+ROUND = ["file", "cache", "pattern", "strategy_spec", "nodes", "nic", "uplink", "rep"]
+SERIES = ["file", "cache", "pattern", "strategy_spec", "nodes", "nic", "uplink"]
 SPEC = ["design", "label", "kind", "chunk"]  # what every record of a spec shares
-BYTES = ["tensor_bytes", "store_bytes", "peer_rx_bytes", "peer_tx_bytes"]
+BYTES = ["tensor_bytes", "needed_bytes", "store_bytes", "peer_rx_bytes", "peer_tx_bytes",
+         "nic_rx_bytes", "nic_tx_bytes"]
 NODE_COLUMNS = ROUND + ["node", "session"] + SPEC + [
     "status", "error", "counted", "wall_s", "load_start_unix_s", "ready_s", "connect_s", "cpu_s",
     "store_requests"] + BYTES
-FIGURES = ["model_bytes", "duration_s", "first_s", "spread", "slowest", "amplification",
-           "nic_in", "nic_in_node", "nic_out", "nic_out_node", "ready_s"]
+# Per node, the median and the largest over a round's nodes.
+PER_NODE = ["received", "wire_in", "wire_out", "wire_over"]
+SPREADS = [f"{c}_{m}" for c in PER_NODE for m in ("median", "max")]
+FIGURES = ["model_bytes", "needed_bytes", "store_total", "duration_s", "first_s", "spread",
+           "slowest", "amplification", "nic_in", "nic_in_node", "nic_out", "nic_out_node",
+           "ready_s", "connect_s"] + SPREADS
 BOUNDS = ["bound_s", "of_bound", "best_bound_s", "of_best"]
 ROUND_COLUMNS = ROUND + ["session"] + SPEC + ["nodes_recorded", "ok_nodes"] + FIGURES + BOUNDS \
     + ["reason"]
-SUMMARY_COLUMNS = SERIES + SPEC + ["rounds", "failed", "seconds", "spread", "slowest",
-                                   "amplification", "nic_in", "nic_out", "model_bytes"] + BOUNDS
-
+SUMMARY_COLUMNS = SERIES + SPEC + [
+    "rounds", "failed", "seconds", "seconds_low", "seconds_high", "connect_s", "spread", "slowest",
+    "amplification", "nic_in", "nic_out", "model_bytes", "needed_bytes", "store_total"] \
+    + SPREADS + BOUNDS
 
 
 def positive(value) -> float | None:
@@ -59,14 +74,38 @@ def _from(objects: pd.Series, key: str, number: bool = True) -> pd.Series:
     return pd.to_numeric(values, errors="coerce") if number else values
 
 
+def _nodes(runs: pd.DataFrame, design: pd.Series) -> pd.Series:
+    """Each record's N: its `nodes`, else an engine's command's details.nodes (its place in
+    the round, as the command sent it); null for a record of no round."""
+    nodes = pd.to_numeric(_field(runs, "nodes"), errors="coerce")
+    sent = _from(_field(runs, "details"), "nodes")
+    return nodes.fillna(sent.where(design.isin(ENGINES)))
+
+
+def _designs(runs: pd.DataFrame) -> pd.Series:
+    details, params = _field(runs, "details"), _field(runs, "params")
+    return pd.Series([design_of(*a) for a in zip(runs["strategy"], runs["strategy_spec"],
+                                                   details, params)],
+                     index=runs.index, dtype=object)
+
+
 def shown(results: Results) -> bool:
-    """Whether a report needs the section: some record carries `nodes` (a cluster's)."""
-    return bool(_field(results.runs, "nodes").notna().any())
+    """Whether a report needs the section: some record carries `nodes` (a cluster's), or is an
+    engine's command of a round (`_nodes`)."""
+    runs = results.runs
+    return bool(len(runs)) and bool(_nodes(runs, _designs(runs)).notna().any())
 
 
 def design_of(strategy: str, spec: str, details, params) -> str:
     """A record's design: a fleet record's details.design, else its params.design, else its
-    spec's `design=` option; any other strategy's spec itself."""
+    spec's `design=` option; an exec command's details.design (else its label) where it names
+    an engine's (ENGINES); any other strategy's spec itself."""
+    if strategy == EXEC:
+        sent = details.get("design") if isinstance(details, dict) else None
+        for name in (sent, exec_label(spec)):
+            if name in ENGINES:
+                return name
+        return str(spec)
     if strategy != FLEET:
         return str(spec)
     for source in (details, params):
@@ -76,55 +115,87 @@ def design_of(strategy: str, spec: str, details, params) -> str:
     return found[0] if found else str(spec)
 
 
-def label_of(strategy: str, spec: str, design: str) -> str:
-    """A spec in the tables: a fleet spec as its design and its other options
-    (`bcast (chunk=1MiB)`), any other as itself."""
+def pipelined(spec: str, details, params) -> bool:
+    """Whether a fleet stripe ran pipelined: its details.stripe, else params.stripe, else its
+    spec's `stripe=` option, is "pipelined" (none: phased, as every record from before the
+    option)."""
+    for source in (details, params):
+        if isinstance(source, dict) and isinstance(source.get("stripe"), str):
+            return source["stripe"] == "pipelined"
+    return "stripe=pipelined" in str(spec).split(":")
+
+
+def label_of(strategy: str, spec: str, design: str, kind: str | None = None) -> str:
+    """A spec in the tables: a fleet spec as its kind (`stripe (pipelined)` for a pipelined
+    stripe) and its other options (`bcast (chunk=1MiB)`, `stripe (pipelined, chunk=1MiB)`); an
+    engine's command as its label (`torch_bcast`); any other as itself."""
+    if strategy == EXEC:  # its label, else (a spec without one) the engine's design
+        label = exec_label(spec)
+        return label if label and label != str(spec) else design
     if strategy != FLEET:
         return str(spec)
-    rest = [o for o in str(spec).split(":")[1:] if not o.startswith("design=")]
+    rest = [o for o in str(spec).split(":")[1:]
+            if not o.startswith("design=") and not o.startswith("stripe=")]
+    if kind == PIPELINED:
+        return f"stripe ({', '.join(['pipelined'] + rest)})"
     return design + (f" ({', '.join(rest)})" if rest else "")
 
 
+def _kind(strategy: str, design: str, stripe_pipelined: bool) -> str:
+    """The kind the bound and the model give a design (fleet_bounds' KINDS)."""
+    if design == "stripe" and strategy == FLEET and stripe_pipelined:
+        return PIPELINED
+    return design if design in KINDS else "every"
+
+
 def nodes_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per node's record of a cluster experiment (results.load's `runs` with `nodes`),
-    every status (NODE_COLUMNS): node (proc, else details.node), session (its index into
-    env.json `sessions`, null for records from before it was kept), nic and uplink (the rates
-    it ran under, "" where not recorded), design and label, kind (the design the bound and the
-    model give it: one of DESIGNS, `every` for any other strategy), chunk (params.chunk, else
-    CHUNK), cpu_s (the timed region's load_user_s + load_sys_s, else the worker's user_s +
-    sys_s), the details' figures. Another strategy's record without details.store_bytes read
-    everything from the store (its details.bytes_received, else its tensor_bytes) and nothing
-    from a peer."""
-    runs = runs[pd.to_numeric(_field(runs, "nodes"), errors="coerce").notna()]
+    """One row per node's record of a cluster experiment (results.load's `runs` with `nodes`,
+    and an engine's commands), every status (NODE_COLUMNS): node (proc, else details.node),
+    session (its index into env.json `sessions`, null for records from before it was kept),
+    pattern (results.load's), nic and uplink (the rates it ran under, "" where not
+    recorded), design, label and kind (`_kind`: one of KINDS, `every` for any other strategy),
+    chunk (params.chunk, else details.chunk, else CHUNK), cpu_s (the timed region's load_user_s
+    + load_sys_s, else the worker's user_s + sys_s), needed_bytes (the record's, else its
+    tensor_bytes: a record from before it was kept needed the whole model), the NIC's counters
+    (nic_rx_bytes, nic_tx_bytes; null where not read), the details' figures. Another
+    strategy's record without details.store_bytes read everything from the store (its
+    details.bytes_received, else its tensor_bytes) and nothing from a peer."""
+    design = _designs(runs)
+    nodes = _nodes(runs, design)
+    runs, design = runs[nodes.notna()], design[nodes.notna()]
     details, params = _field(runs, "details"), _field(runs, "params")
-    fleet = runs["strategy"] == FLEET
-    design = [design_of(*a) for a in zip(runs["strategy"], runs["strategy_spec"], details, params)]
+    own = (runs["strategy"] == FLEET) | design.isin(ENGINES)  # the details carry every count
     number = {c: pd.to_numeric(_field(runs, c), errors="coerce")
-              for c in ("wall_s", "user_s", "sys_s", "load_user_s", "load_sys_s",
-                        "tensor_bytes", "load_start_unix_s", "session")}
+              for c in ("wall_s", "user_s", "sys_s", "load_user_s", "load_sys_s", "tensor_bytes",
+                        "needed_bytes", "nic_rx_bytes", "nic_tx_bytes", "load_start_unix_s",
+                        "session")}
     # The timed region's CPU where the record has it (what competes with the transfers), as
     # stats.load_or_process prefers it; else the whole worker's.
     cpu = (number["load_user_s"] + number["load_sys_s"]).fillna(
         number["user_s"] + number["sys_s"])
     store = _from(details, "store_bytes")
-    store = store.where(fleet, store.fillna(_from(details, "bytes_received"))
+    store = store.where(own, store.fillna(_from(details, "bytes_received"))
                         .fillna(number["tensor_bytes"]))
+    kind = [_kind(s, d, pipelined(p, x, q)) for s, d, p, x, q in
+            zip(runs["strategy"], design, runs["strategy_spec"], details, params)]
     out = runs.assign(
-        nodes=pd.to_numeric(runs["nodes"], errors="coerce").astype("int64"),
+        nodes=nodes[nodes.notna()].astype("int64"),
         node=pd.to_numeric(_field(runs, "proc"), errors="coerce").fillna(
             _from(details, "node")).fillna(0).astype("int64"),
-        design=design,
-        label=[label_of(s, p, d) for s, p, d in zip(runs["strategy"], runs["strategy_spec"],
-                                                    design)],
-        kind=[d if d in DESIGNS else "every" for d in design],
-        chunk=_from(params, "chunk").fillna(CHUNK),
+        design=design, kind=kind,
+        label=[label_of(s, p, d, k) for s, p, d, k in zip(runs["strategy"], runs["strategy_spec"],
+                                                          design, kind)],
+        chunk=_from(params, "chunk").fillna(_from(details, "chunk")).fillna(CHUNK),
         wall_s=number["wall_s"], tensor_bytes=number["tensor_bytes"],
+        needed_bytes=number["needed_bytes"].fillna(number["tensor_bytes"]),
+        nic_rx_bytes=number["nic_rx_bytes"], nic_tx_bytes=number["nic_tx_bytes"],
         load_start_unix_s=number["load_start_unix_s"], session=number["session"],
         # Strings, so that grouping keeps the records that have none.
         **{c: _field(runs, c).fillna("") for c in ("nic", "uplink")},
+        pattern=_field(runs, "pattern").fillna("replicated"),
         cpu_s=cpu, store_bytes=store,
         **{c: _from(details, c) for c in ("ready_s", "connect_s", "store_requests")},
-        **{c: _from(details, c).where(fleet, _from(details, c).fillna(0))
+        **{c: _from(details, c).where(own, _from(details, c).fillna(0))
            for c in ("peer_rx_bytes", "peer_tx_bytes")})
     return out[NODE_COLUMNS].reset_index(drop=True)
 
@@ -136,6 +207,35 @@ def why_not(node) -> str:
     if not node["wall_s"] > 0:
         return f"node {node['node']}: ok, no wall time"
     return f"node {node['node']}: {UNVERIFIED}"
+
+
+def _per_node(values: pd.Series, name: str) -> dict:
+    """`name`_median and `name`_max over a round's nodes; null where a node has none."""
+    whole_round = values.notna().all() and len(values)
+    return {f"{name}_median": float(values.median()) if whole_round else None,
+            f"{name}_max": float(values.max()) if whole_round else None}
+
+
+def _bytes(ok: pd.DataFrame, row: dict) -> dict:
+    """A complete round's bytes (the module's docstring, 1.): M, what the nodes needed, what
+    the store sent over it, what each node received over its needs, its NIC's counters."""
+    need = ok["needed_bytes"].set_axis(ok["node"])
+    needed = need.sum(min_count=len(ok))
+    # M: the whole model, which each node needs (their median) or whose parts they need.
+    model = float(need.median()) if whole(row["pattern"]) else needed
+    into = (ok["store_bytes"] + ok["peer_rx_bytes"]).set_axis(ok["node"])
+    store = ok["store_bytes"].sum(min_count=len(ok))
+    out = {"model_bytes": model, "needed_bytes": needed, "store_total": store,
+           "amplification": store / needed,
+           **_per_node(into / need, "received"),
+           **_per_node(ok["nic_rx_bytes"].set_axis(ok["node"]), "wire_in"),
+           **_per_node(ok["nic_tx_bytes"].set_axis(ok["node"]), "wire_out"),
+           **_per_node(ok["nic_rx_bytes"].set_axis(ok["node"]) / into, "wire_over")}
+    for name, share in (("nic_in", into / model), ("nic_out", ok["peer_tx_bytes"].set_axis(
+            ok["node"]) / model)):
+        if share.notna().all():
+            out.update({name: float(share.max()), f"{name}_node": int(share.idxmax())})
+    return out
 
 
 def _round(key: tuple, group: pd.DataFrame) -> dict:
@@ -152,18 +252,15 @@ def _round(key: tuple, group: pd.DataFrame) -> dict:
     if why:
         return row
     wall = ok.set_index("node")["wall_s"].astype(float)
-    model = float(ok["tensor_bytes"].median())
-    into = (ok["store_bytes"] + ok["peer_rx_bytes"]).set_axis(ok["node"]) / model
-    out = ok["peer_tx_bytes"].set_axis(ok["node"]) / model
+    # The mesh is whole once its slowest node has connected: the largest connect_s.
+    connect = float(ok["connect_s"].max()) if ok["connect_s"].notna().all() else None
     # The same duration as every round of several readers: the first start to the last end.
-    row.update(model_bytes=model, duration_s=readers.duration(ok)[0], first_s=float(wall.min()),
+    row.update(duration_s=readers.duration(ok)[0], first_s=float(wall.min()),
                spread=float(wall.max() / wall.min()),
                slowest=int(wall.idxmax()) if wall.max() > wall.min() else None,
-               amplification=ok["store_bytes"].sum(min_count=len(ok)) / model,
-               ready_s=float(ok["ready_s"].max()) if ok["ready_s"].notna().all() else None)
-    for name, share in (("nic_in", into), ("nic_out", out)):
-        if share.notna().all():
-            row.update({name: float(share.max()), f"{name}_node": int(share.idxmax())})
+               ready_s=float(ok["ready_s"].max()) if ok["ready_s"].notna().all() else None,
+               connect_s=connect,
+               **_bytes(ok, row))
     return row
 
 
@@ -177,8 +274,9 @@ def rounds(nodes: pd.DataFrame, env: dict | None = None) -> pd.DataFrame:
 
 def with_bounds(table: pd.DataFrame, env: dict) -> pd.DataFrame:
     """The rounds with BOUNDS for each complete one, from the fabric of the session it ran in
-    (`fabric_of`): the bound of its own design, the best design's (the lowest of DESIGNS' at
-    its N), and each over its duration (1: at the fabric's limit); null without a fabric."""
+    (`fabric_of`): the bound of its own design under its pattern, the best design's (the
+    lowest of every design's under its pattern at its N), and each over its duration (1: at the
+    fabric's limit); null without a fabric."""
     fabrics: dict = {}
     values = []
     for _, r in table.iterrows():
@@ -190,8 +288,8 @@ def with_bounds(table: pd.DataFrame, env: dict) -> pd.DataFrame:
             values.append([math.nan] * len(BOUNDS))
             continue
         n, m, chunk = int(r["nodes"]), float(r["model_bytes"]), float(r["chunk"])
-        own = bound(r["kind"], n, m, chunk, fabric)
-        best = min(bound(k, n, m, chunk, fabric) for k in DESIGNS)
+        own = bound(r["kind"], n, m, chunk, fabric, r["pattern"])
+        best = best_bound(n, m, chunk, fabric, r["pattern"])
         values.append([own, own / r["duration_s"], best, best / r["duration_s"]])
     return table.assign(**{c: [v[i] for v in values] for i, c in enumerate(BOUNDS)})
 
@@ -206,26 +304,31 @@ def _most(values: pd.Series) -> str:
 
 
 def _order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Cold first, then the designs in DESIGNS' order (others after), each by its nodes."""
-    rank = {k: i for i, k in enumerate(DESIGNS)}
-    return frame.assign(_c=frame["cache"].map({"cold": 0, "warm": 1}),
-                        _d=frame["design"].map(rank).fillna(len(rank))).sort_values(
-        ["file", "_c", "_d", "strategy_spec", "nodes"], kind="stable").drop(
-        columns=["_c", "_d"]).reset_index(drop=True)
+    """Replicated first, cold first, then the designs in KINDS' order (the project's, then the
+    engines'; others after), each by its nodes."""
+    rank = {k: i for i, k in enumerate(KINDS)}
+    own = frame["design"].isin(DESIGNS + ENGINES)
+    return frame.assign(_p=~frame["pattern"].map(whole), _c=frame["cache"].map(
+        {"cold": 0, "warm": 1}), _d=frame["kind"].map(rank).where(own, len(rank))).sort_values(
+        ["file", "_p", "pattern", "_c", "_d", "strategy_spec", "nodes"], kind="stable").drop(
+        columns=["_p", "_c", "_d"]).reset_index(drop=True)
 
 
 def summarize(rounds_table: pd.DataFrame) -> pd.DataFrame:
     """One row per series (SUMMARY_COLUMNS; the module's docstring, 2.): the medians over its
-    complete rounds, each round's bounds its own (no bound without a fabric)."""
+    complete rounds (seconds with the median's 95% interval, seconds_low and seconds_high, null
+    under 6 rounds), each round's bounds its own (no bound without a fabric)."""
     rows = []
     for key, g in rounds_table.groupby(SERIES, sort=False):
         done = g[g["duration_s"].notna()]
+        low, high = stats.median_interval(done["duration_s"])
         rows.append({**dict(zip(SERIES, key)), **g.iloc[0][SPEC].to_dict(), "rounds": len(g),
                      "failed": len(g) - len(done), "slowest": _most(done["slowest"]),
-                     **{c: stats.median_of(done[c]) for c in ["spread", "amplification",
-                                                              "nic_in", "nic_out",
-                                                              "model_bytes"] + BOUNDS},
-                     "seconds": stats.median_of(done["duration_s"])})
+                     **{c: stats.median_of(done[c]) for c in [
+                         "connect_s", "spread", "amplification", "nic_in", "nic_out", "model_bytes",
+                         "needed_bytes", "store_total"] + SPREADS + BOUNDS},
+                     "seconds": stats.median_of(done["duration_s"]), "seconds_low": low,
+                     "seconds_high": high})
     return _order(pd.DataFrame(rows, columns=SUMMARY_COLUMNS))
 
 
@@ -334,22 +437,3 @@ def series_fabrics(rounds_table: pd.DataFrame, env: dict) -> dict[tuple, Fabric 
         out[key] = (None if any(f is None for f in found) else
                     found[0] if len(found) == 1 else median_fabric(found))
     return out
-
-
-def fill_chunks(kind: str, n: int) -> int:
-    """The chunks a pipelined design's last node waits behind the first: bcast one to the
-    owner and one on (one with a single other node), chain one per hop, none otherwise."""
-    if kind == "bcast":
-        return min(2, n - 1)
-    return n - 1 if kind == "chain" else 0
-
-
-def bound(kind: str, n: int, model: float, chunk: float, fabric: Fabric) -> float:
-    """The fabric's lower bound (seconds) on a round of `n` nodes loading `model` bytes by
-    design `kind` (the module's docstring, 3.): rates are bits per second, sizes bytes."""
-    up, nic = fabric.uplink_bps / 8, fabric.nic_in_bps / 8  # bytes per second
-    if kind == "stripe":  # the stripes in (the store's M, a node's M/N), then the rest
-        return max(model / up, model / n / nic) + (n - 1) / n * model / nic
-    if kind in ("bcast", "chain"):
-        return model / min(up, nic) + fill_chunks(kind, n) * chunk / nic
-    return max(n * model / up, model / nic)
