@@ -568,6 +568,7 @@ def report(node, design, connect_s, ready_s, table):
     """The fleet's figures, as fleet.cc's records carry them (docs/fleet.md), and the table's
     own reads beside them."""
     for key, value in (("design", f"torch_{design}"), ("node", node.k), ("nodes", node.n),
+                       ("chunk", node.chunk),
                        ("ready_s", round(ready_s, 6)), ("connect_s", round(connect_s, 6)),
                        ("store_bytes", node.store.bytes), ("store_requests", node.store.requests),
                        ("peer_rx_bytes", node.rx), ("peer_tx_bytes", node.tx),

@@ -30,7 +30,8 @@ Status RemoteSource::ReadAt(void* buf, size_t len, uint64_t offset) const {
   Block* b = first_.Holds(offset, len) ? &first_ : last_.Holds(offset, len) ? &last_ : nullptr;
   if (b == nullptr) {
     b = offset == 0 ? &first_ : &last_;
-    const uint64_t n = std::min<uint64_t>(std::max<uint64_t>(len, kBlock), size() - offset);
+    const uint64_t n = std::min<uint64_t>(std::max<uint64_t>(len, block_), size() - offset);
+    block_ = std::min(2 * block_, kMaxBlock);
     b->bytes.assign(n, std::byte{0});
     b->at = offset;
     const Status s = GetRange(obj_, offset, n, b->bytes.data(), etag_, Timeouts{}, &stats_);
