@@ -58,11 +58,7 @@ double WallSecondsNow() {
 std::vector<std::string> CommandEnv(const ExecRequest& req, Clock::time_point killed_at) {
   std::vector<std::string> vars = req.env;
   vars.push_back(fmt::format("LOADBENCH_FD={}", kReportFd));
-  if (req.timeout_s > 0) {
-    const double margin = std::min(2.0, req.timeout_s / 10);
-    const double at = std::chrono::duration<double>(killed_at.time_since_epoch()).count();
-    vars.push_back(fmt::format("{}={:.3f}", kDeadlineVar, at - margin));
-  }
+  if (req.timeout_s > 0) vars.push_back(DeadlineVariable(killed_at, req.timeout_s));
   return EnvironmentWith(vars);
 }
 

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <fmt/format.h>
+
 #include "harness/machine/timeline.h"
 #include "harness/process/interrupt.h"
+#include "loaders/blocks/peers.h"
 
 namespace loadbench {
 
@@ -34,6 +37,12 @@ WatchEnd Watch(Watched& w, double sample_s, double timeout_s, WatchClock::time_p
     }
     if (w.Done(now)) return WatchEnd::kDone;
   }
+}
+
+std::string DeadlineVariable(WatchClock::time_point killed_at, double timeout_s) {
+  const double margin = std::min(2.0, timeout_s / 10);
+  const double at = std::chrono::duration<double>(killed_at.time_since_epoch()).count();
+  return fmt::format("{}={:.3f}", kDeadlineVar, at - margin);
 }
 
 }  // namespace loadbench

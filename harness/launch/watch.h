@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 namespace loadbench {
@@ -32,5 +33,10 @@ enum class WatchEnd { kDone, kTimedOut, kInterrupted };
 // Watches `w` until it is done, the command is interrupted, or `timeout_s` (0: none) has passed
 // since `t0`; kills everything in the last two cases.
 WatchEnd Watch(Watched& w, double sample_s, double timeout_s, WatchClock::time_point t0);
+
+// LOADBENCH_DEADLINE=SECONDS (loaders/blocks/peers.h) for readers that the watch kills at
+// `killed_at`, `timeout_s` after their start: a little before (a tenth of the timeout, 2 s at
+// most), so that a reader waiting on another fails first, naming it. Workers and commands alike.
+std::string DeadlineVariable(WatchClock::time_point killed_at, double timeout_s);
 
 }  // namespace loadbench

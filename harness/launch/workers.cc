@@ -102,11 +102,7 @@ void SlowStartHook(int reader) {
 std::vector<std::string> WorkerEnv(const LaunchRequest& req, WatchClock::time_point killed_at) {
   std::vector<std::string> vars;
   if (!req.peer_token.empty()) vars.push_back(fmt::format("{}={}", kTokenVar, req.peer_token));
-  if (req.timeout_s > 0) {
-    const double margin = std::min(2.0, req.timeout_s / 10);
-    const double at = std::chrono::duration<double>(killed_at.time_since_epoch()).count();
-    vars.push_back(fmt::format("{}={:.3f}", kDeadlineVar, at - margin));
-  }
+  if (req.timeout_s > 0) vars.push_back(DeadlineVariable(killed_at, req.timeout_s));
   return EnvironmentWith(vars);
 }
 
