@@ -41,14 +41,9 @@ class Command final : public Launcher {
   std::string unprofiled(size_t) const override { return kExecUnprofiled; }
   std::vector<ReaderOutcome> Launch(const LaunchRequest& req, const HostSteps& host,
                                     bool* interrupted) override {
-    HostState h = host.prepare();
-    std::vector<ReaderOutcome> out;
-    if (h.ok) out = RunCommandReaders(req, h, 0, {}, interrupted);
-    out.resize(static_cast<size_t>(req.readers));
-    if (*interrupted) return out;
-    if (h.ok) host.after(&h);
-    for (ReaderOutcome& o : out) o.host = h;
-    return out;
+    return LaunchHere(req, host, interrupted, [&](const HostState& h) {
+      return RunCommandReaders(req, h, 0, {}, interrupted);
+    });
   }
 };
 

@@ -153,4 +153,21 @@ class Launcher {
                                             bool* interrupted) = 0;
 };
 
+// A launch on this host, as the workers' and the commands' launchers make it: host.prepare,
+// the readers (`run`, given the prepared state) when it held, host.after once they ended, and
+// every outcome with the host's state; interrupted, *interrupted is set and the outcomes mean
+// nothing.
+inline std::vector<ReaderOutcome> LaunchHere(
+    const LaunchRequest& req, const HostSteps& host, bool* interrupted,
+    const std::function<std::vector<ReaderOutcome>(const HostState&)>& run) {
+  HostState h = host.prepare();
+  std::vector<ReaderOutcome> out;
+  if (h.ok) out = run(h);
+  out.resize(static_cast<size_t>(req.readers));
+  if (*interrupted) return out;
+  if (h.ok) host.after(&h);
+  for (ReaderOutcome& o : out) o.host = h;
+  return out;
+}
+
 }  // namespace loadbench

@@ -331,14 +331,9 @@ class Workers final : public Launcher {
   std::string unprofiled(size_t) const override { return ""; }
   std::vector<ReaderOutcome> Launch(const LaunchRequest& req, const HostSteps& host,
                                     bool* interrupted) override {
-    HostState h = host.prepare();
-    std::vector<ReaderOutcome> out;
-    if (h.ok) out = RunWorkers(req, h.cgroup_procs, 0, {}, interrupted);
-    out.resize(static_cast<size_t>(req.readers));
-    if (*interrupted) return out;
-    if (h.ok) host.after(&h);
-    for (ReaderOutcome& o : out) o.host = h;
-    return out;
+    return LaunchHere(req, host, interrupted, [&](const HostState& h) {
+      return RunWorkers(req, h.cgroup_procs, 0, {}, interrupted);
+    });
   }
 };
 

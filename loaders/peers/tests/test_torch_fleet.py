@@ -268,7 +268,8 @@ def test_a_node_that_never_joins_is_named_by_the_others_by_the_deadline(store):
     start = time.monotonic()
     procs = start_nodes(3, f"{url}/m.safetensors", "bcast", nodes=[0, 1], deadline_s=6, tok=tok)
     results = finish(procs)
-    assert time.monotonic() - start < 6.5
+    # By the 6 s deadline, not torch's own 30 min; 5 s more allow a slow machine's start-up.
+    assert time.monotonic() - start < 6 + 5
     rdv = procs[0].args[procs[0].args.index("--port") + 1]
     check_failed(results, ["node {k}: node 2 (127.0.0.1) did not join the rendezvous at "
                            f"127.0.0.1:{rdv} by the deadline"])
@@ -280,7 +281,7 @@ def test_without_node_0_the_others_name_its_address(store):
     start = time.monotonic()
     procs = start_nodes(3, f"{url}/m.safetensors", "stripe", nodes=[1, 2], deadline_s=5)
     results = finish(procs)
-    assert time.monotonic() - start < 5.5
+    assert time.monotonic() - start < 5 + 5  # by the deadline, as above
     rdv = procs[1].args[procs[1].args.index("--port") + 1]
     check_failed(results, ["node {k}: no rendezvous at 127.0.0.1:" + rdv + " (node 0's)"])
 
