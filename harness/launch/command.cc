@@ -65,12 +65,8 @@ std::vector<std::string> CommandEnv(const ExecRequest& req, Clock::time_point ki
 // Whether `pid` still runs: a zombie has ended, and may wait long for its reaper (an init that
 // reaps orphans once a second), so it is not waited for to go.
 bool StillRuns(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
-  const char state = stat[paren + 2];
-  return state != 'Z' && state != 'X';
+  const std::vector<std::string> stat = ProcStatFields(pid);  // field 3: the state
+  return stat.size() > 3 && stat[3] != "Z" && stat[3] != "X";
 }
 
 // The members of process group `pgid`, found in `cgroup_dir`'s list, or without a cgroup ("")

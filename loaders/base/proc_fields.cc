@@ -56,8 +56,12 @@ std::optional<uint64_t> MeminfoBytes(const std::string& key) {
 }
 
 std::vector<std::string> ProcStatFields(long pid) {
+  // One line, read through the stream (not its buffer): a process that ends between the open
+  // and the read makes read() fail with ESRCH, which the stream turns into a failed read and an
+  // istreambuf_iterator would throw past every caller.
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  std::getline(in, text);
   const size_t paren = text.rfind(')');
   if (paren == std::string::npos) return {};
   std::vector<std::string> fields(3);  // [0] unused, [1] and [2] left empty: fields[n] is field n
